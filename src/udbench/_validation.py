@@ -1,0 +1,148 @@
+"""One error template and small argument checks shared by every udbench component.
+
+Every user-facing error names the component, the parameter, the rule it broke and the
+value received (the habit of scikit-learn's ``_param_validation`` and GPJax's
+parameter checks), so a failure can be fixed without reading a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "UdbenchError",
+    "check_array",
+    "check_choice",
+    "check_positive",
+    "param_error",
+]
+
+
+class UdbenchError(ValueError):
+    """Bad input to a udbench component (a user error, not a bug).
+
+    Subclasses :class:`ValueError` so that callers that already catch ``ValueError``
+    keep working. The command-line interface prints these without a traceback.
+    """
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def param_error(component: str, parameter: str, rule: str, value: Any) -> UdbenchError:
+    """Build the standard error for a parameter that breaks a rule.
+
+    Parameters
+    ----------
+    component : str
+        What was called, e.g. ``"NoiseModel"`` or ``"squared_loss_decomposition"``.
+    parameter : str
+        The offending argument's name.
+    rule : str
+        The rule it must satisfy, phrased to follow "must", e.g. ``"be > 0"``.
+    value : Any
+        The value received (shortened in the message).
+
+    Returns
+    -------
+    UdbenchError
+        The error, to be raised by the caller.
+
+    Examples
+    --------
+    >>> str(param_error("NoiseModel", "rho", "be > 0", -1.0))
+    "NoiseModel: parameter 'rho' must be > 0; got -1.0"
+    """
+    return UdbenchError(f"{component}: parameter {parameter!r} must {rule}; got {_short(value)}")
+
+
+def check_choice(component: str, parameter: str, value: Any, choices: Iterable[Any]) -> Any:
+    """Return ``value`` if it is one of ``choices``; raise :class:`UdbenchError` otherwise."""
+    options = list(choices)
+    if value not in options:
+        raise param_error(component, parameter, f"be one of {options}", value)
+    return value
+
+
+def check_positive(component: str, parameter: str, value: float, *, strict: bool = True) -> float:
+    """Return ``value`` as float if it is finite and > 0 (or >= 0 when ``strict=False``)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise param_error(component, parameter, "be a real number", value) from None
+    if not np.isfinite(v) or (v <= 0 if strict else v < 0):
+        raise param_error(component, parameter, "be > 0" if strict else "be >= 0", value)
+    return v
+
+
+def check_array(
+    component: str,
+    parameter: str,
+    value: Any,
+    *,
+    ndim: int | tuple[int, ...] | None = None,
+    shape: tuple[int | None, ...] | None = None,
+    finite: bool = True,
+    nonnegative: bool = False,
+    dtype: Any = np.float64,
+) -> np.ndarray:
+    """Convert ``value`` to an array and check it.
+
+    Parameters
+    ----------
+    component, parameter : str
+        Used in the error message.
+    value : array_like
+        The input.
+    ndim : int or tuple of int, optional
+        Allowed numbers of dimensions.
+    shape : tuple of (int or None), optional
+        Required shape; ``None`` entries match any length.
+    finite : bool, default True
+        Reject NaN and infinity.
+    nonnegative : bool, default False
+        Reject negative entries (e.g. variances).
+    dtype : numpy dtype, default float64
+        Target dtype; ``None`` keeps the input's dtype.
+
+    Returns
+    -------
+    numpy.ndarray
+        The converted array (a new array only where conversion needed one).
+
+    Raises
+    ------
+    UdbenchError
+        If any rule is broken; the message names the parameter and what was received.
+    """
+    try:
+        arr = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError):
+        raise param_error(component, parameter, "be a numeric array", value) from None
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in allowed:
+            raise param_error(
+                component, parameter, f"have ndim in {list(allowed)}", f"shape {arr.shape}"
+            )
+    if shape is not None:
+        if arr.ndim != len(shape) or any(
+            s is not None and s != a for s, a in zip(shape, arr.shape, strict=True)
+        ):
+            want = ", ".join("*" if s is None else str(s) for s in shape)
+            raise param_error(component, parameter, f"have shape ({want})", f"shape {arr.shape}")
+    if finite and arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+        n_bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise param_error(
+            component, parameter, "contain only finite values", f"{n_bad} NaN/inf entries"
+        )
+    if nonnegative and arr.size and np.nanmin(arr) < 0:
+        raise param_error(
+            component, parameter, "be non-negative", f"minimum {float(np.nanmin(arr))!r}"
+        )
+    return arr

@@ -1,0 +1,1 @@
+"""udbench.analyses (see DESIGN.md)."""

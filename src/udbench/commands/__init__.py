@@ -1,0 +1,1 @@
+"""Sub-commands of the ``udbench`` CLI; each module exposes ``register(app)``."""

@@ -1,0 +1,1 @@
+"""udbench.data (see DESIGN.md)."""

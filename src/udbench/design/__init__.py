@@ -1,0 +1,1 @@
+"""udbench.design (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""udbench.evaluation (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""udbench.methods (see DESIGN.md)."""

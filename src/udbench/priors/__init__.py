@@ -1,0 +1,1 @@
+"""udbench.priors (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""udbench.report (see DESIGN.md)."""

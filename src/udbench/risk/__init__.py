@@ -1,0 +1,1 @@
+"""udbench.risk (see DESIGN.md)."""

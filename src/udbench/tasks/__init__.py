@@ -1,0 +1,1 @@
+"""udbench.tasks (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""udbench.tuning (see DESIGN.md)."""
