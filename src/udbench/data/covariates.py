@@ -1,0 +1,295 @@
+"""Cleaning (SPEC §2) and the :class:`Covariates` of one dataset with its geometry and split."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from udbench._seeding import make_rng
+from udbench._validation import UdbenchError, param_error
+from udbench.data.geometry import (
+    N_SHELLS,
+    CovariateGeometry,
+    fit_geometry,
+    largest_remainder,
+)
+from udbench.data.registry import DatasetSpec, get_dataset_spec
+from udbench.data.sources import read_raw_table
+
+__all__ = ["Covariates", "clean_table", "load_covariates", "normalise_name", "stratified_split"]
+
+
+def normalise_name(name: str) -> str:
+    """Column-name key used for matching: parenthesised units removed, case and punctuation
+    ignored (``"Temperature(°C)"`` → ``"temperature"``, ``"fixed_acidity"`` →
+    ``"fixed_acidity"``, ``"fixed acidity"`` → ``"fixed_acidity"``)."""
+    stripped = re.sub(r"\([^)]*\)", " ", str(name))
+    return re.sub(r"[^0-9a-z]+", "_", stripped.lower()).strip("_")
+
+
+def _to_float(frame: pd.DataFrame, column: str, key: str) -> np.ndarray:
+    values = frame[column]
+    if not pd.api.types.is_numeric_dtype(values):
+        converted = pd.to_numeric(values, errors="coerce")
+        bad = values[converted.isna() & values.notna()]
+        if len(bad):
+            raise param_error(
+                f"load_covariates({key!r})",
+                f"column {column!r}",
+                "hold numbers (or be empty/'?' where missing)",
+                bad.iloc[0],
+            )
+        values = converted
+    return values.to_numpy(dtype=np.float64)
+
+
+def clean_table(
+    frame: pd.DataFrame, spec: DatasetSpec
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Clean a raw table exactly per SPEC §2.
+
+    Keeps the registry's covariates (matched by :func:`normalise_name`), drops every row
+    with a missing covariate or target, and min-max scales each covariate to [0, 1] over
+    the kept rows.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The raw table (any column order, extra columns ignored).
+    spec : DatasetSpec
+        The dataset's registry entry.
+
+    Returns
+    -------
+    X : ndarray of shape (N, d), float64 in [0, 1]
+    y_real : ndarray of shape (N,), float64, in the source's target units
+    bounds : ndarray of shape (2, d)
+        Raw minimum and maximum of every covariate over the kept rows.
+
+    Raises
+    ------
+    UdbenchError
+        A covariate or target column is missing or renamed, a value is not numeric, a
+        covariate is constant, or the cleaned (N, d) differs from SPEC.
+    """
+    component = f"load_covariates({spec.key!r})"
+    by_name: dict[str, list[str]] = {}
+    for column in frame.columns:
+        by_name.setdefault(normalise_name(column), []).append(str(column))
+    columns: list[str] = []
+    for wanted in (*spec.covariates, spec.target):
+        found = by_name.get(normalise_name(wanted), [])
+        if len(found) != 1:
+            rule = (
+                f"contain exactly one column matching {wanted!r}"
+                if found
+                else f"contain the column {wanted!r} (case, punctuation and units ignored)"
+            )
+            raise param_error(component, "table columns", rule, [str(c) for c in frame.columns])
+        columns.append(found[0])
+    values = np.column_stack([_to_float(frame, c, spec.key) for c in columns])
+    values = values[~np.isnan(values).any(axis=1)]
+    X, y_real = values[:, :-1], values[:, -1].copy()
+    if X.shape != (spec.n_rows, spec.n_features):
+        raise param_error(
+            component,
+            "table",
+            f"clean to SPEC's (N, d) = ({spec.n_rows}, {spec.n_features}) (is it the full table?)",
+            f"shape {X.shape}",
+        )
+    low, high = X.min(axis=0), X.max(axis=0)
+    constant = np.flatnonzero(high <= low)
+    if constant.size:
+        raise param_error(
+            component,
+            f"covariate {spec.covariates[constant[0]]!r}",
+            "vary over the kept rows (min-max scaling needs max > min)",
+            f"constant {low[constant[0]]!r}",
+        )
+    X = (X - low) / (high - low)
+    return X, y_real, np.vstack([low, high])
+
+
+def stratified_split(shell: np.ndarray, n_eval: int, key: str) -> tuple[np.ndarray, np.ndarray]:
+    """Evaluation/candidate split stratified by shell (SPEC §2).
+
+    Each shell gives n_eval/5 rows (largest remainder, ties to the inner shell), drawn
+    uniformly within the shell by a stream derived from ``("split", key)``.
+
+    Returns
+    -------
+    eval_idx, cand_idx : ndarray of int64
+        Sorted, disjoint row indices covering all rows.
+    """
+    rng = make_rng("eval-split", key)
+    counts = largest_remainder(n_eval, np.full(N_SHELLS, 1.0 / N_SHELLS))
+    chosen = []
+    for k in range(N_SHELLS):
+        rows = np.flatnonzero(shell == k)
+        if rows.size < counts[k]:
+            raise param_error(
+                f"stratified_split({key!r})",
+                "n_eval",
+                f"fit in shell {k} ({rows.size} rows)",
+                n_eval,
+            )
+        chosen.append(rng.choice(rows, size=counts[k], replace=False))
+    eval_idx = np.sort(np.concatenate(chosen)).astype(np.int64)
+    mask = np.ones(shell.shape[0], dtype=bool)
+    mask[eval_idx] = False
+    return eval_idx, np.flatnonzero(mask).astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class Covariates:
+    """The cleaned covariates of one dataset with their geometry and split (SPEC §2–§3).
+
+    Arrays are read-only (instances are cached and shared).
+
+    Attributes
+    ----------
+    key : str
+    spec : DatasetSpec
+    X : ndarray of shape (N, d), float64 in [0, 1]
+        Min-max scaled covariates (over all kept rows).
+    feature_names : tuple of str
+        Registry names of the d covariates.
+    y_real : ndarray of shape (N,)
+        The real target (for fitting GP kernel hyperparameters only; never a task target).
+    z : ndarray of shape (N,)
+        Noise score of every row (mean 0, SD 1 over all rows; SPEC §3).
+    shell : ndarray of shape (N,), int64 in 0..4
+        Coverage shell of every row (0 inner, 4 outermost).
+    eval_idx : ndarray of shape (n_eval,), int64
+        Evaluation pool (all rows for out-of-distribution-only data).
+    cand_idx : ndarray of shape (N − n_eval,), int64
+        Candidate pool for training inputs.
+    geometry : CovariateGeometry
+        The fitted noise-score and shell maps (value-based).
+    bounds : ndarray of shape (2, d)
+        Raw min and max of each covariate (to scale other tables into this frame).
+    origin : str
+        ``"local"``, ``"cached"`` or ``"embedded"``.
+    """
+
+    key: str
+    spec: DatasetSpec
+    X: np.ndarray
+    feature_names: tuple[str, ...]
+    y_real: np.ndarray
+    z: np.ndarray
+    shell: np.ndarray
+    eval_idx: np.ndarray
+    cand_idx: np.ndarray
+    geometry: CovariateGeometry = field(repr=False)
+    bounds: np.ndarray = field(repr=False)
+    origin: str = "local"
+
+    @property
+    def n_rows(self) -> int:
+        """N."""
+        return int(self.X.shape[0])
+
+    @property
+    def X_eval(self) -> np.ndarray:
+        """Evaluation-pool covariates, shape (n_eval, d)."""
+        return self.X[self.eval_idx]
+
+    def noise_score(self, X: object) -> np.ndarray:
+        """Noise score z of scaled rows ``X`` (m, d) -> (m,) (value-based, SPEC §3)."""
+        return self.geometry.noise_score(X)
+
+    def shell_of(self, X: object) -> np.ndarray:
+        """Shell index (m,) of scaled rows ``X`` (m, d) under this dataset's edges."""
+        return self.geometry.shell_of(X)
+
+    def scale(self, X_raw: object) -> np.ndarray:
+        """Map raw covariate values (m, d) into this dataset's [0, 1] frame (not clipped)."""
+        X_raw = np.asarray(X_raw, dtype=np.float64)
+        low, high = self.bounds
+        return (X_raw - low) / (high - low)
+
+    def unscale(self, X: object) -> np.ndarray:
+        """Map scaled rows (m, d) back to raw covariate units."""
+        low, high = self.bounds
+        return np.asarray(X, dtype=np.float64) * (high - low) + low
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+@functools.lru_cache(maxsize=16)
+def _load(key: str, data_dir: str | None, stamp: tuple[str | None, float]) -> Covariates:
+    spec = get_dataset_spec(key)
+    raw = read_raw_table(key, data_dir)
+    X, y_real, bounds = clean_table(raw.frame, spec)
+    geometry = fit_geometry(X)
+    z = geometry.noise_score(X)
+    shell = geometry.shell_of(X)
+    if spec.ood_only or spec.n_eval is None:
+        eval_idx, cand_idx = np.arange(X.shape[0]), np.arange(0)
+    else:
+        eval_idx, cand_idx = stratified_split(shell, spec.n_eval, key)
+    arrays = [X, y_real, z, shell, eval_idx, cand_idx, bounds]
+    for a in arrays:
+        _readonly(a)
+    return Covariates(
+        key=key,
+        spec=spec,
+        X=X,
+        feature_names=spec.covariates,
+        y_real=y_real,
+        z=z,
+        shell=shell,
+        eval_idx=eval_idx,
+        cand_idx=cand_idx,
+        geometry=geometry,
+        bounds=bounds,
+        origin=raw.origin,
+    )
+
+
+def load_covariates(key: str, data_dir: str | os.PathLike[str] | None = None) -> Covariates:
+    """Load, clean and lay out the covariates of dataset ``key`` (SPEC §2–§3).
+
+    Sources tried in order: ``data_dir`` (default ``$UDBENCH_DATA_DIR``) laid out as
+    ``<key>/<key>.csv.gz``; the download cache (``$UDBENCH_CACHE_DIR``, default
+    ``~/.cache/udbench``, filled by ``udbench datasets download KEY``); for ``"diabetes"``,
+    scikit-learn's bundled table. Results are cached in memory per (key, file, mtime).
+
+    Parameters
+    ----------
+    key : str
+        A registered dataset key (see :func:`list_datasets`).
+    data_dir : path-like, optional
+        Local data folder; overrides ``$UDBENCH_DATA_DIR``.
+
+    Returns
+    -------
+    Covariates
+
+    Raises
+    ------
+    UdbenchError
+        Unknown key; no raw table anywhere (the message names the files looked for and how
+        to provide one); a table with missing/renamed columns, non-numeric values, a
+        constant covariate, or a cleaned shape different from SPEC.
+    """
+    from udbench.data.sources import find_raw_table
+
+    get_dataset_spec(key)
+    path = find_raw_table(key, data_dir)
+    stamp = (str(path), path.stat().st_mtime) if path is not None else (None, 0.0)
+    resolved = None if data_dir is None else str(Path(data_dir).expanduser())
+    try:
+        return _load(key, resolved, stamp)
+    except UdbenchError:
+        raise

@@ -1,0 +1,220 @@
+"""Where raw tables come from: a local data folder, the download cache, or scikit-learn.
+
+Layout on disk (both the data folder and the cache): ``<root>/<key>/<key>.csv.gz``, a gzip
+CSV with a header row, the source's column names and the target column last (the layout of
+the project's shared data folder).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from udbench._validation import UdbenchError, check_choice
+from udbench.data.registry import DatasetSpec, get_dataset_spec, list_datasets
+
+__all__ = [
+    "RawTable",
+    "availability",
+    "cache_dir",
+    "download_dataset",
+    "find_raw_table",
+    "read_raw_table",
+]
+
+#: Environment variable naming the local data folder.
+DATA_DIR_ENV = "UDBENCH_DATA_DIR"
+#: Environment variable naming the download cache (default ``~/.cache/udbench``).
+CACHE_DIR_ENV = "UDBENCH_CACHE_DIR"
+
+
+@dataclass(frozen=True)
+class RawTable:
+    """A raw table before cleaning: the frame and where it was found."""
+
+    frame: pd.DataFrame
+    origin: str  # "local" | "cached" | "embedded"
+    path: str | None
+
+
+def cache_dir() -> Path:
+    """The download cache: ``$UDBENCH_CACHE_DIR``, else ``~/.cache/udbench``."""
+    value = os.environ.get(CACHE_DIR_ENV)
+    return Path(value).expanduser() if value else Path.home() / ".cache" / "udbench"
+
+
+def _data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
+    if data_dir is not None:
+        return Path(data_dir).expanduser()
+    value = os.environ.get(DATA_DIR_ENV)
+    return Path(value).expanduser() if value else None
+
+
+def _table_path(root: Path, key: str) -> Path:
+    return root / key / f"{key}.csv.gz"
+
+
+def availability(key: str, data_dir: str | os.PathLike[str] | None = None) -> str:
+    """Where ``key`` would be loaded from: ``"local"``, ``"cached"``, ``"embedded"`` or
+    ``"needs download"`` (sources tried in that order, see :func:`find_raw_table`)."""
+    spec = get_dataset_spec(key)
+    root = _data_dir(data_dir)
+    if root is not None and _table_path(root, key).is_file():
+        return "local"
+    if _table_path(cache_dir(), key).is_file():
+        return "cached"
+    if spec.source == "sklearn":
+        return "embedded"
+    return "needs download"
+
+
+def find_raw_table(key: str, data_dir: str | os.PathLike[str] | None = None) -> Path | None:
+    """Path of the raw table of ``key``, or None when it is embedded.
+
+    Tried in order: ``data_dir`` (default ``$UDBENCH_DATA_DIR``), the download cache, and
+    (``diabetes``) scikit-learn's bundled table.
+
+    Raises
+    ------
+    UdbenchError
+        If the table is nowhere available; the message names the files looked for and
+        how to provide one (``udbench datasets download KEY`` or a data folder).
+    """
+    spec = get_dataset_spec(key)
+    root = _data_dir(data_dir)
+    looked: list[str] = []
+    if root is not None:
+        path = _table_path(root, key)
+        if path.is_file():
+            return path
+        looked.append(f"{path} (data folder)")
+    cached = _table_path(cache_dir(), key)
+    if cached.is_file():
+        return cached
+    looked.append(f"{cached} (download cache, ${CACHE_DIR_ENV})")
+    if spec.source == "sklearn":
+        return None
+    where = "OpenML data id" if spec.source == "openml" else "UCI repository id"
+    raise UdbenchError(
+        f"load_covariates: parameter 'key' must name a dataset whose raw table is available; "
+        f"got {key!r}, but no file exists at {' or '.join(looked)}. "
+        f"Run `udbench datasets download {key}` (needs internet; {where} {spec.source_id}) "
+        f"or put the full {spec.n_rows}-row table at <data folder>/{key}/{key}.csv.gz "
+        f"and set ${DATA_DIR_ENV} to that folder."
+    )
+
+
+def _embedded_frame(spec: DatasetSpec) -> pd.DataFrame:
+    from sklearn.datasets import load_diabetes
+
+    bunch = load_diabetes(as_frame=True, scaled=False)
+    return bunch.frame
+
+
+def read_raw_table(key: str, data_dir: str | os.PathLike[str] | None = None) -> RawTable:
+    """Read the raw table of ``key`` from the first source that has it (no cleaning)."""
+    spec = get_dataset_spec(key)
+    path = find_raw_table(key, data_dir)
+    if path is None:
+        return RawTable(_embedded_frame(spec), "embedded", None)
+    root = _data_dir(data_dir)
+    origin = "local" if root is not None and path == _table_path(root, key) else "cached"
+    try:
+        frame = pd.read_csv(path, na_values=["?"], low_memory=False)
+    except (OSError, ValueError, EOFError) as err:
+        raise UdbenchError(
+            f"load_covariates: file {str(path)!r} must be a gzip CSV with a header row; "
+            f"reading it failed: {err}"
+        ) from None
+    return RawTable(frame, origin, str(path))
+
+
+def _fetch_frame(spec: DatasetSpec) -> pd.DataFrame:
+    """Fetch the raw table of ``spec`` from its source, target column last."""
+    if spec.source == "openml":
+        from sklearn.datasets import fetch_openml
+
+        bunch = fetch_openml(
+            data_id=spec.source_id,
+            as_frame=True,
+            data_home=str(cache_dir() / "openml"),
+            target_column=None,
+        )
+        frame = bunch.frame if bunch.frame is not None else bunch.data
+    elif spec.source == "uci":
+        from ucimlrepo import fetch_ucirepo
+
+        frame = fetch_ucirepo(id=spec.source_id).data.original
+    else:  # embedded
+        frame = _embedded_frame(spec)
+    frame = pd.DataFrame(frame).copy()
+    target = [c for c in frame.columns if _same_name(c, spec.target)]
+    rest = [c for c in frame.columns if c not in target]
+    return frame[rest + target]
+
+
+def _same_name(a: object, b: str) -> bool:
+    from udbench.data.covariates import normalise_name
+
+    return normalise_name(str(a)) == normalise_name(b)
+
+
+def download_dataset(key: str, *, force: bool = False) -> Path:
+    """Fetch ``key`` from OpenML (by data id) or UCI (``ucimlrepo``) into the cache.
+
+    The table is written as ``<cache>/<key>/<key>.csv.gz`` (raw columns, target last) after
+    checking that it cleans to SPEC's (N, d); a table that does not is not cached.
+
+    Parameters
+    ----------
+    key : str
+        A registered dataset key (``"all"`` is handled by the CLI).
+    force : bool, default False
+        Re-download even if the cache already has the table.
+
+    Returns
+    -------
+    pathlib.Path
+        The cached file.
+
+    Raises
+    ------
+    UdbenchError
+        Unknown key, a fetch that fails (no network), or a table that does not clean to
+        SPEC's shape.
+    """
+    from udbench.data.covariates import clean_table
+
+    spec = get_dataset_spec(key)
+    path = _table_path(cache_dir(), key)
+    if path.is_file() and not force:
+        return path
+    try:
+        frame = _fetch_frame(spec)
+    except UdbenchError:
+        raise
+    except Exception as err:  # network and parser errors of the fetchers
+        raise UdbenchError(
+            f"download_dataset: fetching {key!r} from {spec.source} id {spec.source_id} "
+            f"failed ({type(err).__name__}: {err}); check the internet connection or put the "
+            f"table at <data folder>/{key}/{key}.csv.gz and set ${DATA_DIR_ENV}."
+        ) from None
+    clean_table(frame, spec)  # raises if columns or shape do not match SPEC
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    frame.to_csv(tmp, index=False, compression={"method": "gzip", "mtime": 0})
+    tmp.replace(path)
+    return path
+
+
+def downloadable_keys() -> list[str]:
+    """Keys that ``udbench datasets download all`` fetches (every non-embedded dataset)."""
+    return [s.key for s in list_datasets() if s.source != "sklearn"]
+
+
+def check_key(key: str) -> str:
+    """Validate a dataset key (helper for the CLI)."""
+    return check_choice("udbench datasets", "key", key, [s.key for s in list_datasets()])

@@ -1,0 +1,104 @@
+"""Aleatoric noise models σ²(x) (SPEC §4, paper B.3)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from udbench._validation import check_choice, check_positive, param_error
+from udbench.data.covariates import Covariates
+
+__all__ = ["NOISE_MODES", "NoiseModel"]
+
+#: The four noise modes of SPEC §4, in table order.
+NOISE_MODES: tuple[str, ...] = ("homoscedastic", "smooth-monotone", "u-shaped", "step")
+
+
+def _raw_shape(mode: str, z: np.ndarray) -> np.ndarray:
+    """Shape of z before standardisation (SPEC §4 table)."""
+    if mode == "smooth-monotone":
+        return z
+    if mode == "u-shaped":
+        return z**2
+    if mode == "step":
+        return (z > 0).astype(np.float64)
+    return np.zeros_like(z)
+
+
+class NoiseModel:
+    """Heteroscedastic Gaussian noise variance σ²(x) of one dataset (SPEC §4).
+
+    log σ²(x) = c + s·h(x), where h is the mode's shape of the noise score z(x),
+    standardised to mean 0 and SD 1 (ddof=0) over the evaluation pool (h ≡ 0 for
+    ``homoscedastic``), and the level c = log ρ − log mean_pool(e^{s·h}) makes the mean
+    of σ² over the evaluation pool equal ρ (paper B.3, "Strength and level").
+
+    Parameters
+    ----------
+    cov : Covariates
+        The dataset (its noise score and evaluation pool).
+    mode : {"homoscedastic", "smooth-monotone", "u-shaped", "step"}
+        Shape of the noise along z.
+    strength : float, default 1.0
+        s ≥ 0, the SD of log σ² over the evaluation pool.
+    rho : float, optional
+        Noise-to-signal ratio ρ > 0, the mean σ² over the pool in target units;
+        defaults to the dataset's ρ (SPEC §2).
+
+    Attributes
+    ----------
+    level : float
+        c.
+    shape_mean, shape_sd : float
+        Mean and SD of the raw shape over the evaluation pool (used to standardise h).
+
+    Raises
+    ------
+    UdbenchError
+        Unknown mode, negative or non-finite strength, ρ ≤ 0, or a dataset without a
+        ρ and an evaluation pool (out-of-distribution-only data) when ``rho`` is omitted.
+    """
+
+    def __init__(
+        self, cov: Covariates, mode: str, strength: float = 1.0, rho: float | None = None
+    ) -> None:
+        self.cov = cov
+        self.mode = check_choice("NoiseModel", "mode", mode, NOISE_MODES)
+        self.strength = check_positive("NoiseModel", "strength", strength, strict=False)
+        if rho is None:
+            rho = cov.spec.rho
+            if rho is None:
+                raise param_error("NoiseModel", "rho", "be given for this dataset", rho)
+        self.rho = check_positive("NoiseModel", "rho", rho)
+        shape = _raw_shape(self.mode, cov.z[cov.eval_idx])
+        self.shape_mean = float(shape.mean())
+        sd = float(shape.std())
+        if self.mode != "homoscedastic" and not sd > 0:
+            raise param_error("NoiseModel", "mode", "vary over the evaluation pool", mode)
+        self.shape_sd = sd if sd > 0 else 1.0
+        h = self._standardised(shape)
+        n = h.shape[0]
+        self.level = float(np.log(self.rho) - (logsumexp(self.strength * h) - np.log(n)))
+
+    def _standardised(self, shape: np.ndarray) -> np.ndarray:
+        if self.mode == "homoscedastic":
+            return np.zeros_like(shape)
+        return (shape - self.shape_mean) / self.shape_sd
+
+    def log_variance(self, X: object) -> np.ndarray:
+        """log σ²(x) of scaled rows ``X`` (m, d) -> (m,)."""
+        z = self.cov.noise_score(X)
+        return self.level + self.strength * self._standardised(_raw_shape(self.mode, z))
+
+    def variance(self, X: object) -> np.ndarray:
+        """Noise variance σ²(x) in target units of scaled rows ``X`` (m, d) -> (m,).
+
+        A function of each row alone: the same point gets the same variance in any batch.
+        """
+        return np.exp(self.log_variance(X))
+
+    def __repr__(self) -> str:
+        return (
+            f"NoiseModel({self.cov.key!r}, mode={self.mode!r}, strength={self.strength}, "
+            f"rho={self.rho})"
+        )
