@@ -1,9 +1,161 @@
-"""``udbench`` sub-commands of this area (filled in by its issue)."""
+"""``udbench datasets``: list the covariate suite, show one dataset, download raw tables."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
 import typer
+from rich.console import Console
+from rich.table import Table
+
+_DATA_DIR_HELP = "Local data folder laid out as <key>/<key>.csv.gz (default: $UDBENCH_DATA_DIR)."
+
+
+def _list_rows(data_dir: Path | None) -> list[dict[str, Any]]:
+    from udbench.data import availability, list_datasets
+
+    return [
+        {
+            "key": s.key,
+            "source": s.source,
+            "source_id": s.source_id,
+            "n_rows": s.n_rows,
+            "n_features": s.n_features,
+            "n_eval": s.n_eval,
+            "n_train": s.n_train,
+            "rho": s.rho,
+            "kernel_family": s.kernel_family,
+            "ood_only": s.ood_only,
+            "available": availability(s.key, data_dir),
+        }
+        for s in list_datasets()
+    ]
+
+
+def _show(key: str, data_dir: Path | None) -> dict[str, Any]:
+    from udbench.data import load_covariates
+    from udbench.data.geometry import N_SHELLS
+    from udbench.design import COVERAGES, NOISE_MODES, NoiseModel, shell_quotas
+
+    cov = load_covariates(key, data_dir)
+    spec = cov.spec
+    count = lambda idx: np.bincount(cov.shell[idx], minlength=N_SHELLS).tolist()  # noqa: E731
+    out: dict[str, Any] = {
+        "key": key,
+        "n_rows": cov.n_rows,
+        "n_features": int(cov.X.shape[1]),
+        "n_eval": int(cov.eval_idx.size),
+        "n_train": spec.n_train,
+        "rho": spec.rho,
+        "kernel_family": spec.kernel_family,
+        "available": cov.origin,
+        "feature_names": list(cov.feature_names),
+        "shell_sizes": {
+            "all": count(np.arange(cov.n_rows)),
+            "eval": count(cov.eval_idx),
+            "candidates": count(cov.cand_idx),
+        },
+    }
+    if not spec.ood_only and spec.n_train is not None:
+        out["training_quotas"] = {c: shell_quotas(c, spec.n_train).tolist() for c in COVERAGES}
+        ranges = {}
+        for mode in NOISE_MODES:
+            var = NoiseModel(cov, mode).variance(cov.X_eval)
+            ranges[mode] = {"min": float(var.min()), "max": float(var.max())}
+        out["noise_variance_eval"] = ranges
+    return out
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's sub-commands to ``app``."""
+    """Add ``udbench datasets`` (list), ``datasets show`` and ``datasets download``."""
+    group = typer.Typer(
+        help="The covariate suite: list datasets, show one, download raw tables.",
+        invoke_without_command=True,
+        no_args_is_help=False,
+    )
+
+    @group.callback()
+    def list_cmd(
+        ctx: typer.Context,
+        as_json: bool = typer.Option(False, "--json", help="Print a JSON list of objects."),
+        data_dir: Path | None = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP),
+    ) -> None:
+        """List every dataset with N, d, n_eval, n, ρ, GP kernel family and availability."""
+        if ctx.invoked_subcommand is not None:
+            return
+        rows = _list_rows(data_dir)
+        if as_json:
+            typer.echo(json.dumps(rows, indent=1))
+            return
+        table = Table(title="udbench covariate suite (SPEC §2)")
+        for col in ("key", "N", "d", "n_eval", "n", "ρ", "kernel family", "available"):
+            table.add_column(col, justify="right" if col in "N d n_eval n ρ" else "left")
+        fmt = lambda v: "–" if v is None else str(v)  # noqa: E731
+        for r in rows:
+            table.add_row(
+                r["key"] + (" (OOD only)" if r["ood_only"] else ""),
+                str(r["n_rows"]),
+                str(r["n_features"]),
+                fmt(r["n_eval"]),
+                fmt(r["n_train"]),
+                fmt(r["rho"]),
+                fmt(r["kernel_family"]),
+                r["available"],
+            )
+        Console().print(table)
+
+    @group.command("show")
+    def show_cmd(
+        key: str = typer.Argument(..., help="Dataset key (see `udbench datasets`)."),
+        as_json: bool = typer.Option(False, "--json", help="Print a JSON object."),
+        data_dir: Path | None = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP),
+    ) -> None:
+        """Shell sizes, training quotas and the noise-variance range of every noise mode."""
+        from udbench.data.sources import check_key
+
+        info = _show(check_key(key), data_dir)
+        if as_json:
+            typer.echo(json.dumps(info, indent=1))
+            return
+        console = Console()
+        console.print(
+            f"[bold]{key}[/]: N={info['n_rows']} d={info['n_features']} "
+            f"n_eval={info['n_eval']} n={info['n_train']} ρ={info['rho']} "
+            f"kernel={info['kernel_family']} ({info['available']})",
+            highlight=False,
+        )
+        shells = Table(title="rows per shell (0 inner … 4 outermost)")
+        shells.add_column("pool")
+        for k in range(5):
+            shells.add_column(str(k), justify="right")
+        for name, sizes in info["shell_sizes"].items():
+            shells.add_row(name, *map(str, sizes))
+        for name, sizes in info.get("training_quotas", {}).items():
+            shells.add_row(f"train: {name}", *map(str, sizes))
+        console.print(shells)
+        if "noise_variance_eval" in info:
+            noise = Table(title="σ²(x) over the evaluation pool (strength 1)")
+            for col in ("mode", "min", "max"):
+                noise.add_column(col, justify="left" if col == "mode" else "right")
+            for mode, r in info["noise_variance_eval"].items():
+                noise.add_row(mode, f"{r['min']:.4g}", f"{r['max']:.4g}")
+            console.print(noise)
+
+    @group.command("download")
+    def download_cmd(
+        key: str = typer.Argument(..., help="Dataset key, or 'all'."),
+        force: bool = typer.Option(False, "--force", help="Re-download even if cached."),
+    ) -> None:
+        """Fetch raw tables from OpenML (by data id) or UCI into the download cache."""
+        from udbench.data import download_dataset
+        from udbench.data.sources import check_key, downloadable_keys
+
+        keys = downloadable_keys() if key == "all" else [check_key(key)]
+        for k in keys:
+            path = download_dataset(k, force=force)
+            typer.echo(f"{k}: {path}")
+
+    app.add_typer(group, name="datasets")

@@ -91,6 +91,10 @@ def find_raw_table(key: str, data_dir: str | os.PathLike[str] | None = None) -> 
         if path.is_file():
             return path
         looked.append(f"{path} (data folder)")
+        if path.parent.is_dir():
+            others = sorted(p.name for p in path.parent.iterdir() if p.name != path.name)
+            if others:
+                looked[-1] += f", whose {key}/ folder holds only {', '.join(others)}"
     cached = _table_path(cache_dir(), key)
     if cached.is_file():
         return cached
