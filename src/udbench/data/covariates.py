@@ -41,7 +41,7 @@ def _to_float(frame: pd.DataFrame, column: str, key: str) -> np.ndarray:
         if len(bad):
             raise param_error(
                 f"load_covariates({key!r})",
-                f"column {column!r}",
+                f"column {column}",
                 "hold numbers (or be empty/'?' where missing)",
                 bad.iloc[0],
             )
@@ -91,7 +91,11 @@ def clean_table(
                 if found
                 else f"contain the column {wanted!r} (case, punctuation and units ignored)"
             )
-            raise param_error(component, "table columns", rule, [str(c) for c in frame.columns])
+            # The template, without shortening: the full column list is what helps here.
+            raise UdbenchError(
+                f"{component}: parameter 'table columns' must {rule}; "
+                f"got {[str(c) for c in frame.columns]!r}"
+            )
         columns.append(found[0])
     values = np.column_stack([_to_float(frame, c, spec.key) for c in columns])
     values = values[~np.isnan(values).any(axis=1)]
@@ -108,9 +112,9 @@ def clean_table(
     if constant.size:
         raise param_error(
             component,
-            f"covariate {spec.covariates[constant[0]]!r}",
+            f"covariate {spec.covariates[constant[0]]}",
             "vary over the kept rows (min-max scaling needs max > min)",
-            f"constant {low[constant[0]]!r}",
+            f"the constant value {float(low[constant[0]])!r}",
         )
     X = (X - low) / (high - low)
     return X, y_real, np.vstack([low, high])

@@ -90,11 +90,12 @@ def find_raw_table(key: str, data_dir: str | os.PathLike[str] | None = None) -> 
         path = _table_path(root, key)
         if path.is_file():
             return path
-        looked.append(f"{path} (data folder)")
+        note = "data folder"
         if path.parent.is_dir():
             others = sorted(p.name for p in path.parent.iterdir() if p.name != path.name)
             if others:
-                looked[-1] += f", whose {key}/ folder holds only {', '.join(others)}"
+                note += f"; its {key}/ folder holds only {', '.join(others)}"
+        looked.append(f"{path} ({note})")
     cached = _table_path(cache_dir(), key)
     if cached.is_file():
         return cached
@@ -104,7 +105,7 @@ def find_raw_table(key: str, data_dir: str | os.PathLike[str] | None = None) -> 
     where = "OpenML data id" if spec.source == "openml" else "UCI repository id"
     raise UdbenchError(
         f"load_covariates: parameter 'key' must name a dataset whose raw table is available; "
-        f"got {key!r}, but no file exists at {' or '.join(looked)}. "
+        f"got {key!r}, but no file exists at {' nor at '.join(looked)}. "
         f"Run `udbench datasets download {key}` (needs internet; {where} {spec.source_id}) "
         f"or put the full {spec.n_rows}-row table at <data folder>/{key}/{key}.csv.gz "
         f"and set ${DATA_DIR_ENV} to that folder."
