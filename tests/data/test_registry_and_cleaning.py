@@ -107,7 +107,7 @@ def test_cleaning_a_written_table(tmp_path: Path, make_concrete, write):
         ),
         (
             lambda f: f.assign(Cement=5.0),
-            r"parameter 'covariate Cement' must vary over the kept rows.*got 'the constant value 5.0'",
+            r"'covariate Cement' must vary over the kept rows.*got 'the constant value 5.0'",
         ),
         (lambda f: f.iloc[:900], r"'table' must clean to SPEC's \(N, d\) = \(1030, 8\).*899, 8"),
         (
