@@ -1,0 +1,68 @@
+"""Noise models (SPEC §4): level, shapes, value-based variance, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from udbench._validation import UdbenchError
+from udbench.data import load_covariates
+from udbench.design import NOISE_MODES, NoiseModel
+
+
+@pytest.fixture(scope="module")
+def cov():
+    """The embedded default: available everywhere, no data folder needed."""
+    return load_covariates("diabetes")
+
+
+@pytest.mark.parametrize("mode", NOISE_MODES)
+@pytest.mark.parametrize(("strength", "rho"), [(1.0, None), (0.5, 0.1), (2.0, 3.0)])
+def test_mean_variance_over_pool_is_rho(cov, mode, strength, rho):
+    model = NoiseModel(cov, mode, strength=strength, rho=rho)
+    var = model.variance(cov.X_eval)
+    target = cov.spec.rho if rho is None else rho
+    assert abs(var.mean() - target) < 1e-10
+    log_sd = np.log(var).std()
+    # h has SD 1 over the pool, so log σ² has SD s (0 when homoscedastic)
+    assert abs(log_sd - (0.0 if mode == "homoscedastic" else strength)) < 1e-10
+
+
+def test_shapes_follow_the_noise_score(cov):
+    z = cov.z[cov.eval_idx]
+    smooth = np.log(NoiseModel(cov, "smooth-monotone").variance(cov.X_eval))
+    slope = np.polyfit(z, smooth, 1)[0]
+    np.testing.assert_allclose(slope, 1.0 / z.std(), rtol=1e-10)  # s=1, h = (z − z̄)/sd
+    u = np.log(NoiseModel(cov, "u-shaped").variance(cov.X_eval))
+    np.testing.assert_allclose(np.polyfit(z**2, u, 1)[0], 1.0 / (z**2).std(), rtol=1e-10)
+    # step: two levels; ratio e^{s/sqrt(p(1-p))} with p the share of z > 0 in the pool
+    step = NoiseModel(cov, "step", strength=0.7).variance(cov.X_eval)
+    p = (z > 0).mean()
+    hi, lo = step[z > 0], step[z <= 0]
+    np.testing.assert_allclose(hi, hi[0], rtol=1e-12)
+    np.testing.assert_allclose(lo, lo[0], rtol=1e-12)
+    np.testing.assert_allclose(hi[0] / lo[0], np.exp(0.7 / np.sqrt(p * (1 - p))), rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", NOISE_MODES)
+def test_variance_depends_only_on_x(cov, mode):
+    model = NoiseModel(cov, mode)
+    full = model.variance(cov.X)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        rows = rng.choice(cov.n_rows, size=17, replace=True)
+        np.testing.assert_array_equal(model.variance(cov.X[rows]), full[rows])
+    np.testing.assert_array_equal(model.variance(cov.X[[7]]), full[[7]])
+    again = NoiseModel(cov, mode).variance(cov.X)
+    assert again.tobytes() == full.tobytes()
+
+
+def test_bad_noise_arguments(cov):
+    with pytest.raises(UdbenchError, match=r"NoiseModel: parameter 'mode' must be one of .*'wavy'"):
+        NoiseModel(cov, "wavy")
+    with pytest.raises(UdbenchError, match=r"parameter 'rho' must be > 0; got 0"):
+        NoiseModel(cov, "step", rho=0)
+    with pytest.raises(UdbenchError, match=r"parameter 'rho' must be > 0; got -0.3"):
+        NoiseModel(cov, "step", rho=-0.3)
+    with pytest.raises(UdbenchError, match=r"parameter 'strength' must be >= 0; got -1"):
+        NoiseModel(cov, "step", strength=-1)
