@@ -105,7 +105,10 @@ def register(app: typer.Typer) -> None:
                 fmt(r["kernel_family"]),
                 r["available"],
             )
-        Console().print(table)
+        console = Console()
+        if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
+            console = Console(width=max(console.width, 120))
+        console.print(table)
 
     @group.command("show")
     def show_cmd(
