@@ -293,7 +293,4 @@ def load_covariates(key: str, data_dir: str | os.PathLike[str] | None = None) ->
     path = find_raw_table(key, data_dir)
     stamp = (str(path), path.stat().st_mtime) if path is not None else (None, 0.0)
     resolved = None if data_dir is None else str(Path(data_dir).expanduser())
-    try:
-        return _load(key, resolved, stamp)
-    except UdbenchError:
-        raise
+    return _load(key, resolved, stamp)
