@@ -150,7 +150,7 @@ def stratified_split(shell: np.ndarray, n_eval: int, key: str) -> tuple[np.ndarr
     return eval_idx, np.flatnonzero(mask).astype(np.int64)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Covariates:
     """The cleaned covariates of one dataset with their geometry and split (SPEC §2–§3).
 
@@ -194,6 +194,12 @@ class Covariates:
     geometry: CovariateGeometry = field(repr=False)
     bounds: np.ndarray = field(repr=False)
     origin: str = "local"
+
+    def __repr__(self) -> str:
+        return (
+            f"Covariates({self.key!r}, N={self.n_rows}, d={self.X.shape[1]}, "
+            f"n_eval={self.eval_idx.size}, origin={self.origin!r})"
+        )
 
     @property
     def n_rows(self) -> int:
