@@ -71,3 +71,28 @@ def test_failed_or_wrong_download_is_a_clear_error_and_not_cached(monkeypatch, e
     with pytest.raises(UdbenchError, match=r"clean to SPEC's \(N, d\) = \(3107, 6\)"):
         download_dataset("space_ga")
     assert not (empty_cache / "space_ga" / "space_ga.csv.gz").exists()
+
+
+def test_download_all_goes_on_after_failures(monkeypatch, empty_cache: Path, make_concrete, capsys):
+    seen: list[tuple[str, int]] = []
+
+    def fake_openml(**kwargs):
+        seen.append(("openml", kwargs["data_id"]))
+        raise ConnectionError("offline")
+
+    def fake_uci(id):
+        seen.append(("uci", id))
+        if id != 165:
+            raise ConnectionError("offline")
+        return SimpleNamespace(data=SimpleNamespace(original=make_concrete()))
+
+    monkeypatch.setattr("sklearn.datasets.fetch_openml", fake_openml)
+    monkeypatch.setattr("ucimlrepo.fetch_ucirepo", fake_uci)
+    assert main(["datasets", "download", "all"]) == 2
+    assert len(seen) == 14 and ("openml", 44976) in seen and ("uci", 560) in seen
+    assert (empty_cache / "concrete" / "concrete.csv.gz").is_file()
+    captured = capsys.readouterr()
+    assert "concrete: " in captured.out and "abalone: failed" in captured.err
+    last = captured.err.strip().splitlines()[-1]
+    assert "parameter 'key' must name datasets that can be fetched" in last
+    assert "'abalone'" in last and "'concrete'" not in last

@@ -11,6 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from udbench._validation import UdbenchError, param_error
+
 _DATA_DIR_HELP = "Local data folder laid out as <key>/<key>.csv.gz (default: $UDBENCH_DATA_DIR)."
 
 
@@ -156,9 +158,19 @@ def register(app: typer.Typer) -> None:
         from udbench.data import download_dataset
         from udbench.data.sources import check_key, downloadable_keys
 
-        keys = downloadable_keys() if key == "all" else [check_key(key)]
-        for k in keys:
-            path = download_dataset(k, force=force)
-            typer.echo(f"{k}: {path}")
+        if key != "all":
+            typer.echo(f"{key}: {download_dataset(check_key(key), force=force)}")
+            return
+        failed = []
+        for k in downloadable_keys():  # go on after a failure; report all at the end
+            try:
+                typer.echo(f"{k}: {download_dataset(k, force=force)}")
+            except UdbenchError as err:
+                typer.echo(f"{k}: failed: {err}", err=True)
+                failed.append(k)
+        if failed:
+            raise param_error(
+                "udbench datasets download", "key", "name datasets that can be fetched", failed
+            )
 
     app.add_typer(group, name="datasets")
