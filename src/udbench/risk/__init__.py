@@ -1,1 +1,36 @@
-"""udbench.risk (see DESIGN.md)."""
+"""udbench.risk: posterior-risk decompositions and oracle targets (SPEC §1, paper Appendix A).
+
+Usable on its own: give it reference-posterior draws (or Gaussian posterior moments) and a
+deployed predictor, get AU, generalized variance, deployment gap and total risk per point.
+"""
+
+from udbench.risk.decompositions import (
+    Decomposition,
+    brier_decomposition,
+    crps_decomposition,
+    crps_decomposition_gaussian,
+    fair_mean_abs_difference,
+    log_score_decomposition,
+    log_score_decomposition_gaussian,
+    mean_abs_normal,
+    multiclass_log_decomposition,
+    squared_loss_decomposition,
+    squared_loss_decomposition_gaussian,
+)
+from udbench.risk.oracle import OracleTargets, oracle_targets
+
+__all__ = [
+    "Decomposition",
+    "OracleTargets",
+    "brier_decomposition",
+    "crps_decomposition",
+    "crps_decomposition_gaussian",
+    "fair_mean_abs_difference",
+    "log_score_decomposition",
+    "log_score_decomposition_gaussian",
+    "mean_abs_normal",
+    "multiclass_log_decomposition",
+    "oracle_targets",
+    "squared_loss_decomposition",
+    "squared_loss_decomposition_gaussian",
+]

@@ -1,0 +1,571 @@
+"""Bregman decompositions of sample-conditional posterior risk for five losses.
+
+For an evaluation point x, a reference posterior over generative functions F and a deployed
+action â, the posterior risk splits into three terms (paper Eq. 4, Appendix A.1)::
+
+    R_S(â; x) = E_F[R*_F(x)]  +  E_F[D(a_F || ā_ref)]  +  D(ā_ref || â)
+                AU               generalized variance      deployment gap
+
+where a_F is the conditional Bayes act under F and ā_ref the posterior centroid (the Bayes act
+of the posterior predictive). Every function here works per evaluation point on plain arrays
+and returns a :class:`Decomposition` with arrays of shape (n,).
+
+Inputs
+------
+Regression (squared loss, CRPS, continuous log score): ``draws`` of shape (D, n) are draws of
+the conditional mean f(x) from the reference posterior; the noise law is Gaussian,
+``Y | F ~ N(F(x), noise_var)`` with ``noise_var`` of shape (n,) independent of F (SPEC §4).
+Classification (multiclass log loss, Brier score): ``prob_draws`` of shape (D, n, K) are draws
+of the class-probability vector π_F(x).
+
+Draw-based estimates treat the D draws as the reference posterior (its empirical measure);
+the only exception is the CRPS, whose pairwise term uses the unbiased ("fair") energy form over
+pairs of distinct draws. In every case AU + generalized variance + deployment gap equals the
+returned total up to floating-point rounding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scoringrules as sr
+from scipy.special import entr, rel_entr
+
+from udbench._seeding import make_rng
+from udbench._validation import check_array, param_error
+from udbench.risk import _checks
+
+__all__ = [
+    "Decomposition",
+    "brier_decomposition",
+    "crps_decomposition",
+    "crps_decomposition_gaussian",
+    "log_score_decomposition",
+    "log_score_decomposition_gaussian",
+    "multiclass_log_decomposition",
+    "squared_loss_decomposition",
+    "squared_loss_decomposition_gaussian",
+]
+
+_SQRT_PI = float(np.sqrt(np.pi))
+_LOG_2PI = float(np.log(2.0 * np.pi))
+
+#: Largest number of float64 entries one chunk of the mixture log score may hold (32 MiB).
+_MIXTURE_CHUNK_ENTRIES = 1 << 22
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    """Per-point decomposition of posterior risk (paper Eq. 4, Table 2).
+
+    Attributes
+    ----------
+    loss : str
+        ``"squared"``, ``"crps"``, ``"log"``, ``"multiclass_log"`` or ``"brier"``.
+    au : ndarray, shape (n,)
+        Aleatoric term E_F[R*_F(x)], the posterior expected Bayes risk.
+    generalized_variance : ndarray, shape (n,)
+        E_F[D(a_F || ā_ref)]: spread of the plausible conditional laws around the centroid.
+    deployment_gap : ndarray, shape (n,)
+        D(ā_ref || â): divergence of the deployed action from the centroid.
+    total : ndarray, shape (n,)
+        Posterior risk E_F E_{Y|F} ℓ(â, Y), computed directly (not as the sum of the terms).
+    method : str
+        ``"draws"`` or ``"closed_form"``.
+    n_draws : int or None
+        Number D of reference-posterior draws used (None for closed forms).
+    n_samples : int or None
+        Number of outcome samples per point used by a Monte Carlo term (CRPS pairwise term,
+        log-score mixture entropy); None when every term is exact given the draws.
+    estimator : str
+        Short description of how the terms were computed.
+    """
+
+    loss: str
+    au: np.ndarray
+    generalized_variance: np.ndarray
+    deployment_gap: np.ndarray
+    total: np.ndarray
+    method: str
+    n_draws: int | None = None
+    n_samples: int | None = None
+    estimator: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def eu(self) -> np.ndarray:
+        """Epistemic term: generalized variance + deployment gap, shape (n,)."""
+        return self.generalized_variance + self.deployment_gap
+
+
+# --------------------------------------------------------------------------- helpers
+def mean_abs_normal(delta: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """E|Z| for Z ~ N(delta, scale²), elementwise (broadcasting).
+
+    Uses ``scoringrules.crps_normal``: CRPS(N(0, s²), δ) = E|X − δ| − s/√π with X ~ N(0, s²),
+    so E|N(δ, s²)| = CRPS(N(0, s²), δ) + s/√π (Gneiting & Raftery 2007, Eq. 21).
+    """
+    scale = np.asarray(scale, dtype=np.float64)
+    return np.asarray(sr.crps_normal(delta, 0.0, scale), dtype=np.float64) + scale / _SQRT_PI
+
+
+def fair_mean_abs_difference(samples: np.ndarray) -> np.ndarray:
+    """Unbiased mean |Y_i − Y_j| over ordered pairs i ≠ j, along axis 0 of (D, n) samples.
+
+    Sorted-sample identity: Σ_{i<j} |y_(j) − y_(i)| = Σ_i (2i − D − 1) y_(i) (i = 1..D), so the
+    cost is O(D log D) per column and no D × D array is formed. Returns shape (n,).
+    """
+    d = samples.shape[0]
+    ordered = np.sort(samples, axis=0)
+    weights = 2.0 * np.arange(1, d + 1, dtype=np.float64) - d - 1.0
+    return 2.0 * (weights @ ordered) / (d * (d - 1))
+
+
+def _noise_samples(draws: np.ndarray, noise_sd: np.ndarray, loss: str, random_state: int):
+    rng = make_rng("risk", loss, "noise", int(random_state))
+    return draws + noise_sd * rng.standard_normal(draws.shape)
+
+
+# --------------------------------------------------------------------------- squared
+def squared_loss_decomposition(draws: Any, noise_var: Any, prediction: Any) -> Decomposition:
+    """Squared-loss decomposition from reference-posterior draws (paper A.2, SPEC §1).
+
+    The deployed predictor is a point prediction â(x). With additive noise of variance σ²(x),
+    R = σ² + E_F(F − m̄)² + (â − m̄)² with m̄ the mean of the draws (the posterior centroid).
+
+    Parameters
+    ----------
+    draws : array_like, shape (D, n)
+        Reference-posterior draws of f(x) (the conditional mean), target units; D >= 2.
+    noise_var : array_like, shape (n,)
+        Noise variance σ²(x), target units squared, >= 0.
+    prediction : array_like, shape (n,)
+        Deployed point prediction â(x), target units.
+
+    Returns
+    -------
+    Decomposition
+        au = σ², generalized_variance = variance of the draws (divisor D), deployment_gap =
+        (â − m̄)², total = σ² + mean_d (f_d − â)² (computed directly), all in target units².
+
+    Raises
+    ------
+    UdbenchError
+        Wrong shapes, NaN/inf, fewer than 2 draws, negative ``noise_var``.
+    """
+    name = "squared_loss_decomposition"
+    f = _checks.regression_draws(name, draws)
+    n = f.shape[1]
+    s2 = _checks.vector(name, "noise_var", noise_var, n, nonnegative=True)
+    a = _checks.vector(name, "prediction", prediction, n)
+    centroid = f.mean(axis=0)
+    gv = np.mean((f - centroid) ** 2, axis=0)
+    total = s2 + np.mean((f - a) ** 2, axis=0)
+    return Decomposition(
+        "squared",
+        s2.copy(),
+        gv,
+        (a - centroid) ** 2,
+        total,
+        "draws",
+        n_draws=f.shape[0],
+        estimator="exact moments of the empirical posterior",
+    )
+
+
+def squared_loss_decomposition_gaussian(
+    post_mean: Any, post_var: Any, noise_var: Any, prediction: Any
+) -> Decomposition:
+    """Squared-loss decomposition in closed form: σ² + σ_f² + (â − m)² (paper A.2, B.6).
+
+    Only the posterior mean m(x) and variance σ_f²(x) enter, so this is exact for any reference
+    posterior, Gaussian or not.
+
+    Parameters
+    ----------
+    post_mean, post_var : array_like, shape (n,)
+        Reference-posterior mean and variance (>= 0) of f(x).
+    noise_var : array_like, shape (n,)
+        Noise variance σ²(x) >= 0.
+    prediction : array_like, shape (n,)
+        Deployed point prediction â(x).
+
+    Returns
+    -------
+    Decomposition
+        Terms in target units².
+
+    Raises
+    ------
+    UdbenchError
+        Wrong shapes, NaN/inf, negative variances.
+    """
+    name = "squared_loss_decomposition_gaussian"
+    m = _first_vector(name, "post_mean", post_mean)
+    n = m.shape[0]
+    v = _checks.vector(name, "post_var", post_var, n, nonnegative=True)
+    s2 = _checks.vector(name, "noise_var", noise_var, n, nonnegative=True)
+    a = _checks.vector(name, "prediction", prediction, n)
+    gap = (a - m) ** 2
+    return Decomposition(
+        "squared",
+        s2.copy(),
+        v.copy(),
+        gap,
+        s2 + v + gap,
+        "closed_form",
+        estimator="closed form (A.2)",
+    )
+
+
+# --------------------------------------------------------------------------- CRPS
+def crps_decomposition(
+    draws: Any,
+    noise_var: Any,
+    pred_mean: Any,
+    pred_var: Any,
+    *,
+    random_state: int = 0,
+) -> Decomposition:
+    """CRPS decomposition from reference-posterior draws (paper A.3).
+
+    The deployed predictor is a Gaussian predictive distribution Ĝ = N(μ̂(x), ŝ²(x)); the
+    reference conditional laws are G_F = N(F(x), σ²(x)) and the centroid is the posterior
+    predictive mixture Ḡ = mean_d G_d. With E|·| written through the energy form
+    ∫(G₁ − G₂)² = E|X₁ − X₂| − ½E|X₁ − X₁'| − ½E|X₂ − X₂'| (A.3, "Computation"):
+
+    - AU = σ/√π exactly (Gaussian noise, A.3 "Aleatoric term");
+    - total = mean_d E|N(f_d − μ̂, σ² + ŝ²)| − ŝ/√π, exact given the draws;
+    - generalized variance = ½ P − σ/√π and deployment gap = total − AU − generalized variance,
+      where P = E|Y − Y'| for Y, Y' from two *distinct* posterior draws. P is estimated with the
+      unbiased (fair) estimator over pairs i ≠ j of one outcome sample per draw,
+      Y_d = f_d + σ ε_d, using the sorted-sample identity (O(D log D) per point; no D × D array).
+
+    Parameters
+    ----------
+    draws : array_like, shape (D, n)
+        Reference-posterior draws of f(x), target units; D >= 2.
+    noise_var : array_like, shape (n,)
+        Gaussian noise variance σ²(x) >= 0.
+    pred_mean : array_like, shape (n,)
+        Mean μ̂(x) of the deployed Gaussian predictive.
+    pred_var : array_like, shape (n,)
+        Variance ŝ²(x) > 0 of the deployed Gaussian predictive (e.g. AU + EU of a method).
+    random_state : int, default 0
+        Names the stream of the noise samples ε (via :func:`udbench._seeding.make_rng`).
+
+    Returns
+    -------
+    Decomposition
+        Terms in target units; ``n_samples`` = D outcome samples per point.
+
+    Raises
+    ------
+    UdbenchError
+        Wrong shapes, NaN/inf, fewer than 2 draws, negative ``noise_var``, ``pred_var`` <= 0.
+    """
+    name = "crps_decomposition"
+    f = _checks.regression_draws(name, draws)
+    d, n = f.shape
+    s2 = _checks.vector(name, "noise_var", noise_var, n, nonnegative=True)
+    mu = _checks.vector(name, "pred_mean", pred_mean, n)
+    v_hat = _checks.vector(name, "pred_var", pred_var, n, positive=True)
+    sd, sd_hat = np.sqrt(s2), np.sqrt(v_hat)
+    au = sd / _SQRT_PI
+    cross = mean_abs_normal(f - mu, np.sqrt(s2 + v_hat)).mean(axis=0)
+    total = cross - sd_hat / _SQRT_PI
+    pair = fair_mean_abs_difference(_noise_samples(f, sd, "crps", random_state))
+    gv = 0.5 * pair - au
+    gap = cross - 0.5 * pair - sd_hat / _SQRT_PI
+    return Decomposition(
+        "crps",
+        au,
+        gv,
+        gap,
+        total,
+        "draws",
+        n_draws=d,
+        n_samples=d,
+        estimator="energy form; fair pairwise term from one noise sample per draw",
+        extra={"random_state": int(random_state)},
+    )
+
+
+def crps_decomposition_gaussian(
+    post_mean: Any, post_var: Any, noise_var: Any, pred_mean: Any, pred_var: Any
+) -> Decomposition:
+    """CRPS decomposition in closed form for a Gaussian reference posterior (paper A.3).
+
+    With F(x) ~ N(m, σ_f²), Gaussian noise σ² and a Gaussian deployed predictive N(μ̂, ŝ²), the
+    posterior predictive is N(m, v) with v = σ_f² + σ², and (energy form, A.3)
+
+    - AU = σ/√π,
+    - generalized variance = (√v − σ)/√π,
+    - deployment gap = E|N(m − μ̂, v + ŝ²)| − (√v + ŝ)/√π = ∫(Ḡ − Ĝ)² dt,
+    - total = E|N(m − μ̂, v + ŝ²)| − ŝ/√π.
+
+    Parameters
+    ----------
+    post_mean, post_var : array_like, shape (n,)
+        Reference-posterior mean and variance (>= 0) of f(x).
+    noise_var : array_like, shape (n,)
+        Noise variance σ²(x) >= 0.
+    pred_mean, pred_var : array_like, shape (n,)
+        Deployed Gaussian predictive mean and variance (> 0).
+
+    Returns
+    -------
+    Decomposition
+        Terms in target units.
+
+    Raises
+    ------
+    UdbenchError
+        Wrong shapes, NaN/inf, negative variances, ``pred_var`` <= 0.
+    """
+    name = "crps_decomposition_gaussian"
+    m = _first_vector(name, "post_mean", post_mean)
+    n = m.shape[0]
+    v_f = _checks.vector(name, "post_var", post_var, n, nonnegative=True)
+    s2 = _checks.vector(name, "noise_var", noise_var, n, nonnegative=True)
+    mu = _checks.vector(name, "pred_mean", pred_mean, n)
+    v_hat = _checks.vector(name, "pred_var", pred_var, n, positive=True)
+    sd, sd_ref, sd_hat = np.sqrt(s2), np.sqrt(v_f + s2), np.sqrt(v_hat)
+    cross = mean_abs_normal(m - mu, np.sqrt(v_f + s2 + v_hat))
+    au = sd / _SQRT_PI
+    gv = (sd_ref - sd) / _SQRT_PI
+    gap = cross - (sd_ref + sd_hat) / _SQRT_PI
+    total = cross - sd_hat / _SQRT_PI
+    return Decomposition(
+        "crps", au, gv, gap, total, "closed_form", estimator="closed form (A.3, Gaussian)"
+    )
+
+
+# --------------------------------------------------------------------------- log score
+def log_score_decomposition(
+    draws: Any,
+    noise_var: Any,
+    pred_mean: Any,
+    pred_var: Any,
+    *,
+    random_state: int = 0,
+) -> Decomposition:
+    """Continuous log-score decomposition from reference-posterior draws (paper A.4, Lemma A.1).
+
+    The deployed predictor is a Gaussian predictive density q̂ = N(μ̂(x), ŝ²(x)); the reference
+    conditional densities are p_F = N(F(x), σ²(x)); the centroid is the posterior predictive
+    mixture p̄ = mean_d p_d. Then
+
+    - AU = E_F H(p_F) = ½ log(2πe σ²) exactly (differential entropy; may be negative);
+    - total = E_{Y~p̄}[−log q̂(Y)] = ½ log(2π ŝ²) + (σ² + mean_d (f_d − μ̂)²)/(2ŝ²), exact;
+    - generalized variance = I(Y; F) = H(p̄) − AU and deployment gap = KL(p̄ ‖ q̂) = total − H(p̄),
+      where the mixture entropy H(p̄) = E_{p̄}[−log p̄(Y)] is a Monte Carlo average over one
+      outcome sample per draw, Y_d = f_d + σ ε_d, scored with ``scoringrules.logs_mixnorm``
+      (computed in chunks of points, so memory stays bounded; cost O(D² n)).
+
+    Parameters
+    ----------
+    draws : array_like, shape (D, n)
+        Reference-posterior draws of f(x); D >= 2.
+    noise_var : array_like, shape (n,)
+        Gaussian noise variance σ²(x) > 0.
+    pred_mean, pred_var : array_like, shape (n,)
+        Deployed Gaussian predictive mean and variance (> 0).
+    random_state : int, default 0
+        Names the stream of the noise samples ε.
+
+    Returns
+    -------
+    Decomposition
+        Terms in nats; ``n_samples`` = D outcome samples per point.
+
+    Raises
+    ------
+    UdbenchError
+        Wrong shapes, NaN/inf, fewer than 2 draws, ``noise_var`` or ``pred_var`` <= 0.
+    """
+    name = "log_score_decomposition"
+    f = _checks.regression_draws(name, draws)
+    d, n = f.shape
+    s2 = _checks.vector(name, "noise_var", noise_var, n, positive=True)
+    mu = _checks.vector(name, "pred_mean", pred_mean, n)
+    v_hat = _checks.vector(name, "pred_var", pred_var, n, positive=True)
+    sd = np.sqrt(s2)
+    au = 0.5 * (_LOG_2PI + 1.0 + np.log(s2))
+    total = 0.5 * (_LOG_2PI + np.log(v_hat)) + (s2 + np.mean((f - mu) ** 2, axis=0)) / (2 * v_hat)
+    y = _noise_samples(f, sd, "log", random_state)
+    h_mix = np.empty(n)
+    step = max(1, _MIXTURE_CHUNK_ENTRIES // (d * d))
+    comps = f.T  # (n, D): mixture components per point
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        scores = sr.logs_mixnorm(
+            y[:, lo:hi],
+            comps[None, lo:hi, :],
+            np.broadcast_to(sd[None, lo:hi, None], (1, hi - lo, d)),
+        )
+        h_mix[lo:hi] = np.mean(scores, axis=0)
+    return Decomposition(
+        "log",
+        au,
+        h_mix - au,
+        total - h_mix,
+        total,
+        "draws",
+        n_draws=d,
+        n_samples=d,
+        estimator="exact AU and total; mixture entropy by Monte Carlo (one noise sample per draw)",
+        extra={"random_state": int(random_state)},
+    )
+
+
+def log_score_decomposition_gaussian(
+    post_mean: Any, post_var: Any, noise_var: Any, pred_mean: Any, pred_var: Any
+) -> Decomposition:
+    """Continuous log-score decomposition in closed form (paper A.4, Gaussian reference).
+
+    With F(x) ~ N(m, σ_f²), noise σ² and deployed N(μ̂, ŝ²), the predictive is N(m, v),
+    v = σ_f² + σ²:
+
+    - AU = ½ log(2πe σ²),
+    - generalized variance = ½ log(1 + σ_f²/σ²) (the mutual information I(Y; F)),
+    - deployment gap = ½ [log(ŝ²/v) + (v + (μ̂ − m)²)/ŝ² − 1] = KL(N(m, v) ‖ N(μ̂, ŝ²)),
+    - total = ½ log(2π ŝ²) + (v + (μ̂ − m)²)/(2ŝ²).
+
+    Parameters
+    ----------
+    post_mean, post_var : array_like, shape (n,)
+        Reference-posterior mean and variance (>= 0) of f(x).
+    noise_var : array_like, shape (n,)
+        Noise variance σ²(x) > 0.
+    pred_mean, pred_var : array_like, shape (n,)
+        Deployed Gaussian predictive mean and variance (> 0).
+
+    Returns
+    -------
+    Decomposition
+        Terms in nats.
+
+    Raises
+    ------
+    UdbenchError
+        Wrong shapes, NaN/inf, ``noise_var`` or ``pred_var`` <= 0, negative ``post_var``.
+    """
+    name = "log_score_decomposition_gaussian"
+    m = _first_vector(name, "post_mean", post_mean)
+    n = m.shape[0]
+    v_f = _checks.vector(name, "post_var", post_var, n, nonnegative=True)
+    s2 = _checks.vector(name, "noise_var", noise_var, n, positive=True)
+    mu = _checks.vector(name, "pred_mean", pred_mean, n)
+    v_hat = _checks.vector(name, "pred_var", pred_var, n, positive=True)
+    v = v_f + s2
+    au = 0.5 * (_LOG_2PI + 1.0 + np.log(s2))
+    gv = 0.5 * np.log1p(v_f / s2)
+    gap = 0.5 * (np.log(v_hat / v) + (v + (mu - m) ** 2) / v_hat - 1.0)
+    total = 0.5 * (_LOG_2PI + np.log(v_hat)) + (v + (mu - m) ** 2) / (2 * v_hat)
+    return Decomposition(
+        "log", au, gv, gap, total, "closed_form", estimator="closed form (A.4, Gaussian)"
+    )
+
+
+# --------------------------------------------------------------------------- classification
+def _class_inputs(name: str, prob_draws: Any, pred_probs: Any, positive: bool):
+    p = _checks.simplex(name, "prob_draws", prob_draws, (None, None, None))
+    if p.shape[0] < 2:
+        raise param_error(name, "prob_draws", "have at least 2 draws", f"shape {p.shape}")
+    q = _checks.simplex(name, "pred_probs", pred_probs, (p.shape[1], p.shape[2]), positive=positive)
+    return p, q
+
+
+def multiclass_log_decomposition(prob_draws: Any, pred_probs: Any) -> Decomposition:
+    """Multiclass log-loss decomposition from draws of class probabilities (paper A.5).
+
+    The deployed predictor is a class-probability vector π̂(x) in the simplex interior. With
+    π̄ = mean_d π_d the centroid (posterior predictive):
+
+    - AU = mean_d H(π_d) (expected entropy),
+    - generalized variance = mean_d KL(π_d ‖ π̄) = I(Y; F) (mutual information / BALD),
+    - deployment gap = KL(π̄ ‖ π̂),
+    - total = −Σ_k π̄_k log π̂_k (computed directly).
+
+    Parameters
+    ----------
+    prob_draws : array_like, shape (D, n, K)
+        Reference-posterior draws of π_F(x); rows >= 0 summing to 1; D >= 2, K >= 2.
+    pred_probs : array_like, shape (n, K)
+        Deployed class probabilities, every entry > 0, rows summing to 1.
+
+    Returns
+    -------
+    Decomposition
+        Terms in nats (0 log 0 := 0).
+
+    Raises
+    ------
+    UdbenchError
+        Wrong shapes, NaN/inf, negative entries, rows not summing to 1, zero deployed entries.
+    """
+    p, q = _class_inputs("multiclass_log_decomposition", prob_draws, pred_probs, True)
+    centroid = p.mean(axis=0)
+    au = entr(p).sum(axis=-1).mean(axis=0)
+    gv = rel_entr(p, centroid).sum(axis=-1).mean(axis=0)
+    gap = rel_entr(centroid, q).sum(axis=-1)
+    total = -(centroid * np.log(q)).sum(axis=-1)
+    return Decomposition(
+        "multiclass_log",
+        au,
+        gv,
+        gap,
+        total,
+        "draws",
+        n_draws=p.shape[0],
+        estimator="exact given the draws",
+    )
+
+
+def brier_decomposition(prob_draws: Any, pred_probs: Any) -> Decomposition:
+    """Multiclass Brier-score decomposition from draws of class probabilities (paper A.6).
+
+    The deployed predictor is a class-probability vector π̂(x); ℓ(π, y) = ‖π − e_y‖². With
+    π̄ = mean_d π_d:
+
+    - AU = mean_d (1 − ‖π_d‖²) (expected Gini impurity),
+    - generalized variance = mean_d ‖π_d − π̄‖²,
+    - deployment gap = ‖π̄ − π̂‖²,
+    - total = mean_d Σ_k π_dk ‖π̂ − e_k‖² (computed directly).
+
+    Parameters
+    ----------
+    prob_draws : array_like, shape (D, n, K)
+        Reference-posterior draws of π_F(x); rows >= 0 summing to 1.
+    pred_probs : array_like, shape (n, K)
+        Deployed class probabilities, rows >= 0 summing to 1.
+
+    Returns
+    -------
+    Decomposition
+        Terms on the Brier scale [0, 2].
+
+    Raises
+    ------
+    UdbenchError
+        Wrong shapes, NaN/inf, negative entries, rows not summing to 1.
+    """
+    p, q = _class_inputs("brier_decomposition", prob_draws, pred_probs, False)
+    centroid = p.mean(axis=0)
+    au = (1.0 - (p**2).sum(axis=-1)).mean(axis=0)
+    gv = ((p - centroid) ** 2).sum(axis=-1).mean(axis=0)
+    gap = ((centroid - q) ** 2).sum(axis=-1)
+    # ‖π̂ − e_k‖² = ‖π̂‖² − 2 π̂_k + 1, averaged over k ~ π_d and then over d
+    total = (q**2).sum(axis=-1)[None, :, None] - 2.0 * q[None] + 1.0
+    total = (p * total).sum(axis=-1).mean(axis=0)
+    return Decomposition(
+        "brier", au, gv, gap, total, "draws", n_draws=p.shape[0], estimator="exact given the draws"
+    )
+
+
+def _first_vector(component: str, name: str, value: Any) -> np.ndarray:
+    """Check the first per-point vector of a call (any length n), shape (n,)."""
+    return check_array(component, name, value, ndim=1)
