@@ -168,10 +168,13 @@ def test_instance_metrics_values_and_reasons():
     out2 = instance_metrics(pred2, targets)
     assert out2["rho_au"] == pytest.approx(1.0)
     assert out2["delta_ent_var"] == pytest.approx(-1.0 - 1.0)
-    assert out2["nan_reasons"] == "rho_eu_point: EU*_point is constant; delta_ent_point: EU* is constant"
+    assert (
+        out2["nan_reasons"]
+        == "rho_eu_point: EU*_point is constant; delta_ent_point: EU* is constant"
+    )
 
 
 def test_instance_metrics_rejects_mismatched_prediction():
     t = oracle_targets([0.0, 1.0, 2.0], [0.0, 1.0, 2.0], [1, 1, 1], [1, 1, 1], [0, 1, 2])
-    with pytest.raises(UdbenchError, match="'prediction.epistemic'"):
+    with pytest.raises(UdbenchError, match=r"'prediction\.epistemic'"):
         instance_metrics(Prediction(np.zeros(3), np.ones(3), np.ones(2)), t)

@@ -58,7 +58,7 @@ def test_squared_loss_reduces_exactly():
     np.testing.assert_allclose(dec.generalized_variance, v_hat, rtol=1e-12)
     np.testing.assert_allclose(dec.deployment_gap, (a - m_hat) ** 2, rtol=1e-12)
     # compensation identity: E_F (F − â)² = E_F (F − m̄)² + (m̄ − â)², to rounding
-    np.testing.assert_allclose(dec.total, terms_sum(dec), rtol=1e-12)
+    np.testing.assert_allclose(dec.total, S2 + np.mean((f - a) ** 2, axis=0), rtol=1e-12)
     closed = squared_loss_decomposition_gaussian(M, V_F, S2, a)
     np.testing.assert_array_equal(closed.total, S2 + V_F + (a - M) ** 2)
     np.testing.assert_array_equal(closed.eu, V_F + (a - M) ** 2)
@@ -105,7 +105,9 @@ def test_gaussian_crps_au_is_sigma_over_sqrt_pi():
     np.testing.assert_allclose(closed.au, sigma / np.sqrt(np.pi), rtol=1e-15)
     # independent check by quadrature of ∫ Φ(t/σ)(1 − Φ(t/σ)) dt (A.3 aleatoric term)
     for s in sigma:
-        val, _ = integrate.quad(lambda t, s=s: stats.norm.cdf(t / s) * stats.norm.sf(t / s), -40, 40)
+        val, _ = integrate.quad(
+            lambda t, s=s: stats.norm.cdf(t / s) * stats.norm.sf(t / s), -40, 40
+        )
         assert val == pytest.approx(s / np.sqrt(np.pi), rel=1e-8)
     draws = crps_decomposition(gaussian_draws(50, 5), S2, MU, V_HAT)
     np.testing.assert_allclose(draws.au, sigma / np.sqrt(np.pi), rtol=1e-15)
@@ -280,9 +282,14 @@ def test_brier_decomposition_values_and_identities():
 @pytest.mark.parametrize(
     ("call", "argument"),
     [
-        (lambda: squared_loss_decomposition(np.zeros((5, 3)), np.ones(4), np.zeros(3)), "noise_var"),
+        (
+            lambda: squared_loss_decomposition(np.zeros((5, 3)), np.ones(4), np.zeros(3)),
+            "noise_var",
+        ),
         (lambda: squared_loss_decomposition(np.zeros((1, 3)), np.ones(3), np.zeros(3)), "draws"),
         (lambda: squared_loss_decomposition([[np.nan, 0.0], [0.0, 0.0]], [1, 1], [0, 0]), "draws"),
+        (lambda: squared_loss_decomposition([[np.inf, 0.0], [0.0, 0.0]], [1, 1], [0, 0]), "draws"),
+        (lambda: crps_decomposition([[np.nan, 0.0], [0.0, 0.0]], [1, 1], [0, 0], [1, 1]), "draws"),
         (lambda: squared_loss_decomposition(np.zeros((2, 2)), [1, 1], [np.inf, 0]), "prediction"),
         (lambda: squared_loss_decomposition(np.zeros((2, 2)), [1, -1], [0, 0]), "noise_var"),
         (lambda: crps_decomposition(np.zeros((2, 2)), [1, 1], [0, 0], [1, 0]), "pred_var"),
@@ -291,9 +298,15 @@ def test_brier_decomposition_values_and_identities():
         (lambda: log_score_decomposition_gaussian([0], [1], [1], [0, 1], [1]), "pred_mean"),
         (lambda: brier_decomposition(np.full((2, 1, 2), 0.6), [[0.5, 0.5]]), "prob_draws"),
         (lambda: brier_decomposition(np.full((2, 1, 2), 0.5), [[0.7, 0.2]]), "pred_probs"),
-        (lambda: brier_decomposition(np.full((2, 1, 2), 0.5), [[0.5, 0.5], [0.5, 0.5]]), "pred_probs"),
+        (
+            lambda: brier_decomposition(np.full((2, 1, 2), 0.5), [[0.5, 0.5], [0.5, 0.5]]),
+            "pred_probs",
+        ),
         (lambda: multiclass_log_decomposition(np.full((2, 1, 2), 0.5), [[1.0, 0.0]]), "pred_probs"),
-        (lambda: multiclass_log_decomposition([[[1.5, -0.5]], [[0.5, 0.5]]], [[0.5, 0.5]]), "prob_draws"),
+        (
+            lambda: multiclass_log_decomposition([[[1.5, -0.5]], [[0.5, 0.5]]], [[0.5, 0.5]]),
+            "prob_draws",
+        ),
     ],
 )
 def test_bad_input_names_the_argument(call, argument):

@@ -12,9 +12,9 @@ from udbench._validation import check_array, param_error
 SIMPLEX_ATOL = 1e-6
 
 
-def regression_draws(component: str, draws: Any) -> np.ndarray:
+def regression_draws(component: str, draws: Any, *, finite: bool = True) -> np.ndarray:
     """Check draws of the conditional mean, shape (D, n) with D >= 2."""
-    arr = check_array(component, "draws", draws, ndim=2)
+    arr = check_array(component, "draws", draws, ndim=2, finite=finite)
     if arr.shape[0] < 2:
         raise param_error(component, "draws", "have at least 2 draws (rows)", f"shape {arr.shape}")
     return arr
@@ -60,3 +60,14 @@ def simplex(
             f"minimum {float(np.min(arr))!r}",
         )
     return arr
+
+
+def raise_nonfinite(component: str, name: str, arr: np.ndarray) -> None:
+    """Raise the standard error for an array with NaN/inf entries (or moments that overflow)."""
+    n_bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
+    raise param_error(
+        component,
+        name,
+        "contain only finite values (of magnitude below 1e150)",
+        f"{n_bad} NaN/inf entries" if n_bad else "values whose squares overflow",
+    )
