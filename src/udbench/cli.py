@@ -18,7 +18,7 @@ from udbench import __version__
 from udbench._validation import UdbenchError
 
 #: Modules under ``udbench.commands`` whose ``register(app)`` adds sub-commands.
-COMMAND_MODULES: tuple[str, ...] = ("datasets", "tasks", "methods", "run")
+COMMAND_MODULES: tuple[str, ...] = ("datasets", "tasks", "methods", "run", "risk")
 
 app = typer.Typer(
     name="udbench",

@@ -211,6 +211,11 @@ def test_log_score_closed_form_matches_draws_and_zero_gap():
     dec = log_score_decomposition(gaussian_draws(2000, 12), S2, MU, V_HAT, random_state=12)
     for name in ("au", "generalized_variance", "deployment_gap", "total"):
         np.testing.assert_allclose(getattr(dec, name), getattr(closed, name), atol=0.08)
+    # fewer outcome samples (M = 500 of D = 2000): same terms within a looser 0.15
+    sub = log_score_decomposition(gaussian_draws(2000, 12), S2, MU, V_HAT, n_samples=500)
+    assert sub.n_samples == 500 and sub.n_draws == 2000
+    np.testing.assert_allclose(sub.generalized_variance, closed.generalized_variance, atol=0.15)
+    np.testing.assert_array_equal(sub.total, dec.total)
     at_centroid = log_score_decomposition_gaussian(M, V_F, S2, M, V_F + S2)
     np.testing.assert_allclose(at_centroid.deployment_gap, 0.0, atol=1e-14)
     assert np.all(closed.generalized_variance >= 0) and np.all(closed.deployment_gap > 0)
@@ -296,6 +301,10 @@ def test_brier_decomposition_values_and_identities():
         (lambda: log_score_decomposition(np.zeros((2, 2)), [1, 0], [0, 0], [1, 1]), "noise_var"),
         (lambda: crps_decomposition_gaussian([0, 0], [-1, 1], [1, 1], [0, 0], [1, 1]), "post_var"),
         (lambda: log_score_decomposition_gaussian([0], [1], [1], [0, 1], [1]), "pred_mean"),
+        (
+            lambda: log_score_decomposition(np.zeros((3, 1)), [1], [0], [1], n_samples=5),
+            "n_samples",
+        ),
         (lambda: brier_decomposition(np.full((2, 1, 2), 0.6), [[0.5, 0.5]]), "prob_draws"),
         (lambda: brier_decomposition(np.full((2, 1, 2), 0.5), [[0.7, 0.2]]), "pred_probs"),
         (

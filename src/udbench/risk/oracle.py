@@ -12,7 +12,7 @@ from udbench._validation import check_array
 __all__ = ["OracleTargets", "oracle_targets"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class OracleTargets:
     """Ground-truth uncertainty targets at n evaluation points (SPEC §1 table).
 

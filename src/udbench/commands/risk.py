@@ -1,0 +1,113 @@
+"""``udbench risk``: posterior-risk decompositions of arrays saved in an ``.npz`` file.
+
+For researchers with their own reference-posterior draws: save the arrays under the argument
+names of the Python functions in :mod:`udbench.risk` and get one row per evaluation point.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from udbench import risk
+from udbench._validation import check_choice, param_error
+
+LOSSES = ("squared", "crps", "log", "multiclass_log", "brier")
+
+#: loss -> (draw-based function, its array names; closed-form function, its array names)
+_DISPATCH: dict[str, tuple[Any, tuple[str, ...], Any, tuple[str, ...]]] = {
+    "squared": (
+        risk.squared_loss_decomposition,
+        ("draws", "noise_var", "prediction"),
+        risk.squared_loss_decomposition_gaussian,
+        ("post_mean", "post_var", "noise_var", "prediction"),
+    ),
+    "crps": (
+        risk.crps_decomposition,
+        ("draws", "noise_var", "pred_mean", "pred_var"),
+        risk.crps_decomposition_gaussian,
+        ("post_mean", "post_var", "noise_var", "pred_mean", "pred_var"),
+    ),
+    "log": (
+        risk.log_score_decomposition,
+        ("draws", "noise_var", "pred_mean", "pred_var"),
+        risk.log_score_decomposition_gaussian,
+        ("post_mean", "post_var", "noise_var", "pred_mean", "pred_var"),
+    ),
+    "multiclass_log": (risk.multiclass_log_decomposition, ("prob_draws", "pred_probs"), None, ()),
+    "brier": (risk.brier_decomposition, ("prob_draws", "pred_probs"), None, ()),
+}
+
+
+def decompose_arrays(arrays: dict[str, np.ndarray], loss: str, random_state: int = 0):
+    """Run the decomposition of ``loss`` on named arrays; draw-based if draws are present.
+
+    Raises
+    ------
+    UdbenchError
+        Unknown loss or a missing array (named in the message).
+    """
+    check_choice("udbench risk decompose", "loss", loss, LOSSES)
+    draw_fn, draw_names, closed_fn, closed_names = _DISPATCH[loss]
+    use_draws = draw_names[0] in arrays or closed_fn is None
+    fn, names = (draw_fn, draw_names) if use_draws else (closed_fn, closed_names)
+    missing = [k for k in names if k not in arrays]
+    if missing:
+        raise param_error(
+            "udbench risk decompose",
+            "arrays",
+            f"contain {list(names)} (missing {missing})",
+            f"keys {sorted(arrays)}",
+        )
+    kwargs = {"random_state": random_state} if loss in ("crps", "log") and use_draws else {}
+    return fn(*(arrays[k] for k in names), **kwargs)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``udbench risk decompose`` to ``app``."""
+    group = typer.Typer(help="Posterior-risk decompositions (AU, generalized variance, gap).")
+    app.add_typer(group, name="risk")
+
+    @group.command("decompose")
+    def decompose(
+        arrays: Path = typer.Argument(..., help="An .npz file with the named input arrays."),
+        loss: str = typer.Option("squared", help=f"One of {', '.join(LOSSES)}."),
+        out: Path | None = typer.Option(None, help="Write one row per point (.csv or .parquet)."),
+        random_state: int = typer.Option(0, help="Noise-sample stream (CRPS/log from draws)."),
+    ) -> None:
+        """Decompose posterior risk per point; draw-based when 'draws'/'prob_draws' are given,
+        else the closed form from 'post_mean' and 'post_var'."""
+        if not arrays.is_file():
+            raise param_error("udbench risk decompose", "arrays", "be an existing file", arrays)
+        with np.load(arrays) as data:
+            named = {k: data[k] for k in data.files}
+        dec = decompose_arrays(named, loss, random_state)
+        frame = pd.DataFrame(
+            {
+                "point": np.arange(dec.au.shape[0]),
+                "au": dec.au,
+                "generalized_variance": dec.generalized_variance,
+                "deployment_gap": dec.deployment_gap,
+                "eu": dec.eu,
+                "total": dec.total,
+            }
+        )
+        if out is not None:
+            if out.suffix == ".parquet":
+                frame.to_parquet(out, index=False)
+            elif out.suffix == ".csv":
+                frame.to_csv(out, index=False)
+            else:
+                raise param_error("udbench risk decompose", "out", "end in .csv or .parquet", out)
+        table = Table(title=f"{loss} decomposition ({dec.method}), mean over {len(frame)} points")
+        terms = [c for c in frame.columns if c != "point"]
+        for col in terms:
+            table.add_column(col)
+        table.add_row(*(f"{frame[c].mean():.6g}" for c in terms))
+        Console().print(table)
