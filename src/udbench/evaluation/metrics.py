@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats
@@ -18,6 +18,10 @@ from sklearn.metrics import roc_auc_score
 
 from udbench._seeding import make_rng
 from udbench._validation import check_array, check_positive, param_error
+
+if TYPE_CHECKING:
+    from udbench.methods.base import Prediction
+    from udbench.risk.oracle import OracleTargets
 
 __all__ = [
     "BootstrapResult",
@@ -380,7 +384,7 @@ def bootstrap_ci(
     )
 
 
-def instance_metrics(prediction: Any, targets: Any) -> dict[str, float | str]:
+def instance_metrics(prediction: Prediction, targets: OracleTargets) -> dict[str, float | str]:
     """Per-instance metrics of one method on one task (SPEC §10).
 
     Parameters
