@@ -13,6 +13,7 @@ import pytest
 import scoringrules as sr
 from scipy import integrate, stats
 
+from udbench._seeding import make_rng
 from udbench._validation import UdbenchError
 from udbench.risk import (
     brier_decomposition,
@@ -62,6 +63,15 @@ def test_squared_loss_reduces_exactly():
     closed = squared_loss_decomposition_gaussian(M, V_F, S2, a)
     np.testing.assert_array_equal(closed.total, S2 + V_F + (a - M) ** 2)
     np.testing.assert_array_equal(closed.eu, V_F + (a - M) ** 2)
+
+
+def test_squared_loss_variance_is_accurate_for_large_means():
+    # mean 1e6, SD 1e-3 (mean²/var = 1e18): the one-pass moment would lose every digit
+    rng = np.random.default_rng(17)
+    f = np.column_stack([1e6 + 1e-3 * rng.standard_normal(400), rng.standard_normal(400)])
+    dec = squared_loss_decomposition(f, [0.1, 0.1], [1e6, 0.0])
+    ref = np.mean((f - f.mean(axis=0)) ** 2, axis=0)
+    np.testing.assert_allclose(dec.generalized_variance, ref, rtol=1e-9)
 
 
 def test_squared_loss_total_matches_direct_monte_carlo():
@@ -168,6 +178,25 @@ def test_crps_zero_gap_at_centroid_and_nonnegative():
     dec = crps_decomposition(gaussian_draws(2000, 9), S2, M, v)
     np.testing.assert_allclose(dec.deployment_gap, 0.0, atol=0.04)
     assert np.all(dec.generalized_variance > -0.04)
+
+
+def test_crps_pairwise_term_with_several_noise_samples_equals_brute_force():
+    # K = 3 noise samples per draw, D = 6, n = 2: P = mean |Y_dk − Y_d'k'| over d ≠ d'
+    f = np.random.default_rng(16).normal(size=(6, 2))
+    s2 = np.array([0.4, 0.9])
+    dec = crps_decomposition(f, s2, [0.0, 0.0], [1.0, 1.0], n_noise=3, random_state=5)
+    eps = make_rng("risk", "crps", "noise", 5).standard_normal((3, 6, 2))
+    y = f[None] + np.sqrt(s2) * eps
+    for j in range(2):
+        diff = np.abs(y[:, :, None, None, j] - y[None, None, :, :, j])  # (k, d, k', d')
+        distinct = ~np.eye(6, dtype=bool)[None, :, None, :]
+        pair = (diff * distinct).sum() / (6 * 5 * 9)
+        assert dec.generalized_variance[j] == pytest.approx(0.5 * pair - np.sqrt(s2[j] / np.pi))
+    assert dec.n_samples == 18
+    one = crps_decomposition(f, s2, [0.0, 0.0], [1.0, 1.0], random_state=5)
+    np.testing.assert_array_equal(one.total, dec.total)
+    with pytest.raises(UdbenchError, match="'n_noise'"):
+        crps_decomposition(f, s2, [0.0, 0.0], [1.0, 1.0], n_noise=0)
 
 
 def test_crps_is_deterministic_per_random_state():

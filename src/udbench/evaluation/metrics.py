@@ -186,8 +186,9 @@ def kendall_w(table: Any) -> StatResult:
 
         W = 12 S / (m² (k³ − k) − m Σ_i T_i)
 
-    (Kendall & Babington Smith 1939; Siegel & Castellan 1988, Eq. 9.16). W is the same whether
-    low or high scores are ranked first. For m = 2 rows without ties, W = (1 + ρ_S)/2.
+    (Kendall & Babington Smith 1939; tie correction as in Legendre 2005, JABES 10:226–245).
+    W is the same whether low or high scores are ranked first. For m = 2 rows without ties,
+    W = (1 + ρ_S)/2.
 
     Parameters
     ----------
