@@ -174,6 +174,21 @@ def test_instance_metrics_values_and_reasons():
     )
 
 
+def test_flagged_constant_au_and_rounding_noise_are_not_ranked():
+    n = 5
+    f_star = np.arange(n, dtype=float)
+    targets = oracle_targets(
+        f_star + 0.1, f_star, np.linspace(0.1, 0.5, n), np.linspace(1, 2, n), f_star
+    )
+    noisy_flat = 0.3 + np.array([0, 1, -1, 2, 0]) * 1e-17  # a "constant" AU with rounding noise
+    pred = Prediction(mean=f_star + 0.1, aleatoric=noisy_flat, epistemic=np.linspace(1, 2, n))
+    assert np.isnan(instance_metrics(pred, targets)["rho_au"])
+    pred2 = Prediction(mean=f_star + 0.1, aleatoric=np.linspace(1, 3, n), epistemic=np.ones(n) * 2)
+    out = instance_metrics(pred2, targets, constant_aleatoric=True)
+    assert np.isnan(out["rho_au"]) and np.isnan(out["delta_ent_var"])
+    assert "rho_au: method's AU is constant in x (flagged)" in out["nan_reasons"]
+
+
 def test_instance_metrics_rejects_mismatched_prediction():
     t = oracle_targets([0.0, 1.0, 2.0], [0.0, 1.0, 2.0], [1, 1, 1], [1, 1, 1], [0, 1, 2])
     with pytest.raises(UdbenchError, match=r"'prediction\.epistemic'"):

@@ -67,9 +67,14 @@ def _pair(component: str, x: Any, y: Any, names: tuple[str, str] = ("x", "y")):
     return a, b
 
 
+#: Relative spread (max − min) / max|x| at or below which an input counts as constant, so that
+#: rounding noise in a flat estimate is not ranked.
+CONSTANT_RTOL = 1e-12
+
+
 def _constant_reason(arrays: dict[str, np.ndarray]) -> str | None:
     for name, arr in arrays.items():
-        if arr.size and np.all(arr == arr[0]):
+        if arr.size and np.ptp(arr) <= CONSTANT_RTOL * np.max(np.abs(arr)):
             return f"{name} is constant"
     return None
 
@@ -78,8 +83,8 @@ def spearman(x: Any, y: Any, *, names: tuple[str, str] = ("x", "y")) -> StatResu
     """Spearman's rank correlation ρ with explicit tie and constant-input handling.
 
     Ties get average ranks (midranks) and ρ is the Pearson correlation of the ranks, as in
-    ``scipy.stats.spearmanr`` (used here). Constant input or fewer than 3 points → NaN with a
-    reason.
+    ``scipy.stats.spearmanr`` (used here). Constant input (relative spread <= 1e-12, so that
+    rounding noise is not ranked) or fewer than 3 points → NaN with a reason.
 
     Parameters
     ----------
@@ -385,7 +390,9 @@ def bootstrap_ci(
     )
 
 
-def instance_metrics(prediction: Prediction, targets: OracleTargets) -> dict[str, float | str]:
+def instance_metrics(
+    prediction: Prediction, targets: OracleTargets, *, constant_aleatoric: bool = False
+) -> dict[str, float | str]:
     """Per-instance metrics of one method on one task (SPEC §10).
 
     Parameters
@@ -395,6 +402,10 @@ def instance_metrics(prediction: Prediction, targets: OracleTargets) -> dict[str
     targets : udbench.risk.OracleTargets
         Oracle targets at the same points (from :func:`udbench.risk.oracle_targets` with the
         same ``prediction.mean``).
+    constant_aleatoric : bool, default False
+        The method's AU is constant in x by construction (``BaseMethod.constant_aleatoric``,
+        SPEC §8): its AU correlations and Δ_ent are NaN with that reason, whatever rounding
+        noise its AU output carries.
 
     Returns
     -------
@@ -431,9 +442,11 @@ def instance_metrics(prediction: Prediction, targets: OracleTargets) -> dict[str
     eu_targets = {"risk": targets.eu_risk, "var": targets.eu_var, "point": targets.eu_point}
     for key, star in eu_targets.items():
         put(f"rho_eu_{key}", spearman(eu, star, names=("EU", f"EU*_{key}")))
-    put("rho_au", spearman(au, targets.au, names=("AU", "AU*")))
+    flagged = StatResult(float("nan"), "method's AU is constant in x (flagged)")
+    put("rho_au", flagged if constant_aleatoric else spearman(au, targets.au, names=("AU", "AU*")))
     for key, star in eu_targets.items():
-        put(f"delta_ent_{key}", excess_entanglement(eu, au, star, targets.au))
+        ent = excess_entanglement(eu, au, star, targets.au)
+        put(f"delta_ent_{key}", flagged if constant_aleatoric else ent)
     mse = float(np.mean((mean - targets.f_star) ** 2))
     out["rmse"] = float(np.sqrt(mse))
     var_f = float(np.var(targets.f_star))
