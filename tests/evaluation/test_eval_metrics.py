@@ -193,3 +193,32 @@ def test_instance_metrics_rejects_mismatched_prediction():
     t = oracle_targets([0.0, 1.0, 2.0], [0.0, 1.0, 2.0], [1, 1, 1], [1, 1, 1], [0, 1, 2])
     with pytest.raises(UdbenchError, match=r"'prediction\.epistemic'"):
         instance_metrics(Prediction(np.zeros(3), np.ones(3), np.ones(2)), t)
+
+
+def test_bootstrap_rejects_bad_n_resamples_and_nan_statistics():
+    # review fix: 2.5 was silently truncated to 2, 0.5 gave SciPy's/NumPy's own error
+    x = np.arange(10.0)
+    groups = np.repeat([0, 1], 5)
+    for bad in (0.5, 2.5, 0, True):
+        with pytest.raises(UdbenchError, match=r"'n_resamples' must be an integer >= 1"):
+            bootstrap_ci(x, n_resamples=bad)
+        with pytest.raises(UdbenchError, match=r"'n_resamples' must be an integer >= 1"):
+            bootstrap_ci(x, groups=groups, n_resamples=bad)
+    assert bootstrap_ci(x, n_resamples=np.int64(50)).n_resamples == 50
+    # review fix: a statistic that is NaN gave a NaN interval (a warning at most)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for kwargs in ({}, {"groups": groups}):
+            with pytest.raises(UdbenchError, match=r"'statistic' must return a finite value"):
+                bootstrap_ci(x, statistic=lambda a: np.nan, **kwargs)
+            # finite on the data, NaN on the resamples that miss value 9 (or group 1)
+            with pytest.raises(UdbenchError, match=r"on every resample; got 'NaN/inf on \d+ of"):
+                bootstrap_ci(x, statistic=lambda a: 1.0 if 9.0 in a else np.nan, **kwargs)
+
+
+def test_spearman_constant_check_with_equal_names():
+    # review fix: the names were dict keys, so equal names skipped the check of the first input
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = spearman([1.0, 1.0, 1.0], [1.0, 2.0, 3.0], names=("v", "v"))
+    assert np.isnan(res.value) and res.reason == "v is constant"

@@ -8,6 +8,7 @@ neither library provides them.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -72,8 +73,9 @@ def _pair(component: str, x: Any, y: Any, names: tuple[str, str] = ("x", "y")):
 CONSTANT_RTOL = 1e-12
 
 
-def _constant_reason(arrays: dict[str, np.ndarray]) -> str | None:
-    for name, arr in arrays.items():
+def _constant_reason(arrays: list[tuple[str, np.ndarray]]) -> str | None:
+    # a list, not a dict: two inputs given the same name must both be checked
+    for name, arr in arrays:
         if arr.size and np.ptp(arr) <= CONSTANT_RTOL * np.max(np.abs(arr)):
             return f"{name} is constant"
     return None
@@ -106,7 +108,7 @@ def spearman(x: Any, y: Any, *, names: tuple[str, str] = ("x", "y")) -> StatResu
     a, b = _pair("spearman", x, y, names)
     if a.size < 3:
         return StatResult(float("nan"), f"fewer than 3 points (n={a.size})")
-    reason = _constant_reason({names[0]: a, names[1]: b})
+    reason = _constant_reason([(names[0], a), (names[1], b)])
     if reason is not None:
         return StatResult(float("nan"), reason)
     return StatResult(float(stats.spearmanr(a, b).statistic))
@@ -133,7 +135,7 @@ def kendall_tau(x: Any, y: Any) -> StatResult:
     a, b = _pair("kendall_tau", x, y)
     if a.size < 2:
         return StatResult(float("nan"), f"fewer than 2 points (n={a.size})")
-    reason = _constant_reason({"x": a, "y": b})
+    reason = _constant_reason([("x", a), ("y", b)])
     if reason is not None:
         return StatResult(float("nan"), reason)
     return StatResult(float(stats.kendalltau(a, b).statistic))
@@ -347,11 +349,17 @@ def bootstrap_ci(
     Raises
     ------
     UdbenchError
-        NaN/inf values, mismatched ``groups``, fewer than 2 units, bad ``confidence``.
+        NaN/inf values, mismatched ``groups``, fewer than 2 units, ``n_resamples`` not an
+        integer >= 1, bad ``confidence``, or a ``statistic`` that is NaN/inf on the data or
+        on any resample.
     """
     name = "bootstrap_ci"
     x = check_array(name, "values", values, ndim=1)
-    n_res = int(check_positive(name, "n_resamples", n_resamples))
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer):
+        raise param_error(name, "n_resamples", "be an integer >= 1", n_resamples)
+    n_res = int(n_resamples)
+    if n_res < 1:
+        raise param_error(name, "n_resamples", "be an integer >= 1", n_resamples)
     conf = check_positive(name, "confidence", confidence)
     if conf >= 1:
         raise param_error(name, "confidence", "be in (0, 1)", confidence)
@@ -361,33 +369,55 @@ def bootstrap_ci(
     if groups is None:
         if x.size < 2:
             raise param_error(name, "values", "have at least 2 entries", x.size)
+        estimate = _finite_statistic(name, stat, x)
         vectorized = statistic is None
-        res = stats.bootstrap(
-            (x,),
-            (lambda a, axis: np.mean(a, axis=axis)) if vectorized else stat,
-            n_resamples=n_res,
-            confidence_level=conf,
-            method="percentile",
-            vectorized=vectorized,
-            rng=rng,
-        )
+        with warnings.catch_warnings():  # a non-finite replicate is raised below, not warned
+            warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+            res = stats.bootstrap(
+                (x,),
+                (lambda a, axis: np.mean(a, axis=axis)) if vectorized else stat,
+                n_resamples=n_res,
+                confidence_level=conf,
+                method="percentile",
+                vectorized=vectorized,
+                rng=rng,
+            )
+        _check_replicates(name, res.bootstrap_distribution)
         low, high = res.confidence_interval
-        return BootstrapResult(
-            float(stat(x)), float(low), float(high), conf, n_res, "instances", x.size
-        )
+        return BootstrapResult(estimate, float(low), float(high), conf, n_res, "instances", x.size)
     g = np.asarray(groups)
     if g.shape != x.shape:
         raise param_error(name, "groups", f"have shape {x.shape}", f"shape {g.shape}")
     labels, inverse = np.unique(g, return_inverse=True)
     if labels.size < 2:
         raise param_error(name, "groups", "contain at least 2 distinct groups", labels.size)
+    estimate = _finite_statistic(name, stat, x)
     members = [x[inverse == i] for i in range(labels.size)]
     picks = rng.integers(0, labels.size, size=(n_res, labels.size))
     reps = np.array([float(stat(np.concatenate([members[i] for i in row]))) for row in picks])
+    _check_replicates(name, reps)
     low, high = np.quantile(reps, [alpha, 1.0 - alpha])
-    return BootstrapResult(
-        float(stat(x)), float(low), float(high), conf, n_res, "groups", labels.size
-    )
+    return BootstrapResult(estimate, float(low), float(high), conf, n_res, "groups", labels.size)
+
+
+def _finite_statistic(component: str, stat: Callable[[np.ndarray], float], x: np.ndarray) -> float:
+    """The statistic on the full data; a non-finite value is an error, never a silent NaN."""
+    value = float(stat(x))
+    if not np.isfinite(value):
+        raise param_error(component, "statistic", "return a finite value on the data", value)
+    return value
+
+
+def _check_replicates(component: str, reps: np.ndarray) -> None:
+    """Raise if any bootstrap replicate is NaN/inf (the interval would be NaN)."""
+    bad = int(np.size(reps) - np.count_nonzero(np.isfinite(reps)))
+    if bad:
+        raise param_error(
+            component,
+            "statistic",
+            "return a finite value on every resample",
+            f"NaN/inf on {bad} of {np.size(reps)} resamples",
+        )
 
 
 def instance_metrics(
