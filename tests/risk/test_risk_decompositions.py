@@ -7,6 +7,7 @@ random streams are seeded, so every number here is reproducible.
 from __future__ import annotations
 
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from udbench.risk import (
     fair_mean_abs_difference,
     log_score_decomposition,
     log_score_decomposition_gaussian,
+    mean_abs_normal,
     multiclass_log_decomposition,
     squared_loss_decomposition,
     squared_loss_decomposition_gaussian,
@@ -350,3 +352,20 @@ def test_brier_decomposition_values_and_identities():
 def test_bad_input_names_the_argument(call, argument):
     with pytest.raises(UdbenchError, match=f"'{argument}'"):
         call()
+
+
+def test_mean_abs_normal_values_and_point_mass():
+    # review fix: scale = 0 (a point mass) returned NaN with only a RuntimeWarning
+    delta = np.array([0.5, -1.0, 0.0, 2.0])
+    scale = np.array([0.0, 0.0, 0.0, 1.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = mean_abs_normal(delta, scale)
+    np.testing.assert_array_equal(got[:3], [0.5, 1.0, 0.0])
+    # E|N(δ, s²)| = s√(2/π) e^{−δ²/2s²} + δ(1 − 2Φ(−δ/s)) (folded normal mean)
+    s, d = 1.5, 2.0
+    ref = s * np.sqrt(2 / np.pi) * np.exp(-(d**2) / (2 * s**2)) + d * (
+        1 - 2 * stats.norm.cdf(-d / s)
+    )
+    assert got[3] == pytest.approx(ref, rel=1e-12)
+    np.testing.assert_allclose(mean_abs_normal(2.0, 0.0), 2.0)  # scalars broadcast

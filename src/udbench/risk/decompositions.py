@@ -111,14 +111,20 @@ class Decomposition:
 
 # --------------------------------------------------------------------------- helpers
 def mean_abs_normal(delta: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """E|Z| for Z ~ N(delta, scale²), elementwise (broadcasting).
+    """E|Z| for Z ~ N(delta, scale²), elementwise (broadcasting); scale >= 0 (0 gives |delta|).
 
     Uses ``scoringrules.crps_normal``: CRPS(N(0, s²), δ) = E|X − δ| − s/√π with X ~ N(0, s²),
     so E|N(δ, s²)| = CRPS(N(0, s²), δ) + s/√π (closed form of the Gaussian
     CRPS: Gneiting, Raftery, Westveld & Goldman 2005, Mon. Weather Rev. 133).
     """
+    delta = np.asarray(delta, dtype=np.float64)
     scale = np.asarray(scale, dtype=np.float64)
-    return np.asarray(sr.crps_normal(delta, 0.0, scale), dtype=np.float64) + scale / _SQRT_PI
+    degenerate = scale == 0.0  # a point mass: E|δ| = |δ| (crps_normal would divide by 0)
+    if not np.any(degenerate):
+        return np.asarray(sr.crps_normal(delta, 0.0, scale), dtype=np.float64) + scale / _SQRT_PI
+    safe = np.where(degenerate, 1.0, scale)
+    kernel = np.asarray(sr.crps_normal(delta, 0.0, safe), dtype=np.float64) + safe / _SQRT_PI
+    return np.where(degenerate, np.abs(delta), kernel)
 
 
 def fair_mean_abs_difference(samples: np.ndarray) -> np.ndarray:
