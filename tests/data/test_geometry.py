@@ -24,6 +24,14 @@ def test_largest_remainder(total, shares, expected):
     np.testing.assert_array_equal(largest_remainder(total, shares), expected)
 
 
+def test_largest_remainder_rejects_shares_that_do_not_sum_to_one():
+    # review fix: shares summing to 1.2 returned counts summing to 12 for total 10
+    with pytest.raises(UdbenchError, match=r"largest_remainder: parameter 'shares' must sum to 1"):
+        largest_remainder(10, [0.6, 0.6])
+    with pytest.raises(UdbenchError, match=r"parameter 'shares' must be finite and >= 0"):
+        largest_remainder(10, [1.2, -0.2])
+
+
 def _toy(seed=0, n=400):
     rng = np.random.default_rng(seed)
     t = rng.uniform(size=n)

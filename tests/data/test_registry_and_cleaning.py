@@ -118,8 +118,12 @@ def test_cleaning_a_written_table(tmp_path: Path, make_concrete, write):
             lambda f: f.assign(Water2=f["Water"]).rename(columns={"Water2": "water"}),
             r"must contain exactly one column matching 'Water'",
         ),
+        (  # review fix: an inf survived cleaning and min-max scaling made the column NaN
+            lambda f: f.assign(Age=np.where(np.arange(len(f)) == 3, -np.inf, f["Age"])),
+            r"parameter 'column Age' must hold finite numbers .*got -inf",
+        ),
     ],
-    ids=["missing", "renamed", "constant", "short", "non-numeric", "ambiguous"],
+    ids=["missing", "renamed", "constant", "short", "non-numeric", "ambiguous", "infinite"],
 )
 def test_bad_tables_give_clear_errors(tmp_path: Path, edit, match, make_concrete, write):
     write(tmp_path, "concrete", edit(make_concrete()))

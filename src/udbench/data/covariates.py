@@ -75,8 +75,8 @@ def clean_table(
     Raises
     ------
     UdbenchError
-        A covariate or target column is missing or renamed, a value is not numeric, a
-        covariate is constant, or the cleaned (N, d) differs from SPEC.
+        A covariate or target column is missing or renamed, a value is not numeric or is
+        infinite, a covariate is constant, or the cleaned (N, d) differs from SPEC.
     """
     component = f"load_covariates({spec.key!r})"
     by_name: dict[str, list[str]] = {}
@@ -99,6 +99,15 @@ def clean_table(
         columns.append(found[0])
     values = np.column_stack([_to_float(frame, c, spec.key) for c in columns])
     values = values[~np.isnan(values).any(axis=1)]
+    infinite = np.flatnonzero(np.isinf(values).any(axis=0))
+    if infinite.size:  # min-max scaling would turn these into NaN without a word
+        j = int(infinite[0])
+        raise param_error(
+            component,
+            f"column {columns[j]}",
+            "hold finite numbers (or be empty/'?' where missing)",
+            float(values[np.isinf(values[:, j]), j][0]),
+        )
     X, y_real = values[:, :-1], values[:, -1].copy()
     if X.shape != (spec.n_rows, spec.n_features):
         raise param_error(

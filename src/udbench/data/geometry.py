@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.covariance import ShrunkCovariance
 from sklearn.decomposition import PCA
 
-from udbench._validation import check_array
+from udbench._validation import check_array, param_error
 
 __all__ = [
     "N_SHELLS",
@@ -121,8 +121,18 @@ def largest_remainder(total: int, shares: np.ndarray | list[float]) -> np.ndarra
     -------
     ndarray of int64, shape (len(shares),)
         Non-negative counts summing to ``total``.
+
+    Raises
+    ------
+    UdbenchError
+        ``shares`` negative, non-finite, or not summing to 1 (to 1e-9).
     """
-    quota = total * np.asarray(shares, dtype=np.float64)
+    share = np.asarray(shares, dtype=np.float64)
+    if share.ndim != 1 or np.any(~np.isfinite(share)) or np.any(share < 0):
+        raise param_error("largest_remainder", "shares", "be finite and >= 0", shares)
+    if abs(float(share.sum()) - 1.0) > 1e-9:
+        raise param_error("largest_remainder", "shares", "sum to 1", shares)
+    quota = total * share
     counts = np.floor(quota + 1e-9).astype(np.int64)
     remainder = quota - counts
     order = np.argsort(-remainder, kind="stable")
