@@ -99,6 +99,11 @@ def test_fair_mean_abs_difference_equals_pairwise_mean():
     x = np.random.default_rng(3).normal(size=(37, 5))
     brute = np.abs(x[:, None, :] - x[None, :, :]).sum(axis=(0, 1)) / (37 * 36)
     np.testing.assert_allclose(fair_mean_abs_difference(x), brute, rtol=1e-12)
+    # review fix: one sample gave 0/0 = NaN with only a RuntimeWarning
+    with pytest.raises(UdbenchError, match=r"'samples' must have at least 2 rows"):
+        fair_mean_abs_difference(np.ones((1, 3)))
+    with pytest.raises(UdbenchError, match=r"'samples' must contain only finite values"):
+        fair_mean_abs_difference([[0.0, np.nan], [1.0, 2.0]])
 
 
 def test_crps_sample_path_never_forms_d_by_d_by_n():

@@ -132,8 +132,19 @@ def fair_mean_abs_difference(samples: np.ndarray) -> np.ndarray:
 
     Sorted-sample identity: Σ_{i<j} |y_(j) − y_(i)| = Σ_i (2i − D − 1) y_(i) (i = 1..D), so the
     cost is O(D log D) per column and no D × D array is formed. Returns shape (n,).
+
+    Raises
+    ------
+    UdbenchError
+        ``samples`` not 2-D, with fewer than 2 rows, or with NaN/inf entries.
     """
+    name = "fair_mean_abs_difference"
+    samples = check_array(name, "samples", samples, ndim=2)
     d = samples.shape[0]
+    if d < 2:  # no pair i != j: the mean would be 0/0
+        raise param_error(
+            name, "samples", "have at least 2 rows (samples)", f"shape {samples.shape}"
+        )
     return _ordered_pair_sum(samples) / (d * (d - 1))
 
 
