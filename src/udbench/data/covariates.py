@@ -133,7 +133,7 @@ def stratified_split(shell: np.ndarray, n_eval: int, key: str) -> tuple[np.ndarr
     """Evaluation/candidate split stratified by shell (SPEC §2).
 
     Each shell gives n_eval/5 rows (largest remainder, ties to the inner shell), drawn
-    uniformly within the shell by a stream derived from ``("split", key)``.
+    uniformly within the shell by a stream derived from ``("eval-split", key)``.
 
     Returns
     -------
