@@ -6,25 +6,63 @@ unchanged; ``fit(X, y)`` returns ``self`` and leaves fitted state in attributes 
 (AU) and epistemic (EU) variance estimates, in target units.
 
 Subclasses implement ``_fit(X, y)`` and ``_predict(X)`` on *standardised* targets;
-:class:`BaseMethod` validates inputs, standardises ``y`` (mean 0, SD 1) before ``_fit`` and
-maps ``_predict``'s output back (mean ``m_y + s_y * mu``, variances ``s_y**2 * v``).
+:class:`BaseMethod` validates inputs and hyperparameters, standardises ``y`` (mean 0, SD 1)
+before ``_fit`` and maps ``_predict``'s output back (mean ``m_y + s_y * mu``, variances
+``s_y**2 * v``), then checks the output (shapes, finiteness, non-negative variances).
+
+Hyperparameter declarations
+---------------------------
+``search_space`` (the tuning ranges, SPEC §9) and ``param_constraints`` (the values a
+method accepts at all) use the same small dict format, one entry per constructor keyword::
+
+    {"type": "float", "low": 1e-4, "high": 1e-1, "log": True}   # bounds inclusive
+    {"type": "float", "low": 0.0, "low_open": True}              # > 0, no upper bound
+    {"type": "int", "low": 1}
+    {"type": "bool"}
+    {"type": "categorical", "choices": ["a", "b"]}
+    {"type": "float", "low": 0.0, "none_ok": True}               # None also allowed
+
+``validate_hyperparameters`` checks the current values against ``param_constraints``; a
+keyword declared only in ``search_space`` is checked for its type alone (a tuning range is
+not a validity range: a smoke configuration may use fewer members than the tuned default).
+
+Randomness
+----------
+Every method takes ``random_state`` (int, default 0; ``None`` means 0, so udbench is
+deterministic by default). Subclasses draw every seed from :meth:`BaseMethod._seed` /
+:meth:`BaseMethod._rng`, which derive independent streams per named component
+(:func:`udbench._seeding.derive_seed`), so the same ``random_state`` gives the same bytes.
 """
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from udbench._seeding import derive_seed
 from udbench._validation import UdbenchError, check_array, param_error
 
-__all__ = ["BaseMethod", "NotFittedError", "Prediction"]
+__all__ = [
+    "BaseMethod",
+    "MethodOutputError",
+    "NotFittedError",
+    "Prediction",
+    "check_hyperparameter",
+]
+
+_TYPES = ("float", "int", "bool", "categorical", "str")
 
 
 class NotFittedError(UdbenchError, AttributeError):
     """``predict`` was called before ``fit``."""
+
+
+class MethodOutputError(UdbenchError):
+    """A method returned an invalid prediction (wrong shape, NaN/inf, negative variance)."""
 
 
 @dataclass(frozen=True)
@@ -55,14 +93,17 @@ class Prediction:
 
         Raises
         ------
-        UdbenchError
+        MethodOutputError
             Naming the offending field and what it held.
         """
         size = np.shape(self.mean)[0] if np.ndim(self.mean) == 1 else None
         want = (n if n is not None else size,)
-        check_array(component, "mean", self.mean, shape=want)
-        check_array(component, "aleatoric", self.aleatoric, shape=want, nonnegative=True)
-        check_array(component, "epistemic", self.epistemic, shape=want, nonnegative=True)
+        try:
+            check_array(component, "mean", self.mean, shape=want)
+            check_array(component, "aleatoric", self.aleatoric, shape=want, nonnegative=True)
+            check_array(component, "epistemic", self.epistemic, shape=want, nonnegative=True)
+        except UdbenchError as err:
+            raise MethodOutputError(str(err)) from None
         return self
 
     def rescale(self, loc: float, scale: float) -> Prediction:
@@ -73,6 +114,79 @@ class Prediction:
             aleatoric=np.asarray(self.aleatoric, dtype=np.float64) * s2,
             epistemic=np.asarray(self.epistemic, dtype=np.float64) * s2,
         )
+
+
+def _describe(spec: dict[str, Any]) -> str:
+    kind = spec.get("type", "float")
+    if kind == "categorical":
+        rule = f"be one of {list(spec['choices'])}"
+    elif kind in ("float", "int"):
+        parts = []
+        if spec.get("low") is not None:
+            parts.append((">" if spec.get("low_open") else ">=") + f" {spec['low']}")
+        if spec.get("high") is not None:
+            parts.append(("<" if spec.get("high_open") else "<=") + f" {spec['high']}")
+        noun = "an integer" if kind == "int" else "a real number"
+        rule = f"be {noun}" + (" " + " and ".join(parts) if parts else "")
+    elif kind == "bool":
+        rule = "be True or False"
+    else:
+        rule = "be a string"
+    if spec.get("none_ok"):
+        rule += " (or None)"
+    return rule
+
+
+def check_hyperparameter(component: str, name: str, value: Any, spec: dict[str, Any]) -> None:
+    """Check one hyperparameter value against a declaration (format: module docstring).
+
+    Parameters
+    ----------
+    component : str
+        Method class name, for the message.
+    name : str
+        Hyperparameter name.
+    value : Any
+        The value to check.
+    spec : dict
+        ``{"type": ..., "low": ..., "high": ..., "low_open": ..., "high_open": ...,
+        "choices": ..., "none_ok": ...}``; missing keys mean "no restriction".
+
+    Raises
+    ------
+    UdbenchError
+        ``"<component>: parameter '<name>' must <rule>; got <value>"``.
+    """
+    kind = spec.get("type", "float")
+    if kind not in _TYPES:
+        raise param_error(component, f"{name} (declaration)", f"have type in {_TYPES}", kind)
+    if value is None and spec.get("none_ok"):
+        return
+    rule = _describe(spec)
+    if kind == "categorical":
+        if not any(value == c and type(value) is type(c) for c in spec["choices"]):
+            raise param_error(component, name, rule, value)
+        return
+    if kind == "bool":
+        if not isinstance(value, bool | np.bool_):
+            raise param_error(component, name, rule, value)
+        return
+    if kind == "str":
+        if not isinstance(value, str):
+            raise param_error(component, name, rule, value)
+        return
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise param_error(component, name, rule, value)
+    if kind == "int" and not isinstance(value, numbers.Integral):
+        raise param_error(component, name, rule, value)
+    v = float(value)
+    if not np.isfinite(v):
+        raise param_error(component, name, rule, value)
+    low, high = spec.get("low"), spec.get("high")
+    if low is not None and (v <= low if spec.get("low_open") else v < low):
+        raise param_error(component, name, rule, value)
+    if high is not None and (v >= high if spec.get("high_open") else v > high):
+        raise param_error(component, name, rule, value)
 
 
 class BaseMethod(BaseEstimator):
@@ -92,11 +206,16 @@ class BaseMethod(BaseEstimator):
         Hyperparameter search space for tuning (SPEC §9), name -> spec dict, e.g.
         ``{"type": "float", "low": 1e-4, "high": 1e-1, "log": True}``,
         ``{"type": "int", "low": 1, "high": 4}``, ``{"type": "categorical", "choices": [...]}``.
+    param_constraints : dict
+        The values each hyperparameter accepts at all (same format); checked by
+        :meth:`validate_hyperparameters` at the start of :meth:`fit` and by
+        :func:`udbench.methods.make_method`.
     smoke_params : dict
-        A fast configuration for tests and quick runs.
+        A fast configuration for tests and quick runs (overrides of the defaults).
 
     Subclasses implement ``_fit(X, y)`` (y standardised) and ``_predict(X) -> Prediction``
-    (standardised units).
+    (standardised units), take ``random_state`` as a constructor keyword, and draw seeds
+    from :meth:`_seed` / :meth:`_rng`.
     """
 
     name: ClassVar[str] = "base"
@@ -104,6 +223,7 @@ class BaseMethod(BaseEstimator):
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "samples"
     search_space: ClassVar[dict[str, dict[str, Any]]] = {}
+    param_constraints: ClassVar[dict[str, dict[str, Any]]] = {}
     smoke_params: ClassVar[dict[str, Any]] = {}
 
     # -- public API ---------------------------------------------------------------
@@ -113,12 +233,16 @@ class BaseMethod(BaseEstimator):
         Raises
         ------
         UdbenchError
-            Wrong shapes, NaN/inf in ``X`` or ``y``, fewer than 2 rows.
+            Invalid hyperparameters, wrong shapes, NaN/inf in ``X`` or ``y``, fewer than
+            2 rows.
         """
+        self.validate_hyperparameters()
         X = check_array(type(self).__name__, "X", X, ndim=2)
         y = check_array(type(self).__name__, "y", y, shape=(X.shape[0],))
         if X.shape[0] < 2:
             raise param_error(type(self).__name__, "X", "have at least 2 rows", X.shape)
+        if X.shape[1] < 1:
+            raise param_error(type(self).__name__, "X", "have at least 1 column", X.shape)
         loc = float(np.mean(y))
         scale = float(np.std(y))
         if not np.isfinite(scale) or scale <= 1e-12 * max(1.0, abs(loc)):
@@ -126,7 +250,8 @@ class BaseMethod(BaseEstimator):
         self.y_loc_ = loc
         self.y_scale_ = scale
         self.n_features_in_ = X.shape[1]
-        self._fit(X, (y - loc) / scale)
+        # Copies: _fit may not see (and so cannot mutate) the caller's arrays.
+        self._fit(np.array(X, dtype=np.float64), (y - loc) / scale)
         return self
 
     def predict(self, X: Any) -> Prediction:
@@ -138,6 +263,64 @@ class BaseMethod(BaseEstimator):
             If called before :meth:`fit`.
         UdbenchError
             Wrong number of features, NaN/inf in ``X``.
+        MethodOutputError
+            If the method's output has a wrong shape, NaN/inf or a negative variance.
+        """
+        pred = self._predict_unchecked(X)
+        n_rows = int(np.shape(X)[0])  # X is 2-D here: _predict_unchecked checked it
+        return pred.validate(n_rows, component=f"{type(self).__name__}.predict")
+
+    def validate_hyperparameters(self) -> None:
+        """Check every declared hyperparameter's current value.
+
+        Keywords in ``param_constraints`` are checked against it; keywords declared only in
+        ``search_space`` are checked for their type alone; ``random_state`` must be an
+        integer >= 0 or None.
+
+        Raises
+        ------
+        UdbenchError
+            Naming the method, the hyperparameter, the rule and the value received.
+        """
+        component = type(self).__name__
+        params = self.get_params(deep=False)
+        for key, spec in self.param_constraints.items():
+            if key in params:
+                check_hyperparameter(component, key, params[key], spec)
+        for key, spec in self.search_space.items():
+            if key in params and key not in self.param_constraints:
+                kind = spec.get("type", "float")
+                if kind in ("int", "float", "bool"):
+                    check_hyperparameter(component, key, params[key], {"type": kind})
+        if "random_state" in params:
+            check_hyperparameter(
+                component,
+                "random_state",
+                params["random_state"],
+                {"type": "int", "low": 0, "none_ok": True},
+            )
+
+    # -- helpers for subclasses -------------------------------------------------------
+    def _seed(self, *components: object, bits: int = 32) -> int:
+        """A seed for the stream ``components`` of this method under its ``random_state``.
+
+        Same ``random_state`` and components give the same seed; different components give
+        independent streams (:func:`udbench._seeding.derive_seed`).
+        """
+        rs = getattr(self, "random_state", None)
+        return derive_seed(
+            "method", self.name, 0 if rs is None else int(rs), *components, bits=bits
+        )
+
+    def _rng(self, *components: object) -> np.random.Generator:
+        """A NumPy ``Generator`` for the stream ``components`` (see :meth:`_seed`)."""
+        return np.random.default_rng(self._seed(*components, bits=63))
+
+    def _predict_unchecked(self, X: Any) -> Prediction:
+        """Input checks, ``_predict`` and mapping back to target units, without output checks.
+
+        Used by :meth:`predict` and by the conformance battery (which checks the output
+        itself, one property per check).
         """
         if not hasattr(self, "y_scale_"):
             raise NotFittedError(
@@ -148,8 +331,7 @@ class BaseMethod(BaseEstimator):
             raise param_error(
                 type(self).__name__, "X", f"have {self.n_features_in_} columns", X.shape
             )
-        pred = self._predict(X).rescale(self.y_loc_, self.y_scale_)
-        return pred
+        return self._predict(np.array(X, dtype=np.float64)).rescale(self.y_loc_, self.y_scale_)
 
     # -- to implement ---------------------------------------------------------------
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:  # pragma: no cover - abstract
