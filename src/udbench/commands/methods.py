@@ -1,9 +1,81 @@
-"""``udbench`` sub-commands of this area (filled in by its issue)."""
+"""``udbench methods`` and ``udbench check-method``: list methods, run the conformance battery."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+
+def methods_command(
+    as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
+) -> None:
+    """List the registered UQ methods: name, family, capability flags, availability."""
+    from udbench.methods.registry import list_methods
+
+    infos = list_methods()
+    if as_json:
+        typer.echo(json.dumps([i.to_dict() for i in infos], indent=2, ensure_ascii=False))
+        return
+    table = Table(title="udbench methods")
+    for col in ("name", "family", "aleatoric", "epistemic", "available"):
+        table.add_column(col)
+    for i in infos:
+        table.add_row(
+            i.name,
+            i.family,
+            "constant" if i.constant_aleatoric else "heteroscedastic",
+            i.epistemic_from.replace("_", " "),
+            "yes" if i.available else "[red]no[/]",
+        )
+    console = Console()
+    console.print(table)
+    for i in infos:
+        if not i.available:
+            console.print(f"{i.name}: unavailable: {i.error}", highlight=False)
+
+
+def check_method_command(
+    method: str = typer.Argument(
+        ..., help="Registry name (e.g. 'gp') or import path 'package.module:ClassName'."
+    ),
+    params: str = typer.Option(
+        "", "--params", help="Overrides of the smoke configuration, 'key=value,key=value'."
+    ),
+    random_state: int = typer.Option(0, "--random-state", help="random_state of every fit."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Run the conformance battery on a method; exit status 1 if any check failed."""
+    from udbench.methods.conformance import check_method
+    from udbench.methods.registry import get_method_class, make_method
+
+    overrides: dict[str, Any] = {}
+    if params:
+        cls = get_method_class(method)
+        built = make_method(f"{cls.__module__}:{cls.__qualname__}:{params}")
+        keys = {p.split("=", 1)[0].strip() for p in params.split(",") if p.strip()}
+        overrides = {k: v for k, v in built.get_params(deep=False).items() if k in keys}
+    report = check_method(method, params=overrides, random_state=random_state)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        console = Console()
+        style = {"passed": "green", "failed": "bold red", "skipped": "yellow"}
+        for r in report.results:
+            note = f" — {r.message}" if r.message else ""
+            console.print(
+                f"[{style[r.status]}]{r.status:>7}[/] {r.name} ({r.seconds:.2f}s){note}",
+                highlight=False,
+            )
+        console.print(report.summary(), highlight=False)
+    if not report.ok:
+        raise typer.Exit(code=1)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's sub-commands to ``app``."""
+    """Add ``methods`` and ``check-method`` to ``app``."""
+    app.command("methods")(methods_command)
+    app.command("check-method")(check_method_command)

@@ -1,1 +1,41 @@
-"""udbench.methods (see DESIGN.md)."""
+"""UQ methods: the contract, the registry, the conformance battery (docs/methods.md).
+
+Every method is a :class:`BaseMethod` (scikit-learn conventions) whose ``predict`` returns a
+:class:`Prediction` (mean, aleatoric and epistemic variances in target units). Methods are
+looked up by the paper's names in lower case, or by import path for a user's own class.
+"""
+
+from udbench.methods.base import (
+    BaseMethod,
+    MethodOutputError,
+    NotFittedError,
+    Prediction,
+    check_hyperparameter,
+)
+from udbench.methods.conformance import CHECKS, CheckResult, ConformanceReport, check_method
+from udbench.methods.registry import (
+    REGISTRY,
+    MethodInfo,
+    get_method_class,
+    list_methods,
+    make_method,
+    parse_method_spec,
+)
+
+__all__ = [
+    "CHECKS",
+    "REGISTRY",
+    "BaseMethod",
+    "CheckResult",
+    "ConformanceReport",
+    "MethodInfo",
+    "MethodOutputError",
+    "NotFittedError",
+    "Prediction",
+    "check_hyperparameter",
+    "check_method",
+    "get_method_class",
+    "list_methods",
+    "make_method",
+    "parse_method_spec",
+]

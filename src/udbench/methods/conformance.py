@@ -1,0 +1,482 @@
+"""The conformance battery: run any method through the contract on small synthetic data.
+
+Each check reports ``passed``, ``failed`` (with the reason) or ``skipped`` (with the reason),
+so a "pass" cannot hide checks that did not run (the habit of scikit-learn's
+``estimator_checks`` and benchopt's solver tests). Every check builds a fresh method from the
+class's smoke configuration (``smoke_params``), so the battery is fast for every registered
+method. The data are derived from fixed seed components (:func:`udbench._seeding.make_rng`),
+the same on every run.
+
+Checks (in order): ``hyperparameter_declarations``, ``clone``, ``error_before_fit``,
+``fit_returns_self``, ``output_shapes_finite``, ``nonnegative_variances``,
+``constant_aleatoric_flag``, ``determinism``, ``no_input_mutation``,
+``hyperparameters_unchanged``, ``refit_independence``, ``target_units``,
+``bad_input_errors``, ``constant_target``, ``single_feature``.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sklearn.base import clone
+
+from udbench._seeding import make_rng
+from udbench._validation import UdbenchError
+from udbench.methods.base import BaseMethod, Prediction, check_hyperparameter
+from udbench.methods.registry import get_method_class
+
+__all__ = ["CHECKS", "CheckResult", "ConformanceReport", "check_method"]
+
+PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one check: ``status`` is ``"passed"``, ``"failed"`` or ``"skipped"``."""
+
+    name: str
+    status: str
+    message: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class ConformanceReport:
+    """All check results for one method.
+
+    Attributes
+    ----------
+    method : str
+        Registry name or import path of the method checked.
+    params : dict
+        The hyperparameters the battery used (the smoke configuration plus overrides).
+    results : list of CheckResult
+        One per check, in battery order.
+    """
+
+    method: str
+    params: dict[str, Any]
+    results: list[CheckResult] = field(default_factory=list)
+
+    def _count(self, status: str) -> int:
+        return sum(r.status == status for r in self.results)
+
+    @property
+    def n_passed(self) -> int:
+        """Number of passed checks."""
+        return self._count(PASSED)
+
+    @property
+    def n_failed(self) -> int:
+        """Number of failed checks."""
+        return self._count(FAILED)
+
+    @property
+    def n_skipped(self) -> int:
+        """Number of skipped checks."""
+        return self._count(SKIPPED)
+
+    @property
+    def ok(self) -> bool:
+        """True when no check failed."""
+        return self.n_failed == 0
+
+    def failed(self) -> list[CheckResult]:
+        """The failed checks."""
+        return [r for r in self.results if r.status == FAILED]
+
+    def summary(self) -> str:
+        """``"<method>: N passed, N failed, N skipped"``."""
+        return (
+            f"{self.method}: {self.n_passed} passed, {self.n_failed} failed, "
+            f"{self.n_skipped} skipped"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain data (for JSON)."""
+        return {
+            "method": self.method,
+            "params": {k: repr(v) for k, v in self.params.items()},
+            "passed": self.n_passed,
+            "failed": self.n_failed,
+            "skipped": self.n_skipped,
+            "results": [
+                {"name": r.name, "status": r.status, "message": r.message, "seconds": r.seconds}
+                for r in self.results
+            ],
+        }
+
+
+class _Skip(Exception):
+    """Raised inside a check to mark it skipped."""
+
+
+class _Fail(AssertionError):
+    """Raised inside a check to mark it failed."""
+
+
+@dataclass(frozen=True)
+class _Data:
+    X: np.ndarray
+    y: np.ndarray
+    X_test: np.ndarray
+    X_other: np.ndarray
+    y_other: np.ndarray
+
+
+def _make_data(n: int = 40, n_test: int = 12, d: int = 3) -> _Data:
+    rng = make_rng("conformance", "data", n, n_test, d)
+    X = rng.uniform(size=(n, d))
+    X_test = rng.uniform(size=(n_test, d))
+
+    def f(Z: np.ndarray) -> np.ndarray:
+        return np.sin(3.0 * Z[:, 0]) + Z[:, 1] ** 2 - 0.5 * Z[:, -1]
+
+    y = f(X) + 0.1 * rng.standard_normal(n)
+    X_other = rng.uniform(size=(n, d))
+    y_other = -2.0 * f(X_other) + 0.3 * rng.standard_normal(n) + 5.0
+    return _Data(X, y, X_test, X_other, y_other)
+
+
+class _Battery:
+    def __init__(self, cls: type[BaseMethod], params: dict[str, Any], random_state: int) -> None:
+        self.cls = cls
+        self.params = params
+        self.random_state = random_state
+        self.data = _make_data()
+
+    # -- helpers ----------------------------------------------------------------------
+    def new(self, **extra: Any) -> BaseMethod:
+        kwargs = dict(self.params)
+        if "random_state" in self.cls().get_params(deep=False):
+            kwargs["random_state"] = self.random_state
+        kwargs.update(extra)
+        return self.cls(**kwargs)
+
+    @staticmethod
+    def raw(method: BaseMethod, X: np.ndarray) -> Prediction:
+        return method._predict_unchecked(X)
+
+    def fitted(self, X: np.ndarray | None = None, y: np.ndarray | None = None) -> BaseMethod:
+        d = self.data
+        return self.new().fit(d.X if X is None else X, d.y if y is None else y)
+
+    @staticmethod
+    def arrays(pred: Prediction) -> list[np.ndarray]:
+        return [np.asarray(pred.mean), np.asarray(pred.aleatoric), np.asarray(pred.epistemic)]
+
+    @staticmethod
+    def valid(pred: Prediction, n: int, what: str) -> None:
+        for field_name, arr in zip(
+            ("mean", "aleatoric", "epistemic"), _Battery.arrays(pred), strict=True
+        ):
+            if arr.shape != (n,):
+                raise _Fail(f"{what}: {field_name} has shape {arr.shape}, expected ({n},)")
+            if not np.all(np.isfinite(arr)):
+                raise _Fail(f"{what}: {field_name} has {int(np.sum(~np.isfinite(arr)))} NaN/inf")
+        for field_name, arr in zip(
+            ("aleatoric", "epistemic"), _Battery.arrays(pred)[1:], strict=True
+        ):
+            if np.any(arr < 0):
+                raise _Fail(f"{what}: {field_name} has negative entries (min {arr.min():.3g})")
+
+    # -- checks -----------------------------------------------------------------------
+    def hyperparameter_declarations(self) -> str:
+        cls = self.cls
+        names = set(cls().get_params(deep=False))
+        if "random_state" not in names:
+            raise _Fail("the constructor has no 'random_state' keyword")
+        for decl_name, decl in (
+            ("search_space", cls.search_space),
+            ("smoke_params", cls.smoke_params),
+        ):
+            missing = sorted(set(decl) - names)
+            if missing:
+                raise _Fail(f"{decl_name} names {missing}, not constructor keywords")
+        missing = sorted(set(cls.param_constraints) - names)
+        if missing:
+            raise _Fail(f"param_constraints names {missing}, not constructor keywords")
+        cls().validate_hyperparameters()  # defaults valid
+        self.new().validate_hyperparameters()  # smoke configuration valid
+        for key, spec in cls.search_space.items():
+            rule = cls.param_constraints.get(key)
+            if rule is None:
+                continue
+            ends = spec.get("choices", [spec.get("low"), spec.get("high")])
+            for value in ends:
+                if value is not None:
+                    check_hyperparameter(cls.__name__, f"{key} (search_space)", value, rule)
+        return f"{len(names)} hyperparameters, {len(cls.search_space)} in the search space"
+
+    def clone(self) -> str:
+        method = self.new()
+        copy = clone(method)
+        a, b = method.get_params(deep=False), copy.get_params(deep=False)
+        if a.keys() != b.keys() or any(repr(a[k]) != repr(b[k]) for k in a):
+            raise _Fail("clone() changed hyperparameters (constructor must store them unchanged)")
+        return ""
+
+    def error_before_fit(self) -> str:
+        try:
+            self.new().predict(self.data.X_test)
+        except UdbenchError as err:
+            if "fit" not in str(err):
+                raise _Fail(f"error before fit does not mention fit: {err}") from None
+            return ""
+        except Exception as err:
+            raise _Fail(
+                f"predict before fit raised {type(err).__name__}, not a UdbenchError"
+            ) from None
+        raise _Fail("predict before fit did not raise")
+
+    def fit_returns_self(self) -> str:
+        method = self.new()
+        out = method.fit(self.data.X, self.data.y)
+        if out is not method:
+            raise _Fail(f"fit returned {type(out).__name__}, not self")
+        return ""
+
+    def output_shapes_finite(self) -> str:
+        d = self.data
+        pred = self.raw(self.fitted(), d.X_test)
+        for field_name, arr in zip(
+            ("mean", "aleatoric", "epistemic"), self.arrays(pred), strict=True
+        ):
+            if arr.shape != (len(d.X_test),):
+                raise _Fail(f"{field_name} has shape {arr.shape}, expected ({len(d.X_test)},)")
+            if not np.all(np.isfinite(arr)):
+                raise _Fail(f"{field_name} has {int(np.sum(~np.isfinite(arr)))} NaN/inf entries")
+        one = self.raw(self.fitted(), d.X_test[:1])
+        if np.shape(one.mean) != (1,):
+            raise _Fail(f"a single test row gives mean of shape {np.shape(one.mean)}")
+        return ""
+
+    def nonnegative_variances(self) -> str:
+        pred = self.raw(self.fitted(), self.data.X_test)
+        for field_name in ("aleatoric", "epistemic"):
+            arr = np.asarray(getattr(pred, field_name))
+            if np.any(arr < 0):
+                raise _Fail(f"{field_name} has negative entries (min {arr.min():.3g})")
+        return ""
+
+    def constant_aleatoric_flag(self) -> str:
+        if not self.cls.constant_aleatoric:
+            raise _Skip("the method declares heteroscedastic AU (constant_aleatoric=False)")
+        au = np.asarray(self.raw(self.fitted(), self.data.X_test).aleatoric)
+        spread = float(np.ptp(au))
+        if spread > 1e-9 * max(1.0, float(np.max(np.abs(au)))):
+            raise _Fail(f"declares constant AU but AU varies by {spread:.3g} over x")
+        return ""
+
+    def determinism(self) -> str:
+        d = self.data
+        a = self.arrays(self.raw(self.fitted(), d.X_test))
+        b = self.arrays(self.raw(self.fitted(), d.X_test))
+        for field_name, u, v in zip(("mean", "aleatoric", "epistemic"), a, b, strict=True):
+            if u.tobytes() != v.tobytes():
+                diff = float(np.max(np.abs(u - v)))
+                raise _Fail(f"same random_state, different {field_name} (max diff {diff:.3g})")
+        return "bit-identical outputs from two fits with the same random_state"
+
+    def no_input_mutation(self) -> str:
+        d = self.data
+        X, y, Xt = d.X.copy(), d.y.copy(), d.X_test.copy()
+        method = self.new().fit(X, y)
+        self.raw(method, Xt)
+        for arg, now, before in (("X", X, d.X), ("y", y, d.y), ("X (predict)", Xt, d.X_test)):
+            if now.tobytes() != before.tobytes():
+                raise _Fail(f"the method changed its input {arg}")
+        return ""
+
+    def hyperparameters_unchanged(self) -> str:
+        method = self.new()
+        before = {k: repr(v) for k, v in method.get_params(deep=False).items()}
+        method.fit(self.data.X, self.data.y)
+        after = {k: repr(v) for k, v in method.get_params(deep=False).items()}
+        changed = sorted(k for k in before if before[k] != after.get(k))
+        if changed:
+            raise _Fail(f"fit changed hyperparameters {changed}")
+        return ""
+
+    def refit_independence(self) -> str:
+        d = self.data
+        method = self.new().fit(d.X, d.y).fit(d.X_other, d.y_other)
+        a = self.arrays(self.raw(method, d.X_test))
+        b = self.arrays(self.raw(self.fitted(d.X_other, d.y_other), d.X_test))
+        for field_name, u, v in zip(("mean", "aleatoric", "epistemic"), a, b, strict=True):
+            if not np.allclose(u, v, rtol=1e-7, atol=1e-9 * max(1.0, float(np.max(np.abs(v))))):
+                raise _Fail(
+                    f"refit depends on the previous fit: {field_name} differs by "
+                    f"{float(np.max(np.abs(u - v))):.3g}"
+                )
+        return "refit on new data equals a fresh fit"
+
+    def target_units(self) -> str:
+        d = self.data
+        scale, shift = 100.0, -50.0
+        base = self.raw(self.fitted(), d.X_test)
+        moved = self.raw(self.fitted(y=scale * d.y + shift), d.X_test)
+        tol = 1e-4
+        checks = (
+            ("mean", moved.mean, scale * np.asarray(base.mean) + shift, scale),
+            ("aleatoric", moved.aleatoric, scale**2 * np.asarray(base.aleatoric), scale**2),
+            ("epistemic", moved.epistemic, scale**2 * np.asarray(base.epistemic), scale**2),
+        )
+        for field_name, got, want, unit in checks:
+            ref = unit * max(1.0, float(np.max(np.abs(np.asarray(want) / unit))))
+            err = float(np.max(np.abs(np.asarray(got) - want)))
+            if err > tol * ref:
+                raise _Fail(
+                    f"y -> {scale:g}*y{shift:+g} does not map {field_name} into target units "
+                    f"(max error {err:.3g}, tolerance {tol * ref:.3g})"
+                )
+        return "outputs follow y -> 100 y - 50 (mean) and x 1e4 (variances), rtol 1e-4"
+
+    def bad_input_errors(self) -> str:
+        d = self.data
+        bad_X = d.X.copy()
+        bad_X[3, 1] = np.nan
+        bad_y = d.y.copy()
+        bad_y[0] = np.inf
+        cases: list[tuple[str, Callable[[], Any], str]] = [
+            ("NaN in X", lambda: self.new().fit(bad_X, d.y), "X"),
+            ("inf in y", lambda: self.new().fit(d.X, bad_y), "y"),
+            ("y of the wrong length", lambda: self.new().fit(d.X, d.y[:-1]), "y"),
+            ("1-D X", lambda: self.new().fit(d.X[:, 0], d.y), "X"),
+            (
+                "predict with the wrong number of columns",
+                lambda: self.fitted().predict(d.X_test[:, :2]),
+                "X",
+            ),
+        ]
+        for what, call, param in cases:
+            try:
+                call()
+            except UdbenchError as err:
+                if f"'{param}'" not in str(err):
+                    raise _Fail(f"{what}: error does not name {param!r}: {err}") from None
+                continue
+            except Exception as err:
+                raise _Fail(
+                    f"{what}: raised {type(err).__name__}, not a UdbenchError: {err}"
+                ) from None
+            raise _Fail(f"{what}: no error raised")
+        return f"{len(cases)} bad inputs rejected with errors naming the parameter"
+
+    def constant_target(self) -> str:
+        d = self.data
+        c = 3.7
+        try:
+            method = self.new().fit(d.X, np.full(len(d.y), c))
+        except UdbenchError as err:
+            if "'y'" in str(err):
+                return f"rejected with a clear error: {err}"
+            raise
+        pred = self.raw(method, d.X_test)
+        self.valid(pred, len(d.X_test), "constant target")
+        off = float(np.max(np.abs(np.asarray(pred.mean) - c)))
+        if off > 0.1:
+            raise _Fail(f"constant target {c}: mean is off by up to {off:.3g} (tolerance 0.1)")
+        return f"finite outputs, mean within {off:.2g} of the constant"
+
+    def single_feature(self) -> str:
+        d = self.data
+        method = self.new().fit(d.X[:, :1], d.y)
+        self.valid(self.raw(method, d.X_test[:, :1]), len(d.X_test), "single feature")
+        return ""
+
+
+#: The battery's check names, in order.
+CHECKS: tuple[str, ...] = (
+    "hyperparameter_declarations",
+    "clone",
+    "error_before_fit",
+    "fit_returns_self",
+    "output_shapes_finite",
+    "nonnegative_variances",
+    "constant_aleatoric_flag",
+    "determinism",
+    "no_input_mutation",
+    "hyperparameters_unchanged",
+    "refit_independence",
+    "target_units",
+    "bad_input_errors",
+    "constant_target",
+    "single_feature",
+)
+
+
+def check_method(
+    cls_or_name: str | type[BaseMethod],
+    *,
+    params: dict[str, Any] | None = None,
+    random_state: int = 0,
+    checks: tuple[str, ...] | None = None,
+) -> ConformanceReport:
+    """Run the conformance battery on a method class.
+
+    Parameters
+    ----------
+    cls_or_name : str or type
+        A ``BaseMethod`` subclass, a registry name (``"gp"``) or an import path
+        (``"package.module:ClassName"``).
+    params : dict, optional
+        Hyperparameters that override the class's ``smoke_params`` (the default
+        configuration of the battery).
+    random_state : int, default 0
+        The ``random_state`` every fresh method gets.
+    checks : tuple of str, optional
+        A subset of :data:`CHECKS` to run (default: all).
+
+    Returns
+    -------
+    ConformanceReport
+        Every check as passed, failed (with the reason, or the exception a check raised) or
+        skipped (with the reason).
+
+    Raises
+    ------
+    UdbenchError
+        Unknown method or check name.
+    """
+    if isinstance(cls_or_name, str):
+        label = cls_or_name
+        cls = get_method_class(cls_or_name)
+    else:
+        if not (isinstance(cls_or_name, type) and issubclass(cls_or_name, BaseMethod)):
+            raise UdbenchError(
+                f"check_method: parameter 'cls_or_name' must be a BaseMethod subclass or a "
+                f"method name; got {cls_or_name!r}"
+            )
+        cls = cls_or_name
+        label = f"{cls.__module__}:{cls.__qualname__}"
+    selected = CHECKS if checks is None else tuple(checks)
+    for name in selected:
+        if name not in CHECKS:
+            raise UdbenchError(
+                f"check_method: parameter 'checks' must contain names from {list(CHECKS)}; "
+                f"got {name!r}"
+            )
+    used = {**cls.smoke_params, **(params or {})}
+    battery = _Battery(cls, used, random_state)
+    report = ConformanceReport(method=label, params=used)
+    for name in selected:
+        start = time.perf_counter()
+        try:
+            message = getattr(battery, name)() or ""
+            status = PASSED
+        except _Skip as skip:
+            status, message = SKIPPED, str(skip)
+        except _Fail as fail:
+            status, message = FAILED, str(fail)
+        except Exception as err:  # a check that crashes is a failure, with where it crashed
+            where = traceback.extract_tb(err.__traceback__)[-1]
+            status = FAILED
+            message = f"raised {type(err).__name__}: {err} (at {where.name}, line {where.lineno})"
+        report.results.append(CheckResult(name, status, message, time.perf_counter() - start))
+    return report
