@@ -54,7 +54,9 @@ for _name in COMMAND_MODULES:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit status (0 ok, 2 user error)."""
     try:
-        app(args=argv, standalone_mode=False)
+        result = app(args=argv, standalone_mode=False)
+        if isinstance(result, int):  # click returns typer.Exit(code)'s code here
+            return result
     except UdbenchError as err:
         Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         return 2

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from typing import Any
 
 import typer
@@ -48,7 +50,12 @@ def check_method_command(
     random_state: int = typer.Option(0, "--random-state", help="random_state of every fit."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
-    """Run the conformance battery on a method; exit status 1 if any check failed."""
+    """Run the conformance battery on a method; exit status 1 if any check failed.
+
+    A user's class is imported from the current directory too (as ``python -m`` would).
+    """
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     from udbench.methods.conformance import check_method
     from udbench.methods.registry import get_method_class, make_method
 

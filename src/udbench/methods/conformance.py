@@ -148,7 +148,14 @@ class _Battery:
         self.cls = cls
         self.params = params
         self.random_state = random_state
-        self.data = _make_data()
+        self._data = _make_data()
+
+    @property
+    def data(self) -> _Data:
+        """Fresh copies every time, so a method that writes into its inputs cannot change
+        what later checks see (the ``no_input_mutation`` check reports it instead)."""
+        d = self._data
+        return _Data(d.X.copy(), d.y.copy(), d.X_test.copy(), d.X_other.copy(), d.y_other.copy())
 
     # -- helpers ----------------------------------------------------------------------
     def new(self, **extra: Any) -> BaseMethod:
@@ -285,7 +292,7 @@ class _Battery:
 
     def no_input_mutation(self) -> str:
         d = self.data
-        X, y, Xt = d.X.copy(), d.y.copy(), d.X_test.copy()
+        X, y, Xt = self.data.X, self.data.y, self.data.X_test
         method = self.new().fit(X, y)
         self.raw(method, Xt)
         for arg, now, before in (("X", X, d.X), ("y", y, d.y), ("X (predict)", Xt, d.X_test)):

@@ -206,6 +206,7 @@ class GP(BaseMethod):
             self.linear_variance_ = float(val(linear.variance))
             noise_std = float(val(fitted.likelihood.obs_stddev))
         self.model_ = fitted
+        self.jitter_ = float(fitted.prior.jitter)
         self.data_ = data
         self.noise_variance_std_ = noise_std**2
         self.noise_variance_ = noise_std**2 * self.y_scale_**2
@@ -225,5 +226,6 @@ class GP(BaseMethod):
         return Prediction(
             mean=mean,
             aleatoric=np.full(X.shape[0], self.noise_variance_std_),
-            epistemic=np.maximum(var, 0.0),
+            # GPJax adds its jitter to the predictive diagonal; EU is the latent variance.
+            epistemic=np.maximum(var - self.jitter_, 0.0),
         )

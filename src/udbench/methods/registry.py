@@ -207,7 +207,8 @@ def parse_method_spec(spec: str) -> tuple[str, dict[str, str]]:
     """Split ``"name:key=value,key=value"`` into the name and the raw (string) overrides.
 
     The name may be an import path ``package.module:ClassName`` (then the overrides follow a
-    second colon: ``"pkg.mod:MyMethod:alpha=1"``).
+    second colon: ``"pkg.mod:MyMethod:alpha=1"``). A registered name before the first colon
+    always means the registered method.
 
     Raises
     ------
@@ -219,7 +220,7 @@ def parse_method_spec(spec: str) -> tuple[str, dict[str, str]]:
     text = spec.strip()
     head, sep, rest = text.partition(":")
     first = rest.partition(":")[0]
-    if sep and first and "=" not in first:
+    if sep and first and "=" not in first and head.lower() not in _rows():
         # import path: module:Class[:overrides]
         cls_part, sep2, rest = rest.partition(":")
         name, overrides_text = f"{head}:{cls_part}", rest if sep2 else ""

@@ -1,0 +1,183 @@
+"""Registry, make_method spec parsing, hyperparameter validation, and the contract helpers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from udbench._validation import UdbenchError
+from udbench.methods import (
+    REGISTRY,
+    BaseMethod,
+    MethodOutputError,
+    NotFittedError,
+    Prediction,
+    check_hyperparameter,
+    get_method_class,
+    list_methods,
+    make_method,
+    parse_method_spec,
+)
+from udbench.methods import registry as registry_module
+from udbench.methods.blr import BLR
+from udbench.methods.gp import GP
+
+
+def test_registry_rows_and_names():
+    names = [row[0] for row in REGISTRY]
+    assert names[:5] == ["blr", "gp", "ngboost-bag", "catboost-ps", "nn-ens"]
+    assert len(set(names)) == len(names)
+    targets = {row[0]: row[1] for row in REGISTRY}
+    assert targets["ngboost-bag"] == "udbench.methods.ngboost_bag:NGBoostBag"
+    assert targets["catboost-ps"] == "udbench.methods.catboost_ps:CatBoostPS"
+    assert targets["nn-ens"] == "udbench.methods.nn_ens:NNEnsemble"
+
+
+def test_registry_flags_agree_with_classes():
+    for info in list_methods():
+        if not info.available:
+            continue
+        cls = get_method_class(info.name)
+        assert cls.name == info.name
+        assert cls.family == info.family
+        assert cls.constant_aleatoric == info.constant_aleatoric
+        assert cls.epistemic_from == info.epistemic_from
+
+
+def test_unavailable_row_is_listed_not_raised(monkeypatch):
+    row = ("ghost", "udbench.methods.no_such_module:Ghost", "nn", False, "samples", "test row")
+    monkeypatch.setattr(registry_module, "REGISTRY", (*REGISTRY, row))
+    infos = {i.name: i for i in list_methods()}
+    assert infos["ghost"].available is False
+    assert "No module named 'udbench.methods.no_such_module'" in infos["ghost"].error
+    assert infos["blr"].available and infos["blr"].error is None
+    with pytest.raises(UdbenchError, match="method 'ghost' is not available here"):
+        get_method_class("ghost")
+
+
+def test_get_method_class_by_name_and_path():
+    assert get_method_class("blr") is BLR
+    assert get_method_class(" GP ") is GP
+    assert get_method_class("udbench.methods.gp:GP") is GP
+    cls = get_method_class("methods_plugin_example:KNNEnsemble")
+    assert issubclass(cls, BaseMethod) and cls.name == "knn-ens"
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ("no-such-method", r"methods: parameter 'name' must be one of \['blr', "),
+        ("udbench.methods.gp:NoSuchClass", r"'name' must name a class defined in"),
+        ("no_such_pkg.mod:Cls", r"cannot import module 'no_such_pkg.mod'"),
+        ("methods_plugin_example:NotAMethod", r"must name a subclass of udbench.methods"),
+    ],
+)
+def test_get_method_class_errors(spec, match):
+    with pytest.raises(UdbenchError, match=match):
+        get_method_class(spec)
+
+
+def test_parse_method_spec():
+    assert parse_method_spec("nn-ens:n_members=5,lr=0.01") == (
+        "nn-ens",
+        {"n_members": "5", "lr": "0.01"},
+    )
+    assert parse_method_spec("gp") == ("gp", {})
+    assert parse_method_spec("pkg.mod:Cls") == ("pkg.mod:Cls", {})
+    assert parse_method_spec("pkg.mod:Cls:a=1, b = x") == ("pkg.mod:Cls", {"a": "1", "b": "x"})
+    with pytest.raises(UdbenchError, match="write overrides as key=value"):
+        parse_method_spec("blr:max_iter")
+    with pytest.raises(UdbenchError, match="give each hyperparameter once"):
+        parse_method_spec("blr:tol=1,tol=2")
+
+
+def test_make_method_coerces_types():
+    m = make_method("blr:max_iter=5,tol=1e-3", random_state=3)
+    assert isinstance(m, BLR)
+    assert m.max_iter == 5 and type(m.max_iter) is int
+    assert m.tol == 1e-3 and type(m.tol) is float
+    assert m.random_state == 3
+    g = make_method("gp:standardize_X=false,max_iter=7")
+    assert g.standardize_X is False and g.max_iter == 7
+    k = make_method("methods_plugin_example:KNNEnsemble:n_neighbors=3", n_members=2)
+    assert (k.n_neighbors, k.n_members, k.random_state) == (3, 2, 0)
+    assert make_method(BLR, tol=0.5).tol == 0.5
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("blr:foo=1", "BLR: parameter 'foo' must be a hyperparameter of 'blr': ['alpha_1', "),
+        ("blr:max_iter=0", "BLR: parameter 'max_iter' must be an integer >= 1; got 0"),
+        ("blr:max_iter=2.5", "BLR: parameter 'max_iter' must be an integer; got '2.5'"),
+        ("blr:tol=abc", "BLR: parameter 'tol' must be a real number; got 'abc'"),
+        ("blr:tol=-1", "BLR: parameter 'tol' must be a real number > 0.0; got -1.0"),
+        ("gp:standardize_X=maybe", "GP: parameter 'standardize_X' must be true or false"),
+        ("gp:init_noise_std=0", "GP: parameter 'init_noise_std' must be a real number > 0.0"),
+    ],
+)
+def test_make_method_errors_name_parameter_and_value(spec, message):
+    with pytest.raises(UdbenchError) as info:
+        make_method(spec)
+    assert str(info.value).startswith(message)
+
+
+def test_fit_validates_hyperparameters_and_random_state():
+    X, y = np.random.default_rng(0).uniform(size=(10, 2)), np.arange(10.0)
+    with pytest.raises(UdbenchError, match=r"'max_iter' must be an integer >= 1; got -3"):
+        BLR(max_iter=-3).fit(X, y)
+    with pytest.raises(UdbenchError, match=r"'random_state' must be an integer >= 0"):
+        BLR(random_state=-1).fit(X, y)
+    with pytest.raises(UdbenchError, match=r"'tol' must be a real number > 0.0; got True"):
+        BLR(tol=True).fit(X, y)
+
+
+def test_check_hyperparameter_rules():
+    spec = {"type": "float", "low": 0.0, "high": 1.0, "high_open": True}
+    check_hyperparameter("M", "p", 0.0, spec)
+    with pytest.raises(UdbenchError, match=r"must be a real number >= 0.0 and < 1.0; got 1.0"):
+        check_hyperparameter("M", "p", 1.0, spec)
+    with pytest.raises(UdbenchError, match=r"must be a real number"):
+        check_hyperparameter("M", "p", float("nan"), spec)
+    cat = {"type": "categorical", "choices": ["a", "b"]}
+    check_hyperparameter("M", "p", "b", cat)
+    with pytest.raises(UdbenchError, match=r"must be one of \['a', 'b'\]; got 'c'"):
+        check_hyperparameter("M", "p", "c", cat)
+    check_hyperparameter("M", "p", None, {"type": "int", "none_ok": True})
+    with pytest.raises(UdbenchError, match=r"must be an integer; got 3.0"):
+        check_hyperparameter("M", "p", 3.0, {"type": "int"})
+
+
+@pytest.mark.parametrize(
+    ("X", "y", "match"),
+    [
+        (np.zeros((5, 2)), np.zeros(4), r"BLR: parameter 'y' must have shape \(5\); got 'shape"),
+        (np.zeros(5), np.zeros(5), r"BLR: parameter 'X' must have ndim in \[2\]; got 'shape"),
+        (np.array([[np.nan, 1.0]] * 3), np.zeros(3), r"'X' must contain only finite values"),
+        (np.zeros((3, 2)), np.array([0.0, np.inf, 1.0]), r"'y' must contain only finite values"),
+        (np.zeros((1, 2)), np.zeros(1), r"'X' must have at least 2 rows; got \(1, 2\)"),
+    ],
+)
+def test_fit_bad_input_errors(X, y, match):
+    with pytest.raises(UdbenchError, match=match):
+        BLR().fit(X, y)
+
+
+def test_predict_errors_and_output_checks():
+    X = np.random.default_rng(1).uniform(size=(8, 3))
+    with pytest.raises(NotFittedError, match="BLR: not fitted; call fit"):
+        BLR().predict(X)
+    m = BLR().fit(X, X.sum(axis=1))
+    with pytest.raises(UdbenchError, match=r"'X' must have 3 columns; got \(8, 2\)"):
+        m.predict(X[:, :2])
+    with pytest.raises(MethodOutputError, match=r"'epistemic' must be non-negative"):
+        Prediction(np.zeros(2), np.ones(2), np.array([0.0, -1.0])).validate(2)
+
+
+def test_seed_streams_are_derived_per_component():
+    a, b = BLR(random_state=1), BLR(random_state=1)
+    assert a._seed("member", 0) == b._seed("member", 0)
+    assert a._seed("member", 0) != a._seed("member", 1)
+    assert a._seed("member", 0) != BLR(random_state=2)._seed("member", 0)
+    assert BLR(random_state=None)._seed("x") == BLR(random_state=0)._seed("x")
+    assert a._rng("x").standard_normal(3).tobytes() == b._rng("x").standard_normal(3).tobytes()
