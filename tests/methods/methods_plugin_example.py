@@ -94,9 +94,15 @@ class BrokenShape(_Base):
         return Prediction(p.mean[:, None], p.aleatoric, p.epistemic)
 
 
+_CALLS = [0]
+
+
 class BrokenNondeterministic(_Base):
+    """Depends on hidden global state (a call counter): tiny, but not bit-reproducible."""
+
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
-        self.level_ = float(np.mean(y)) + float(np.random.default_rng().normal())
+        _CALLS[0] += 1
+        self.level_ = float(np.mean(y)) + 1e-9 * _CALLS[0]
 
 
 class BrokenMutatesInput(_Base):
