@@ -23,8 +23,8 @@ def base_seed(component: str, random_state: object) -> int:
     component : str
         The method's class name (used in error messages).
     random_state : int, numpy integer or None
-        ``None`` draws fresh OS entropy (scikit-learn convention: not reproducible);
-        an integer >= 0 gives reproducible streams.
+        An integer >= 0; ``None`` means 0 (udbench is deterministic by default, as in
+        the method contract).
 
     Raises
     ------
@@ -32,7 +32,7 @@ def base_seed(component: str, random_state: object) -> int:
         If ``random_state`` is neither ``None`` nor a non-negative integer.
     """
     if random_state is None:
-        return int(np.random.SeedSequence().entropy % (1 << 63))  # type: ignore[operator]
+        return 0
     if isinstance(random_state, bool) or not isinstance(random_state, int | np.integer):
         raise param_error(component, "random_state", "be a non-negative int or None", random_state)
     if int(random_state) < 0:
@@ -44,6 +44,7 @@ def stream_seed(name: str, root: int, *components: object, bits: int = 31) -> in
     """Seed of one named random stream of method ``name`` with root seed ``root``.
 
     ``bits=31`` (default) suits libraries that take a 32-bit signed seed (scikit-learn,
-    NGBoost, CatBoost); use ``bits=63`` for NumPy generators and JAX keys.
+    NGBoost, CatBoost, JAX keys); use ``bits=63`` for NumPy generators. Same formula as the
+    contract's ``BaseMethod._seed`` (``derive_seed("method", name, random_state, ...)``).
     """
     return derive_seed("method", name, int(root), *components, bits=bits)

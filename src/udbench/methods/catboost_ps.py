@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from udbench.methods._checks import check_bool, check_float, check_int
+from udbench.methods._checks import check_declared
 from udbench.methods._ensemble import aggregate_members
 from udbench.methods._random_state import base_seed, stream_seed
 from udbench.methods.base import BaseMethod, Prediction
@@ -75,6 +75,18 @@ class CatBoostPS(BaseMethod):
         "bagging_frac": {"type": "float", "low": 0.6, "high": 1.0},
         "standardize_y": {"type": "categorical", "choices": [True, False]},
     }
+    param_constraints: ClassVar[dict[str, dict[str, Any]]] = {
+        "iterations": {"type": "int", "low": 1},
+        "learning_rate": {"type": "float", "low": 0.0, "low_open": True},
+        "depth": {"type": "int", "low": 1, "high": 16},
+        "l2_leaf_reg": {"type": "float", "low": 0.0},
+        "random_strength": {"type": "float", "low": 0.0},
+        "bagging_temperature": {"type": "float", "low": 0.0},
+        "n_regressors": {"type": "int", "low": 1},
+        "bagging_frac": {"type": "float", "low": 0.0, "low_open": True, "high": 1.0},
+        "standardize_y": {"type": "bool"},
+        "thread_count": {"type": "int", "low": 1},
+    }
     smoke_params: ClassVar[dict[str, Any]] = {
         "iterations": 40,
         "learning_rate": 0.2,
@@ -108,23 +120,10 @@ class CatBoostPS(BaseMethod):
         self.thread_count = thread_count
         self.random_state = random_state
 
-    def _check_params(self) -> None:
-        c = type(self).__name__
-        check_int(c, "iterations", self.iterations, 1)
-        check_float(c, "learning_rate", self.learning_rate, 0.0, low_inclusive=False)
-        check_int(c, "depth", self.depth, 1, 16)
-        check_float(c, "l2_leaf_reg", self.l2_leaf_reg, 0.0)
-        check_float(c, "random_strength", self.random_strength, 0.0)
-        check_float(c, "bagging_temperature", self.bagging_temperature, 0.0)
-        check_int(c, "n_regressors", self.n_regressors, 1)
-        check_float(c, "bagging_frac", self.bagging_frac, 0.0, 1.0, low_inclusive=False)
-        check_bool(c, "standardize_y", self.standardize_y)
-        check_int(c, "thread_count", self.thread_count, 1)
-
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
         from catboost import CatBoostRegressor
 
-        self._check_params()
+        check_declared(type(self).__name__, self.get_params(deep=False), self.param_constraints)
         root = base_seed(type(self).__name__, self.random_state)
         t_loc, t_scale = (0.0, 1.0) if self.standardize_y else (self.y_loc_, self.y_scale_)
         target = y * t_scale + t_loc

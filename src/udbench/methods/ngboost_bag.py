@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from udbench.methods._checks import check_bool, check_float, check_int
+from udbench.methods._checks import check_declared
 from udbench.methods._ensemble import aggregate_members
 from udbench.methods._random_state import base_seed, stream_seed
 from udbench.methods.base import BaseMethod, Prediction
@@ -84,6 +84,18 @@ class NGBoostBag(BaseMethod):
         "replace": {"type": "categorical", "choices": [True, False]},
         "standardize_y": {"type": "categorical", "choices": [True, False]},
     }
+    param_constraints: ClassVar[dict[str, dict[str, Any]]] = {
+        "n_estimators": {"type": "int", "low": 1},
+        "learning_rate": {"type": "float", "low": 0.0, "low_open": True},
+        "max_depth": {"type": "int", "low": 1},
+        "minibatch_frac": {"type": "float", "low": 0.0, "low_open": True, "high": 1.0},
+        "col_sample": {"type": "float", "low": 0.0, "low_open": True, "high": 1.0},
+        "natural_gradient": {"type": "bool"},
+        "n_regressors": {"type": "int", "low": 1},
+        "sample_fraction": {"type": "float", "low": 0.0, "low_open": True, "high": 1.0},
+        "replace": {"type": "bool"},
+        "standardize_y": {"type": "bool"},
+    }
     smoke_params: ClassVar[dict[str, Any]] = {
         "n_estimators": 30,
         "learning_rate": 0.1,
@@ -117,26 +129,13 @@ class NGBoostBag(BaseMethod):
         self.standardize_y = standardize_y
         self.random_state = random_state
 
-    def _check_params(self) -> None:
-        c = type(self).__name__
-        check_int(c, "n_estimators", self.n_estimators, 1)
-        check_float(c, "learning_rate", self.learning_rate, 0.0, low_inclusive=False)
-        check_int(c, "max_depth", self.max_depth, 1)
-        check_float(c, "minibatch_frac", self.minibatch_frac, 0.0, 1.0, low_inclusive=False)
-        check_float(c, "col_sample", self.col_sample, 0.0, 1.0, low_inclusive=False)
-        check_bool(c, "natural_gradient", self.natural_gradient)
-        check_int(c, "n_regressors", self.n_regressors, 1)
-        check_float(c, "sample_fraction", self.sample_fraction, 0.0, 1.0, low_inclusive=False)
-        check_bool(c, "replace", self.replace)
-        check_bool(c, "standardize_y", self.standardize_y)
-
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
         from ngboost import NGBRegressor
         from ngboost.distns import Normal
         from ngboost.scores import LogScore
         from sklearn.tree import DecisionTreeRegressor
 
-        self._check_params()
+        check_declared(type(self).__name__, self.get_params(deep=False), self.param_constraints)
         root = base_seed(type(self).__name__, self.random_state)
         # the member targets: standardised (BaseMethod) or back in target units
         t_loc, t_scale = (0.0, 1.0) if self.standardize_y else (self.y_loc_, self.y_scale_)

@@ -14,7 +14,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from udbench.methods.base import BaseMethod, Prediction
-from udbench.methods.nn.ensemble import NN_SEARCH_SPACE, GaussianNNEnsemble
+from udbench.methods.nn.ensemble import (
+    NN_PARAM_CONSTRAINTS,
+    NN_SEARCH_SPACE,
+    GaussianNNEnsemble,
+)
 
 __all__ = ["NNEnsemble"]
 
@@ -67,6 +71,7 @@ class NNEnsemble(GaussianNNEnsemble, BaseMethod):
         **NN_SEARCH_SPACE,
         "n_members": {"type": "categorical", "choices": [10]},
     }
+    param_constraints: ClassVar[dict[str, dict[str, Any]]] = NN_PARAM_CONSTRAINTS
     smoke_params: ClassVar[dict[str, Any]] = {
         "n_members": 3,
         "hidden_dim": 16,

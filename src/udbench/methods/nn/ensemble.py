@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from udbench._validation import check_choice, param_error
+from udbench.methods._checks import check_declared
 from udbench.methods._ensemble import aggregate_members
 from udbench.methods._random_state import base_seed, stream_seed
 from udbench.methods.base import Prediction
@@ -33,7 +33,7 @@ from udbench.methods.nn.training import (
     train_members,
 )
 
-__all__ = ["NN_SEARCH_SPACE", "GaussianNNEnsemble"]
+__all__ = ["NN_PARAM_CONSTRAINTS", "NN_SEARCH_SPACE", "GaussianNNEnsemble"]
 
 #: Search space of the shared network (our choice where the paper's excerpt omits it;
 #: weight decay range from paper App. D.4). Defaults are the centres.
@@ -45,6 +45,22 @@ NN_SEARCH_SPACE: dict[str, dict[str, Any]] = {
     "weight_decay": {"type": "float", "low": 1e-6, "high": 1e-2, "log": True},
     "n_epochs": {"type": "int", "low": 50, "high": 350},
     "batch_size": {"type": "categorical", "choices": [64, 128, 256]},
+}
+
+#: Values the shared network's hyperparameters accept at all (contract format).
+NN_PARAM_CONSTRAINTS: dict[str, dict[str, Any]] = {
+    "n_members": {"type": "int", "low": 1},
+    "hidden_dim": {"type": "int", "low": 1},
+    "n_blocks": {"type": "int", "low": 0},
+    "activation": {"type": "categorical", "choices": list(ACTIVATIONS)},
+    "dropout": {"type": "float", "low": 0.0, "high": 1.0, "high_open": True},
+    "lr": {"type": "float", "low": 0.0, "low_open": True},
+    "momentum": {"type": "float", "low": 0.0, "high": 1.0, "high_open": True},
+    "weight_decay": {"type": "float", "low": 0.0},
+    "n_epochs": {"type": "int", "low": 1},
+    "batch_size": {"type": "int", "low": 1},
+    "eps": {"type": "float", "low": 0.0, "low_open": True},
+    "dtype": {"type": "categorical", "choices": ["float32", "float64"]},
 }
 
 _DTYPES = {"float32": jnp.float32, "float64": jnp.float64}
@@ -88,10 +104,7 @@ class GaussianNNEnsemble:
     # -- shared machinery -------------------------------------------------------------
     def _configs(self, in_dim: int) -> tuple[BackboneConfig, TrainConfig]:
         comp = type(self).__name__
-        if not isinstance(self.n_members, int | np.integer) or self.n_members < 1:
-            raise param_error(comp, "n_members", "be an int >= 1", self.n_members)
-        check_choice(comp, "activation", self.activation, ACTIVATIONS)
-        check_choice(comp, "dtype", self.dtype, _DTYPES)
+        check_declared(comp, self.get_params(deep=False), NN_PARAM_CONSTRAINTS)  # type: ignore[attr-defined]
         try:
             model = BackboneConfig(
                 in_dim=int(in_dim),
