@@ -94,15 +94,15 @@ def test_optimizer_clips_to_global_norm_one() -> None:
     assert len(make_optimizer(cfg).init(g)) == 2  # clip, then NAdamW
 
 
-@pytest.mark.parametrize("dropout", [0.0, 0.2])
-def test_vectorised_members_equal_members_trained_alone(dropout: float) -> None:
+def test_vectorised_members_equal_members_trained_alone() -> None:
     """Each vmapped member gets exactly the updates it would get alone (tol 1e-6, float64).
 
     n = 37 with batch 8 exercises the padded, masked last batch; a large learning rate and
-    clipping make the per-member clipping matter (a joint clip would change the result).
+    clipping make the per-member clipping matter (a joint clip would change the result);
+    dropout checks that each member also gets its own dropout masks.
     """
     X, y = _toy()
-    cfg = BackboneConfig(in_dim=3, hidden_dim=8, n_blocks=2, dropout=dropout)
+    cfg = BackboneConfig(in_dim=3, hidden_dim=8, n_blocks=2, dropout=0.2)
     tcfg = TrainConfig(n_epochs=5, batch_size=8, lr=0.05, momentum=0.9, weight_decay=1e-3)
     M = 4
     with jax.enable_x64(True):
@@ -123,16 +123,21 @@ def test_vectorised_members_equal_members_trained_alone(dropout: float) -> None:
         assert not np.allclose(np.asarray(vec["head"]["w"][0]), np.asarray(vec["head"]["w"][1]))
 
 
-def test_training_reduces_loss() -> None:
-    X, y = _toy(n=64)
-    cfg = BackboneConfig(in_dim=3, hidden_dim=16, n_blocks=1)
-    tcfg = TrainConfig(n_epochs=30, batch_size=16, lr=1e-2, momentum=0.9, weight_decay=0.0)
-    params = init_members(jax.random.key(0), cfg, 2)
-    rows = np.tile(np.arange(64), (2, 1))
-    keys = jax.random.split(jax.random.key(1), 2)
-    _, _, hist = train_members(params, X, y, rows, keys, cfg, tcfg)
-    h = np.asarray(hist)
-    assert np.all(h[:, -1] < h[:, 0] - 0.3)
+def test_vectorised_equals_alone_in_float32_over_one_epoch() -> None:
+    """float32: equal to 1e-5 after one epoch (over many epochs, float32 rounding differences
+    between batched and unbatched matrix products grow; the float64 test above is exact)."""
+    X, y = _toy()
+    cfg = BackboneConfig(in_dim=3, hidden_dim=8, n_blocks=2)
+    tcfg = TrainConfig(n_epochs=1, batch_size=8, lr=0.05, momentum=0.9, weight_decay=1e-3)
+    params0 = init_members(jax.random.key(3), cfg, 3)
+    keys = jax.random.split(jax.random.key(4), 3)
+    rows = np.tile(np.arange(37), (3, 1))
+    vec, _, _ = train_members(params0, X, y, rows, keys, cfg, tcfg)
+    solo, _, _ = train_single(
+        jax.tree_util.tree_map(lambda a: a[2], params0), X, y, rows[2], keys[2], cfg, tcfg
+    )
+    for a, b in zip(jax.tree_util.tree_leaves(solo), jax.tree_util.tree_leaves(vec), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b[2]), rtol=0, atol=1e-5)
 
 
 def test_config_errors_name_parameter() -> None:

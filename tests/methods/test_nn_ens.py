@@ -30,6 +30,12 @@ def test_aleatoric_tracks_true_noise_variance(fitted: NNEnsemble) -> None:
     assert 0.5 < pred.aleatoric.mean() / noise_var(x).mean() < 2.0
 
 
+def test_training_loss_decreases(fitted: NNEnsemble) -> None:
+    h = fitted.history_
+    assert h.shape == (3, 60)
+    assert np.all(h[:, -5:].mean(1) < h[:, :5].mean(1) - 0.3), h[:, [0, -1]]
+
+
 def test_epistemic_larger_far_from_training_inputs(fitted: NNEnsemble) -> None:
     inside = fitted.predict(np.linspace(0.1, 0.9, 50)[:, None]).epistemic
     far = fitted.predict(np.array([[-2.0], [3.0], [4.0]])).epistemic

@@ -118,3 +118,14 @@ def test_bad_hyperparameter_names_parameter_and_value(
     X, y = heteroscedastic(n=20)
     with pytest.raises(UdbenchError, match=f"{cls.__name__}: parameter '{param}' must .*got"):
         cls(**{param: value}).fit(X, y)
+
+
+def test_outputs_follow_an_affine_change_of_target_units(fitted: BaseMethod) -> None:
+    """y -> 100 y - 50 maps the mean the same way and the variances by 1e4 (rtol 1e-6)."""
+    X, y = heteroscedastic(n=300)
+    cls = type(fitted)
+    moved = cls(**cls.smoke_params, random_state=0).fit(X, 100.0 * y - 50.0).predict(X_GRID)
+    ref = fitted.predict(X_GRID)
+    np.testing.assert_allclose(moved.mean, 100.0 * ref.mean - 50.0, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(moved.aleatoric, 1e4 * ref.aleatoric, rtol=1e-6)
+    np.testing.assert_allclose(moved.epistemic, 1e4 * ref.epistemic, rtol=1e-6)

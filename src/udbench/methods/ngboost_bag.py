@@ -138,8 +138,15 @@ class NGBoostBag(BaseMethod):
         check_declared(type(self).__name__, self.get_params(deep=False), self.param_constraints)
         root = base_seed(type(self).__name__, self.random_state)
         # the member targets: standardised (BaseMethod) or back in target units
-        t_loc, t_scale = (0.0, 1.0) if self.standardize_y else (self.y_loc_, self.y_scale_)
-        target = y * t_scale + t_loc
+        if self.standardize_y:
+            # NGBoost's greedy tree splits flip on rounding-level (1e-16) differences of the
+            # targets, which would break invariance to the units of y; rounding the
+            # standardised targets to 1e-12 (far below any noise level) removes them.
+            t_loc, t_scale = 0.0, 1.0
+            target = np.round(y, 12)
+        else:
+            t_loc, t_scale = self.y_loc_, self.y_scale_
+            target = y * t_scale + t_loc
         members: list[Any] = []
         for m in range(int(self.n_regressors)):
             rng = np.random.default_rng(stream_seed(self.name, root, "member", m, "rows", bits=63))
