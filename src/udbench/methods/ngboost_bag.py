@@ -1,0 +1,193 @@
+"""NGBoost-Bag: a bagged ensemble of Gaussian NGBoost regressors (paper App. C.3).
+
+Each of ``n_regressors`` members is an :class:`ngboost.NGBRegressor` with a Normal predictive
+distribution trained under the log score (Duan et al., 2020) on its own resample of
+⌊sample_fraction·n⌋ training rows, drawn with or without replacement (Breiman, 1996). The
+prediction averages the member means; AU is the average member variance, EU the variance of
+the member means.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from udbench.methods._checks import check_declared
+from udbench.methods._ensemble import aggregate_members
+from udbench.methods._random_state import base_seed, stream_seed
+from udbench.methods.base import BaseMethod, Prediction
+
+__all__ = ["NGBoostBag", "bagging_rows"]
+
+
+def bagging_rows(n: int, fraction: float, replace: bool, rng: np.random.Generator) -> np.ndarray:
+    """Row indices of one bagging resample: ⌊fraction·n⌋ rows (at least 2), sorted.
+
+    Drawn uniformly with replacement (bootstrap) or without (subsampling) from ``range(n)``.
+    """
+    size = max(2, int(np.floor(fraction * n)))
+    if not replace:
+        size = min(size, n)
+    return np.sort(rng.choice(n, size=size, replace=replace))
+
+
+class NGBoostBag(BaseMethod):
+    """Bagged NGBoost ensemble with Gaussian members (NGBoost-Bag; paper App. C.3).
+
+    Parameters
+    ----------
+    n_estimators : int, default 500
+        Boosting iterations per member.
+    learning_rate : float, default 0.0224
+        NGBoost learning rate (centre of the log-uniform range [0.005, 0.1]).
+    max_depth : int, default 4
+        Depth of the regression-tree base learners.
+    minibatch_frac : float, default 0.75
+        Fraction of rows used in each boosting iteration.
+    col_sample : float, default 0.75
+        Fraction of columns used in each boosting iteration.
+    natural_gradient : bool, default True
+        Use the natural gradient (Fisher-preconditioned) of the log score.
+    n_regressors : int, default 15
+        Number of members.
+    sample_fraction : float, default 0.775
+        Size of each member's resample as a fraction of n.
+    replace : bool, default True
+        Resample with replacement (bootstrap) or without.
+    standardize_y : bool, default True
+        Fit members on standardised targets (True) or on targets in their own units.
+        Either way the outputs are in target units.
+    random_state : int or None, default 0
+        Root seed; member m's resample and NGBoost/tree seeds derive from it and m.
+
+    Notes
+    -----
+    Per point, with member Normal(μ_m, s_m²): mean = avg μ_m, AU = avg s_m²,
+    EU = (1/M) Σ (μ_m − mean)². A member whose resample has a constant target predicts that
+    constant with variance 0 (NGBoost cannot fit a zero-variance Normal).
+    """
+
+    name: ClassVar[str] = "ngboost-bag"
+    family: ClassVar[str] = "trees"
+    constant_aleatoric: ClassVar[bool] = False
+    epistemic_from: ClassVar[str] = "samples"
+    search_space: ClassVar[dict[str, dict[str, Any]]] = {
+        "n_estimators": {"type": "int", "low": 200, "high": 800},
+        "learning_rate": {"type": "float", "low": 0.005, "high": 0.1, "log": True},
+        "max_depth": {"type": "int", "low": 2, "high": 6},
+        "minibatch_frac": {"type": "float", "low": 0.5, "high": 1.0},
+        "col_sample": {"type": "float", "low": 0.5, "high": 1.0},
+        "natural_gradient": {"type": "categorical", "choices": [True, False]},
+        "n_regressors": {"type": "int", "low": 5, "high": 25},
+        "sample_fraction": {"type": "float", "low": 0.6, "high": 0.95},
+        "replace": {"type": "categorical", "choices": [True, False]},
+        "standardize_y": {"type": "categorical", "choices": [True, False]},
+    }
+    param_constraints: ClassVar[dict[str, dict[str, Any]]] = {
+        "n_estimators": {"type": "int", "low": 1},
+        "learning_rate": {"type": "float", "low": 0.0, "low_open": True},
+        "max_depth": {"type": "int", "low": 1},
+        "minibatch_frac": {"type": "float", "low": 0.0, "low_open": True, "high": 1.0},
+        "col_sample": {"type": "float", "low": 0.0, "low_open": True, "high": 1.0},
+        "natural_gradient": {"type": "bool"},
+        "n_regressors": {"type": "int", "low": 1},
+        "sample_fraction": {"type": "float", "low": 0.0, "low_open": True, "high": 1.0},
+        "replace": {"type": "bool"},
+        "standardize_y": {"type": "bool"},
+    }
+    smoke_params: ClassVar[dict[str, Any]] = {
+        "n_estimators": 30,
+        "learning_rate": 0.1,
+        "max_depth": 2,
+        "n_regressors": 3,
+    }
+
+    def __init__(
+        self,
+        n_estimators: int = 500,
+        learning_rate: float = 0.0224,
+        max_depth: int = 4,
+        minibatch_frac: float = 0.75,
+        col_sample: float = 0.75,
+        natural_gradient: bool = True,
+        n_regressors: int = 15,
+        sample_fraction: float = 0.775,
+        replace: bool = True,
+        standardize_y: bool = True,
+        random_state: int | None = 0,
+    ) -> None:
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.minibatch_frac = minibatch_frac
+        self.col_sample = col_sample
+        self.natural_gradient = natural_gradient
+        self.n_regressors = n_regressors
+        self.sample_fraction = sample_fraction
+        self.replace = replace
+        self.standardize_y = standardize_y
+        self.random_state = random_state
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        from ngboost import NGBRegressor
+        from ngboost.distns import Normal
+        from ngboost.scores import LogScore
+        from sklearn.tree import DecisionTreeRegressor
+
+        check_declared(type(self).__name__, self.get_params(deep=False), self.param_constraints)
+        root = base_seed(type(self).__name__, self.random_state)
+        # the member targets: standardised (BaseMethod) or back in target units
+        if self.standardize_y:
+            # NGBoost's greedy tree splits flip on rounding-level (1e-16) differences of the
+            # targets, which would break invariance to the units of y; rounding the
+            # standardised targets to 1e-12 (far below any noise level) removes them.
+            t_loc, t_scale = 0.0, 1.0
+            target = np.round(y, 12)
+        else:
+            t_loc, t_scale = self.y_loc_, self.y_scale_
+            target = y * t_scale + t_loc
+        members: list[Any] = []
+        for m in range(int(self.n_regressors)):
+            rng = np.random.default_rng(stream_seed(self.name, root, "member", m, "rows", bits=63))
+            rows = bagging_rows(X.shape[0], float(self.sample_fraction), bool(self.replace), rng)
+            ym = target[rows]
+            if np.ptp(ym) == 0.0:
+                members.append(float(ym[0]))
+                continue
+            seed = stream_seed(self.name, root, "member", m, "ngboost")
+            base = DecisionTreeRegressor(
+                criterion="squared_error", max_depth=int(self.max_depth), random_state=seed
+            )
+            reg = NGBRegressor(
+                Dist=Normal,
+                Score=LogScore,
+                Base=base,
+                natural_gradient=bool(self.natural_gradient),
+                n_estimators=int(self.n_estimators),
+                learning_rate=float(self.learning_rate),
+                minibatch_frac=float(self.minibatch_frac),
+                col_sample=float(self.col_sample),
+                verbose=False,
+                random_state=seed,
+            )
+            members.append(reg.fit(X[rows], ym))
+        self.members_ = members
+        self.target_loc_ = t_loc
+        self.target_scale_ = t_scale
+
+    def _predict_members(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Member means and variances (M, m) in standardised target units."""
+        means = np.empty((len(self.members_), X.shape[0]))
+        variances = np.empty_like(means)
+        for i, member in enumerate(self.members_):
+            if isinstance(member, float):
+                means[i], variances[i] = member, 0.0
+            else:
+                params = member.pred_dist(X).params
+                means[i], variances[i] = params["loc"], params["scale"] ** 2
+        means = (means - self.target_loc_) / self.target_scale_
+        return means, variances / self.target_scale_**2
+
+    def _predict(self, X: np.ndarray) -> Prediction:
+        return aggregate_members(*self._predict_members(X))

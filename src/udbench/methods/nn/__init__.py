@@ -1,0 +1,45 @@
+"""The shared neural-network base of udbench's NN methods (paper App. C.4).
+
+- :mod:`~udbench.methods.nn.backbone`: functional residual MLP with a Gaussian head
+  (``init_backbone``, ``init_members``, ``features``, ``apply_gaussian``, ``gaussian_nll``).
+- :mod:`~udbench.methods.nn.training`: NAdamW + per-member global-norm clipping, shuffled
+  minibatches, M members in one ``vmap``-ed computation (``train_members``,
+  ``train_single``, ``predict_members``).
+- :mod:`~udbench.methods.nn.ensemble`: the mixin that turns these into a udbench method.
+"""
+
+from udbench.methods.nn.backbone import (
+    BackboneConfig,
+    apply_gaussian,
+    features,
+    gaussian_head,
+    gaussian_nll,
+    head_outputs,
+    init_backbone,
+    init_members,
+)
+from udbench.methods.nn.training import (
+    TrainConfig,
+    gaussian_loss,
+    make_optimizer,
+    predict_members,
+    train_members,
+    train_single,
+)
+
+__all__ = [
+    "BackboneConfig",
+    "TrainConfig",
+    "apply_gaussian",
+    "features",
+    "gaussian_head",
+    "gaussian_loss",
+    "gaussian_nll",
+    "head_outputs",
+    "init_backbone",
+    "init_members",
+    "make_optimizer",
+    "predict_members",
+    "train_members",
+    "train_single",
+]

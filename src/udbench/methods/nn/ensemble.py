@@ -1,0 +1,178 @@
+"""Base class of the neural methods built on the shared backbone (paper App. C.4).
+
+:class:`GaussianNNEnsemble` does everything NN-Ens needs and what later member-based neural
+methods share: input standardisation, configs, per-member initialisation and keys, the
+vectorised training of M members, per-member prediction and the ensemble aggregation.
+Subclasses change what differs:
+
+- ``_member_rows(n, rng)`` — the training rows of each member (NN-Bag: resamples);
+- ``_loss_fn`` — the per-member objective (NN-EDL: evidential loss; DEUP, FSP, …);
+- ``_predict_members(X)`` — how members/samples are drawn at prediction time
+  (NN-Drop: MC-dropout passes; Laplace / SWAG: parameter samples).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from udbench.methods._checks import check_declared
+from udbench.methods._ensemble import aggregate_members
+from udbench.methods._random_state import base_seed, stream_seed
+from udbench.methods.base import Prediction
+from udbench.methods.nn.backbone import ACTIVATIONS, BackboneConfig, init_members
+from udbench.methods.nn.training import (
+    LossFn,
+    TrainConfig,
+    gaussian_loss,
+    predict_members,
+    train_members,
+)
+
+__all__ = ["NN_PARAM_CONSTRAINTS", "NN_SEARCH_SPACE", "GaussianNNEnsemble"]
+
+#: Search space of the shared network (our choice where the paper's excerpt omits it;
+#: weight decay range from paper App. D.4). Defaults are the centres.
+NN_SEARCH_SPACE: dict[str, dict[str, Any]] = {
+    "hidden_dim": {"type": "categorical", "choices": [32, 64, 128]},
+    "n_blocks": {"type": "int", "low": 1, "high": 3},
+    "lr": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True},
+    "momentum": {"type": "float", "low": 0.85, "high": 0.95},
+    "weight_decay": {"type": "float", "low": 1e-6, "high": 1e-2, "log": True},
+    "n_epochs": {"type": "int", "low": 50, "high": 350},
+    "batch_size": {"type": "categorical", "choices": [64, 128, 256]},
+}
+
+#: Values the shared network's hyperparameters accept at all (contract format).
+NN_PARAM_CONSTRAINTS: dict[str, dict[str, Any]] = {
+    "n_members": {"type": "int", "low": 1},
+    "hidden_dim": {"type": "int", "low": 1},
+    "n_blocks": {"type": "int", "low": 0},
+    "activation": {"type": "categorical", "choices": list(ACTIVATIONS)},
+    "dropout": {"type": "float", "low": 0.0, "high": 1.0, "high_open": True},
+    "lr": {"type": "float", "low": 0.0, "low_open": True},
+    "momentum": {"type": "float", "low": 0.0, "high": 1.0, "high_open": True},
+    "weight_decay": {"type": "float", "low": 0.0},
+    "n_epochs": {"type": "int", "low": 1},
+    "batch_size": {"type": "int", "low": 1},
+    "eps": {"type": "float", "low": 0.0, "low_open": True},
+    "dtype": {"type": "categorical", "choices": ["float32", "float64"]},
+}
+
+_DTYPES = {"float32": jnp.float32, "float64": jnp.float64}
+
+
+class GaussianNNEnsemble:
+    """Mixin: M members of the shared Gaussian network trained in one vectorised run.
+
+    Expects the hyperparameter attributes of :class:`udbench.methods.nn_ens.NNEnsemble`
+    (``n_members, hidden_dim, n_blocks, activation, dropout, lr, momentum, weight_decay,
+    n_epochs, batch_size, eps, dtype, random_state``) and ``name``.
+
+    Fitted attributes: ``params_`` (member-stacked pytree), ``history_`` ((M, n_epochs)
+    epoch losses), ``x_loc_``, ``x_scale_`` (input standardisation), ``model_config_``,
+    ``train_config_``.
+    """
+
+    name: ClassVar[str]
+    _loss_fn: ClassVar[LossFn] = staticmethod(gaussian_loss)  # type: ignore[assignment]
+
+    # hyperparameters (set by the concrete class's __init__)
+    n_members: int
+    hidden_dim: int
+    n_blocks: int
+    activation: str
+    dropout: float
+    lr: float
+    momentum: float
+    weight_decay: float
+    n_epochs: int
+    batch_size: int
+    eps: float
+    dtype: str
+    random_state: int | None
+
+    # -- hooks ------------------------------------------------------------------------
+    def _member_rows(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Training rows per member, shape (M, n_m). Deep ensemble: all rows for all."""
+        return np.tile(np.arange(n), (int(self.n_members), 1))
+
+    # -- shared machinery -------------------------------------------------------------
+    def _configs(self, in_dim: int) -> tuple[BackboneConfig, TrainConfig]:
+        comp = type(self).__name__
+        check_declared(comp, self.get_params(deep=False), NN_PARAM_CONSTRAINTS)  # type: ignore[attr-defined]
+        try:
+            model = BackboneConfig(
+                in_dim=int(in_dim),
+                hidden_dim=self.hidden_dim,
+                n_blocks=self.n_blocks,
+                activation=self.activation,
+                dropout=float(self.dropout),
+                eps=float(self.eps),
+            )
+            train = TrainConfig(
+                n_epochs=self.n_epochs,
+                batch_size=self.batch_size,
+                lr=float(self.lr),
+                momentum=float(self.momentum),
+                weight_decay=float(self.weight_decay),
+            )
+        except ValueError as err:  # re-badge the config's message with this method's name
+            msg = str(err).replace("BackboneConfig", comp).replace("TrainConfig", comp)
+            raise type(err)(msg) from None
+        return model, train
+
+    def _precision(self) -> contextlib.AbstractContextManager[Any]:
+        """Scoped JAX x64 for ``dtype="float64"``; nothing for float32."""
+        return jax.enable_x64(True) if self.dtype == "float64" else contextlib.nullcontext()
+
+    def _fit_members(self, X: np.ndarray, y: np.ndarray) -> None:
+        model, train = self._configs(X.shape[1])
+        with self._precision():
+            self._fit_members_impl(X, y, model, train)
+
+    def _fit_members_impl(
+        self, X: np.ndarray, y: np.ndarray, model: BackboneConfig, train: TrainConfig
+    ) -> None:
+        root = base_seed(type(self).__name__, self.random_state)
+        rng = np.random.default_rng(stream_seed(self.name, root, "rows", bits=63))
+        x_loc = X.mean(axis=0)
+        x_scale = X.std(axis=0)
+        x_scale = np.where(x_scale > 1e-12, x_scale, 1.0)
+        Xs = (X - x_loc) / x_scale
+        dtype = _DTYPES[self.dtype]
+        M = int(self.n_members)
+        init_key = jax.random.key(stream_seed(self.name, root, "init"))
+        train_key = jax.random.key(stream_seed(self.name, root, "train"))
+        params = init_members(init_key, model, M, dtype)
+        rows = self._member_rows(X.shape[0], rng)
+        params, _, history = train_members(
+            params,
+            Xs,
+            y,
+            rows,
+            jax.random.split(train_key, M),
+            model,
+            train,
+            loss_fn=type(self)._loss_fn,
+        )
+        self.params_ = params
+        self.history_ = np.asarray(history, dtype=np.float64)
+        self.x_loc_ = x_loc
+        self.x_scale_ = x_scale
+        self.model_config_ = model
+        self.train_config_ = train
+
+    def _predict_members(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Member means and variances (M, m), standardised target units."""
+        with self._precision():
+            Xs = (X - self.x_loc_) / self.x_scale_
+            return predict_members(self.params_, Xs, self.model_config_)
+
+    def _predict_ensemble(self, X: np.ndarray) -> Prediction:
+        means, variances = self._predict_members(X)
+        return aggregate_members(means, variances)

@@ -1,0 +1,287 @@
+"""Training loop shared by the neural methods: M members in one vectorised computation.
+
+Each member is trained by the same single-member routine — ``n_epochs`` epochs of shuffled
+minibatches, NAdamW (Dozat 2015; Loshchilov & Hutter 2019) after clipping the gradient to a
+global norm of ``clip_norm`` — and :func:`jax.vmap` runs the M members side by side
+(paper App. C.4). Because the vmapped routine computes each member's loss averaged over
+its own batch, differentiates it, clips it and updates that member's optimiser state, the
+joint computation is the gradient of the loss *summed over members*, clipped *per member*:
+each member gets exactly the update it would get if trained alone
+(tests/methods/test_nn_backbone.py checks this to 1e-6).
+
+Generic over the objective: a loss function ``loss_fn(params, state, xb, yb, mask, key,
+model_config) -> (loss, new_state)`` for one member on one batch, where ``state`` is a
+per-member pytree carried through training (empty for most methods; e.g. power-iteration
+vectors for spectral normalisation) and ``key`` is a fresh per-step key (dropout).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from udbench._validation import param_error
+from udbench.methods.nn.backbone import BackboneConfig, apply_gaussian, gaussian_nll
+
+__all__ = [
+    "LossFn",
+    "TrainConfig",
+    "gaussian_loss",
+    "make_optimizer",
+    "predict_members",
+    "train_members",
+    "train_single",
+]
+
+LossFn = Callable[..., tuple[jax.Array, Any]]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation settings (hashable; paper App. C.4).
+
+    Parameters
+    ----------
+    n_epochs : int
+        Passes over each member's training rows.
+    batch_size : int
+        Minibatch size (capped at the number of rows); the last batch of an epoch is
+        padded and masked, so every row is used exactly once per epoch.
+    lr : float
+        Constant learning rate of NAdamW.
+    momentum : float
+        First-moment coefficient β₁ (β₂ = 0.999, ε = 1e-8).
+    weight_decay : float
+        Decoupled weight decay (applied to every parameter).
+    clip_norm : float, default 1.0
+        Global-norm gradient clipping threshold, per member.
+    """
+
+    n_epochs: int
+    batch_size: int
+    lr: float
+    momentum: float
+    weight_decay: float
+    clip_norm: float = 1.0
+
+    def __post_init__(self) -> None:
+        for field in ("n_epochs", "batch_size"):
+            value = getattr(self, field)
+            if not isinstance(value, int | np.integer) or value < 1:
+                raise param_error("TrainConfig", field, "be an int >= 1", value)
+        if not (np.isfinite(self.lr) and self.lr > 0):
+            raise param_error("TrainConfig", "lr", "be > 0", self.lr)
+        if not 0.0 <= self.momentum < 1.0:
+            raise param_error("TrainConfig", "momentum", "be in [0, 1)", self.momentum)
+        if not (np.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise param_error("TrainConfig", "weight_decay", "be >= 0", self.weight_decay)
+        if not self.clip_norm > 0:
+            raise param_error("TrainConfig", "clip_norm", "be > 0", self.clip_norm)
+
+
+def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
+    """Global-norm clipping followed by NAdamW (``optax.nadamw``), as in paper App. C.4."""
+    return optax.chain(
+        optax.clip_by_global_norm(config.clip_norm),
+        optax.nadamw(
+            config.lr, b1=config.momentum, b2=0.999, eps=1e-8, weight_decay=config.weight_decay
+        ),
+    )
+
+
+def gaussian_loss(
+    params: Any,
+    state: Any,
+    xb: jax.Array,
+    yb: jax.Array,
+    mask: jax.Array,
+    key: jax.Array,
+    model: BackboneConfig,
+) -> tuple[jax.Array, Any]:
+    """Gaussian NLL of one member on one batch (dropout active when ``model.dropout > 0``)."""
+    mean, var = apply_gaussian(params, xb, model, dropout_key=key if model.dropout > 0 else None)
+    return gaussian_nll(mean, var, yb, mask), state
+
+
+def _train_one(
+    params: Any,
+    state: Any,
+    rows: jax.Array,
+    key: jax.Array,
+    X: jax.Array,
+    y: jax.Array,
+    *,
+    loss_fn: LossFn,
+    model: BackboneConfig,
+    train: TrainConfig,
+) -> tuple[Any, Any, jax.Array]:
+    """Train one member on ``X[rows]``; return (params, state, epoch losses (n_epochs,))."""
+    n_rows = rows.shape[0]
+    batch = min(train.batch_size, n_rows)
+    n_batches = -(-n_rows // batch)
+    pad = n_batches * batch - n_rows
+    opt = make_optimizer(train)
+    opt_state = opt.init(params)
+    mask_flat = jnp.concatenate([jnp.ones(n_rows, X.dtype), jnp.zeros(pad, X.dtype)])
+    masks = mask_flat.reshape(n_batches, batch)
+
+    def step(carry, inputs):
+        params, state, opt_state = carry
+        idx, mask, k = inputs
+        (loss, state), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+            params, state, X[idx], y[idx], mask, k, model
+        )
+        updates, opt_state = opt.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        return (params, state, opt_state), loss
+
+    def epoch(carry, ekey):
+        k_perm, k_steps = jax.random.split(ekey)
+        # one argsort of random 32-bit keys: a uniform shuffle (ties have probability
+        # ~n²/2³³ and are broken by position), much cheaper under vmap than a multi-round
+        # jax.random.permutation
+        perm = rows[jnp.argsort(jax.random.bits(k_perm, (n_rows,), jnp.uint32))]
+        order = jnp.concatenate([perm, jnp.zeros(pad, perm.dtype)]).reshape(n_batches, batch)
+        step_keys = jax.random.split(k_steps, n_batches)
+        carry, losses = jax.lax.scan(step, carry, (order, masks, step_keys))
+        return carry, jnp.mean(losses)
+
+    (params, state, _), history = jax.lax.scan(
+        epoch, (params, state, opt_state), jax.random.split(key, train.n_epochs)
+    )
+    return params, state, history
+
+
+@partial(jax.jit, static_argnames=("loss_fn", "model", "train"))
+def _train_vmapped(params, state, rows, keys, X, y, *, loss_fn, model, train):
+    fn = partial(_train_one, loss_fn=loss_fn, model=model, train=train)
+    return jax.vmap(fn, in_axes=(0, 0, 0, 0, None, None))(params, state, rows, keys, X, y)
+
+
+@partial(jax.jit, static_argnames=("loss_fn", "model", "train"))
+def _train_unvmapped(params, state, rows, key, X, y, *, loss_fn, model, train):
+    return _train_one(params, state, rows, key, X, y, loss_fn=loss_fn, model=model, train=train)
+
+
+def train_members(
+    params: Any,
+    X: Any,
+    y: Any,
+    rows: Any,
+    keys: jax.Array,
+    model: BackboneConfig,
+    train: TrainConfig,
+    *,
+    loss_fn: LossFn = gaussian_loss,
+    state: Any = None,
+) -> tuple[Any, Any, jax.Array]:
+    """Train M members in one vectorised (``vmap``-ed, ``jit``-compiled) computation.
+
+    Parameters
+    ----------
+    params : pytree
+        Member-stacked parameters (leading axis M), e.g. from
+        :func:`~udbench.methods.nn.backbone.init_members`.
+    X : array, shape (n, d)
+        Training inputs (already standardised), cast to the parameters' dtype.
+    y : array, shape (n,)
+        Training targets (standardised).
+    rows : int array, shape (M, n_m)
+        The rows of ``X`` each member trains on (``arange(n)`` for every member of a deep
+        ensemble; a resample for bagging). Each epoch visits a member's rows once, in an
+        order shuffled by that member's key.
+    keys : jax.Array, shape (M,) of PRNG keys
+        One key per member (shuffling and dropout).
+    model : BackboneConfig
+    train : TrainConfig
+    loss_fn : callable, default :func:`gaussian_loss`
+        Per-member, per-batch objective (see module docstring); must be a hashable
+        module-level function (it is a static argument of ``jit``).
+    state : pytree or None
+        Member-stacked extra state carried through training (default: none).
+
+    Returns
+    -------
+    params : pytree
+        Trained member-stacked parameters.
+    state : pytree
+        Final member-stacked state.
+    history : jax.Array, shape (M, n_epochs)
+        Mean batch loss of every epoch, per member.
+    """
+    leaves = jax.tree_util.tree_leaves(params)
+    dtype = leaves[0].dtype
+    rows = jnp.asarray(rows)
+    n_members = leaves[0].shape[0]
+    if rows.ndim != 2 or rows.shape[0] != n_members:
+        raise param_error("train_members", "rows", f"have shape ({n_members}, n_m)", rows.shape)
+    if state is None:
+        state = jnp.zeros((n_members,), dtype)
+    return _train_vmapped(
+        params,
+        state,
+        rows,
+        keys,
+        jnp.asarray(X, dtype),
+        jnp.asarray(y, dtype),
+        loss_fn=loss_fn,
+        model=model,
+        train=train,
+    )
+
+
+def train_single(
+    params: Any,
+    X: Any,
+    y: Any,
+    rows: Any,
+    key: jax.Array,
+    model: BackboneConfig,
+    train: TrainConfig,
+    *,
+    loss_fn: LossFn = gaussian_loss,
+    state: Any = None,
+) -> tuple[Any, Any, jax.Array]:
+    """Train one member alone (no member axis): the reference for :func:`train_members`.
+
+    Same arguments as :func:`train_members` without the leading member axis
+    (``rows`` shape (n_m,), one ``key``); returns (params, state, history (n_epochs,)).
+    """
+    dtype = jax.tree_util.tree_leaves(params)[0].dtype
+    if state is None:
+        state = jnp.zeros((), dtype)
+    return _train_unvmapped(
+        params,
+        state,
+        jnp.asarray(rows),
+        key,
+        jnp.asarray(X, dtype),
+        jnp.asarray(y, dtype),
+        loss_fn=loss_fn,
+        model=model,
+        train=train,
+    )
+
+
+@partial(jax.jit, static_argnames=("model",))
+def _predict_vmapped(params, X, *, model):
+    return jax.vmap(lambda p: apply_gaussian(p, X, model))(params)
+
+
+def predict_members(params: Any, X: Any, model: BackboneConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Per-member predictive means and variances at ``X`` (m, d), standardised units.
+
+    Returns
+    -------
+    mean, var : numpy.ndarray, each shape (M, m), float64
+    """
+    dtype = jax.tree_util.tree_leaves(params)[0].dtype
+    mean, var = _predict_vmapped(params, jnp.asarray(X, dtype), model=model)
+    return np.asarray(mean, dtype=np.float64), np.asarray(var, dtype=np.float64)
