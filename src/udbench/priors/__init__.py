@@ -1,1 +1,24 @@
-"""udbench.priors (see DESIGN.md)."""
+"""Reference prior families Π₀ over ground-truth functions (SPEC §5).
+
+See :mod:`udbench.priors.base` for the protocol every family implements.
+"""
+
+from udbench.priors.base import (
+    FIDELITIES,
+    PRIOR_FAMILIES,
+    Posterior,
+    Prior,
+    list_prior_families,
+    make_prior,
+    scale_from_unit_draws,
+)
+
+__all__ = [
+    "FIDELITIES",
+    "PRIOR_FAMILIES",
+    "Posterior",
+    "Prior",
+    "list_prior_families",
+    "make_prior",
+    "scale_from_unit_draws",
+]

@@ -1,0 +1,183 @@
+"""The prior protocol: what every reference prior family Π₀ implements (SPEC §5).
+
+A *prior* is one family (``"gp"``, ``"hbart"``, ``"bnn"``) bound to one dataset: its fitted
+hyperparameters and its scale constant a are fixed before any task is generated. It can
+draw f jointly at any inputs and condition on a training sample with known per-point noise
+variances, returning draws of f from the reference posterior.
+
+Families are listed in :data:`PRIOR_FAMILIES`, a table from family name to the module that
+implements it; each such module exposes ``build_prior(cov, fidelity) -> Prior``. Adding a
+family is one module plus one table entry; :func:`make_prior` imports the module lazily.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from udbench._validation import check_array, check_choice, param_error
+
+__all__ = [
+    "FIDELITIES",
+    "PRIOR_FAMILIES",
+    "SCALE_N_DRAWS",
+    "Posterior",
+    "Prior",
+    "list_prior_families",
+    "make_prior",
+    "scale_from_unit_draws",
+]
+
+#: Fidelity presets (SPEC §5). ``"paper"`` is SPEC §5 exactly; ``"standard"`` is the
+#: default, a family-chosen preset that still meets the acceptance checks of SPEC §7;
+#: ``"smoke"`` is tiny, for tests and quick runs (not a reference posterior for MCMC families).
+FIDELITIES: tuple[str, ...] = ("paper", "standard", "smoke")
+
+#: Number of unit-scale prior draws used to set the scale constant a (SPEC §5).
+SCALE_N_DRAWS: int = 100
+
+#: family name -> module exposing ``build_prior(cov, fidelity) -> Prior``.
+PRIOR_FAMILIES: dict[str, str] = {
+    "gp": "udbench.priors.gp",
+    "hbart": "udbench.priors.hbart",
+    "bnn": "udbench.priors.bnn",
+}
+
+
+@dataclass(frozen=True)
+class Posterior:
+    """Draws (and, where exact, moments) of f under the reference posterior Π_ref(· | S).
+
+    Attributes
+    ----------
+    draws_eval : ndarray, shape (D, n_eval), float64
+        Posterior draws of f at the evaluation inputs, target units.
+    draws_train : ndarray, shape (D, n), float64, or None
+        Posterior draws of f at the training inputs (for checks), if the family gives them.
+    mean : ndarray, shape (n_eval,), or None
+        Exact posterior mean m_S(x) where available (GP), else None.
+    var : ndarray, shape (n_eval,), or None
+        Exact posterior variance σ_f²(x) (target units squared) where available, else None.
+    diagnostics : dict
+        Sampler diagnostics (JSON-serialisable values: numbers, strings, lists, dicts).
+    """
+
+    draws_eval: np.ndarray
+    draws_train: np.ndarray | None = None
+    mean: np.ndarray | None = None
+    var: np.ndarray | None = None
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Prior(Protocol):
+    """A reference prior family bound to one dataset (SPEC §5).
+
+    Attributes
+    ----------
+    family : str
+        Family name, a key of :data:`PRIOR_FAMILIES`.
+    scale : float
+        The scale constant a (SPEC §5): with it, the median over :data:`SCALE_N_DRAWS` prior
+        draws of each draw's SD over the evaluation pool is 1.
+    settings : dict
+        Everything needed to reproduce the prior (hyperparameters, fidelity, sampler
+        settings); JSON-serialisable; recorded in every task.
+    """
+
+    family: str
+
+    @property
+    def scale(self) -> float: ...
+
+    @property
+    def settings(self) -> dict[str, Any]: ...
+
+    def sample(self, X: np.ndarray, key: int, n_draws: int = 1) -> np.ndarray:
+        """Joint prior draws of f at ``X`` (m, d); returns (n_draws, m), float64."""
+        ...
+
+    def condition(
+        self,
+        X_train: np.ndarray,
+        y: np.ndarray,
+        noise_var_train: np.ndarray,
+        X_eval: np.ndarray,
+        key: int,
+        n_draws: int,
+    ) -> Posterior:
+        """Condition on S = (X_train (n, d), y (n,)) with known noise variances (n,)."""
+        ...
+
+
+def list_prior_families() -> list[str]:
+    """Names of the registered prior families."""
+    return list(PRIOR_FAMILIES)
+
+
+def make_prior(family: str, cov: Any, fidelity: str = "standard") -> Prior:
+    """Build the prior ``family`` for the dataset ``cov`` (fit hyperparameters, set a).
+
+    Parameters
+    ----------
+    family : str
+        A key of :data:`PRIOR_FAMILIES` (``"gp"``, ``"hbart"``, ``"bnn"``).
+    cov : udbench.data.Covariates
+        The dataset's covariates, splits and real target.
+    fidelity : str, default "standard"
+        One of :data:`FIDELITIES`.
+
+    Returns
+    -------
+    Prior
+
+    Raises
+    ------
+    UdbenchError
+        Unknown family or fidelity, or a family whose module is not installed yet.
+    """
+    check_choice("make_prior", "family", family, PRIOR_FAMILIES)
+    check_choice("make_prior", "fidelity", fidelity, FIDELITIES)
+    try:
+        module = importlib.import_module(PRIOR_FAMILIES[family])
+    except ModuleNotFoundError as err:
+        if err.name != PRIOR_FAMILIES[family]:
+            raise
+        raise param_error(
+            "make_prior", "family", "name an implemented prior family", family
+        ) from None
+    return module.build_prior(cov, fidelity)
+
+
+def scale_from_unit_draws(draws: np.ndarray, component: str = "scale_constant") -> float:
+    """Scale constant a from prior draws made with scale 1 (SPEC §5, paper B.2).
+
+    Every family's draws scale linearly with a in their spread over the pool (GP: a·f;
+    HBART: leaves N(0, a²/m); BNN: b + a·(u − ū), where the constant b has no spread),
+    so a = 1 / median over draws of the draw's SD over the evaluation pool.
+
+    Parameters
+    ----------
+    draws : ndarray, shape (n_draws, n_eval)
+        Unit-scale prior draws at the evaluation pool (SPEC: n_draws = 100).
+    component : str
+        Name used in error messages.
+
+    Returns
+    -------
+    float
+        a > 0.
+
+    Raises
+    ------
+    UdbenchError
+        If the draws are not finite or have zero spread.
+    """
+    draws = check_array(component, "draws", draws, ndim=2)
+    median_sd = float(np.median(np.std(draws, axis=1)))
+    if not median_sd > 0:
+        raise param_error(component, "draws", "have a positive median SD", median_sd)
+    return 1.0 / median_sd
