@@ -1,1 +1,18 @@
-"""udbench.tasks (see DESIGN.md)."""
+"""Benchmark task instances: generation, task files and acceptance checks (SPEC §6–§7)."""
+
+from udbench.tasks.checks import acceptance_checks, pool_checks
+from udbench.tasks.generate import generate_task, make_task
+from udbench.tasks.spec import TaskSpec
+from udbench.tasks.taskfile import SCHEMA_VERSION, Task, read_task_meta, task_file_is_valid
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Task",
+    "TaskSpec",
+    "acceptance_checks",
+    "generate_task",
+    "make_task",
+    "pool_checks",
+    "read_task_meta",
+    "task_file_is_valid",
+]

@@ -1,0 +1,723 @@
+"""The Gaussian-process reference prior: f ~ GP(0, a²·k) with exact conditioning (SPEC §5).
+
+Kernel parts come from GPJax (Matérn-1/2, 3/2, 5/2, RBF, rational quadratic, powered
+exponential, periodic, linear, arc-cosine); a dataset's kernel family is a sum of parts, e.g.
+``"rq+linear"``. The fitted *unit kernel* is
+
+    k̃(x, x') = Σ_i w_i k_i(x, x'),   Σ_i w_i = 1,
+
+where every part k_i has its GPJax variance fixed to 1 and w_i = v_i / Σ_j v_j are the
+relative weights of the fitted part variances v_i. The prior kernel is a²·k̃: the fitted
+overall variance Σ_j v_j is replaced by a² (SPEC §5, paper B.2), the relative weights kept.
+
+Hyperparameters (ARD lengthscales, weights, RQ α, periodic periods, powered-exponential
+power, arc-cosine order/weight/bias variances) are fitted to the standardised real target
+by maximising the log marginal likelihood with a homoscedastic Gaussian noise term
+(L-BFGS-B on the JAX gradient, several restarts), on at most 2000 candidate rows.
+
+Numerics: every computation runs in float64 inside a scoped ``jax.enable_x64(True)``.
+Cholesky factorisations use an adaptive jitter: none first for the noisy training matrix,
+then ``1e-10·mean(diag)`` for covariance matrices, multiplied by 10 until the
+factorisation is finite (at most ``1e-4·mean(diag)``); the jitter used is recorded in the
+diagnostics.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.optimize
+from gpjax import kernels as gk
+
+from udbench import __version__
+from udbench._seeding import derive_seed, make_rng
+from udbench._validation import UdbenchError, check_array, check_choice, param_error
+from udbench.priors.base import (
+    FIDELITIES,
+    SCALE_N_DRAWS,
+    Posterior,
+    scale_from_unit_draws,
+)
+
+__all__ = [
+    "FIT_SETTINGS",
+    "KERNEL_PARTS",
+    "GPPrior",
+    "KernelFit",
+    "build_prior",
+    "fit_kernel",
+    "kernel_matrix",
+    "log_marginal_likelihood",
+    "parse_kernel_family",
+]
+
+#: Kernel part name -> the shape hyperparameters it has (besides its weight).
+KERNEL_PARTS: dict[str, tuple[str, ...]] = {
+    "matern12": ("lengthscale",),
+    "matern32": ("lengthscale",),
+    "matern52": ("lengthscale",),
+    "rbf": ("lengthscale",),
+    "rq": ("lengthscale", "alpha"),
+    "powexp": ("lengthscale", "power"),
+    "periodic": ("lengthscale", "period"),
+    "linear": (),
+    "arccosine": ("weight_variance", "bias_variance"),
+}
+
+#: Kernel-fit settings per fidelity. ``paper`` and ``standard`` share one fit (the GP has
+#: no sampler settings, so both give the same prior); ``smoke`` fits on few rows, for tests.
+FIT_SETTINGS: dict[str, dict[str, int]] = {
+    "paper": {"max_rows": 2000, "restarts": 3, "maxiter": 300},
+    "standard": {"max_rows": 2000, "restarts": 3, "maxiter": 300},
+    "smoke": {"max_rows": 300, "restarts": 2, "maxiter": 100},
+}
+
+_ARCCOS_ORDERS = (0, 1, 2)
+_NOISE_FLOOR = 1e-6
+_JITTER_START = 1e-10
+_JITTER_MAX = 1e-4
+
+
+def parse_kernel_family(family: str) -> tuple[str, ...]:
+    """Split a kernel family such as ``"rq+linear"`` into its parts.
+
+    Raises
+    ------
+    UdbenchError
+        If a part is not a key of :data:`KERNEL_PARTS`.
+    """
+    parts = tuple(p.strip().lower() for p in str(family).split("+"))
+    for p in parts:
+        check_choice("GP kernel", "kernel_family part", p, KERNEL_PARTS)
+    return parts
+
+
+# --------------------------------------------------------------------------------------
+# Kernels (GPJax parts; unit variance, weighted sum)
+# --------------------------------------------------------------------------------------
+def _part_kernel(part: dict[str, Any], variance: Any) -> gk.AbstractKernel:
+    name = part["kernel"]
+    if name in ("matern12", "matern32", "matern52", "rbf"):
+        cls = {
+            "matern12": gk.Matern12,
+            "matern32": gk.Matern32,
+            "matern52": gk.Matern52,
+            "rbf": gk.RBF,
+        }[name]
+        return cls(lengthscale=jnp.asarray(part["lengthscale"]), variance=variance)
+    if name == "rq":
+        return gk.RationalQuadratic(
+            lengthscale=jnp.asarray(part["lengthscale"]),
+            variance=variance,
+            alpha=jnp.asarray(part["alpha"]),
+        )
+    if name == "powexp":
+        return gk.PoweredExponential(
+            lengthscale=jnp.asarray(part["lengthscale"]),
+            variance=variance,
+            power=jnp.asarray(part["power"]),
+        )
+    if name == "periodic":
+        return gk.Periodic(
+            lengthscale=jnp.asarray(part["lengthscale"]),
+            variance=variance,
+            period=jnp.asarray(part["period"]),
+        )
+    if name == "linear":
+        return gk.Linear(variance=variance)
+    if name == "arccosine":
+        return gk.ArcCosine(
+            order=int(part["order"]),
+            variance=variance,
+            weight_variance=jnp.asarray(part["weight_variance"]),
+            bias_variance=jnp.asarray(part["bias_variance"]),
+        )
+    raise param_error("GP kernel", "kernel", f"be one of {list(KERNEL_PARTS)}", name)
+
+
+def _sum_kernel(parts: list[dict[str, Any]], variances: list[Any]) -> gk.AbstractKernel:
+    kernel = _part_kernel(parts[0], variances[0])
+    for part, v in zip(parts[1:], variances[1:], strict=True):
+        kernel = kernel + _part_kernel(part, v)
+    return kernel
+
+
+def _cross(kernel: gk.AbstractKernel, X1: Any, X2: Any) -> jax.Array:
+    return kernel.cross_covariance(jnp.asarray(X1), jnp.asarray(X2))
+
+
+def kernel_matrix(hyper: dict[str, Any], X1: Any, X2: Any = None) -> Any:
+    """Unit-kernel matrix k̃(X1, X2) (no a²), float64.
+
+    Parameters
+    ----------
+    hyper : dict
+        Fitted hyperparameters as stored in the cache (``{"kernel_family", "parts"}``).
+    X1 : ndarray, shape (m1, d)
+    X2 : ndarray, shape (m2, d), optional
+        Defaults to ``X1``.
+
+    Returns
+    -------
+    ndarray, shape (m1, m2)
+        Σ_i w_i k_i(X1, X2), float64 (a JAX array).
+    """
+    with jax.enable_x64(True):
+        parts = hyper["parts"]
+        kernel = _sum_kernel(parts, [jnp.asarray(float(p["weight"])) for p in parts])
+        A1 = jnp.asarray(X1, dtype=jnp.float64)
+        A2 = A1 if X2 is None else jnp.asarray(X2, dtype=jnp.float64)
+        return _cross(kernel, A1, A2)
+
+
+# --------------------------------------------------------------------------------------
+# Marginal-likelihood fit
+# --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KernelFit:
+    """Result of :func:`fit_kernel`.
+
+    Attributes
+    ----------
+    hyper : dict
+        ``{"kernel_family": str, "parts": [{"kernel", "weight", ...shape params}]}`` with
+        weights summing to 1 (the unit kernel k̃).
+    total_variance : float
+        Fitted overall variance Σ v_i on the standardised target (replaced by a² later).
+    noise_variance : float
+        Fitted homoscedastic noise variance on the standardised target.
+    lml_initial, lml_final : float
+        Log marginal likelihood at the first restart's initial values and at the optimum.
+    initial : dict
+        The first restart's initial hyperparameters in the same layout as ``hyper`` plus
+        ``total_variance`` and ``noise_variance``.
+    settings : dict
+        ``max_rows``, ``restarts``, ``maxiter``, ``n_rows`` used, ``seed``.
+    """
+
+    hyper: dict[str, Any]
+    total_variance: float
+    noise_variance: float
+    lml_initial: float
+    lml_final: float
+    initial: dict[str, Any]
+    settings: dict[str, Any]
+
+
+def _init_theta(parts: tuple[str, ...], d: int) -> dict[str, jax.Array]:
+    """Unconstrained (log-space) initial values, restart 0: lengthscales √d/2 etc."""
+    theta: dict[str, jax.Array] = {"log_noise": jnp.log(jnp.asarray(0.1))}
+    for i, p in enumerate(parts):
+        theta[f"{i}.log_variance"] = jnp.log(jnp.asarray(1.0 / len(parts)))
+        if "lengthscale" in KERNEL_PARTS[p]:
+            ls = 0.5 * np.sqrt(d) if p != "periodic" else 1.0
+            theta[f"{i}.log_lengthscale"] = jnp.full((d,), np.log(ls))
+        if p == "rq":
+            theta[f"{i}.log_alpha"] = jnp.log(jnp.asarray(1.0))
+        if p == "powexp":  # power = 2·sigmoid(u), initial 1.0
+            theta[f"{i}.logit_power"] = jnp.asarray(0.0)
+        if p == "periodic":
+            theta[f"{i}.log_period"] = jnp.full((d,), np.log(1.0))
+        if p == "arccosine":
+            theta[f"{i}.log_weight_variance"] = jnp.full((d,), np.log(1.0))
+            theta[f"{i}.log_bias_variance"] = jnp.log(jnp.asarray(1.0))
+    return theta
+
+
+def _constrain(
+    theta: dict[str, Any], parts: tuple[str, ...], orders: tuple[int, ...]
+) -> tuple[list[dict[str, Any]], list[Any], Any]:
+    specs, variances = [], []
+    for i, p in enumerate(parts):
+        spec: dict[str, Any] = {"kernel": p}
+        if "lengthscale" in KERNEL_PARTS[p]:
+            spec["lengthscale"] = jnp.exp(theta[f"{i}.log_lengthscale"])
+        if p == "rq":
+            spec["alpha"] = jnp.exp(theta[f"{i}.log_alpha"])
+        if p == "powexp":
+            spec["power"] = 2.0 * jax.nn.sigmoid(theta[f"{i}.logit_power"])
+        if p == "periodic":
+            spec["period"] = jnp.exp(theta[f"{i}.log_period"])
+        if p == "arccosine":
+            spec["order"] = orders[i]
+            spec["weight_variance"] = jnp.exp(theta[f"{i}.log_weight_variance"])
+            spec["bias_variance"] = jnp.exp(theta[f"{i}.log_bias_variance"])
+        specs.append(spec)
+        variances.append(jnp.exp(theta[f"{i}.log_variance"]))
+    noise = _NOISE_FLOOR + jnp.exp(theta["log_noise"])
+    return specs, variances, noise
+
+
+def log_marginal_likelihood(K: Any, y: Any, noise_var: Any) -> Any:
+    """Gaussian log marginal likelihood log N(y | 0, K + diag(noise_var)).
+
+    Rasmussen & Williams (2006), eq. 2.30. ``K`` (n, n), ``y`` (n,), ``noise_var`` scalar
+    or (n,). Returns a scalar (NaN if K + noise is not positive definite).
+    """
+    n = y.shape[0]
+    B = K + jnp.diag(jnp.broadcast_to(noise_var, (n,)))
+    L = jnp.linalg.cholesky(B)
+    alpha = jax.scipy.linalg.solve_triangular(L, y, lower=True)
+    return -0.5 * alpha @ alpha - jnp.sum(jnp.log(jnp.diag(L))) - 0.5 * n * jnp.log(2 * jnp.pi)
+
+
+def _make_objective(
+    X: np.ndarray, y: np.ndarray, parts: tuple[str, ...], orders: tuple[int, ...], unravel: Any
+) -> Any:
+    """Jitted value and gradient of the negative log marginal likelihood (flat θ)."""
+    Xj, yj = jnp.asarray(X), jnp.asarray(y)
+
+    def neg_lml(flat: jax.Array) -> jax.Array:
+        specs, variances, noise = _constrain(unravel(flat), parts, orders)
+        K = _cross(_sum_kernel(specs, variances), Xj, Xj)
+        return -log_marginal_likelihood(K, yj, noise)
+
+    return jax.jit(jax.value_and_grad(neg_lml))
+
+
+def _fit_one(
+    value_and_grad: Any, flat0: np.ndarray, maxiter: int
+) -> tuple[np.ndarray, float, float]:
+    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+        v, g = value_and_grad(jnp.asarray(x))
+        v, g = float(v), np.asarray(g, dtype=np.float64)
+        if not np.isfinite(v) or not np.all(np.isfinite(g)):
+            return 1e300, np.zeros_like(g)
+        return v, g
+
+    lml0 = -fun(flat0)[0]
+    res = scipy.optimize.minimize(
+        fun,
+        flat0,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(-12.0, 12.0)] * flat0.size,
+        options={"maxiter": maxiter},
+    )
+    return np.asarray(res.x), lml0, -float(res.fun)
+
+
+def _to_hyper(
+    theta: dict[str, Any], parts: tuple[str, ...], orders: tuple[int, ...], family: str
+) -> tuple[dict[str, Any], float, float]:
+    specs, variances, noise = _constrain(theta, parts, orders)
+    v = np.array([float(x) for x in variances])
+    out_parts = []
+    for spec, vi in zip(specs, v, strict=True):
+        entry: dict[str, Any] = {"kernel": spec["kernel"], "weight": float(vi / v.sum())}
+        for k, val in spec.items():
+            if k == "kernel":
+                continue
+            arr = np.asarray(val, dtype=np.float64)
+            entry[k] = arr.tolist() if arr.ndim else (int(val) if k == "order" else float(arr))
+        out_parts.append(entry)
+    return {"kernel_family": family, "parts": out_parts}, float(v.sum()), float(noise)
+
+
+def fit_kernel(
+    X: np.ndarray,
+    y: np.ndarray,
+    kernel_family: str,
+    *,
+    seed: int = 0,
+    restarts: int = 3,
+    maxiter: int = 300,
+) -> KernelFit:
+    """Fit the kernel's hyperparameters to (X, y) by maximising the marginal likelihood.
+
+    ``y`` is standardised (mean 0, SD 1) here. Restart 0 starts from fixed defaults
+    (ARD lengthscales √d/2, periodic lengthscales and periods 1, RQ α 1, power 1, arc-cosine
+    variances 1, equal part variances, noise 0.1); restarts 1, 2, … perturb every log-scale
+    value by N(0, 1) from a stream derived from ``seed``. The best final optimum wins. For an
+    arc-cosine part every order in {0, 1, 2} is fitted and the best kept.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        Inputs (at most a few thousand rows; cost O(n³) per iteration).
+    y : ndarray, shape (n,)
+        Real target (any units).
+    kernel_family : str
+        E.g. ``"matern32"`` or ``"rq+linear"`` (see :data:`KERNEL_PARTS`).
+    seed : int
+        Seed for the restarts' perturbations.
+    restarts, maxiter : int
+        Number of starts and L-BFGS-B iterations per start.
+
+    Returns
+    -------
+    KernelFit
+
+    Raises
+    ------
+    UdbenchError
+        Bad shapes, a constant target, or an unknown kernel part.
+    """
+    X = check_array("fit_kernel", "X", X, ndim=2)
+    y = check_array("fit_kernel", "y", y, shape=(X.shape[0],))
+    parts = parse_kernel_family(kernel_family)
+    if not np.std(y) > 0:
+        raise param_error("fit_kernel", "y", "not be constant", float(y[0]))
+    ys = (y - y.mean()) / y.std()
+    d = X.shape[1]
+    arc = [i for i, p in enumerate(parts) if p == "arccosine"]
+    order_choices = [
+        tuple(o if i in arc else 0 for i in range(len(parts)))
+        for o in (_ARCCOS_ORDERS if arc else (0,))
+    ]
+    rng = make_rng("gp-fit-restarts", seed)
+    best: tuple[float, dict[str, Any], tuple[int, ...]] | None = None
+    lml_initial = float("nan")
+    initial: dict[str, Any] = {}
+    with jax.enable_x64(True):
+        theta0 = _init_theta(parts, d)
+        starts = [theta0]
+        for _ in range(1, max(1, restarts)):
+            starts.append({k: v + rng.standard_normal(np.shape(v)) for k, v in theta0.items()})
+        from jax.flatten_util import ravel_pytree
+
+        _, unravel = ravel_pytree(theta0)
+        for oi, orders in enumerate(order_choices):
+            objective = _make_objective(X, ys, parts, orders, unravel)
+            for si, start in enumerate(starts):
+                flat0 = np.asarray(ravel_pytree(start)[0], dtype=np.float64)
+                flat, lml0, lml1 = _fit_one(objective, flat0, maxiter)
+                if oi == 0 and si == 0:
+                    lml_initial = lml0
+                    h0, v0, n0 = _to_hyper(start, parts, orders, kernel_family)
+                    initial = {**h0, "total_variance": v0, "noise_variance": n0}
+                if np.isfinite(lml1) and (best is None or lml1 > best[0]):
+                    best = (lml1, unravel(jnp.asarray(flat)), orders)
+        if best is None:
+            raise UdbenchError(f"fit_kernel: no restart of {kernel_family!r} converged")
+        hyper, total_var, noise = _to_hyper(best[1], parts, best[2], kernel_family)
+    return KernelFit(
+        hyper=hyper,
+        total_variance=total_var,
+        noise_variance=noise,
+        lml_initial=lml_initial,
+        lml_final=best[0],
+        initial=initial,
+        settings={
+            "restarts": restarts,
+            "maxiter": maxiter,
+            "n_rows": int(X.shape[0]),
+            "seed": seed,
+        },
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Linear algebra helpers
+# --------------------------------------------------------------------------------------
+def _chol(A: Any, *, start: float | None) -> tuple[Any, float]:
+    """Cholesky factor with adaptive jitter; returns (L, jitter added)."""
+    scale = float(jnp.mean(jnp.diag(A)))
+    jitter = 0.0 if start is None else start * scale
+    while True:
+        L = jnp.linalg.cholesky(A + jitter * jnp.eye(A.shape[0], dtype=A.dtype) if jitter else A)
+        if bool(jnp.all(jnp.isfinite(jnp.diag(L)))):
+            return L, jitter
+        jitter = _JITTER_START * scale if jitter == 0.0 else jitter * 10.0
+        if jitter > _JITTER_MAX * scale * (1 + 1e-9):
+            raise UdbenchError(
+                "GPPrior: covariance matrix is not positive definite even with jitter "
+                f"{_JITTER_MAX:g}·mean(diag)"
+            )
+
+
+def _normals(key: int, shape: tuple[int, ...]) -> np.ndarray:
+    return np.random.default_rng(int(key)).standard_normal(shape)
+
+
+# --------------------------------------------------------------------------------------
+# The prior
+# --------------------------------------------------------------------------------------
+class GPPrior:
+    """GP reference prior f ~ GP(0, a²·k̃) bound to one dataset (SPEC §5, paper B.2, B.5).
+
+    Parameters
+    ----------
+    hyper : dict
+        Unit-kernel hyperparameters (``{"kernel_family", "parts"}``, weights summing to 1),
+        as returned by :func:`fit_kernel`.
+    scale : float
+        The scale constant a (SPEC §5); the prior variance of a stationary kernel is a².
+    settings : dict, optional
+        Extra provenance recorded in :attr:`settings` (dataset, fidelity, fit summary).
+    draws_at_train : bool, default True
+        Whether :meth:`condition` also returns joint posterior draws at the training inputs
+        (SPEC §6, for checks). Costs one Cholesky of size n_eval + n instead of n_eval.
+    """
+
+    family = "gp"
+
+    def __init__(
+        self,
+        hyper: dict[str, Any],
+        scale: float,
+        settings: dict[str, Any] | None = None,
+        draws_at_train: bool = True,
+    ) -> None:
+        parse_kernel_family(hyper["kernel_family"])
+        self.hyper = hyper
+        self._scale = float(scale)
+        self._settings = dict(settings or {})
+        self.draws_at_train = bool(draws_at_train)
+
+    @property
+    def scale(self) -> float:
+        """The scale constant a."""
+        return self._scale
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """JSON-serialisable description: family, kernel hyperparameters, a, provenance."""
+        return {
+            "family": "gp",
+            "scale": self._scale,
+            "kernel": self.hyper,
+            "draws_at_train": self.draws_at_train,
+            **self._settings,
+        }
+
+    def covariance(self, X1: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:
+        """Prior covariance a²·k̃(X1, X2), float64, shape (m1, m2)."""
+        with jax.enable_x64(True):
+            return np.asarray(self._scale**2 * kernel_matrix(self.hyper, X1, X2))
+
+    def sample(self, X: np.ndarray, key: int, n_draws: int = 1) -> np.ndarray:
+        """Joint prior draws of f at ``X``.
+
+        Parameters
+        ----------
+        X : ndarray, shape (m, d)
+        key : int
+            Seed of the standard-normal stream (NumPy PCG64).
+        n_draws : int
+
+        Returns
+        -------
+        ndarray, shape (n_draws, m), float64
+            ``z @ L.T`` with L the Cholesky factor of a²·k̃(X, X) + jitter·I.
+        """
+        X = check_array("GPPrior.sample", "X", X, ndim=2)
+        with jax.enable_x64(True):
+            K = self._scale**2 * kernel_matrix(self.hyper, X)
+            L, _ = _chol(K, start=_JITTER_START)
+            z = jnp.asarray(_normals(key, (int(n_draws), X.shape[0])))
+            return np.asarray(z @ L.T)
+
+    def condition(
+        self,
+        X_train: np.ndarray,
+        y: np.ndarray,
+        noise_var_train: np.ndarray,
+        X_eval: np.ndarray,
+        key: int,
+        n_draws: int,
+    ) -> Posterior:
+        """Exact GP posterior with known heteroscedastic noise (R&W 2006 eq. 2.22–2.24).
+
+        With B = a²K_tt + diag(σ²) = LLᵀ and A = L⁻¹ a²K_te:
+        mean m_S = Aᵀ L⁻¹ y, covariance C_ee = a²K_ee − AᵀA. With ``draws_at_train``, the
+        joint posterior covariance over (eval, train) uses C_te = Σ B⁻¹ a²K_te and
+        C_tt = Σ − Σ B⁻¹ Σ (Σ = diag σ², since a²K_tt = B − Σ). Draws are
+        ``mean + z @ chol(C)ᵀ`` with standard normals z from ``key``.
+
+        Parameters
+        ----------
+        X_train : ndarray, shape (n, d)
+        y : ndarray, shape (n,)
+            Noisy training targets.
+        noise_var_train : ndarray, shape (n,)
+            Known noise variances σ²(x_i) > 0, target units squared.
+        X_eval : ndarray, shape (n_eval, d)
+        key : int
+            Seed of the draws.
+        n_draws : int
+            D.
+
+        Returns
+        -------
+        Posterior
+            ``draws_eval`` (D, n_eval), ``draws_train`` (D, n) or None, exact ``mean`` and
+            ``var`` (n_eval,), diagnostics ``{"jitter_train", "jitter_posterior"}``.
+
+        Raises
+        ------
+        UdbenchError
+            Bad shapes, non-positive noise variances.
+        """
+        comp = "GPPrior.condition"
+        X_train = check_array(comp, "X_train", X_train, ndim=2)
+        n, d = X_train.shape
+        y = check_array(comp, "y", y, shape=(n,))
+        s2 = check_array(comp, "noise_var_train", noise_var_train, shape=(n,), nonnegative=True)
+        if n and not np.min(s2) > 0:
+            raise param_error(comp, "noise_var_train", "be > 0", float(np.min(s2)))
+        X_eval = check_array(comp, "X_eval", X_eval, shape=(None, d))
+        D = int(n_draws)
+        if D < 1:
+            raise param_error(comp, "n_draws", "be >= 1", n_draws)
+        m = X_eval.shape[0]
+        a2 = self._scale**2
+        with jax.enable_x64(True):
+            Xt, Xe = jnp.asarray(X_train), jnp.asarray(X_eval)
+            s2j = jnp.asarray(s2)
+            K_tt = a2 * kernel_matrix(self.hyper, Xt)
+            K_te = a2 * kernel_matrix(self.hyper, Xt, Xe)
+            K_ee = a2 * kernel_matrix(self.hyper, Xe)
+            L, jit_t = _chol(K_tt + jnp.diag(s2j), start=None)
+            solve = jax.scipy.linalg.solve_triangular
+            A = solve(L, K_te, lower=True)  # (n, m)
+            w = solve(L, jnp.asarray(y), lower=True)
+            mean = A.T @ w
+            var = jnp.clip(jnp.diag(K_ee) - jnp.sum(A * A, axis=0), 0.0, None)
+            C_ee = K_ee - A.T @ A
+            if self.draws_at_train:
+                mean_t = jnp.asarray(y) - s2j * solve(L.T, w, lower=False)
+                Linv = solve(L, jnp.eye(n, dtype=L.dtype), lower=True)
+                C_te = s2j[:, None] * solve(L.T, A, lower=False)  # Σ B⁻¹ K_te
+                LS = Linv * s2j[None, :]  # L⁻¹Σ
+                C_tt = jnp.diag(s2j) - LS.T @ LS
+                C = jnp.block([[C_ee, C_te.T], [C_te, C_tt]])
+                mu = jnp.concatenate([mean, mean_t])
+            else:
+                C, mu = C_ee, mean
+            C = 0.5 * (C + C.T)
+            Lc, jit_c = _chol(C, start=_JITTER_START)
+            z = jnp.asarray(_normals(key, (D, C.shape[0])))
+            draws = mu[None, :] + z @ Lc.T
+            draws_np = np.asarray(draws)
+            post = Posterior(
+                draws_eval=np.ascontiguousarray(draws_np[:, :m]),
+                draws_train=np.ascontiguousarray(draws_np[:, m:]) if self.draws_at_train else None,
+                mean=np.asarray(mean),
+                var=np.asarray(var),
+                diagnostics={"jitter_train": float(jit_t), "jitter_posterior": float(jit_c)},
+            )
+        return post
+
+
+# --------------------------------------------------------------------------------------
+# Binding to a dataset: fit (cached) and scale constant
+# --------------------------------------------------------------------------------------
+def _cache_root() -> Path:
+    value = os.environ.get("UDBENCH_CACHE_DIR")
+    return Path(value).expanduser() if value else Path.home() / ".cache" / "udbench"
+
+
+def _fingerprint(*arrays: np.ndarray) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+def fit_cache_path(key: str, kernel_family: str, fit: dict[str, int], fingerprint: str) -> Path:
+    """Path of the JSON cache of one dataset's GP fit (``$UDBENCH_CACHE_DIR/priors/gp``)."""
+    tag = f"r{fit['max_rows']}-s{fit['restarts']}-i{fit['maxiter']}"
+    name = f"{key}__{kernel_family}__{tag}__{fingerprint}.json"
+    return _cache_root() / "priors" / "gp" / name
+
+
+def _write_json_atomic(path: Path, obj: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(obj, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+def build_prior(cov: Any, fidelity: str = "standard", *, use_cache: bool = True) -> GPPrior:
+    """Fit (or load from cache) the dataset's kernel and set the scale constant a.
+
+    Steps (SPEC §5): choose at most ``max_rows`` candidate rows with a stream derived from
+    the dataset key; fit the kernel family of ``cov.spec.kernel_family`` to the real target
+    ``cov.y_real`` at those rows (:func:`fit_kernel`); draw :data:`SCALE_N_DRAWS` unit-scale
+    prior draws at the evaluation pool and set a = 1 / median SD. Fit and a are cached as
+    JSON with the package version; a cache written by another version is refitted.
+
+    Parameters
+    ----------
+    cov : udbench.data.Covariates
+    fidelity : str
+        One of :data:`~udbench.priors.base.FIDELITIES`; selects :data:`FIT_SETTINGS`.
+    use_cache : bool
+        Read and write the cache file.
+
+    Returns
+    -------
+    GPPrior
+    """
+    check_choice("build_prior", "fidelity", fidelity, FIDELITIES)
+    fit_set = FIT_SETTINGS[fidelity]
+    family = cov.spec.kernel_family
+    if not family:
+        raise param_error("build_prior", "cov", "be a dataset with a GP kernel family", cov.key)
+    X = np.asarray(cov.X, dtype=np.float64)
+    fp = _fingerprint(X, np.asarray(cov.y_real, dtype=np.float64), np.asarray(cov.eval_idx))
+    path = fit_cache_path(cov.key, family, fit_set, fp)
+    record: dict[str, Any] | None = None
+    if use_cache and path.is_file():
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            record = None
+        if record is not None and record.get("udbench_version") != __version__:
+            record = None
+    if record is None:
+        cand = np.asarray(cov.cand_idx)
+        rng = make_rng("gp-fit-rows", cov.key)
+        k = min(fit_set["max_rows"], cand.size)
+        rows = np.sort(rng.choice(cand, size=k, replace=False))
+        fit = fit_kernel(
+            X[rows],
+            np.asarray(cov.y_real, dtype=np.float64)[rows],
+            family,
+            seed=derive_seed("gp-fit", cov.key),
+            restarts=fit_set["restarts"],
+            maxiter=fit_set["maxiter"],
+        )
+        unit = GPPrior(fit.hyper, 1.0, draws_at_train=False)
+        draws = unit.sample(
+            X[np.asarray(cov.eval_idx)], derive_seed("gp-scale", cov.key), SCALE_N_DRAWS
+        )
+        a = scale_from_unit_draws(draws, "GP scale constant")
+        record = {
+            "udbench_version": __version__,
+            "dataset": cov.key,
+            "kernel_family": family,
+            "fit_settings": {**fit_set, **fit.settings},
+            "data_fingerprint": fp,
+            "hyperparameters": fit.hyper,
+            "fitted_total_variance": fit.total_variance,
+            "fitted_noise_variance": fit.noise_variance,
+            "lml_initial": fit.lml_initial,
+            "lml_final": fit.lml_final,
+            "initial": fit.initial,
+            "scale": a,
+            "scale_n_draws": SCALE_N_DRAWS,
+        }
+        if use_cache:
+            _write_json_atomic(path, record)
+    settings = {
+        "dataset": cov.key,
+        "fidelity": fidelity,
+        "fit_settings": record["fit_settings"],
+        "lml_initial": record["lml_initial"],
+        "lml_final": record["lml_final"],
+        "fitted_noise_variance": record["fitted_noise_variance"],
+    }
+    return GPPrior(record["hyperparameters"], record["scale"], settings=settings)

@@ -1,0 +1,275 @@
+"""The task file: one instance per file, versioned, checksummed, lazily loaded, no pickle.
+
+Format (schema :data:`SCHEMA_VERSION`): an uncompressed ZIP archive, readable by
+``numpy.load`` as an ``.npz`` (every array is a ``<name>.npy`` member written with
+``allow_pickle=False``), plus one member ``meta.json`` holding the schema version, the
+package version, the :class:`TaskSpec`, the prior's settings, the diagnostics and a SHA-256
+per array. ``content_sha256`` is the SHA-256 of the canonical JSON of the metadata without
+itself, so it covers every array's bytes through their hashes.
+
+- Lazy: :meth:`Task.load` reads ``meta.json`` only; an array is read (and its hash checked)
+  on first access. :func:`read_task_meta` gives the summaries without any array.
+- Atomic: written to a temporary file in the target folder and renamed over the target;
+  ``meta.json`` is the last member, so an interrupted write never leaves a complete-looking
+  file.
+- Deterministic: fixed member order and timestamps, so the same task gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from udbench import __version__
+from udbench._validation import UdbenchError
+from udbench.tasks.spec import TaskSpec
+
+__all__ = ["ARRAY_NAMES", "SCHEMA_VERSION", "Task", "read_task_meta", "task_file_is_valid"]
+
+#: Version of the task-file schema; files with another version are rejected.
+SCHEMA_VERSION = 1
+
+#: Arrays of a task (in file order); ``draws`` and ``draws_train`` are the large ones.
+ARRAY_NAMES: tuple[str, ...] = (
+    "train_idx",
+    "X_train",
+    "y_train",
+    "noise_var_train",
+    "f_train",
+    "eval_idx",
+    "X_eval",
+    "noise_var_eval",
+    "f_eval",
+    "shell_eval",
+    "post_mean",
+    "post_var",
+    "sbc_rank",
+    "mcse_var_rel",
+    "draws",
+    "draws_train",
+)
+_OPTIONAL = frozenset({"draws_train"})
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+
+
+def _canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=True).encode()
+
+
+def _npy_bytes(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def _bad(path: Path | str, why: str) -> UdbenchError:
+    return UdbenchError(f"Task.load: file {str(path)!r} is not a valid udbench task file: {why}")
+
+
+class Task:
+    """One benchmark instance with its ground truth and reference posterior (SPEC §6).
+
+    Arrays (read lazily from a loaded file; float64 unless noted):
+    ``train_idx (n,) int64``, ``X_train (n, d)``, ``y_train (n,)``, ``noise_var_train (n,)``,
+    ``f_train (n,)``, ``eval_idx (n_eval,) int64``, ``X_eval (n_eval, d)``,
+    ``noise_var_eval (n_eval,)``, ``f_eval (n_eval,)``, ``shell_eval (n_eval,) int64``,
+    ``post_mean (n_eval,)``, ``post_var (n_eval,)`` (variances in target units squared),
+    ``sbc_rank (n_eval,) int64``, ``mcse_var_rel (n_eval,)``, ``draws (D, n_eval)``,
+    ``draws_train (D, n)`` or None.
+
+    Attributes
+    ----------
+    spec : TaskSpec
+    diagnostics : dict
+        Acceptance checks (``udbench.tasks.checks``), sampler diagnostics, seeds, timings.
+    prior : dict
+        The prior's settings (family, hyperparameters, scale constant a, fidelity).
+    version : str
+        Package version that wrote the task.
+    """
+
+    def __init__(
+        self,
+        spec: TaskSpec,
+        arrays: dict[str, np.ndarray | None],
+        diagnostics: dict[str, Any],
+        prior: dict[str, Any],
+        version: str = __version__,
+    ) -> None:
+        self.spec = spec
+        self.diagnostics = diagnostics
+        self.prior = prior
+        self.version = version
+        self._arrays: dict[str, np.ndarray | None] = dict(arrays)
+        self._path: Path | None = None
+        self._hashes: dict[str, str] = {}
+        missing = [k for k in ARRAY_NAMES if k not in self._arrays and k not in _OPTIONAL]
+        if arrays and missing:
+            raise UdbenchError(f"Task: arrays missing: {missing}")
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ARRAY_NAMES:
+            return self._get(name)
+        raise AttributeError(name)
+
+    def __repr__(self) -> str:
+        return f"Task({self.spec.task_id!r}, version={self.version!r})"
+
+    def _get(self, name: str) -> np.ndarray | None:
+        if name in self._arrays:
+            return self._arrays[name]
+        if self._path is None or name not in self._hashes:
+            self._arrays[name] = None
+            return None
+        arr = self._read_member(name)
+        self._arrays[name] = arr
+        return arr
+
+    def _read_member(self, name: str) -> np.ndarray:
+        assert self._path is not None
+        try:
+            with zipfile.ZipFile(self._path) as zf:
+                data = zf.read(f"{name}.npy")
+        except (OSError, zipfile.BadZipFile, KeyError) as err:
+            raise _bad(self._path, f"cannot read array {name!r} ({err})") from None
+        if hashlib.sha256(data).hexdigest() != self._hashes[name]:
+            raise _bad(self._path, f"checksum mismatch for array {name!r}")
+        return np.lib.format.read_array(io.BytesIO(data), allow_pickle=False)
+
+    # -- writing -------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write the task to ``path`` atomically (temp file + rename); return the path."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        members: list[tuple[str, bytes]] = []
+        hashes: dict[str, str] = {}
+        for name in ARRAY_NAMES:
+            arr = self._get(name)
+            if arr is None:
+                continue
+            data = _npy_bytes(np.asarray(arr))
+            hashes[name] = hashlib.sha256(data).hexdigest()
+            members.append((f"{name}.npy", data))
+        meta: dict[str, Any] = {
+            "format": "udbench-task",
+            "schema_version": SCHEMA_VERSION,
+            "udbench_version": self.version,
+            "task_id": self.spec.task_id,
+            "spec": self.spec.to_dict(),
+            "prior": self.prior,
+            "diagnostics": self.diagnostics,
+            "array_sha256": hashes,
+        }
+        meta["content_sha256"] = hashlib.sha256(_canonical(meta)).hexdigest()
+        members.append(("meta.json", json.dumps(meta, indent=1, sort_keys=True).encode()))
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
+                    for name, data in members:
+                        info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
+                        info.external_attr = 0o644 << 16
+                        zf.writestr(info, data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    # -- reading -------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | Path) -> Task:
+        """Open a task file lazily: metadata now, each array on first access.
+
+        Raises
+        ------
+        UdbenchError
+            Missing, truncated or corrupt file, wrong format or schema version, or a
+            metadata checksum mismatch (array checksums are checked on first access).
+        """
+        meta = read_task_meta(path)
+        task = cls(
+            TaskSpec.from_dict(meta["spec"]),
+            {},
+            meta["diagnostics"],
+            meta["prior"],
+            version=meta["udbench_version"],
+        )
+        task._path = Path(path)
+        task._hashes = dict(meta["array_sha256"])
+        return task
+
+    def verify(self) -> Task:
+        """Read every array and check its checksum; return ``self``."""
+        for name in self._hashes:
+            self._get(name)
+        return self
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """All arrays present, read now."""
+        out = {}
+        for k in ARRAY_NAMES:
+            v = self._get(k)
+            if v is not None:
+                out[k] = v
+        return out
+
+
+def read_task_meta(path: str | Path) -> dict[str, Any]:
+    """Read and check a task file's metadata (summaries, diagnostics) without any array.
+
+    Raises
+    ------
+    UdbenchError
+        As :meth:`Task.load`.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise _bad(path, "no such file")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = set(zf.namelist())
+            if "meta.json" not in names:
+                raise _bad(path, "no metadata (incomplete write?)")
+            meta = json.loads(zf.read("meta.json"))
+    except (zipfile.BadZipFile, OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise _bad(path, f"truncated or corrupt ({err})") from None
+    if not isinstance(meta, dict) or meta.get("format") != "udbench-task":
+        raise _bad(path, "not a udbench task")
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        raise _bad(
+            path,
+            f"schema version {meta.get('schema_version')!r}, this udbench reads "
+            f"{SCHEMA_VERSION} (regenerate the task)",
+        )
+    claimed = meta.pop("content_sha256", None)
+    if hashlib.sha256(_canonical(meta)).hexdigest() != claimed:
+        raise _bad(path, "metadata checksum mismatch")
+    meta["content_sha256"] = claimed
+    missing = [f"{k}.npy" for k in meta["array_sha256"] if f"{k}.npy" not in names]
+    if missing:
+        raise _bad(path, f"arrays missing: {missing}")
+    return meta
+
+
+def task_file_is_valid(path: str | Path, spec: TaskSpec | None = None) -> bool:
+    """True if ``path`` is a complete task file (metadata checks and ZIP CRCs pass) and,
+    when ``spec`` is given, holds that spec."""
+    try:
+        meta = read_task_meta(path)
+        with zipfile.ZipFile(path) as zf:
+            if zf.testzip() is not None:
+                return False
+    except (UdbenchError, zipfile.BadZipFile, OSError):
+        return False
+    return spec is None or TaskSpec.from_dict(meta["spec"]) == spec
