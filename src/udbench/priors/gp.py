@@ -29,6 +29,7 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -172,11 +173,31 @@ def kernel_matrix(hyper: dict[str, Any], X1: Any, X2: Any = None) -> Any:
         Σ_i w_i k_i(X1, X2), float64 (a JAX array).
     """
     with jax.enable_x64(True):
-        parts = hyper["parts"]
-        kernel = _sum_kernel(parts, [jnp.asarray(float(p["weight"])) for p in parts])
+        structure, values = _split_hyper(hyper)
         A1 = jnp.asarray(X1, dtype=jnp.float64)
         A2 = A1 if X2 is None else jnp.asarray(X2, dtype=jnp.float64)
-        return _cross(kernel, A1, A2)
+        return _kernel_matrix_jit(structure, values, A1, A2)
+
+
+def _split_hyper(hyper: dict[str, Any]) -> tuple[tuple[Any, ...], list[dict[str, Any]]]:
+    """Static structure (part names, arc-cosine orders) and numeric leaves of ``hyper``."""
+    structure = tuple((p["kernel"], int(p.get("order", 0))) for p in hyper["parts"])
+    values = [
+        {k: jnp.asarray(v, dtype=jnp.float64) for k, v in p.items() if k not in ("kernel", "order")}
+        for p in hyper["parts"]
+    ]
+    return structure, values
+
+
+@partial(jax.jit, static_argnums=0)
+def _kernel_matrix_jit(
+    structure: tuple[Any, ...], values: list[dict[str, Any]], X1: Any, X2: Any
+) -> jax.Array:
+    parts = [
+        {**v, "kernel": name, "order": order}
+        for (name, order), v in zip(structure, values, strict=True)
+    ]
+    return _cross(_sum_kernel(parts, [p["weight"] for p in parts]), X1, X2)
 
 
 # --------------------------------------------------------------------------------------
