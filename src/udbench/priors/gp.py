@@ -79,7 +79,7 @@ KERNEL_PARTS: dict[str, tuple[str, ...]] = {
 FIT_SETTINGS: dict[str, dict[str, int]] = {
     "paper": {"max_rows": 2000, "restarts": 3, "maxiter": 300},
     "standard": {"max_rows": 2000, "restarts": 3, "maxiter": 300},
-    "smoke": {"max_rows": 300, "restarts": 2, "maxiter": 100},
+    "smoke": {"max_rows": 200, "restarts": 2, "maxiter": 50},
 }
 
 _ARCCOS_ORDERS = (0, 1, 2)
@@ -634,8 +634,9 @@ class GPPrior:
 # Binding to a dataset: fit (cached) and scale constant
 # --------------------------------------------------------------------------------------
 def _cache_root() -> Path:
-    value = os.environ.get("UDBENCH_CACHE_DIR")
-    return Path(value).expanduser() if value else Path.home() / ".cache" / "udbench"
+    from udbench.data.sources import cache_dir
+
+    return cache_dir()
 
 
 def _fingerprint(*arrays: np.ndarray) -> str:

@@ -180,6 +180,9 @@ class Task:
                         zf.writestr(info, data)
                 fh.flush()
                 os.fsync(fh.fileno())
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
