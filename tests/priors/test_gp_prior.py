@@ -96,10 +96,12 @@ def test_conditioning_matches_dense_scipy_to_1e8() -> None:
     assert post.draws_eval.shape == (50, 15) and post.draws_train.shape == (50, 25)
 
 
-def test_posterior_draws_match_exact_moments_mc() -> None:
-    """20 000 joint draws: mean within 4.5 MC SE; variance and train moments likewise."""
+@pytest.mark.parametrize("draws_at_train", [True, False])
+def test_posterior_draws_match_exact_moments_mc(draws_at_train: bool) -> None:
+    """20 000 draws (Matheron joint draws, or eval-only posterior Cholesky): mean within
+    4.5 MC SE; variance and train moments likewise."""
     D = 20_000
-    prior = GPPrior(_hyper("matern52", 2), scale=1.0)
+    prior = GPPrior(_hyper("matern52", 2), scale=1.0, draws_at_train=draws_at_train)
     Xt, Xe = RNG.random((20, 2)), RNG.random((10, 2))
     s2 = 0.1 + 0.2 * RNG.random(20)
     y = RNG.standard_normal(20)
@@ -107,7 +109,12 @@ def test_posterior_draws_match_exact_moments_mc() -> None:
     K = prior.covariance(np.vstack([Xe, Xt]))
     mean, cov, mean_t, cov_t = _dense_posterior(K, s2, y, 10)
     # mean: SE = sqrt(var / D); variance: SE ≈ var·sqrt(2 / (D-1)); 4.5 SE over 60 checks.
-    for draws, m, c in ((post.draws_eval, mean, cov), (post.draws_train, mean_t, cov_t)):
+    checks = [(post.draws_eval, mean, cov)]
+    if draws_at_train:
+        checks.append((post.draws_train, mean_t, cov_t))
+    else:
+        assert post.draws_train is None
+    for draws, m, c in checks:
         v = np.diag(c)
         assert np.all(np.abs(draws.mean(0) - m) < 4.5 * np.sqrt(v / D))
         assert np.all(np.abs(draws.var(0, ddof=1) / v - 1) < 4.5 * np.sqrt(2 / (D - 1)))

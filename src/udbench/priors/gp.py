@@ -440,13 +440,43 @@ def fit_kernel(
 # --------------------------------------------------------------------------------------
 # Linear algebra helpers
 # --------------------------------------------------------------------------------------
+def _on_accelerator() -> bool:
+    """True when JAX runs on a GPU/TPU: the linear algebra then stays in JAX; on CPU it
+    uses SciPy's LAPACK, which is faster there than JAX's CPU kernels."""
+    return jax.default_backend() != "cpu"
+
+
+def _xp() -> Any:
+    return jnp if _on_accelerator() else np
+
+
+def _cholesky(A: Any) -> Any | None:
+    if _on_accelerator():
+        L = jnp.linalg.cholesky(A)
+        return L if bool(jnp.all(jnp.isfinite(jnp.diag(L)))) else None
+    try:
+        return scipy.linalg.cholesky(A, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        return None
+
+
+def _solve(L: Any, B: Any, *, trans: bool = False) -> Any:
+    """L⁻¹B (or L⁻ᵀB with ``trans``) for lower-triangular L."""
+    if _on_accelerator():
+        return jax.scipy.linalg.solve_triangular(L, B, lower=True, trans=1 if trans else 0)
+    return scipy.linalg.solve_triangular(
+        L, B, lower=True, trans=1 if trans else 0, check_finite=False
+    )
+
+
 def _chol(A: Any, *, start: float | None) -> tuple[Any, float]:
     """Cholesky factor with adaptive jitter; returns (L, jitter added)."""
-    scale = float(jnp.mean(jnp.diag(A)))
+    xp = _xp()
+    scale = float(xp.mean(xp.diag(A)))
     jitter = 0.0 if start is None else start * scale
     while True:
-        L = jnp.linalg.cholesky(A + jitter * jnp.eye(A.shape[0], dtype=A.dtype) if jitter else A)
-        if bool(jnp.all(jnp.isfinite(jnp.diag(L)))):
+        L = _cholesky(A + jitter * xp.eye(A.shape[0]) if jitter else A)
+        if L is not None:
             return L, jitter
         jitter = _JITTER_START * scale if jitter == 0.0 else jitter * 10.0
         if jitter > _JITTER_MAX * scale * (1 + 1e-9):
@@ -494,6 +524,7 @@ class GPPrior:
         self._scale = float(scale)
         self._settings = dict(settings or {})
         self.draws_at_train = bool(draws_at_train)
+        self._chol_cache: tuple[str, tuple[Any, float, Any]] | None = None
 
     @property
     def scale(self) -> float:
@@ -533,10 +564,20 @@ class GPPrior:
         """
         X = check_array("GPPrior.sample", "X", X, ndim=2)
         with jax.enable_x64(True):
-            K = self._scale**2 * kernel_matrix(self.hyper, X)
-            L, _ = _chol(K, start=_JITTER_START)
-            z = jnp.asarray(_normals(key, (int(n_draws), X.shape[0])))
+            L, _, _ = self._prior_chol(X)
+            z = _xp().asarray(_normals(key, (int(n_draws), X.shape[0])))
             return np.asarray(z @ L.T)
+
+    def _prior_chol(self, X: np.ndarray) -> tuple[Any, float, Any]:
+        """(Cholesky factor of a²k̃(X, X) + jitter·I, jitter, a²k̃(X, X)); the last one is
+        kept, so that drawing f* and conditioning at the same inputs factorise once."""
+        fp = _fingerprint(X) + f"-{X.shape}"
+        if self._chol_cache is not None and self._chol_cache[0] == fp:
+            return self._chol_cache[1]
+        K = _xp().asarray(self._scale**2 * kernel_matrix(self.hyper, X))
+        L, jitter = _chol(K, start=_JITTER_START)
+        self._chol_cache = (fp, (L, jitter, K))
+        return L, jitter, K
 
     def condition(
         self,
@@ -549,11 +590,17 @@ class GPPrior:
     ) -> Posterior:
         """Exact GP posterior with known heteroscedastic noise (R&W 2006 eq. 2.22–2.24).
 
-        With B = a²K_tt + diag(σ²) = LLᵀ and A = L⁻¹ a²K_te:
-        mean m_S = Aᵀ L⁻¹ y, covariance C_ee = a²K_ee − AᵀA. With ``draws_at_train``, the
-        joint posterior covariance over (eval, train) uses C_te = Σ B⁻¹ a²K_te and
-        C_tt = Σ − Σ B⁻¹ Σ (Σ = diag σ², since a²K_tt = B − Σ). Draws are
-        ``mean + z @ chol(C)ᵀ`` with standard normals z from ``key``.
+        With B = a²K_tt + diag(σ²) = LLᵀ and A = L⁻¹ a²K_te, the exact posterior mean is
+        m_S = Aᵀ L⁻¹ y and the exact variance σ_f² = a²k(x, x) − colsum(A²) (no jitter).
+
+        Draws, with ``draws_at_train`` (default): joint draws at (eval, train) by Matheron's
+        rule (Wilson et al. 2020, "pathwise conditioning"): f ~ N(0, a²K_JJ + jitter·I) at
+        J = (eval, train), ε ~ N(0, diag σ²), f_post = f + a²K_Jt B⁻¹ (y − f_t − ε). This has
+        exactly the posterior distribution of the jittered prior; the Cholesky factor of
+        a²K_JJ is shared with the f* draw when both are made at the same inputs (as in
+        :func:`udbench.tasks.make_task`). Without ``draws_at_train``: the eval-only
+        posterior covariance a²K_ee − AᵀA is factorised (adaptive jitter) and
+        ``mean + z @ chol(C)ᵀ``. Standard normals z come from ``key``.
 
         Parameters
         ----------
@@ -593,39 +640,47 @@ class GPPrior:
         m = X_eval.shape[0]
         a2 = self._scale**2
         with jax.enable_x64(True):
-            Xt, Xe = jnp.asarray(X_train), jnp.asarray(X_eval)
-            s2j = jnp.asarray(s2)
-            K_tt = a2 * kernel_matrix(self.hyper, Xt)
-            K_te = a2 * kernel_matrix(self.hyper, Xt, Xe)
-            K_ee = a2 * kernel_matrix(self.hyper, Xe)
-            L, jit_t = _chol(K_tt + jnp.diag(s2j), start=None)
-            solve = jax.scipy.linalg.solve_triangular
-            A = solve(L, K_te, lower=True)  # (n, m)
-            w = solve(L, jnp.asarray(y), lower=True)
-            mean = A.T @ w
-            var = jnp.clip(jnp.diag(K_ee) - jnp.sum(A * A, axis=0), 0.0, None)
-            C_ee = K_ee - A.T @ A
+            xp = _xp()
+            s2j = xp.asarray(s2)
+            yj = xp.asarray(y)
             if self.draws_at_train:
-                mean_t = jnp.asarray(y) - s2j * solve(L.T, w, lower=False)
-                Linv = solve(L, jnp.eye(n, dtype=L.dtype), lower=True)
-                C_te = s2j[:, None] * solve(L.T, A, lower=False)  # Σ B⁻¹ K_te
-                LS = Linv * s2j[None, :]  # L⁻¹Σ
-                C_tt = jnp.diag(s2j) - LS.T @ LS
-                C = jnp.block([[C_ee, C_te.T], [C_te, C_tt]])
-                mu = jnp.concatenate([mean, mean_t])
+                # Matheron's rule on the joint prior at J = (eval, train)
+                XJ = np.vstack([X_eval, X_train])
+                LJ, jit_c, KJ = self._prior_chol(XJ)
+                K_te, K_tt = KJ[m:, :m], KJ[m:, m:]
             else:
-                C, mu = C_ee, mean
-            C = 0.5 * (C + C.T)
-            Lc, jit_c = _chol(C, start=_JITTER_START)
-            z = jnp.asarray(_normals(key, (D, C.shape[0])))
-            draws = mu[None, :] + z @ Lc.T
+                K_tt = xp.asarray(a2 * kernel_matrix(self.hyper, X_train))
+                K_te = xp.asarray(a2 * kernel_matrix(self.hyper, X_train, X_eval))
+            L, jit_t = _chol(K_tt + xp.diag(s2j), start=None)
+            A = _solve(L, K_te)  # (n, m)
+            w = _solve(L, yj)
+            mean = A.T @ w
+            if self.draws_at_train:
+                var = xp.clip(xp.diag(KJ)[:m] - xp.sum(A * A, axis=0), 0.0, None)
+                z = xp.asarray(_normals(key, (D, m + 2 * n)))
+                f_prior = z[:, : m + n] @ LJ.T  # (D, m + n) prior draws at J
+                eps = z[:, m + n :] * xp.sqrt(s2j)[None, :]
+                resid = yj[None, :] - f_prior[:, m:] - eps  # (D, n)
+                V = _solve(L, _solve(L, resid.T), trans=True)  # B⁻¹ resid
+                draws = f_prior + (KJ[:, m:] @ V).T
+            else:
+                K_ee = xp.asarray(a2 * kernel_matrix(self.hyper, X_eval))
+                var = xp.clip(xp.diag(K_ee) - xp.sum(A * A, axis=0), 0.0, None)
+                C = K_ee - A.T @ A
+                Lc, jit_c = _chol(0.5 * (C + C.T), start=_JITTER_START)
+                z = xp.asarray(_normals(key, (D, m)))
+                draws = mean[None, :] + z @ Lc.T
             draws_np = np.asarray(draws)
             post = Posterior(
                 draws_eval=np.ascontiguousarray(draws_np[:, :m]),
                 draws_train=np.ascontiguousarray(draws_np[:, m:]) if self.draws_at_train else None,
                 mean=np.asarray(mean),
                 var=np.asarray(var),
-                diagnostics={"jitter_train": float(jit_t), "jitter_posterior": float(jit_c)},
+                diagnostics={
+                    "jitter_train": float(jit_t),
+                    "jitter_prior" if self.draws_at_train else "jitter_posterior": float(jit_c),
+                    "draws_method": "matheron" if self.draws_at_train else "posterior_cholesky",
+                },
             )
         return post
 
