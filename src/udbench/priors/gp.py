@@ -15,11 +15,12 @@ power, arc-cosine order/weight/bias variances) are fitted to the standardised re
 by maximising the log marginal likelihood with a homoscedastic Gaussian noise term
 (L-BFGS-B on the JAX gradient, several restarts), on at most 2000 candidate rows.
 
-Numerics: every computation runs in float64 inside a scoped ``jax.enable_x64(True)``.
-Cholesky factorisations use an adaptive jitter: none first for the noisy training matrix,
-then ``1e-10·mean(diag)`` for covariance matrices, multiplied by 10 until the
-factorisation is finite (at most ``1e-4·mean(diag)``); the jitter used is recorded in the
-diagnostics.
+Numerics: every computation runs in float64 inside a scoped ``jax.enable_x64(True)``. Kernel
+matrices are jitted GPJax code; the dense linear algebra runs in JAX on an accelerator and in
+SciPy's LAPACK on CPU (faster there than JAX's CPU kernels). Cholesky factorisations use
+an adaptive jitter: none first for the noisy training matrix, then ``1e-10·mean(diag)`` for
+covariance matrices, multiplied by 10 until the factorisation is finite (at most
+``1e-4·mean(diag)``); the jitter used is recorded in the diagnostics.
 """
 
 from __future__ import annotations
@@ -507,7 +508,7 @@ class GPPrior:
         Extra provenance recorded in :attr:`settings` (dataset, fidelity, fit summary).
     draws_at_train : bool, default True
         Whether :meth:`condition` also returns joint posterior draws at the training inputs
-        (SPEC §6, for checks). Costs one Cholesky of size n_eval + n instead of n_eval.
+        (SPEC §6, for checks), by Matheron's rule on the joint prior at (eval, train).
     """
 
     family = "gp"
