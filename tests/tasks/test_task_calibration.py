@@ -78,3 +78,6 @@ def test_pool_checks_hand_computed(seed: int) -> None:
     assert pooled["coverage_90_ci"][0] >= 0.7 and pooled["coverage_90_ci"][1] <= 0.9
     assert pooled["sbc_max_bin_deviation"] == pytest.approx(0.0)
     assert pooled["n_instances"] == 2
+    assert "rhat_max" not in pooled
+    mcmc = pool_checks([{**s, "rhat_max": 1.01}, {**s, "rhat_max": 1.2}], n_boot=10)
+    assert mcmc["rhat_max"] == 1.2 and mcmc["n_rhat_above_1_05"] == 1

@@ -198,7 +198,8 @@ def pool_checks(
     dict
         ``n_instances, n_points, coverage_90, coverage_90_ci ([lo, hi]),
         sbc_hist, sbc_max_bin_deviation, mcse_var_median, mcse_var_p95,
-        corr_mean_fstar_median`` and, where available, ``mc_agree_fraction``.
+        corr_mean_fstar_median`` and, where available, ``mc_agree_fraction`` (GP) and
+        ``rhat_max``, ``n_rhat_above_1_05`` (MCMC families, from a per-instance ``rhat_max``).
 
     Raises
     ------
@@ -231,6 +232,10 @@ def pool_checks(
         "mcse_var_p95": mcse_p95,
         "corr_mean_fstar_median": float(np.median([s["corr_mean_fstar"] for s in summaries])),
     }
+    rhat = [s["rhat_max"] for s in summaries if "rhat_max" in s]
+    if rhat:  # MCMC families: largest split-R̂ and instances above the 1.05 threshold
+        out["rhat_max"] = float(np.nanmax(rhat))
+        out["n_rhat_above_1_05"] = int(np.sum(np.asarray(rhat) > 1.05))
     agree = [s["mc_agree"] for s in summaries if "mc_agree" in s]
     if agree:
         out["mc_agree_fraction"] = float(np.mean(agree))

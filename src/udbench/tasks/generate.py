@@ -81,6 +81,8 @@ def make_task(
     post_mean = post.mean if post.mean is not None else draws.mean(axis=0)
     post_var = post.var if post.var is not None else draws.var(axis=0, ddof=1)
     summary, per_point = acceptance_checks(f_eval, draws, post.mean, post.var)
+    if "rhat_max" in post.diagnostics:  # MCMC families: function-space split-R̂ (SPEC §7)
+        summary["rhat_max"] = float(post.diagnostics["rhat_max"])
     diagnostics = {
         "checks": summary,
         "sampler": post.diagnostics,
