@@ -107,6 +107,9 @@ def test_cli_generate_skip_and_check(tmp_path, capsys) -> None:
     }
     assert keys <= set(result["gp"]) and result["gp"]["n_instances"] == 2
     assert Task.load(files[0]).draws.shape == (60, 221)
+    assert main(["check", str(tmp_path)]) == 0
+    table = capsys.readouterr().out
+    assert "gp" in table and "coverage" in table
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys) -> None:
