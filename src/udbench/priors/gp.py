@@ -58,6 +58,7 @@ __all__ = [
     "GPPrior",
     "KernelFit",
     "build_prior",
+    "fit_cache_path",
     "fit_kernel",
     "kernel_matrix",
     "log_marginal_likelihood",
@@ -739,6 +740,9 @@ def _write_json_atomic(path: Path, obj: dict[str, Any]) -> None:
     with os.fdopen(fd, "w") as fh:
         json.dump(obj, fh, indent=2, sort_keys=True)
         fh.write("\n")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
     os.replace(tmp, path)
 
 
