@@ -16,9 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from udbench.methods._checks import check_declared
 from udbench.methods._ensemble import aggregate_members
-from udbench.methods._random_state import base_seed, stream_seed
 from udbench.methods.base import BaseMethod, Prediction
 from udbench.methods.ngboost_bag import bagging_rows
 
@@ -123,16 +121,12 @@ class CatBoostPS(BaseMethod):
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
         from catboost import CatBoostRegressor
 
-        check_declared(type(self).__name__, self.get_params(deep=False), self.param_constraints)
-        root = base_seed(type(self).__name__, self.random_state)
         t_loc, t_scale = (0.0, 1.0) if self.standardize_y else (self.y_loc_, self.y_scale_)
         target = y * t_scale + t_loc
         members: list[Any] = []
         for m in range(int(self.n_regressors)):
             if float(self.bagging_frac) < 1.0:
-                rng = np.random.default_rng(
-                    stream_seed(self.name, root, "member", m, "rows", bits=63)
-                )
+                rng = self._rng("member", m, "rows")
                 rows = bagging_rows(X.shape[0], float(self.bagging_frac), True, rng)
             else:
                 rows = np.arange(X.shape[0])
@@ -150,7 +144,7 @@ class CatBoostPS(BaseMethod):
                 l2_leaf_reg=float(self.l2_leaf_reg),
                 random_strength=float(self.random_strength),
                 bagging_temperature=float(self.bagging_temperature),
-                random_seed=stream_seed(self.name, root, "member", m, "catboost"),
+                random_seed=self._seed("member", m, "catboost", bits=31),
                 thread_count=int(self.thread_count),
                 verbose=False,
                 allow_writing_files=False,

@@ -13,9 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from udbench.methods._checks import check_declared
 from udbench.methods._ensemble import aggregate_members
-from udbench.methods._random_state import base_seed, stream_seed
 from udbench.methods.base import BaseMethod, Prediction
 
 __all__ = ["NGBoostBag", "bagging_rows"]
@@ -135,8 +133,6 @@ class NGBoostBag(BaseMethod):
         from ngboost.scores import LogScore
         from sklearn.tree import DecisionTreeRegressor
 
-        check_declared(type(self).__name__, self.get_params(deep=False), self.param_constraints)
-        root = base_seed(type(self).__name__, self.random_state)
         # the member targets: standardised (BaseMethod) or back in target units
         if self.standardize_y:
             # NGBoost's greedy tree splits flip on rounding-level (1e-16) differences of the
@@ -149,13 +145,13 @@ class NGBoostBag(BaseMethod):
             target = y * t_scale + t_loc
         members: list[Any] = []
         for m in range(int(self.n_regressors)):
-            rng = np.random.default_rng(stream_seed(self.name, root, "member", m, "rows", bits=63))
+            rng = self._rng("member", m, "rows")
             rows = bagging_rows(X.shape[0], float(self.sample_fraction), bool(self.replace), rng)
             ym = target[rows]
             if np.ptp(ym) == 0.0:
                 members.append(float(ym[0]))
                 continue
-            seed = stream_seed(self.name, root, "member", m, "ngboost")
+            seed = self._seed("member", m, "ngboost", bits=31)
             base = DecisionTreeRegressor(
                 criterion="squared_error", max_depth=int(self.max_depth), random_state=seed
             )

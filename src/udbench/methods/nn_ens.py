@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from udbench.methods.base import BaseMethod, Prediction
+from udbench.methods.base import Prediction
 from udbench.methods.nn.ensemble import (
     NN_PARAM_CONSTRAINTS,
     NN_SEARCH_SPACE,
@@ -23,7 +23,7 @@ from udbench.methods.nn.ensemble import (
 __all__ = ["NNEnsemble"]
 
 
-class NNEnsemble(GaussianNNEnsemble, BaseMethod):
+class NNEnsemble(GaussianNNEnsemble):
     """Deep ensemble of Gaussian residual MLPs (NN-Ens; paper App. C.4).
 
     Parameters

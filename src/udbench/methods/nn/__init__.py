@@ -5,7 +5,7 @@
 - :mod:`~udbench.methods.nn.training`: NAdamW + per-member global-norm clipping, shuffled
   minibatches, M members in one ``vmap``-ed computation (``train_members``,
   ``train_single``, ``predict_members``).
-- :mod:`~udbench.methods.nn.ensemble`: the mixin that turns these into a udbench method.
+- :mod:`~udbench.methods.nn.ensemble`: the base class that turns these into a udbench method.
 """
 
 from udbench.methods.nn.backbone import (

@@ -20,10 +20,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from udbench.methods._checks import check_declared
 from udbench.methods._ensemble import aggregate_members
-from udbench.methods._random_state import base_seed, stream_seed
-from udbench.methods.base import Prediction
+from udbench.methods.base import BaseMethod, Prediction
 from udbench.methods.nn.backbone import ACTIVATIONS, BackboneConfig, init_members
 from udbench.methods.nn.training import (
     LossFn,
@@ -66,9 +64,11 @@ NN_PARAM_CONSTRAINTS: dict[str, dict[str, Any]] = {
 _DTYPES = {"float32": jnp.float32, "float64": jnp.float64}
 
 
-class GaussianNNEnsemble:
-    """Mixin: M members of the shared Gaussian network trained in one vectorised run.
+class GaussianNNEnsemble(BaseMethod):
+    """Abstract method: M members of the shared Gaussian network trained in one vectorised run.
 
+    A :class:`~udbench.methods.base.BaseMethod` (hyperparameter checks and seeds are the
+    base's: ``validate_hyperparameters`` in ``fit``, streams from ``_seed`` / ``_rng``).
     Expects the hyperparameter attributes of :class:`udbench.methods.nn_ens.NNEnsemble`
     (``n_members, hidden_dim, n_blocks, activation, dropout, lr, momentum, weight_decay,
     n_epochs, batch_size, eps, dtype, random_state``) and ``name``.
@@ -78,7 +78,6 @@ class GaussianNNEnsemble:
     ``train_config_``.
     """
 
-    name: ClassVar[str]
     _loss_fn: ClassVar[LossFn] = staticmethod(gaussian_loss)  # type: ignore[assignment]
 
     # hyperparameters (set by the concrete class's __init__)
@@ -104,7 +103,6 @@ class GaussianNNEnsemble:
     # -- shared machinery -------------------------------------------------------------
     def _configs(self, in_dim: int) -> tuple[BackboneConfig, TrainConfig]:
         comp = type(self).__name__
-        check_declared(comp, self.get_params(deep=False), NN_PARAM_CONSTRAINTS)  # type: ignore[attr-defined]
         try:
             model = BackboneConfig(
                 in_dim=int(in_dim),
@@ -138,16 +136,15 @@ class GaussianNNEnsemble:
     def _fit_members_impl(
         self, X: np.ndarray, y: np.ndarray, model: BackboneConfig, train: TrainConfig
     ) -> None:
-        root = base_seed(type(self).__name__, self.random_state)
-        rng = np.random.default_rng(stream_seed(self.name, root, "rows", bits=63))
+        rng = self._rng("rows")
         x_loc = X.mean(axis=0)
         x_scale = X.std(axis=0)
         x_scale = np.where(x_scale > 1e-12, x_scale, 1.0)
         Xs = (X - x_loc) / x_scale
         dtype = _DTYPES[self.dtype]
         M = int(self.n_members)
-        init_key = jax.random.key(stream_seed(self.name, root, "init"))
-        train_key = jax.random.key(stream_seed(self.name, root, "train"))
+        init_key = jax.random.key(self._seed("init", bits=31))
+        train_key = jax.random.key(self._seed("train", bits=31))
         params = init_members(init_key, model, M, dtype)
         rows = self._member_rows(X.shape[0], rng)
         params, _, history = train_members(
