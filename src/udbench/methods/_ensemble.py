@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import numpy as np
 
 from udbench.methods.base import Prediction
 
-__all__ = ["aggregate_members"]
+__all__ = ["aggregate_members", "member_moments"]
 
 
 def aggregate_members(means: np.ndarray, variances: np.ndarray) -> Prediction:
@@ -32,3 +35,39 @@ def aggregate_members(means: np.ndarray, variances: np.ndarray) -> Prediction:
         aleatoric=np.maximum(variances.mean(axis=0), 0.0),
         epistemic=np.mean((means - mean) ** 2, axis=0),
     )
+
+
+def member_moments(
+    members: Sequence[Any],
+    X: np.ndarray,
+    moments: Callable[[Any, np.ndarray], tuple[np.ndarray, np.ndarray]],
+    loc: float,
+    scale: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Stack the predictive means and variances of fitted members at ``X``.
+
+    Parameters
+    ----------
+    members : sequence
+        Fitted members; a ``float`` member (a resample with a constant target) predicts that
+        constant with variance 0.
+    X : ndarray, shape (m, d)
+        Prediction inputs.
+    moments : callable
+        ``moments(member, X) -> (mean, variance)``, each shape (m,), in the members' units.
+    loc, scale : float
+        The members' target units are ``loc + scale * standardised``.
+
+    Returns
+    -------
+    means, variances : ndarray, shape (M, m)
+        In standardised target units (means ``(μ - loc) / scale``, variances ``v / scale²``).
+    """
+    means = np.empty((len(members), X.shape[0]))
+    variances = np.empty_like(means)
+    for i, member in enumerate(members):
+        if isinstance(member, float):
+            means[i], variances[i] = member, 0.0
+        else:
+            means[i], variances[i] = moments(member, X)
+    return (means - loc) / scale, variances / scale**2

@@ -16,11 +16,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from udbench.methods._ensemble import aggregate_members
+from udbench.methods._ensemble import aggregate_members, member_moments
 from udbench.methods.base import BaseMethod, Prediction
 from udbench.methods.ngboost_bag import bagging_rows
 
 __all__ = ["CatBoostPS"]
+
+
+def _catboost_moments(member: Any, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    out = np.asarray(member.predict(X), dtype=np.float64)  # RMSEWithUncertainty: (mean, var)
+    return out[:, 0], out[:, 1]
 
 
 class CatBoostPS(BaseMethod):
@@ -156,16 +161,9 @@ class CatBoostPS(BaseMethod):
 
     def _predict_members(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Member means and variances (M, m) in standardised target units."""
-        means = np.empty((len(self.members_), X.shape[0]))
-        variances = np.empty_like(means)
-        for i, member in enumerate(self.members_):
-            if isinstance(member, float):
-                means[i], variances[i] = member, 0.0
-            else:
-                out = np.asarray(member.predict(X), dtype=np.float64)
-                means[i], variances[i] = out[:, 0], out[:, 1]
-        means = (means - self.target_loc_) / self.target_scale_
-        return means, variances / self.target_scale_**2
+        return member_moments(
+            self.members_, X, _catboost_moments, self.target_loc_, self.target_scale_
+        )
 
     def _predict(self, X: np.ndarray) -> Prediction:
         return aggregate_members(*self._predict_members(X))

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from udbench.methods._ensemble import aggregate_members
+from udbench.methods._ensemble import aggregate_members, member_moments
 from udbench.methods.base import BaseMethod, Prediction
 
 __all__ = ["NGBoostBag", "bagging_rows"]
@@ -28,6 +28,11 @@ def bagging_rows(n: int, fraction: float, replace: bool, rng: np.random.Generato
     if not replace:
         size = min(size, n)
     return np.sort(rng.choice(n, size=size, replace=replace))
+
+
+def _ngboost_moments(member: Any, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    params = member.pred_dist(X).params  # Normal: loc and scale (an SD)
+    return params["loc"], params["scale"] ** 2
 
 
 class NGBoostBag(BaseMethod):
@@ -174,16 +179,9 @@ class NGBoostBag(BaseMethod):
 
     def _predict_members(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Member means and variances (M, m) in standardised target units."""
-        means = np.empty((len(self.members_), X.shape[0]))
-        variances = np.empty_like(means)
-        for i, member in enumerate(self.members_):
-            if isinstance(member, float):
-                means[i], variances[i] = member, 0.0
-            else:
-                params = member.pred_dist(X).params
-                means[i], variances[i] = params["loc"], params["scale"] ** 2
-        means = (means - self.target_loc_) / self.target_scale_
-        return means, variances / self.target_scale_**2
+        return member_moments(
+            self.members_, X, _ngboost_moments, self.target_loc_, self.target_scale_
+        )
 
     def _predict(self, X: np.ndarray) -> Prediction:
         return aggregate_members(*self._predict_members(X))
