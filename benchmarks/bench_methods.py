@@ -1,12 +1,20 @@
-"""Speed of the methods at kin8nm size, and of NN-Ens's vectorised member training.
+"""Speed of the methods at kin8nm size, of the GP objective, and of NN-Ens's vectorised training.
 
 Usage::
 
-    uv run python benchmarks/bench_methods.py [--skip-default] [--speedup-epochs 50]
+    uv run python benchmarks/bench_methods.py [--skip-default] [--gp-max-iter 10]
+        [--speedup-epochs 50] [--repeats 3]
 
 Prints, for each available method, seconds per fit + predict on n = 3136 training rows with
 d = 8 covariates and 1500 prediction points (kin8nm's training size, SPEC §2), in its smoke
-and default configurations. The real kin8nm covariates are used when the data loader and
+and default configurations. The exact GP is the exception: a fit is L-BFGS-B iterations of
+an O(n³) objective, so it is timed with ``max_iter=--gp-max-iter`` and reported as seconds
+per iteration, with the smoke (50) and default (200) fits *extrapolated* from that figure
+(an upper bound: a fit may converge in fewer iterations). Next, one value + gradient of the
+GP's negative log marginal likelihood at n = 1000 and 3136: udbench's objective against
+GPJax's ``conjugate_mll`` differentiated as a baseline, in the same process.
+
+The real kin8nm covariates are used when the data loader and
 ``$UDBENCH_DATA_DIR`` are available; otherwise uniform covariates of the same shape. Targets
 are synthetic: a smooth function plus heteroscedastic noise.
 
@@ -73,7 +81,76 @@ def _time_fit_predict(cls: Any, params: dict[str, Any], X, y, X_pred) -> float:
     return time.perf_counter() - start
 
 
-def method_timings(X, y, X_pred, skip_default: bool) -> None:
+def gp_timing(cls: Any, X, y, X_pred, max_iter: int) -> None:
+    """GP fit + predict with ``max_iter`` iterations; seconds per iteration, extrapolations."""
+    start = time.perf_counter()
+    gp = cls(max_iter=max_iter).fit(X, y)
+    gp.predict(X_pred)
+    secs = time.perf_counter() - start
+    per_iter = secs / max(1, gp.n_iter_)
+    print(
+        f"{'gp':<12} {'iter':<8} {per_iter:9.2f}   (s per L-BFGS-B iteration, measured: "
+        f"{secs:.1f} s for {gp.n_iter_} iterations incl. compilation and predict)",
+        flush=True,
+    )
+    for label, iters in (("smoke", cls.smoke_params.get("max_iter", 50)), ("default", 200)):
+        print(
+            f"{'gp':<12} {label:<8} {per_iter * iters:9.0f}   "
+            f"(EXTRAPOLATED: {iters} iterations x {per_iter:.2f} s; upper bound)",
+            flush=True,
+        )
+
+
+def gp_objective_comparison(sizes: tuple[int, ...] = (1000, 3136), repeats: int = 2) -> None:
+    """Seconds per value + gradient of the GP objective: GPJax's conjugate_mll vs udbench's."""
+    import equinox as eqx
+    import gpjax as gpx
+    import jax.numpy as jnp
+
+    from udbench.methods.gp import GP, _compiled
+
+    @eqx.filter_jit
+    def gpjax_value_and_grad(params: Any, static: Any, data: Any) -> Any:
+        def neg_mll(p: Any) -> Any:
+            return -gpx.objectives.conjugate_mll(eqx.combine(p, static), data)
+
+        return jax.value_and_grad(neg_mll)(params)
+
+    rng = make_rng("bench", "methods", "gp-objective")
+    print(f"\nGP objective, one value + gradient (d = 8, float64, best of {repeats} after warm-up)")
+    with jax.enable_x64(True):
+        for n in sizes:
+            Z, yv = rng.standard_normal((n, DIM)), rng.standard_normal(n)
+            init = np.r_[np.full(DIM, 0.7), 0.7, 0.1, 0.22]
+            model = GP()._build(init[:DIM], *init[DIM:])
+            params, static = eqx.partition(model, eqx.is_array)
+            data = gpx.Dataset(X=jnp.asarray(Z), y=jnp.asarray(yv)[:, None])
+            theta = jnp.asarray(init + np.log(-np.expm1(-init)))
+            ours = _compiled("value_and_grad")
+            args = (theta, jnp.asarray(Z), jnp.asarray(yv), jnp.asarray(1e-6))
+            v_ref, _ = jax.block_until_ready(gpjax_value_and_grad(params, static, data))
+            v_ours, _ = jax.block_until_ready(ours(*args))
+            t_ref = t_ours = np.inf
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                jax.block_until_ready(gpjax_value_and_grad(params, static, data))
+                t_ref = min(t_ref, time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                jax.block_until_ready(ours(*args))
+                t_ours = min(t_ours, time.perf_counter() - t0)
+            A = Z @ Z.T + n * np.eye(n)
+            t0 = time.perf_counter()
+            np.linalg.cholesky(A)
+            t_chol = time.perf_counter() - t0
+            print(
+                f"n={n:5d}: GPJax conjugate_mll {t_ref:7.3f} s, udbench {t_ours:7.3f} s, "
+                f"ratio {t_ref / t_ours:4.1f}; NumPy Cholesky alone {t_chol:6.3f} s; "
+                f"|value difference| {abs(float(v_ref) - float(v_ours)):.1e}",
+                flush=True,
+            )
+
+
+def method_timings(X, y, X_pred, skip_default: bool, gp_max_iter: int) -> None:
     print(f"{'method':<12} {'config':<8} {'seconds':>9}")
     for name, path in CANDIDATES.items():
         cls = _load(path)
@@ -82,6 +159,9 @@ def method_timings(X, y, X_pred, skip_default: bool) -> None:
             continue
         # warm-up on a few rows: imports and (for JAX) compilation of other shapes
         cls(**cls.smoke_params).fit(X[:50], y[:50]).predict(X_pred[:5])
+        if name == "gp":
+            gp_timing(cls, X, y, X_pred, gp_max_iter)
+            continue
         configs = [("smoke", dict(cls.smoke_params))]
         if not skip_default:
             configs.append(("default", {}))
@@ -159,13 +239,15 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-default", action="store_true", help="time smoke configs only")
+    parser.add_argument("--gp-max-iter", type=int, default=10, help="GP iterations timed")
     parser.add_argument("--speedup-epochs", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     X, y, X_pred, source = _data()
     print(f"data: {source}, n={X.shape[0]}, d={X.shape[1]}, predict at {X_pred.shape[0]}")
     print(f"jax backend: {jax.default_backend()}\n")
-    method_timings(X, y, X_pred, args.skip_default)
+    method_timings(X, y, X_pred, args.skip_default, args.gp_max_iter)
+    gp_objective_comparison()
     smoke = {k: NNEnsemble.smoke_params[k] for k in ("hidden_dim", "n_blocks", "batch_size")}
     small = ensemble_speedup(X, y, args.speedup_epochs, args.repeats, "smoke", smoke)
     print(f"ensemble_vectorised_speedup (smoke architecture): {small:.2f}")
