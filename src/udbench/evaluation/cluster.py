@@ -1,0 +1,299 @@
+"""Where cells run: a Dask LocalCluster, a running scheduler, or a cluster from a config file.
+
+Workers must not fight over cores. Measured on a 2-core machine, two unpinned JAX processes
+ran 3.7× slower than one, and XLA thread flags did not help, while pinning each worker
+process to its own core restored full speed. So by default every local worker is pinned to
+its own share of the usable cores (``os.sched_setaffinity`` on all of the worker's threads,
+in a worker plugin that runs before any cell imports JAX) and starts with BLAS/OpenMP
+thread counts capped to that share (``OMP_NUM_THREADS`` etc.). ``pin=False`` turns both off.
+
+A cluster file (YAML or TOML) names a cluster class, its keyword arguments and how to scale
+it, e.g. for SLURM with dask-jobqueue::
+
+    class = "dask_jobqueue.SLURMCluster"
+    scale = 20                      # or: adapt = {minimum = 1, maximum = 50}
+    pin = false                     # the batch system already isolates jobs
+    [kwargs]
+    cores = 1
+    memory = "4GiB"
+    walltime = "04:00:00"
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tomllib
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from distributed import WorkerPlugin
+
+from udbench._validation import UdbenchError, param_error
+
+__all__ = [
+    "THREAD_ENV_VARS",
+    "CorePinningPlugin",
+    "core_sets",
+    "dask_client",
+    "load_cluster_config",
+    "thread_env",
+]
+
+#: Environment variables that cap BLAS / OpenMP / numexpr thread pools.
+THREAD_ENV_VARS: tuple[str, ...] = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+)
+
+
+def usable_cores() -> list[int]:
+    """The cores this process may run on (its CPU affinity), sorted."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def core_sets(n_workers: int, cores: list[int] | None = None) -> list[list[int]]:
+    """Split the usable cores into ``n_workers`` contiguous, disjoint, near-equal sets.
+
+    With more workers than cores, worker i gets core ``cores[i % len(cores)]`` alone.
+
+    Raises
+    ------
+    UdbenchError
+        If ``n_workers < 1``.
+    """
+    if n_workers < 1:
+        raise param_error("core_sets", "n_workers", "be >= 1", n_workers)
+    cores = usable_cores() if cores is None else list(cores)
+    if n_workers >= len(cores):
+        return [[cores[i % len(cores)]] for i in range(n_workers)]
+    base, extra = divmod(len(cores), n_workers)
+    out, start = [], 0
+    for i in range(n_workers):
+        size = base + (1 if i < extra else 0)
+        out.append(cores[start : start + size])
+        start += size
+    return out
+
+
+def thread_env(n_threads: int) -> dict[str, str]:
+    """Environment capping every BLAS/OpenMP pool at ``n_threads`` (set before spawn)."""
+    return {name: str(int(n_threads)) for name in THREAD_ENV_VARS}
+
+
+def _pin_process(cores: list[int]) -> None:
+    """Set the CPU affinity of every thread of this process (new threads inherit it)."""
+    cpu = set(cores)
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:  # pragma: no cover - no procfs
+        tids = [0]
+    for tid in tids:
+        try:
+            os.sched_setaffinity(tid, cpu)
+        except OSError:  # a thread that ended meanwhile
+            pass
+    os.sched_setaffinity(0, cpu)
+
+
+class CorePinningPlugin(WorkerPlugin):
+    """Dask worker plugin that pins worker ``name = i`` to ``core_sets[i % len(core_sets)]``.
+
+    Parameters
+    ----------
+    core_sets : list of list of int
+        One core set per worker (see :func:`core_sets`).
+
+    Notes
+    -----
+    LocalCluster names its workers 0, 1, …; a worker with a non-integer name is pinned by
+    the position of its name in sorted order of its address hash (still one set per worker).
+    """
+
+    idempotent = True
+    name = "udbench-core-pinning"
+
+    def __init__(self, core_sets: list[list[int]]) -> None:
+        self.core_sets = [list(c) for c in core_sets]
+
+    def setup(self, worker: Any) -> None:
+        """Pin this worker process (called by Dask in the worker)."""
+        if not hasattr(os, "sched_setaffinity"):  # pragma: no cover - not Linux
+            return
+        name = worker.name
+        try:
+            idx = int(name)
+        except (TypeError, ValueError):
+            idx = sum(str(name).encode()) if name is not None else 0
+        _pin_process(self.core_sets[idx % len(self.core_sets)])
+
+    def teardown(self, worker: Any) -> None:
+        """Nothing to undo: the affinity ends with the process."""
+
+
+def load_cluster_config(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a cluster file (``.toml``, ``.yaml`` or ``.yml``).
+
+    Keys: ``class`` (import path, required), ``kwargs`` (mapping), ``scale`` (int or mapping
+    of ``Cluster.scale`` arguments), ``adapt`` (mapping of ``Cluster.adapt`` arguments),
+    ``pin`` (bool, default false).
+
+    Raises
+    ------
+    UdbenchError
+        Missing file, unknown suffix, unparsable content, missing/unknown keys.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise param_error("cluster config", "path", "be an existing file", str(p))
+    data: Any
+    try:
+        if p.suffix == ".toml":
+            data = tomllib.loads(p.read_text())
+        elif p.suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(p.read_text())
+        else:
+            raise param_error("cluster config", "path", "end in .toml, .yaml or .yml", str(p))
+    except UdbenchError:
+        raise
+    except Exception as err:
+        raise param_error("cluster config", "path", "hold valid TOML/YAML", f"{p}: {err}") from None
+    if isinstance(data, Mapping) and "cluster" in data and isinstance(data["cluster"], Mapping):
+        data = data["cluster"]
+    if not isinstance(data, Mapping) or not isinstance(data.get("class"), str):
+        raise param_error(
+            "cluster config",
+            "class",
+            "name the cluster class (e.g. dask_jobqueue.SLURMCluster)",
+            None if not isinstance(data, Mapping) else data.get("class"),
+        )
+    unknown = set(data) - {"class", "kwargs", "scale", "adapt", "pin"}
+    if unknown:
+        raise param_error(
+            "cluster config", "keys", "be among class, kwargs, scale, adapt, pin", sorted(unknown)
+        )
+    return dict(data)
+
+
+def _import_object(path: str) -> Any:
+    module, _, attr = path.replace(":", ".").rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError):
+        raise param_error(
+            "cluster config", "class", "be an importable class (is its package installed?)", path
+        ) from None
+
+
+@contextmanager
+def dask_client(
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    cluster_config: str | os.PathLike[str] | None = None,
+    pin: bool | None = None,
+    threads_per_worker: int = 1,
+) -> Iterator[Any]:
+    """Yield a ``distributed.Client`` for a run and close what was started afterwards.
+
+    Parameters
+    ----------
+    workers : int, optional
+        Workers of the LocalCluster (default: number of usable cores). Each runs one cell
+        at a time (``threads_per_worker``).
+    scheduler : str, optional
+        Address of a running scheduler (``tcp://host:8786``); nothing is started.
+    cluster_config : str or Path, optional
+        Cluster file (see :func:`load_cluster_config`).
+    pin : bool, optional
+        Pin workers to cores and cap BLAS threads. Default: True for a LocalCluster, the
+        file's ``pin`` (default False) for a cluster file, False for a scheduler address.
+    threads_per_worker : int, default 1
+
+    Raises
+    ------
+    UdbenchError
+        More than one of scheduler/cluster_config given, bad worker count, unreachable
+        scheduler, bad cluster file.
+    """
+    from distributed import Client, LocalCluster
+
+    if scheduler is not None and cluster_config is not None:
+        raise param_error(
+            "udbench run", "scheduler", "not be combined with --cluster-config", scheduler
+        )
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout="20s")
+        except OSError as err:
+            raise param_error(
+                "udbench run", "scheduler", "be the address of a running scheduler", scheduler
+            ) from err
+        try:
+            if pin:
+                n = len(client.scheduler_info().get("workers", {})) or 1
+                client.register_plugin(CorePinningPlugin(core_sets(n)))
+            yield client
+        finally:
+            client.close()
+        return
+    if cluster_config is not None:
+        cfg = load_cluster_config(cluster_config)
+        cls = _import_object(cfg["class"])
+        try:
+            cluster = cls(**dict(cfg.get("kwargs") or {}))
+        except TypeError as err:
+            raise param_error(
+                "cluster config", "kwargs", f"suit {cfg['class']}", str(err)
+            ) from None
+        try:
+            if "adapt" in cfg:
+                cluster.adapt(**dict(cfg["adapt"]))
+            elif "scale" in cfg:
+                sc = cfg["scale"]
+                cluster.scale(**sc) if isinstance(sc, Mapping) else cluster.scale(int(sc))
+            client = Client(cluster)
+            try:
+                if pin if pin is not None else bool(cfg.get("pin", False)):
+                    n = len(client.scheduler_info().get("workers", {})) or 1
+                    client.register_plugin(CorePinningPlugin(core_sets(n)))
+                yield client
+            finally:
+                client.close()
+        finally:
+            cluster.close()
+        return
+    n = len(usable_cores()) if workers is None else int(workers)
+    if n < 1:
+        raise param_error("udbench run", "workers", "be >= 1 for a Dask cluster", n)
+    do_pin = True if pin is None else bool(pin)
+    sets = core_sets(n)
+    env = thread_env(max(1, min(len(s) for s in sets))) if do_pin else {}
+    cluster = LocalCluster(
+        n_workers=n,
+        threads_per_worker=threads_per_worker,
+        processes=True,
+        dashboard_address=None,
+        env=env,
+    )
+    try:
+        client = Client(cluster)
+        try:
+            if do_pin:
+                client.register_plugin(CorePinningPlugin(sets))
+            yield client
+        finally:
+            client.close()
+    finally:
+        cluster.close()

@@ -1,0 +1,187 @@
+"""The leaderboard: per method, mean metrics over instances with bootstrap intervals and a rank.
+
+Per method (one entry per method configuration, labelled as given to ``udbench run``):
+
+- ``rho_eu_risk``, ``rho_eu_var``, ``rho_eu_point``: mean over instances of the Spearman ρ of
+  the EU estimate with EU*_risk, EU*_var, EU*_point (SPEC §1, §10);
+- ``rho_au``: mean ρ of AU with AU*, over heteroscedastic noise modes only, and only for
+  methods with heteroscedastic AU (SPEC §10); NaN for constant-AU methods (SPEC §8);
+- ``delta_ent_risk``: mean excess entanglement Δ_ent = ρ(EU, AU) − ρ(EU*_risk, AU*)
+  (SPEC §10), under the same restriction as ``rho_au`` (it is undefined when AU or AU* is
+  constant);
+- ``rmse``: mean RMSE of the point prediction against f*;
+- each with a percentile bootstrap interval resampling instances
+  (:func:`udbench.evaluation.metrics.bootstrap_ci`), and the number of instances behind it;
+- ``n_valid`` / ``n_failed`` cells, ``mean_rank`` and ``rank``.
+
+Rank: on every instance where all methods have a finite ρ(EU, EU*_risk), methods are ranked
+(1 = highest ρ, ties share the average rank); ``mean_rank`` is the mean over those instances
+(:func:`udbench.evaluation.metrics.mean_ranks`) and ``rank`` orders the mean ranks (1 = best,
+ties share the lower rank). When no instance has every method, ``rank`` orders the mean ρ.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from udbench._validation import UdbenchError, check_choice, param_error
+
+__all__ = ["HOMOSCEDASTIC", "LEADERBOARD_METRICS", "leaderboard", "leaderboard_records"]
+
+#: Metrics shown on the leaderboard, in order.
+LEADERBOARD_METRICS: tuple[str, ...] = (
+    "rho_eu_risk",
+    "rho_eu_var",
+    "rho_eu_point",
+    "rho_au",
+    "delta_ent_risk",
+    "rmse",
+)
+#: Metrics restricted to heteroscedastic noise and heteroscedastic-AU methods (SPEC §10).
+_AU_METRICS = frozenset({"rho_au", "delta_ent_risk", "delta_ent_var", "delta_ent_point"})
+#: The noise mode whose AU* is constant.
+HOMOSCEDASTIC = "homoscedastic"
+
+
+def _label_column(df: pd.DataFrame) -> str:
+    return "method_label" if "method_label" in df.columns else "method"
+
+
+def _au_mask(df: pd.DataFrame) -> pd.Series:
+    hetero = df["noise"].astype(str) != HOMOSCEDASTIC if "noise" in df else True
+    const = (
+        df["constant_aleatoric"].fillna(False).astype(bool)
+        if "constant_aleatoric" in df
+        else pd.Series(False, index=df.index)
+    )
+    return pd.Series(hetero, index=df.index) & ~const
+
+
+def _interval(values: np.ndarray, seed: str, confidence: float, n_resamples: int):
+    from udbench.evaluation.metrics import bootstrap_ci
+
+    vals = values[np.isfinite(values)]
+    if vals.size == 0:
+        return math.nan, math.nan, math.nan, 0
+    if vals.size == 1 or np.all(vals == vals[0]):
+        v = float(vals.mean())
+        return v, (math.nan if vals.size == 1 else v), (math.nan if vals.size == 1 else v), 1
+    res = bootstrap_ci(vals, n_resamples=n_resamples, confidence=confidence, random_state=seed)
+    return res.estimate, res.low, res.high, int(vals.size)
+
+
+def leaderboard(
+    results: pd.DataFrame,
+    *,
+    metrics: Sequence[str] = LEADERBOARD_METRICS,
+    rank_by: str = "rho_eu_risk",
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+) -> pd.DataFrame:
+    """Summarise a results table into one leaderboard row per method configuration.
+
+    Parameters
+    ----------
+    results : DataFrame
+        Rows as stored by ``udbench run`` (:func:`udbench.evaluation.store.read_results`).
+    metrics : sequence of str
+        Per-instance metric columns to average (default :data:`LEADERBOARD_METRICS`).
+    rank_by : str, default "rho_eu_risk"
+        The metric methods are ranked by (higher is better, except ``rmse``/``nmse``).
+    confidence : float, default 0.95
+        Nominal coverage of the bootstrap intervals.
+    n_resamples : int, default 2000
+        Bootstrap replicates per interval.
+
+    Returns
+    -------
+    DataFrame
+        Sorted by rank; columns ``method, rank, mean_rank, n_valid, n_failed`` and, per
+        metric ``m``, ``m`` (mean), ``m_low``, ``m_high`` (interval) and ``m_n`` (instances).
+
+    Raises
+    ------
+    UdbenchError
+        Empty table, missing columns, unknown ``rank_by``.
+    """
+    if results is None or len(results) == 0:
+        raise UdbenchError("leaderboard: the results table is empty")
+    for col in ("task_id", "status"):
+        if col not in results.columns:
+            raise param_error("leaderboard", "results", f"have a {col!r} column", list(results))
+    check_choice("leaderboard", "rank_by", rank_by, list(metrics))
+    label = _label_column(results)
+    df = results.copy()
+    for m in metrics:
+        if m not in df.columns:
+            df[m] = np.nan
+        df[m] = pd.to_numeric(df[m], errors="coerce")
+    ok = df["status"].astype(str) == "ok"
+    au_ok = _au_mask(df)
+    rows: list[dict[str, Any]] = []
+    for name, group in df.groupby(label, sort=True):
+        valid = group[ok.loc[group.index]]
+        row: dict[str, Any] = {
+            "method": str(name),
+            "n_valid": len(valid),
+            "n_failed": int((~ok.loc[group.index]).sum()),
+            "constant_aleatoric": bool(
+                group["constant_aleatoric"].fillna(False).astype(bool).any()
+                if "constant_aleatoric" in group
+                else False
+            ),
+        }
+        for m in metrics:
+            sel = valid[au_ok.loc[valid.index]] if m in _AU_METRICS else valid
+            est, low, high, n = _interval(
+                sel[m].to_numpy(dtype=float), f"leaderboard:{name}:{m}", confidence, n_resamples
+            )
+            row.update({m: est, f"{m}_low": low, f"{m}_high": high, f"{m}_n": n})
+        rows.append(row)
+    board = pd.DataFrame(rows)
+    board["mean_rank"] = _mean_ranks(df[ok], label, rank_by, list(board["method"]))
+    higher = rank_by not in ("rmse", "nmse")
+    if board["mean_rank"].notna().any():
+        key = board["mean_rank"]
+    else:
+        key = -board[rank_by] if higher else board[rank_by]
+    board["rank"] = key.rank(method="min", na_option="bottom").astype(int)
+    board = board.sort_values(["rank", "method"], kind="stable").reset_index(drop=True)
+    first = ["method", "rank", "mean_rank", "n_valid", "n_failed"]
+    return board[first + [c for c in board.columns if c not in first]]
+
+
+def _mean_ranks(ok: pd.DataFrame, label: str, metric: str, methods: list[str]) -> pd.Series:
+    """Mean per-instance rank of each method over instances where every method has a value."""
+    from udbench.evaluation.metrics import mean_ranks
+
+    out = pd.Series(np.nan, index=range(len(methods)))
+    if len(methods) < 2 or ok.empty:
+        return out
+    wide = ok.pivot_table(index="task_id", columns=label, values=metric, aggfunc="mean")
+    wide = wide.reindex(columns=methods)
+    complete = wide.dropna(axis=0, how="any")
+    if complete.empty:
+        return out
+    ranks = mean_ranks(complete.to_numpy(), higher_is_better=metric not in ("rmse", "nmse"))
+    return pd.Series(np.asarray(ranks, dtype=float), index=range(len(methods)))
+
+
+def leaderboard_records(board: pd.DataFrame) -> list[dict[str, Any]]:
+    """The leaderboard as a list of JSON-ready objects (NaN → None, numpy → Python)."""
+    records: list[dict[str, Any]] = []
+    for rec in board.to_dict(orient="records"):
+        clean: dict[str, Any] = {}
+        for k, v in rec.items():
+            if isinstance(v, np.generic):
+                v = v.item()
+            if isinstance(v, float) and not math.isfinite(v):
+                v = None
+            clean[str(k)] = v
+        records.append(clean)
+    return records

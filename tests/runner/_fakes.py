@@ -1,0 +1,193 @@
+"""Small fakes for the runner tests: a task file format and trivial methods.
+
+The fake task carries exactly the arrays of ``docs/interfaces.md`` (``Task``) with tiny sizes;
+its loader is a plain module-level function so that Dask workers can import it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from udbench._seeding import make_rng
+from udbench.methods.base import BaseMethod, Prediction
+
+ARRAYS = (
+    "X_train",
+    "y_train",
+    "train_idx",
+    "noise_var_train",
+    "f_train",
+    "X_eval",
+    "eval_idx",
+    "noise_var_eval",
+    "f_eval",
+    "post_mean",
+    "post_var",
+    "shell_eval",
+)
+
+
+@dataclass(frozen=True)
+class FakeSpec:
+    dataset: str
+    family: str
+    noise: str
+    coverage: str
+    seed: int
+    fidelity: str = "smoke"
+    n_draws: int = 10
+
+    @property
+    def task_id(self) -> str:
+        return f"{self.dataset}__{self.family}__{self.noise}__{self.coverage}__s{self.seed}"
+
+
+class FakeTask:
+    def __init__(self, spec: FakeSpec, arrays: dict[str, np.ndarray]) -> None:
+        self.spec = spec
+        self.version = "fake-1"
+        self.diagnostics: dict[str, float] = {}
+        for k, v in arrays.items():
+            setattr(self, k, v)
+
+
+def make_fake_task(
+    seed: int = 0,
+    *,
+    n_train: int = 30,
+    n_eval: int = 60,
+    d: int = 3,
+    noise: str = "smooth-monotone",
+    dataset: str = "toy",
+) -> FakeTask:
+    """A task with a smooth f*, a Gaussian-ish posterior and shells 0..4 (12 points each)."""
+    rng = make_rng("fake-task", dataset, noise, seed)
+    X = rng.uniform(size=(n_train + n_eval, d))
+    f = np.sin(3.0 * X[:, 0]) + X[:, 1] ** 2
+    z = X[:, 0] - 0.5
+    noise_var = 0.1 * np.exp(2.0 * z) if noise != "homoscedastic" else np.full(len(X), 0.1)
+    y = f[:n_train] + rng.normal(size=n_train) * np.sqrt(noise_var[:n_train])
+    dist = np.linalg.norm(X[n_train:] - 0.5, axis=1)
+    post_var = 0.01 + 0.2 * dist**2
+    post_mean = f[n_train:] + rng.normal(size=n_eval) * np.sqrt(post_var)
+    shells = np.repeat(np.arange(5), int(np.ceil(n_eval / 5)))[:n_eval]
+    arrays = {
+        "X_train": X[:n_train],
+        "y_train": y,
+        "train_idx": np.arange(n_train),
+        "noise_var_train": noise_var[:n_train],
+        "f_train": f[:n_train],
+        "X_eval": X[n_train:],
+        "eval_idx": np.arange(n_train, n_train + n_eval),
+        "noise_var_eval": noise_var[n_train:],
+        "f_eval": f[n_train:],
+        "post_mean": post_mean,
+        "post_var": post_var,
+        "shell_eval": shells,
+    }
+    return FakeTask(FakeSpec(dataset, "gp", noise, "balanced", seed), arrays)
+
+
+def save_fake_task(task: FakeTask, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{task.spec.task_id}.npz"
+    np.savez(
+        path,
+        spec=json.dumps(asdict(task.spec)),
+        **{k: getattr(task, k) for k in ARRAYS},
+    )
+    return path
+
+
+def load_fake_task(path: Path) -> FakeTask:
+    with np.load(path, allow_pickle=False) as data:
+        spec = FakeSpec(**json.loads(str(data["spec"])))
+        arrays = {k: np.array(data[k]) for k in ARRAYS}
+    return FakeTask(spec, arrays)
+
+
+class MeanMethod(BaseMethod):
+    """Predicts the training mean; AU constant; EU grows with distance from the training mean."""
+
+    name = "fake-mean"
+    family = "linear"
+    constant_aleatoric = True
+
+    def __init__(self, scale: float = 1.0, random_state: int | None = None) -> None:
+        self.scale = scale
+        self.random_state = random_state
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        self.center_ = X.mean(axis=0)
+        self.var_ = float(np.var(y))
+
+    def _predict(self, X: np.ndarray) -> Prediction:
+        n = X.shape[0]
+        eu = self.scale * np.sum((X - self.center_) ** 2, axis=1)
+        return Prediction(np.zeros(n), np.full(n, self.var_), eu)
+
+
+class KnnMethod(BaseMethod):
+    """k-nearest-neighbour mean; AU = neighbours' variance; EU = AU / k + jitter from the seed."""
+
+    name = "fake-knn"
+    family = "trees"
+
+    def __init__(
+        self,
+        k: int = 5,
+        sleep: float = 0.0,
+        fail_n_train: int = -1,
+        random_state: int | None = None,
+    ) -> None:
+        self.k = k
+        self.sleep = sleep
+        self.fail_n_train = fail_n_train
+        self.random_state = random_state
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        if X.shape[0] == self.fail_n_train and os.environ.get("FAKE_KNN_HEAL") != "1":
+            raise RuntimeError(f"fake failure on n_train={X.shape[0]}")
+        if os.environ.get("FAKE_KNN_INTERRUPT") == str(X.shape[0]):
+            raise KeyboardInterrupt
+        if self.sleep:
+            time.sleep(self.sleep)
+        self.X_, self.y_ = X, y
+        self.jitter_ = np.random.default_rng(self.random_state).uniform(0, 1e-3)
+
+    def _predict(self, X: np.ndarray) -> Prediction:
+        d2 = ((X[:, None, :] - self.X_[None, :, :]) ** 2).sum(-1)
+        nn = np.argsort(d2, axis=1)[:, : self.k]
+        ys = self.y_[nn]
+        au = ys.var(axis=1) + 1e-6
+        eu = au / self.k + self.jitter_ * d2.min(axis=1)
+        return Prediction(ys.mean(axis=1), au, eu)
+
+
+class BadMethod(BaseMethod):
+    """Returns invalid output: ``kind`` is "nan", "negative" or "shape"."""
+
+    name = "fake-bad"
+    family = "linear"
+
+    def __init__(self, kind: str = "nan", random_state: int | None = None) -> None:
+        self.kind = kind
+        self.random_state = random_state
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        self.fitted_ = True
+
+    def _predict(self, X: np.ndarray) -> Prediction:
+        n = X.shape[0]
+        ones = np.ones(n)
+        if self.kind == "nan":
+            return Prediction(np.full(n, np.nan), ones, ones)
+        if self.kind == "negative":
+            return Prediction(np.zeros(n), ones, -ones)
+        return Prediction(np.zeros(n - 1), ones[:-1], ones[:-1])
