@@ -119,7 +119,22 @@ class MethodConfig:
         return bool(getattr(type(self.estimator), "constant_aleatoric", False))
 
 
-def resolve_method(spec: str | BaseMethod) -> MethodConfig:
+def _override_text(est: BaseMethod) -> str:
+    """``"k=v,..."`` for the hyperparameters that differ from the class defaults."""
+    try:
+        defaults = type(est)().get_params(deep=False)
+    except Exception:
+        return ""
+    items = []
+    for k, v in sorted(est.get_params(deep=False).items()):
+        if k == "random_state":
+            continue
+        if k not in defaults or repr(defaults[k]) != repr(v):
+            items.append(f"{k}={v}")
+    return ",".join(items)
+
+
+def resolve_method(spec: str | BaseMethod, label: str | None = None) -> MethodConfig:
     """Resolve a method spec (``"name"``, ``"name:k=v,k2=v2"``, an import path, or an instance).
 
     Parameters
@@ -127,6 +142,9 @@ def resolve_method(spec: str | BaseMethod) -> MethodConfig:
     spec : str or BaseMethod
         A registry name or import path with optional hyperparameter overrides (parsed by
         :func:`udbench.methods.make_method`), or an unfitted estimator instance.
+    label : str, optional
+        How to show it in results; default the spec as given (for an instance: its name
+        plus the hyperparameters that differ from the class defaults).
 
     Returns
     -------
@@ -140,10 +158,7 @@ def resolve_method(spec: str | BaseMethod) -> MethodConfig:
     """
     if isinstance(spec, BaseMethod):
         est = spec
-        name = str(getattr(type(est), "name", "") or type(est).__name__)
-        if name == "base":
-            name = f"{type(est).__module__}.{type(est).__qualname__}"
-        label = name
+        extra = _override_text(est)
     elif isinstance(spec, str):
         text = spec.strip()
         if not text:
@@ -151,14 +166,17 @@ def resolve_method(spec: str | BaseMethod) -> MethodConfig:
         from udbench.methods import make_method
 
         est = make_method(text, random_state=0)
-        cls_name = str(getattr(type(est), "name", "") or "")
-        if cls_name and cls_name != "base":
-            name = cls_name
-        else:
-            name = f"{type(est).__module__}.{type(est).__qualname__}"
-        label = text.replace(" ", "")
+        extra = None
     else:
         raise param_error("udbench run", "methods", "be a method spec string or a BaseMethod", spec)
+    cls_name = str(getattr(type(est), "name", "") or "")
+    if cls_name and cls_name != "base":
+        name = cls_name
+    else:
+        name = f"{type(est).__module__}:{type(est).__qualname__}"
+    if label is None:
+        label = (f"{name}:{extra}" if extra else name) if extra is not None else str(spec).strip()
+        label = label.replace(" ", "")
     params = dict(est.get_params(deep=False))
     params.pop("random_state", None)
     return MethodConfig(
@@ -166,8 +184,20 @@ def resolve_method(spec: str | BaseMethod) -> MethodConfig:
     )
 
 
-def resolve_methods(specs: Iterable[str | BaseMethod]) -> list[MethodConfig]:
+def resolve_methods(
+    specs: Iterable[str | BaseMethod | tuple[str, str | BaseMethod]],
+) -> list[MethodConfig]:
     """Resolve several method specs; identical configurations are kept once.
+
+    Parameters
+    ----------
+    specs : iterable
+        Each a spec string, an instance, or a ``(label, spec)`` pair.
+
+    Returns
+    -------
+    list of MethodConfig
+        Labels are unique: a label shared by two configurations gets ``#<config hash>``.
 
     Raises
     ------
@@ -176,11 +206,25 @@ def resolve_methods(specs: Iterable[str | BaseMethod]) -> list[MethodConfig]:
     """
     out: dict[tuple[str, str], MethodConfig] = {}
     for spec in specs:
-        mc = resolve_method(spec)
+        if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
+            mc = resolve_method(spec[1], label=spec[0])
+        else:
+            mc = resolve_method(spec)  # type: ignore[arg-type]
         out.setdefault((mc.name, mc.config_hash), mc)
     if not out:
         raise param_error("udbench run", "methods", "name at least one method", [])
-    return list(out.values())
+    resolved = list(out.values())
+    counts: dict[str, int] = {}
+    for mc in resolved:
+        counts[mc.label] = counts.get(mc.label, 0) + 1
+    return [
+        mc
+        if counts[mc.label] == 1
+        else MethodConfig(
+            f"{mc.label}#{mc.config_hash[:6]}", mc.name, mc.estimator, mc.params, mc.config_hash
+        )
+        for mc in resolved
+    ]
 
 
 def method_seed(task_id: str, method: str, chash: str) -> int:
@@ -645,6 +689,7 @@ def _iter_dask(
     from distributed import as_completed
 
     futures = {}
+    restarts: list[threading.Thread] = []
     for cell in cells:
         fut = client.submit(
             evaluate_cell, cell, **kwargs, pure=False, key=f"udbench-cell-{derive_seed(cell.key)}"
@@ -658,20 +703,32 @@ def _iter_dask(
             except Exception as err:
                 outcome = _crashed(cell, err)
             if outcome.timed_out and outcome.worker:
-                # the runaway fit keeps its thread busy: restart that worker process
-                try:
-                    client.restart_workers([outcome.worker], timeout=60, raise_for_error=False)
-                except Exception:
-                    pass
+                # the runaway fit keeps its thread (and core) busy: restart that worker
+                # process in the background; cells it had started are rescheduled by Dask
+                restarts.append(_restart_in_background(client, outcome.worker))
             yield cell, outcome
     finally:
         for fut in futures:
             fut.cancel()
+        for thread in restarts:
+            thread.join(timeout=120)
+
+
+def _restart_in_background(client: Any, address: str) -> threading.Thread:
+    def restart() -> None:
+        try:
+            client.restart_workers([address], timeout=120, raise_for_error=False)
+        except Exception:  # a worker that cannot restart is not the cell's failure
+            pass
+
+    thread = threading.Thread(target=restart, daemon=True, name="udbench-restart")
+    thread.start()
+    return thread
 
 
 def run_benchmark(
     tasks: Sequence[str | os.PathLike[str]],
-    methods: Sequence[str | BaseMethod],
+    methods: Sequence[str | BaseMethod | tuple[str, str | BaseMethod]],
     out: str | os.PathLike[str],
     *,
     workers: int | None = None,
@@ -691,8 +748,9 @@ def run_benchmark(
     ----------
     tasks : sequence of str or Path
         Task files, folders or globs (see :func:`find_task_files`).
-    methods : sequence of str or BaseMethod
-        Method specs (``"gp"``, ``"nn-ens:n_members=5"``, an import path) or instances.
+    methods : sequence of str, BaseMethod or (label, spec)
+        Method specs (``"gp"``, ``"nn-ens:n_members=5"``, an import path ``"pkg.mod:Cls"``),
+        unfitted instances, or ``(label, spec)`` pairs to name them in the results.
     out : str or Path
         Results directory (:class:`~udbench.evaluation.store.ResultsStore`).
     workers : int, optional

@@ -1,0 +1,333 @@
+"""The HTML report of a results table: leaderboard, figures, per-shell EU quality, instances.
+
+``write_report(results, out_dir)`` writes ``out_dir/report.html`` (self-contained: figures are
+embedded as base64 PNG) and the same figures as PNG files beside it:
+
+- ``eu_rho.png``: mean Spearman ρ of EU with EU*_risk, EU*_var and EU*_point per method, with
+  bootstrap intervals over instances (SPEC §10);
+- ``au_rho.png``: mean ρ of AU with AU* per method (heteroscedastic noise modes,
+  heteroscedastic-AU methods; SPEC §10);
+- ``entanglement.png``: mean excess entanglement Δ_ent = ρ(EU, AU) − ρ(EU*_risk, AU*) per method;
+- ``shells.png``: mean ρ(EU, EU*_risk) inside each coverage shell (SPEC §3), inner (0) to
+  outermost (4), per method.
+
+The page also states the task grid (datasets, prior families, noise modes, coverages, seeds,
+fidelities) and the udbench version(s) the results were made with. Figures use matplotlib's
+Agg backend (no display needed).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from udbench import __version__
+from udbench._validation import UdbenchError
+from udbench.evaluation.leaderboard import leaderboard
+from udbench.evaluation.runner import N_SHELLS
+
+__all__ = ["GRID_COLUMNS", "shell_table", "task_grid", "write_report"]
+
+#: Task coordinates summarised as the task grid.
+GRID_COLUMNS: tuple[str, ...] = ("dataset", "family", "noise", "coverage", "seed", "fidelity")
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;
+margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
+th,td{border:1px solid #ddd;padding:3px 7px;text-align:right}th{background:#f4f4f4}
+td:first-child,th:first-child{text-align:left}
+.note{color:#555;font-size:.9em}img{max-width:100%}
+.scroll{max-height:36em;overflow:auto}
+"""
+
+
+def task_grid(results: pd.DataFrame) -> dict[str, list[Any]]:
+    """The distinct values of every task coordinate present in ``results`` (sorted)."""
+    grid: dict[str, list[Any]] = {}
+    for col in GRID_COLUMNS:
+        if col in results.columns:
+            vals = results[col].dropna().unique().tolist()
+            grid[col] = sorted(vals, key=lambda v: (str(type(v)), v))
+    return grid
+
+
+def shell_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Mean ρ(EU, EU*_risk) per method and shell over valid instances.
+
+    Returns
+    -------
+    DataFrame
+        Index: method label; columns ``shell0`` … ``shell4`` and ``outer_minus_inner``
+        (shell 4 minus shell 0).
+    """
+    label = "method_label" if "method_label" in results.columns else "method"
+    ok = results[results["status"].astype(str) == "ok"]
+    cols = [f"rho_eu_risk_shell{s}" for s in range(N_SHELLS)]
+    present = [c for c in cols if c in ok.columns]
+    if ok.empty or not present:
+        return pd.DataFrame(columns=[f"shell{s}" for s in range(N_SHELLS)])
+    table = ok.groupby(label)[present].mean(numeric_only=True)
+    table.columns = [c.replace("rho_eu_risk_", "") for c in present]
+    if "shell0" in table and f"shell{N_SHELLS - 1}" in table:
+        table["outer_minus_inner"] = table[f"shell{N_SHELLS - 1}"] - table["shell0"]
+    table.index.name = "method"
+    return table
+
+
+def _figure(**kw: Any) -> Any:
+    """A matplotlib Figure drawn by the Agg canvas (no pyplot, no display, no global state)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(**kw)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _interval_plot(board: pd.DataFrame, metrics: list[tuple[str, str]], title: str, xlabel: str):
+    methods = list(board["method"])
+    fig = _figure(figsize=(7.5, 0.45 * len(methods) * max(1, len(metrics)) ** 0.5 + 1.4))
+    ax = fig.add_subplot()
+    k = len(metrics)
+    offsets = np.linspace(-0.25, 0.25, k) if k > 1 else np.zeros(1)
+    ypos = np.arange(len(methods))[::-1]
+    for (col, name), off in zip(metrics, offsets, strict=True):
+        est = board[col].to_numpy(dtype=float)
+        lo = board[f"{col}_low"].to_numpy(dtype=float)
+        hi = board[f"{col}_high"].to_numpy(dtype=float)
+        err = np.vstack(
+            [np.where(np.isfinite(lo), est - lo, 0), np.where(np.isfinite(hi), hi - est, 0)]
+        )
+        ax.errorbar(est, ypos + off, xerr=err, fmt="o", capsize=3, label=name)
+    ax.axvline(0.0, color="#999", lw=0.8)
+    ax.set_yticks(ypos, methods)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    if k > 1:
+        ax.legend(loc="best", fontsize="small")
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def _shell_plot(shells: pd.DataFrame):
+    fig = _figure(figsize=(7.5, 4))
+    ax = fig.add_subplot()
+    cols = [c for c in shells.columns if c.startswith("shell")]
+    x = np.arange(len(cols))
+    for method, row in shells[cols].iterrows():
+        ax.plot(x, row.to_numpy(dtype=float), marker="o", label=str(method))
+    ax.set_xticks(
+        x,
+        [
+            f"{i}" + (" (inner)" if i == 0 else " (outer)" if i == len(cols) - 1 else "")
+            for i in range(len(cols))
+        ],
+    )
+    ax.set_xlabel("coverage shell (SPEC §3)")
+    ax.set_ylabel("mean Spearman ρ(EU, EU*_risk)")
+    ax.set_title("EU quality per shell")
+    ax.axhline(0.0, color="#999", lw=0.8)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    return fig
+
+
+def _fmt(v: Any, lo: Any = None, hi: Any = None) -> str:
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "–"
+    text = f"{v:.3f}" if isinstance(v, float) else str(v)
+    if lo is not None and hi is not None and np.isfinite(lo) and np.isfinite(hi):
+        text += f" [{lo:.3f}, {hi:.3f}]"
+    return text
+
+
+def _board_html(board: pd.DataFrame) -> str:
+    heads = [
+        "rank",
+        "method",
+        "ρ(EU, EU*_risk)",
+        "ρ(EU, EU*_var)",
+        "ρ(EU, EU*_point)",
+        "ρ(AU, AU*)",
+        "Δ_ent (risk)",
+        "RMSE vs f*",
+        "valid",
+        "failed",
+    ]
+    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads) + "</tr>"]
+    for r in board.to_dict(orient="records"):
+        cells = [str(r["rank"]), html.escape(str(r["method"]))]
+        for m in ("rho_eu_risk", "rho_eu_var", "rho_eu_point", "rho_au", "delta_ent_risk", "rmse"):
+            if m in ("rho_au", "delta_ent_risk") and r.get("constant_aleatoric"):
+                cells.append("n/a (constant AU)")
+            else:
+                cells.append(_fmt(r[m], r[f"{m}_low"], r[f"{m}_high"]))
+        cells += [str(r["n_valid"]), str(r["n_failed"])]
+        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def write_report(
+    results: pd.DataFrame,
+    out_dir: str | os.PathLike[str],
+    *,
+    title: str = "udbench report",
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+) -> Path:
+    """Write the HTML report and its PNG figures; return the path of ``report.html``.
+
+    Parameters
+    ----------
+    results : DataFrame
+        Rows as stored by ``udbench run`` (:func:`udbench.evaluation.store.read_results`).
+    out_dir : str or Path
+        Folder for ``report.html`` and the PNG figures (created if needed).
+    title : str
+        Page title.
+    confidence, n_resamples
+        Bootstrap intervals of the leaderboard (:func:`udbench.evaluation.leaderboard.leaderboard`).
+
+    Raises
+    ------
+    UdbenchError
+        Empty results.
+    """
+    if results is None or len(results) == 0:
+        raise UdbenchError("write_report: the results table is empty")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    board = leaderboard(results, confidence=confidence, n_resamples=n_resamples)
+    shells = shell_table(results)
+
+    figures: list[tuple[str, str, bytes]] = []
+    eu = [("rho_eu_risk", "EU*_risk"), ("rho_eu_var", "EU*_var"), ("rho_eu_point", "EU*_point")]
+    figures.append(
+        (
+            "eu_rho.png",
+            "EU quality",
+            _png(
+                _interval_plot(
+                    board, eu, "Mean Spearman ρ of EU with each EU target", "mean ρ over instances"
+                )
+            ),
+        )
+    )
+    au_board = board[~board["constant_aleatoric"].astype(bool)]
+    if len(au_board) and au_board["rho_au"].notna().any():
+        figures.append(
+            (
+                "au_rho.png",
+                "AU quality",
+                _png(
+                    _interval_plot(
+                        au_board,
+                        [("rho_au", "AU*")],
+                        "Mean Spearman ρ of AU with AU* (heteroscedastic noise)",
+                        "mean ρ over instances",
+                    )
+                ),
+            )
+        )
+        figures.append(
+            (
+                "entanglement.png",
+                "Excess entanglement",
+                _png(
+                    _interval_plot(
+                        au_board,
+                        [("delta_ent_risk", "Δ_ent")],
+                        "Excess entanglement ρ(EU, AU) − ρ(EU*_risk, AU*)",
+                        "mean Δ_ent over instances",
+                    )
+                ),
+            )
+        )
+    if not shells.empty:
+        figures.append(("shells.png", "EU quality per shell", _png(_shell_plot(shells))))
+    for name, _, data in figures:
+        (out / name).write_bytes(data)
+
+    grid = task_grid(results)
+    versions = (
+        sorted(results["udbench_version"].dropna().astype(str).unique())
+        if "udbench_version" in results
+        else []
+    )
+    n_inst = results["task_id"].nunique()
+    ok = results["status"].astype(str) == "ok"
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f"<p class='note'>{len(results)} cells ({int(ok.sum())} valid, "
+        f"{int((~ok).sum())} failed) on {n_inst} task instances; results made with udbench "
+        f"{html.escape(', '.join(versions) or '?')}; report made with udbench "
+        f"{html.escape(__version__)} on "
+        f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.</p>",
+        "<h2>Task grid</h2><table>",
+    ]
+    for col, vals in grid.items():
+        parts.append(f"<tr><th>{col}</th><td>{html.escape(', '.join(map(str, vals)))}</td></tr>")
+    parts.append("</table>")
+    parts.append("<h2>Leaderboard</h2>")
+    parts.append(
+        "<p class='note'>Means over instances with "
+        f"{confidence:.0%} percentile bootstrap intervals (resampling instances). ρ(AU, AU*) and "
+        "Δ_ent use heteroscedastic noise modes and heteroscedastic-AU methods only. Rank: mean "
+        "per-instance rank of ρ(EU, EU*_risk) over instances where every method is valid.</p>"
+    )
+    parts.append(_board_html(board))
+    for name, caption, data in figures:
+        b64 = base64.b64encode(data).decode()
+        parts.append(f"<h2>{html.escape(caption)}</h2>")
+        parts.append(f"<img alt='{html.escape(caption)}' src='data:image/png;base64,{b64}'>")
+        if name == "shells.png":
+            parts.append(
+                "<p class='note'>Mean ρ(EU, EU*_risk) inside each coverage shell; "
+                "outer_minus_inner = shell 4 − shell 0.</p>"
+            )
+            parts.append(shells.to_html(float_format=lambda v: f"{v:.3f}", na_rep="–"))
+    inst_cols = [
+        c
+        for c in (
+            "task_id",
+            "method_label",
+            "status",
+            "rho_eu_risk",
+            "rho_eu_var",
+            "rho_eu_point",
+            "rho_au",
+            "delta_ent_risk",
+            "rmse",
+            "fit_time_s",
+            "error",
+        )
+        if c in results.columns
+    ]
+    inst = results[inst_cols].sort_values(
+        [c for c in ("task_id", "method_label") if c in inst_cols]
+    )
+    parts.append("<h2>Per-instance results</h2><div class='scroll'>")
+    parts.append(inst.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="–"))
+    parts.append("</div></body></html>")
+    path = out / "report.html"
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path

@@ -1,0 +1,114 @@
+"""The Dask path: one shared 2-worker LocalCluster for the module (process workers are slow to
+start), compared with a 1-worker cluster and with in-process execution."""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pytest
+from _fakes import KnnMethod, MeanMethod, load_fake_task, make_fake_task, save_fake_task
+
+from udbench._validation import UdbenchError
+from udbench.evaluation.cluster import core_sets, dask_client, load_cluster_config, thread_env
+from udbench.evaluation.runner import METRIC_KEYS, run_benchmark
+from udbench.evaluation.store import read_results
+
+COLS = ["cell_key", "status", "method_seed", *METRIC_KEYS, "rho_eu_risk_shell0"]
+
+
+@pytest.fixture(scope="module")
+def client():
+    with dask_client(workers=2) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def task_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tasks")
+    for seed in range(3):
+        save_fake_task(make_fake_task(seed, n_train=20 + seed), folder)
+    return folder
+
+
+def _table(out):
+    return read_results(out).sort_values("cell_key")[COLS].reset_index(drop=True)
+
+
+def test_two_workers_equal_one_worker_and_inline(client, task_dir, tmp_path):
+    methods = [MeanMethod(), KnnMethod(k=3)]
+    kw = {"loader": load_fake_task, "progress": False}
+    s2 = run_benchmark([task_dir], methods, tmp_path / "two", client=client, **kw)
+    assert (s2.n_ok, s2.n_failed) == (6, 0)
+    # one worker: a 1-worker cluster from a cluster file (threads, so it starts fast)
+    cfg = tmp_path / "one.toml"
+    cfg.write_text(
+        'class = "distributed.LocalCluster"\n'
+        "[kwargs]\nn_workers = 1\nprocesses = false\nthreads_per_worker = 1\n"
+    )
+    s1 = run_benchmark([task_dir], methods, tmp_path / "one", cluster_config=cfg, **kw)
+    s0 = run_benchmark([task_dir], methods, tmp_path / "inline", workers=0, **kw)
+    assert s1.n_ok == s0.n_ok == 6
+    pd.testing.assert_frame_equal(_table(tmp_path / "two"), _table(tmp_path / "one"))
+    pd.testing.assert_frame_equal(_table(tmp_path / "two"), _table(tmp_path / "inline"))
+
+
+def test_workers_are_pinned_to_disjoint_cores(client):
+    info = client.run(lambda: (sorted(os.sched_getaffinity(0)), os.environ["OMP_NUM_THREADS"]))
+    sets = [tuple(cores) for cores, _ in info.values()]
+    assert sorted(sets) == sorted(tuple(c) for c in core_sets(2))
+    assert len(set(sets)) == 2 or len(os.sched_getaffinity(0)) == 1
+    per_worker = min(len(c) for c in core_sets(2))
+    assert {threads for _, threads in info.values()} == {str(per_worker)}
+
+
+def test_timeout_on_dask_is_a_failed_row_and_the_run_goes_on(client, tmp_path):
+    folder = tmp_path / "tasks"
+    save_fake_task(make_fake_task(0), folder)
+    s = run_benchmark(
+        [folder],
+        [KnnMethod(sleep=3.0), MeanMethod()],
+        tmp_path / "res",
+        client=client,
+        timeout=0.5,
+        loader=load_fake_task,
+        progress=False,
+    )
+    assert (s.n_ok, s.n_failed) == (1, 1)
+    assert s.failures[0][1] == "timeout: fit + predict exceeded 0.5 s"
+    client.wait_for_workers(2, timeout=60)  # the restarted worker is back
+
+
+def test_core_sets_split_evenly():
+    assert core_sets(2, [0, 1, 2, 3, 4]) == [[0, 1, 2], [3, 4]]
+    assert core_sets(3, [4, 5]) == [[4], [5], [4]]
+    assert thread_env(2)["OMP_NUM_THREADS"] == "2"
+    with pytest.raises(UdbenchError, match="'n_workers' must be >= 1"):
+        core_sets(0)
+
+
+def test_cluster_config_files(tmp_path):
+    toml = tmp_path / "c.toml"
+    toml.write_text('class = "distributed.LocalCluster"\nscale = 1\n[kwargs]\nprocesses = false\n')
+    assert load_cluster_config(toml)["kwargs"] == {"processes": False}
+    yml = tmp_path / "c.yaml"
+    yml.write_text("cluster:\n  class: dask_jobqueue.SLURMCluster\n  adapt: {maximum: 4}\n")
+    assert load_cluster_config(yml)["adapt"] == {"maximum": 4}
+    bad = tmp_path / "bad.toml"
+    bad.write_text('klass = "x"\n')
+    with pytest.raises(UdbenchError, match="'class' must name the cluster class"):
+        load_cluster_config(bad)
+    bad.write_text('class = "x.Y"\nworkers = 3\n')
+    with pytest.raises(UdbenchError, match="'keys' must be among class, kwargs"):
+        load_cluster_config(bad)
+    ini = tmp_path / "c.ini"
+    ini.write_text("[cluster]\n")
+    with pytest.raises(UdbenchError, match="end in .toml, .yaml or .yml"):
+        load_cluster_config(ini)
+
+
+def test_unimportable_cluster_class_is_a_user_error(task_dir, tmp_path):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text('class = "no_such_pkg.Cluster"\n')
+    with pytest.raises(UdbenchError, match="'class' must be an importable class"):
+        run_benchmark([task_dir], [MeanMethod()], tmp_path / "r2", cluster_config=cfg)
