@@ -103,7 +103,7 @@ def test_cluster_config_files(tmp_path):
         load_cluster_config(bad)
     ini = tmp_path / "c.ini"
     ini.write_text("[cluster]\n")
-    with pytest.raises(UdbenchError, match="end in .toml, .yaml or .yml"):
+    with pytest.raises(UdbenchError, match=r"end in \.toml, \.yaml or \.yml"):
         load_cluster_config(ini)
 
 
