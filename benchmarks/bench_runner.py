@@ -1,0 +1,133 @@
+"""Runner speed: Dask speed-up on 2 workers vs 1, and the runner's own overhead per cell.
+
+1. A batch of CPU-bound cells (a method whose fit does a fixed amount of single-threaded
+   linear algebra) runs on a 1-worker and on a 2-worker LocalCluster, pinned (the default), in
+   the same process; the speed-up is the ratio of wall times (cluster start-up excluded).
+   Target: >= 1.6x on 2 cores.
+2. A trivial method (instant fit/predict) runs on many cells in-process (``workers=0``); the
+   overhead per cell is the runner's wall time per cell minus the time per cell of a bare loop
+   doing the same load/fit/predict/score work without the runner. Target: < 50 ms.
+
+Tasks: small real GP tasks on the embedded ``diabetes`` table (fidelity ``smoke``).
+Last line: ``dask_speedup_2_workers: <x>``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from udbench.evaluation.runner import run_benchmark, score_prediction
+from udbench.methods.base import BaseMethod, Prediction
+
+N_TASKS = 2
+N_CPU_CONFIGS = 6  # CPU-bound cells = N_TASKS * N_CPU_CONFIGS
+WORK = 60  # ufunc rounds per fit (~1 s single-threaded)
+N_TRIVIAL_CONFIGS = 50  # trivial cells = N_TASKS * N_TRIVIAL_CONFIGS
+
+
+class BurnMethod(BaseMethod):
+    """CPU-bound toy method: ``work`` rounds of single-threaded ufuncs on 10^6 numbers in fit.
+
+    Element-wise NumPy work uses one thread whatever the BLAS settings, so 1 and 2 workers
+    compare Dask's parallelism, not BLAS threading.
+    """
+
+    name = "bench-burn"
+    family = "linear"
+    constant_aleatoric = True
+
+    def __init__(self, work: int = WORK, tag: int = 0, random_state: int | None = None) -> None:
+        self.work = work
+        self.tag = tag
+        self.random_state = random_state
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        x = np.random.default_rng(self.random_state).uniform(size=1_000_000)
+        for _ in range(self.work):
+            x = np.sin(x) * 1.0001 + 0.1
+        self.c_ = float(x[0]) * 0.0
+        self.center_ = X.mean(axis=0)
+
+    def _predict(self, X: np.ndarray) -> Prediction:
+        n = X.shape[0]
+        eu = np.sum((X - self.center_) ** 2, axis=1)
+        return Prediction(np.full(n, self.c_), np.ones(n), eu)
+
+
+class TrivialMethod(BurnMethod):
+    """Instant fit/predict: measures the runner, not the method."""
+
+    name = "bench-trivial"
+
+    def __init__(self, work: int = 0, tag: int = 0, random_state: int | None = None) -> None:
+        super().__init__(work=work, tag=tag, random_state=random_state)
+
+
+def _make_tasks(folder: Path) -> list[Path]:
+    from udbench.tasks import TaskSpec, generate_task
+
+    paths = []
+    for seed in range(N_TASKS):
+        spec = TaskSpec("diabetes", "gp", "smooth-monotone", "balanced", seed, "smoke", 100)
+        path = folder / f"{spec.task_id}.npz"
+        generate_task(spec).save(path)
+        paths.append(path)
+    return paths
+
+
+def main() -> None:
+    from udbench.evaluation.cluster import dask_client
+    from udbench.tasks import Task
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-runner-"))
+    paths = _make_tasks(tmp / "tasks")
+    burn = [BurnMethod(tag=i) for i in range(N_CPU_CONFIGS)]
+    n_cpu = N_TASKS * N_CPU_CONFIGS
+
+    walls = {}
+    for n_workers in (1, 2):
+        with dask_client(workers=n_workers) as client:
+            # warm the workers (imports) so that start-up is not timed
+            run_benchmark(
+                paths,
+                [TrivialMethod(tag=-1)],
+                tmp / f"warm{n_workers}",
+                client=client,
+                progress=False,
+            )
+            t0 = time.perf_counter()
+            s = run_benchmark(paths, burn, tmp / f"burn{n_workers}", client=client, progress=False)
+            walls[n_workers] = time.perf_counter() - t0
+            assert s.n_ok == n_cpu, s.failures[:3]
+        print(f"{n_cpu} CPU-bound cells on {n_workers} worker(s): {walls[n_workers]:.2f} s")
+    speedup = walls[1] / walls[2]
+
+    trivial = [TrivialMethod(tag=i) for i in range(N_TRIVIAL_CONFIGS)]
+    n_triv = N_TASKS * N_TRIVIAL_CONFIGS
+    run_benchmark(paths, trivial[:1], tmp / "triv-warm", workers=0, progress=False)
+    t0 = time.perf_counter()
+    s = run_benchmark(paths, trivial, tmp / "triv", workers=0, progress=False)
+    runner_s = time.perf_counter() - t0
+    assert s.n_ok == n_triv
+    t0 = time.perf_counter()
+    for est in trivial:
+        for path in paths:
+            task = Task.load(path)
+            est.fit(task.X_train, task.y_train)
+            score_prediction(task, est.predict(task.X_eval))
+    bare_s = time.perf_counter() - t0
+    overhead_ms = 1000 * (runner_s - bare_s) / n_triv
+    print(
+        f"{n_triv} trivial cells: runner {1000 * runner_s / n_triv:.1f} ms/cell, "
+        f"bare loop {1000 * bare_s / n_triv:.1f} ms/cell"
+    )
+    print(f"runner_overhead_ms_per_cell: {overhead_ms:.1f} (target < 50)")
+    print(f"dask_speedup_2_workers: {speedup:.2f}")
+
+
+if __name__ == "__main__":
+    main()
