@@ -21,6 +21,7 @@ import platform
 import threading
 import time
 import traceback
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -690,9 +691,10 @@ def _iter_dask(
 
     futures = {}
     restarts: list[threading.Thread] = []
-    for cell in cells:
+    run_token = uuid.uuid4().hex[:12]  # a fresh Dask key per run: never reuse a stale result
+    for i, cell in enumerate(cells):
         fut = client.submit(
-            evaluate_cell, cell, **kwargs, pure=False, key=f"udbench-cell-{derive_seed(cell.key)}"
+            evaluate_cell, cell, **kwargs, pure=False, key=f"udbench-cell-{run_token}-{i}"
         )
         futures[fut] = cell
     try:
