@@ -80,7 +80,7 @@ def test_end_to_end_real_task_files_and_methods(task_dir, tmp_path):
         targets = oracle_targets(
             pred.mean, task.post_mean, task.post_var, task.noise_var_eval, task.f_eval
         )
-        want = instance_metrics(pred, targets)
+        want = instance_metrics(pred, targets, constant_aleatoric=row.constant_aleatoric)
         for key in METRIC_KEYS:
             np.testing.assert_equal(getattr(row, key), want[key], err_msg=f"{row.cell_key} {key}")
         assert (row.dataset, row.noise, row.n_eval, row.n_draws) == ("toy", task.spec.noise, 60, D)

@@ -54,7 +54,7 @@ def test_end_to_end_stored_metrics_equal_recomputed(task_dir, tmp_path):
         targets = oracle_targets(
             pred.mean, task.post_mean, task.post_var, task.noise_var_eval, task.f_eval
         )
-        expected = instance_metrics(pred, targets)
+        expected = instance_metrics(pred, targets, constant_aleatoric=row.constant_aleatoric)
         for key in METRIC_KEYS:
             np.testing.assert_equal(getattr(row, key), expected[key], err_msg=key)
         # per-shell ρ(EU, EU*_risk), hand-selected shells 0 and 4
@@ -70,7 +70,7 @@ def test_end_to_end_stored_metrics_equal_recomputed(task_dir, tmp_path):
     # constant-AU method: rho_au undefined, with the reason stored
     mean_rows = df[df["method"] == "fake-mean"]
     assert mean_rows["rho_au"].isna().all()
-    assert mean_rows["metric_notes"].str.contains("AU is constant").all()
+    assert mean_rows["metric_notes"].str.contains("rho_au: method's AU is constant in x").all()
 
 
 def test_rows_are_deterministic(task_dir, tmp_path):

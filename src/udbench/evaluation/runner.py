@@ -459,7 +459,9 @@ def _per_shell(
     return out
 
 
-def score_prediction(task: Any, pred: Prediction) -> tuple[dict[str, float], str | None]:
+def score_prediction(
+    task: Any, pred: Prediction, *, constant_aleatoric: bool = False
+) -> tuple[dict[str, float], str | None]:
     """Oracle targets and per-instance metrics of one prediction on one task.
 
     Parameters
@@ -469,6 +471,9 @@ def score_prediction(task: Any, pred: Prediction) -> tuple[dict[str, float], str
         (each shape (n_eval,)).
     pred : Prediction
         The method's validated prediction at ``task.X_eval``.
+    constant_aleatoric : bool, default False
+        The method's AU is constant in x by construction (SPEC §8): its AU correlations and
+        Δ_ent are NaN with that reason.
 
     Returns
     -------
@@ -488,7 +493,7 @@ def score_prediction(task: Any, pred: Prediction) -> tuple[dict[str, float], str
         np.asarray(task.noise_var_eval, dtype=np.float64),
         np.asarray(task.f_eval, dtype=np.float64),
     )
-    raw = instance_metrics(pred, targets)
+    raw = instance_metrics(pred, targets, constant_aleatoric=constant_aleatoric)
     metrics: dict[str, float] = {}
     notes: list[str] = []
     for k, v in dict(raw).items():
@@ -645,7 +650,9 @@ def evaluate_cell(
         row["finished_at"] = _now()
         return outcome
     try:
-        metrics, notes = score_prediction(task, pred)
+        metrics, notes = score_prediction(
+            task, pred, constant_aleatoric=cell.method.constant_aleatoric
+        )
     except Exception as err:
         row["error"] = f"scoring raised {_one_line(err)}"
         row["traceback"] = traceback.format_exc(limit=8)
