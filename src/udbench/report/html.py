@@ -177,7 +177,10 @@ def _board_html(board: pd.DataFrame) -> str:
             if m in ("rho_au", "delta_ent_risk") and r.get("constant_aleatoric"):
                 cells.append("n/a (constant AU)")
             else:
-                cells.append(_fmt(r[m], r[f"{m}_low"], r[f"{m}_high"]))
+                text = _fmt(r[m], r[f"{m}_low"], r[f"{m}_high"])
+                if m in ("rho_au", "delta_ent_risk") and text != "–":
+                    text += f" (n={r[f'{m}_n']})"
+                cells.append(text)
         cells += [str(r["n_valid"]), str(r["n_failed"])]
         out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     out.append("</table>")
