@@ -149,6 +149,11 @@ def register(app: typer.Typer) -> None:
             console.print(f"  failed {key}: {reason}", highlight=False, markup=False)
         if len(summary.failures) > 10:
             console.print(f"  … and {len(summary.failures) - 10} more (see the results table)")
+        console.print(
+            f"next: udbench leaderboard {out}  ·  udbench report {out} --out REPORT_DIR",
+            highlight=False,
+            markup=False,
+        )
 
     @app.command("leaderboard")
     def leaderboard_cmd(
