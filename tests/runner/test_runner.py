@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -140,9 +142,9 @@ def test_stopped_run_loses_no_cell_and_resume_runs_each_cell_once(tmp_path, monk
 @pytest.mark.parametrize(
     ("kind", "reason"),
     [
-        ("nan", "invalid prediction: fake-bad.predict: parameter 'mean' must contain only finite"),
-        ("negative", "invalid prediction: fake-bad.predict: parameter 'epistemic' must be non-neg"),
-        ("shape", "invalid prediction: fake-bad.predict: parameter 'mean' must have shape (60)"),
+        ("nan", r"invalid prediction: \S+\.predict: parameter 'mean' must contain only finite"),
+        ("negative", r"invalid prediction: \S+\.predict: parameter 'epistemic' must be non-neg"),
+        ("shape", r"invalid prediction: \S+\.predict: parameter 'mean' must have shape \(60\)"),
     ],
 )
 def test_invalid_predictions_become_failed_rows(tmp_path, kind, reason):
@@ -150,7 +152,7 @@ def test_invalid_predictions_become_failed_rows(tmp_path, kind, reason):
     save_fake_task(make_fake_task(0), folder)
     s = _run(folder, tmp_path / "res", [BadMethod(kind=kind)])
     assert (s.n_ok, s.n_failed) == (0, 1)
-    assert s.failures[0][1].startswith(reason)
+    assert re.match(reason, s.failures[0][1])  # checked by the runner or by BaseMethod.predict
 
 
 def test_timeout_is_a_failed_row(tmp_path):

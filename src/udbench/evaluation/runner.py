@@ -437,9 +437,19 @@ def _task_coordinates(task: Any) -> dict[str, Any]:
     return out
 
 
-def _one_line(err: BaseException) -> str:
+def _one_line(err: BaseException, *, with_type: bool = True) -> str:
     text = " ".join(str(err).split())
+    if not with_type:
+        return text or type(err).__name__
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def _is_output_error(err: BaseException) -> bool:
+    """Whether ``err`` is the method contract's invalid-output error (shape, NaN, variance)."""
+    from udbench.methods import base
+
+    cls = getattr(base, "MethodOutputError", None)
+    return cls is not None and isinstance(err, cls)
 
 
 def _per_shell(
@@ -627,7 +637,10 @@ def evaluate_cell(
         outcome.timed_out = True
         return outcome
     if isinstance(result, BaseException):
-        if isinstance(result, _Stage):
+        if isinstance(result, _Stage) and _is_output_error(result.err):
+            row["error"] = f"invalid prediction: {_one_line(result.err, with_type=False)}"
+            tb = traceback.format_exception(result.err)
+        elif isinstance(result, _Stage):
             row["error"] = f"{result.stage} raised {_one_line(result.err)}"
             tb = traceback.format_exception(result.err)
         else:
