@@ -112,3 +112,19 @@ def test_unimportable_cluster_class_is_a_user_error(task_dir, tmp_path):
     cfg.write_text('class = "no_such_pkg.Cluster"\n')
     with pytest.raises(UdbenchError, match="'class' must be an importable class"):
         run_benchmark([task_dir], [MeanMethod()], tmp_path / "r2", cluster_config=cfg)
+
+
+def test_running_scheduler_by_address(client, task_dir, tmp_path):
+    s = run_benchmark(
+        [task_dir],
+        [MeanMethod()],
+        tmp_path / "res",
+        scheduler=client.scheduler.address,
+        loader=load_fake_task,
+        progress=False,
+    )
+    assert (s.n_ok, s.n_failed) == (3, 0)
+    with pytest.raises(UdbenchError, match="'scheduler' must not be combined with --cluster"):
+        run_benchmark(
+            [task_dir], [MeanMethod()], tmp_path / "r", scheduler="tcp://x:1", cluster_config="c"
+        )
