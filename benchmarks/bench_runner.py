@@ -31,7 +31,7 @@ N_TASKS = 2
 N_CPU_CONFIGS = 6  # CPU-bound cells = N_TASKS * N_CPU_CONFIGS
 WORK = 60  # ufunc rounds per fit (~1 s single-threaded)
 N_TRIVIAL_CONFIGS = 50  # trivial cells = N_TASKS * N_TRIVIAL_CONFIGS
-N_REPEAT = 2  # timed runs per worker count (alternating)
+N_REPEAT = 3  # timed runs per worker count (alternating)
 
 
 class BurnMethod(BaseMethod):
