@@ -285,6 +285,8 @@ def dask_client(
         threads_per_worker=threads_per_worker,
         processes=True,
         dashboard_address=None,
+        # the scheduler's small HTTP server (health, metrics) on a free port, not 8787
+        scheduler_kwargs={"dashboard_address": ":0"},
         env=env,
     )
     try:
