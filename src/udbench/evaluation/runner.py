@@ -52,6 +52,7 @@ __all__ = [
     "resolve_method",
     "resolve_methods",
     "run_benchmark",
+    "score_prediction",
 ]
 
 #: Suffixes of task files picked up when a task argument is a directory.
