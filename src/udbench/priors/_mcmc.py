@@ -1,0 +1,254 @@
+"""Shared pieces of the MCMC reference posteriors (HBART, BNN): SPEC §7 diagnostics and the
+seed-replacement rule for rejected instances.
+
+Everything here works on plain arrays with explicit axes, ``draws`` of shape
+``(n_chains, n_per_chain, m)`` (function values of f at m inputs, chains first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+from udbench._validation import check_array, param_error
+
+__all__ = [
+    "MCSE_N_BATCHES",
+    "RHAT_THRESHOLD",
+    "SeedReplacement",
+    "batch_means_mcse_var",
+    "function_space_rhat",
+    "generate_with_seed_replacement",
+    "is_accepted",
+    "next_unused_seed",
+    "summarise_function_draws",
+]
+
+#: Instances with any function-space split-R̂ above this are rejected (SPEC §7).
+RHAT_THRESHOLD: float = 1.05
+
+#: Number of batches for the batch-means MCSE of σ_f² (SPEC §7).
+MCSE_N_BATCHES: int = 20
+
+T = TypeVar("T")
+
+
+def _check_draws(component: str, draws: Any) -> np.ndarray:
+    arr = check_array(component, "draws", draws, ndim=3)
+    if arr.shape[0] < 1 or arr.shape[1] < 2:
+        raise param_error(
+            component, "draws", "have >= 1 chain and >= 2 draws per chain", f"shape {arr.shape}"
+        )
+    return arr
+
+
+def function_space_rhat(draws: np.ndarray) -> np.ndarray:
+    """Rank-normalised split-R̂ of f at every input (SPEC §7).
+
+    Computed on function values, not on raw parameters: tree ensembles and networks have
+    many parameter configurations giving the same f (label switching, sign flips), so
+    R̂ on parameters would flag chains that agree in function space.
+
+    Parameters
+    ----------
+    draws : ndarray, shape (n_chains, n_per_chain, m)
+        Draws of f(x) per chain, in sampling order.
+
+    Returns
+    -------
+    ndarray, shape (m,)
+        Rank-normalised split-R̂ (Vehtari et al. 2021, as implemented by
+        :func:`arviz.rhat` with ``method="rank"``). NaN where f is constant across all
+        draws (e.g. a tree ensemble that never splits near x).
+
+    Raises
+    ------
+    UdbenchError
+        If ``draws`` is not 3-dimensional with at least 2 draws per chain.
+    """
+    import arviz as az
+
+    arr = _check_draws("function_space_rhat", draws)
+    ds = az.convert_to_dataset(arr)
+    return np.asarray(az.rhat(ds, method="rank")["x"].values, dtype=np.float64).reshape(-1)
+
+
+def _batches(n_chains: int, n_per_chain: int, n_batches: int) -> list[tuple[slice, slice]]:
+    """Batches of whole chains (n_chains >= n_batches) or equal chain segments (otherwise)."""
+    if n_chains >= n_batches:
+        groups = np.array_split(np.arange(n_chains), n_batches)
+        return [(slice(g[0], g[-1] + 1), slice(0, n_per_chain)) for g in groups]
+    per_chain = max(1, round(n_batches / n_chains))
+    per_chain = min(per_chain, n_per_chain)
+    edges = np.linspace(0, n_per_chain, per_chain + 1).round().astype(int)
+    return [
+        (slice(c, c + 1), slice(int(edges[k]), int(edges[k + 1])))
+        for c in range(n_chains)
+        for k in range(per_chain)
+    ]
+
+
+def batch_means_mcse_var(draws: np.ndarray, n_batches: int = MCSE_N_BATCHES) -> np.ndarray:
+    """Monte Carlo standard error of the posterior variance σ_f²(x) by batch means (SPEC §7).
+
+    The pooled estimate is σ̂² = mean over all draws of g = (f − f̄)², f̄ the pooled mean.
+    The draws are cut into ``n_batches`` batches: groups of whole chains when there are at
+    least ``n_batches`` chains, otherwise each chain is cut into round(n_batches / n_chains)
+    consecutive segments. With b_k the mean of g in batch k and B the number of batches,
+    MCSE = SD(b_1..b_B) / √B (Flegal & Jones 2010, batch means; ``ddof=1``).
+
+    Parameters
+    ----------
+    draws : ndarray, shape (n_chains, n_per_chain, m)
+    n_batches : int, default 20
+
+    Returns
+    -------
+    ndarray, shape (m,)
+        MCSE of σ̂_f²(x), in target units squared.
+
+    Raises
+    ------
+    UdbenchError
+        Bad shape, or fewer than 2 batches possible.
+    """
+    arr = _check_draws("batch_means_mcse_var", draws)
+    if int(n_batches) < 2:
+        raise param_error("batch_means_mcse_var", "n_batches", "be >= 2", n_batches)
+    n_chains, n_per, _ = arr.shape
+    g = (arr - arr.mean(axis=(0, 1))) ** 2
+    batches = _batches(n_chains, n_per, int(n_batches))
+    if len(batches) < 2:
+        raise param_error(
+            "batch_means_mcse_var", "draws", "allow >= 2 batches", f"shape {arr.shape}"
+        )
+    # weight batches equally (they have equal or near-equal sizes by construction)
+    means = np.stack([g[c, s].mean(axis=(0, 1)) for c, s in batches])
+    return means.std(axis=0, ddof=1) / np.sqrt(len(batches))
+
+
+def summarise_function_draws(draws: np.ndarray) -> dict[str, Any]:
+    """SPEC §7 convergence summary of function draws (chains first).
+
+    Returns a JSON-serialisable dict: ``rhat_max``, ``rhat_median``, ``rhat_n_above``
+    (count of inputs with R̂ > :data:`RHAT_THRESHOLD`), ``rhat_threshold``,
+    ``mcse_var_max_rel`` and ``mcse_var_median_rel`` (batch-means MCSE of σ_f² relative
+    to σ̂_f², max and median over inputs), ``mcse_n_batches``, and ``rhat`` / ``mcse_var``
+    (per input, as lists).
+    """
+    rhat = function_space_rhat(draws)
+    mcse = batch_means_mcse_var(draws)
+    var = draws.reshape(-1, draws.shape[-1]).var(axis=0)
+    rel = np.where(var > 0, mcse / np.where(var > 0, var, 1.0), np.nan)
+    finite = rhat[np.isfinite(rhat)]
+    return {
+        "rhat_max": float(finite.max()) if finite.size else float("nan"),
+        "rhat_median": float(np.median(finite)) if finite.size else float("nan"),
+        "rhat_n_above": int(np.sum(finite > RHAT_THRESHOLD)),
+        "rhat_threshold": RHAT_THRESHOLD,
+        "mcse_var_max_rel": float(np.nanmax(rel)) if np.isfinite(rel).any() else float("nan"),
+        "mcse_var_median_rel": float(np.nanmedian(rel)) if np.isfinite(rel).any() else float("nan"),
+        "mcse_n_batches": MCSE_N_BATCHES,
+        "rhat": rhat.tolist(),
+        "mcse_var": mcse.tolist(),
+    }
+
+
+def is_accepted(diagnostics: dict[str, Any], threshold: float = RHAT_THRESHOLD) -> bool:
+    """SPEC §7 acceptance of an MCMC reference posterior: no function-space R̂ > threshold.
+
+    ``diagnostics`` is a :attr:`Posterior.diagnostics` dict with an ``"rhat"`` list (per
+    evaluation and training input); inputs where f never varies (R̂ NaN) are ignored.
+    A posterior without R̂ (an exact family) is accepted.
+    """
+    rhat = np.asarray(diagnostics.get("rhat", []), dtype=np.float64)
+    rhat = rhat[np.isfinite(rhat)]
+    return bool(rhat.size == 0 or rhat.max() <= threshold)
+
+
+def next_unused_seed(used: Iterable[int]) -> int:
+    """The smallest non-negative integer seed larger than every seed in ``used``.
+
+    Seeds of a condition are 0..n_seeds−1; a rejected instance's seed is replaced by the
+    next seed after all seeds already taken (grid seeds and earlier replacements), so
+    the replacement never collides with a grid seed or another replacement.
+    """
+    values = [int(s) for s in used]
+    return max(values) + 1 if values else 0
+
+
+@dataclass(frozen=True)
+class SeedReplacement:
+    """One rejected instance: ``slot`` is the grid seed, ``rejected`` the seed that failed
+    (the grid seed or an earlier replacement), ``replacement`` the seed tried next and
+    ``reason`` why (e.g. ``"rhat_max=1.08 > 1.05"``)."""
+
+    slot: int
+    rejected: int
+    replacement: int
+    reason: str
+
+
+def generate_with_seed_replacement(
+    run: Callable[[int], T],
+    accepted: Callable[[T], tuple[bool, str]],
+    seeds: Sequence[int],
+    max_replacements: int = 10,
+) -> tuple[dict[int, tuple[int, T]], list[SeedReplacement]]:
+    """Generate one instance per grid seed, replacing rejected seeds (SPEC §7).
+
+    Seeds are processed in the order given (use increasing order). A result that
+    ``accepted`` rejects is discarded and the slot is retried with
+    :func:`next_unused_seed` of every seed taken so far (all grid seeds plus earlier
+    replacements), so the outcome is deterministic for a given grid and does not depend
+    on which other conditions exist.
+
+    Parameters
+    ----------
+    run : callable
+        ``run(seed) -> result`` generates the instance with that seed.
+    accepted : callable
+        ``accepted(result) -> (ok, reason)``; e.g. ``lambda post: (is_accepted(d), msg)``.
+    seeds : sequence of int
+        The condition's grid seeds (SPEC §6: 0..9).
+    max_replacements : int, default 10
+        Give up (raise) after this many replacements for one slot.
+
+    Returns
+    -------
+    results : dict
+        ``{grid seed: (seed actually used, result)}``.
+    log : list of SeedReplacement
+        The replacements made, in order (to be recorded in the task files).
+
+    Raises
+    ------
+    UdbenchError
+        If a slot is still rejected after ``max_replacements`` replacements.
+    """
+    taken: list[int] = [int(s) for s in seeds]
+    results: dict[int, tuple[int, T]] = {}
+    log: list[SeedReplacement] = []
+    for slot in [int(s) for s in seeds]:
+        seed = slot
+        for attempt in range(int(max_replacements) + 1):
+            result = run(seed)
+            ok, reason = accepted(result)
+            if ok:
+                results[slot] = (seed, result)
+                break
+            if attempt == int(max_replacements):
+                raise param_error(
+                    "generate_with_seed_replacement",
+                    "seeds",
+                    f"give an accepted instance within {max_replacements} replacements",
+                    slot,
+                )
+            new = next_unused_seed(taken)
+            taken.append(new)
+            log.append(SeedReplacement(slot, seed, new, reason))
+            seed = new
+    return results, log

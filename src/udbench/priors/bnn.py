@@ -1,0 +1,473 @@
+"""BNN reference prior (SPEC §5, paper B.2/B.5): a one-hidden-layer tanh network with
+standard-normal weights, centred on fixed reference inputs and scaled by a; conditioned by
+NUTS (NumPyro) on all weights in float64.
+
+    u(x) = H^−½ Σ_h v_h · tanh(d^−½ · w_hᵀ(2x − 1) + c_h),     v, w, c ~ N(0, 1)
+    f(x) = b + a · (u(x) − (1/R) Σ_r u(x_r^ref)),               b ~ N(0, 1)
+
+with H = 50 hidden units and R = 65 reference inputs: evaluation-pool rows chosen once
+per dataset (:func:`choose_reference_rows`). The centring makes b the mean of f over the
+reference inputs, so the level and the shape of f have separate priors.
+
+NUTS runs its chains vectorised (``chain_method="vectorized"``): NumPyro's ``parallel``
+method silently runs chains one after another when there are fewer devices than chains.
+Float64 is switched on only inside :meth:`BNNPrior.condition` (``jax.enable_x64(True)``).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+import numpy as np
+
+from udbench._seeding import derive_seed, make_rng
+from udbench._validation import check_array, check_choice, check_positive, param_error
+from udbench.priors._mcmc import summarise_function_draws
+from udbench.priors.base import FIDELITIES, SCALE_N_DRAWS, Posterior, scale_from_unit_draws
+
+__all__ = [
+    "FIDELITY_SETTINGS",
+    "N_HIDDEN",
+    "N_REFERENCE",
+    "BNNPrior",
+    "build_prior",
+    "choose_reference_rows",
+    "network_u",
+]
+
+#: Hidden units H (SPEC §5).
+N_HIDDEN: int = 50
+#: Number R of reference inputs for the centring (SPEC §5).
+N_REFERENCE: int = 65
+
+#: NUTS settings per fidelity. ``paper`` is SPEC §5; ``standard`` is the cheapest setting
+#: that passed the SPEC §7 checks on the reference machine (docs/priors-mcmc.md);
+#: ``smoke`` is for tests (not a reference posterior). D = n_chains × draws per chain.
+FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
+    "paper": {"n_chains": 4, "n_warmup": 500, "target_accept": 0.9, "max_tree_depth": 10},
+    "standard": {"n_chains": 4, "n_warmup": 500, "target_accept": 0.9, "max_tree_depth": 10},
+    "smoke": {"n_chains": 2, "n_warmup": 150, "target_accept": 0.9, "max_tree_depth": 8},
+}
+
+
+def network_u(
+    X: np.ndarray, v: np.ndarray, w: np.ndarray, c: np.ndarray, xp: Any = np
+) -> np.ndarray:
+    """The un-centred network u(x) = H^−½ Σ_h v_h tanh(d^−½ w_hᵀ(2x − 1) + c_h) (SPEC §5).
+
+    Parameters
+    ----------
+    X : array, shape (..., m, d), inputs in [0, 1] (leading axes broadcast with the weights')
+    v : array, shape (..., H)
+    w : array, shape (..., H, d)
+    c : array, shape (..., H)
+    xp : module, default numpy
+        Array namespace (``numpy`` or ``jax.numpy``).
+
+    Returns
+    -------
+    array, shape (..., m)
+    """
+    d = X.shape[-1]
+    H = v.shape[-1]
+    pre = xp.einsum("...md,...hd->...mh", 2.0 * X - 1.0, w) / np.sqrt(d) + c[..., None, :]
+    return xp.einsum("...mh,...h->...m", xp.tanh(pre), v) / np.sqrt(H)
+
+
+def _f(X: Any, X_ref: Any, v: Any, w: Any, c: Any, b: Any, scale: float, xp: Any = np) -> Any:
+    """f(x) = b + a (u(x) − mean_r u(x_r)), batched over leading weight axes."""
+    u = network_u(X, v, w, c, xp)
+    u_ref = network_u(X_ref, v, w, c, xp).mean(axis=-1)
+    return b[..., None] + scale * (u - u_ref[..., None])
+
+
+def choose_reference_rows(n_eval: int, dataset: str, n_reference: int = N_REFERENCE) -> np.ndarray:
+    """Positions (into the evaluation pool) of the R reference inputs, fixed per dataset.
+
+    Drawn uniformly without replacement with a stream derived from ``("bnn-reference",
+    dataset)``; sorted.
+
+    Returns
+    -------
+    ndarray, shape (min(n_reference, n_eval),), int
+    """
+    rng = make_rng("bnn-reference", dataset)
+    return np.sort(rng.choice(int(n_eval), size=min(int(n_reference), int(n_eval)), replace=False))
+
+
+def _model(X: Any, X_r: Any, sd: Any, y_obs: Any, scale: Any, n_hidden: int = N_HIDDEN) -> None:
+    """NumPyro model for R independent data sets (leading axis of X, sd, y_obs): one
+    set of weights each, all N(0, 1); Gaussian likelihood with known per-point SD."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    R, H, d = X.shape[0], n_hidden, X.shape[-1]
+    v = numpyro.sample("v", dist.Normal(0.0, 1.0).expand([R, H]).to_event(2))
+    w = numpyro.sample("w", dist.Normal(0.0, 1.0).expand([R, H, d]).to_event(3))
+    c = numpyro.sample("c", dist.Normal(0.0, 1.0).expand([R, H]).to_event(2))
+    b = numpyro.sample("b", dist.Normal(0.0, 1.0).expand([R]).to_event(1))
+    f = _f(X, X_r, v, w, c, b, scale, xp=jnp)
+    numpyro.sample("y", dist.Normal(f, sd).to_event(2), obs=y_obs)
+
+
+@functools.cache
+def _nuts_runner(
+    n_hidden: int,
+    n_features: int,
+    n_chains: int,
+    n_warmup: int,
+    n_samples: int,
+    target_accept: float,
+    max_tree_depth: int,
+    chain_method: str,
+) -> Any:
+    """One NumPyro ``MCMC`` object per configuration, reused so that repeated
+    conditioning with the same shapes does not recompile (NumPyro caches per object)."""
+    from numpyro.infer import MCMC, NUTS
+
+    kernel = NUTS(
+        functools.partial(_model, n_hidden=n_hidden),
+        target_accept_prob=target_accept,
+        max_tree_depth=max_tree_depth,
+    )
+    del n_features  # part of the cache key only
+    return MCMC(
+        kernel,
+        num_warmup=n_warmup,
+        num_samples=n_samples,
+        num_chains=n_chains,
+        chain_method=chain_method,
+        progress_bar=False,
+    )
+
+
+class BNNPrior:
+    """BNN reference prior: tanh network with reference-input centring (SPEC §5).
+
+    Parameters
+    ----------
+    X_ref : ndarray, shape (R, d)
+        The reference inputs (65 evaluation-pool rows, :func:`choose_reference_rows`).
+    scale : float, default 1.0
+        The scale constant a (target units), set by :func:`build_prior`.
+    fidelity : {"paper", "standard", "smoke"}, default "standard"
+        NUTS preset (:data:`FIDELITY_SETTINGS`).
+    n_hidden : int, default 50
+    dataset : str, optional
+        Recorded in :attr:`settings`.
+    """
+
+    family = "bnn"
+
+    def __init__(
+        self,
+        X_ref: np.ndarray,
+        scale: float = 1.0,
+        fidelity: str = "standard",
+        *,
+        n_hidden: int = N_HIDDEN,
+        dataset: str | None = None,
+    ) -> None:
+        self.X_ref = X_ref
+        self._scale = scale
+        self.fidelity = fidelity
+        self.n_hidden = n_hidden
+        self.dataset = dataset
+
+    @property
+    def scale(self) -> float:
+        """The scale constant a (target units)."""
+        return float(self._scale)
+
+    @property
+    def sampler_settings(self) -> dict[str, Any]:
+        """NUTS settings of the current fidelity."""
+        check_choice("BNNPrior", "fidelity", self.fidelity, FIDELITIES)
+        return dict(FIDELITY_SETTINGS[self.fidelity])
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """Prior and sampler settings (JSON-serialisable), recorded in every task."""
+        return {
+            "family": self.family,
+            "dataset": self.dataset,
+            "scale": self.scale,
+            "n_hidden": self.n_hidden,
+            "n_reference": int(np.asarray(self.X_ref).shape[0]),
+            "X_ref": np.asarray(self.X_ref, dtype=np.float64).tolist(),
+            "fidelity": self.fidelity,
+            "sampler": {
+                "engine": "numpyro NUTS",
+                "chain_method": "vectorized",
+                "dtype": "float64",
+                **self.sampler_settings,
+            },
+        }
+
+    def _check_X(self, name: str, X: Any) -> np.ndarray:
+        X = check_array("BNNPrior", name, X, ndim=2)
+        d = np.asarray(self.X_ref).shape[1]
+        if X.shape[1] != d:
+            raise param_error("BNNPrior", name, f"have {d} columns like X_ref", X.shape)
+        return X
+
+    def sample_weights(self, key: int, n_draws: int = 1) -> dict[str, np.ndarray]:
+        """Prior draws of all weights: v (n, H), w (n, H, d), c (n, H), b (n,), all N(0, 1)."""
+        check_positive("BNNPrior", "n_draws", n_draws)
+        rng = np.random.default_rng(derive_seed("bnn-prior", int(key)))
+        H, d, n = int(self.n_hidden), int(np.asarray(self.X_ref).shape[1]), int(n_draws)
+        return {
+            "v": rng.standard_normal((n, H)),
+            "w": rng.standard_normal((n, H, d)),
+            "c": rng.standard_normal((n, H)),
+            "b": rng.standard_normal(n),
+        }
+
+    def function(self, X: np.ndarray, weights: dict[str, np.ndarray]) -> np.ndarray:
+        """f at ``X`` (m, d) for a batch of weights (leading axes); returns (..., m) float64."""
+        X = self._check_X("X", X)
+        X_ref = np.asarray(self.X_ref, dtype=np.float64)
+        return _f(X, X_ref, weights["v"], weights["w"], weights["c"], weights["b"], self.scale)
+
+    def sample(self, X: np.ndarray, key: int, n_draws: int = 1) -> np.ndarray:
+        """Joint prior draws of f at ``X``.
+
+        Parameters
+        ----------
+        X : ndarray, shape (m, d)
+        key : int
+            Seed; the same key gives the same draws.
+        n_draws : int, default 1
+
+        Returns
+        -------
+        ndarray, shape (n_draws, m), float64, target units.
+        """
+        X = self._check_X("X", X)
+        return self.function(X, self.sample_weights(key, n_draws))
+
+    def condition(
+        self,
+        X_train: np.ndarray,
+        y: np.ndarray,
+        noise_var_train: np.ndarray,
+        X_eval: np.ndarray,
+        key: int,
+        n_draws: int,
+        *,
+        chain_method: str = "vectorized",
+    ) -> Posterior:
+        """Posterior draws of f given S with known noise variances, by NUTS on all weights.
+
+        Parameters
+        ----------
+        X_train : ndarray, shape (n, d); y : ndarray, shape (n,)
+        noise_var_train : ndarray, shape (n,)
+            Known σ²(x_i) (target units squared).
+        X_eval : ndarray, shape (n_eval, d)
+        key : int
+            Seed (same key → same draws on the same platform).
+        n_draws : int
+            D; must be a multiple of the fidelity's number of chains (draws per chain =
+            D / chains).
+        chain_method : {"vectorized", "sequential"}
+            How NumPyro runs the chains; ``"vectorized"`` is the default and the one
+            used for tasks (``"sequential"`` exists for the speed comparison).
+
+        Returns
+        -------
+        Posterior
+            ``draws_eval`` (D, n_eval), ``draws_train`` (D, n), float64, chain-major;
+            ``diagnostics``: function-space split-R̂ and batch-means MCSE of σ_f² at every
+            evaluation input (R̂ also at training inputs), mean acceptance probability,
+            divergences, tree depths (mean, max, share of iterations at the maximum),
+            leapfrog steps, step sizes, wall seconds.
+
+        Raises
+        ------
+        UdbenchError
+            Bad shapes, non-positive noise variances, D not a multiple of the chains.
+        """
+        X_train = self._check_X("X_train", X_train)
+        X_eval = self._check_X("X_eval", X_eval)
+        n = X_train.shape[0]
+        y = check_array("BNNPrior", "y", y, shape=(n,))
+        noise_var = check_array("BNNPrior", "noise_var_train", noise_var_train, shape=(n,))
+        return self.condition_batch(
+            X_train[None],
+            y[None],
+            noise_var[None],
+            X_eval[None],
+            key,
+            n_draws,
+            chain_method=chain_method,
+        )[0]
+
+    def condition_batch(
+        self,
+        X_train: np.ndarray,
+        y: np.ndarray,
+        noise_var_train: np.ndarray,
+        X_eval: np.ndarray,
+        key: int,
+        n_draws: int,
+        *,
+        chain_method: str = "vectorized",
+    ) -> list[Posterior]:
+        """Condition R independent data sets of equal size in one NUTS run.
+
+        The R posteriors are independent, so NUTS on their product (one set of weights per
+        data set, one shared step size and mass-matrix adaptation) samples each exactly;
+        this amortises JAX compilation when many small problems are conditioned, as in
+        simulation-based calibration. :meth:`condition` is the case R = 1.
+
+        Parameters
+        ----------
+        X_train : ndarray, shape (R, n, d); y, noise_var_train : ndarray, shape (R, n)
+        X_eval : ndarray, shape (R, n_eval, d)
+        key, n_draws, chain_method
+            As in :meth:`condition`.
+
+        Returns
+        -------
+        list of Posterior
+            One per data set, as from :meth:`condition`; shared sampler figures
+            (acceptance, tree depth, step size, wall time) are repeated in each.
+        """
+        import jax
+        import jax.numpy as jnp
+
+        comp = "BNNPrior.condition"
+        X_train = check_array(comp, "X_train", X_train, ndim=3)
+        R, n, d = X_train.shape
+        X_eval = check_array(comp, "X_eval", X_eval, ndim=3)
+        y = check_array(comp, "y", y, shape=(R, n))
+        noise_var = check_array(comp, "noise_var_train", noise_var_train, shape=(R, n))
+        if X_eval.shape[0] != R or X_eval.shape[2] != d:
+            raise param_error(comp, "X_eval", f"have shape ({R}, *, {d})", X_eval.shape)
+        self._check_X("X_train", X_train[0])
+        if noise_var.size and noise_var.min() <= 0:
+            raise param_error(comp, "noise_var_train", "be > 0", float(noise_var.min()))
+        check_choice(comp, "chain_method", chain_method, ("vectorized", "sequential"))
+        cfg = self.sampler_settings
+        n_chains = int(cfg["n_chains"])
+        n_draws = int(n_draws)
+        if n_draws < n_chains or n_draws % n_chains:
+            raise param_error(
+                comp,
+                "n_draws",
+                f"be a positive multiple of n_chains={n_chains} (fidelity {self.fidelity!r})",
+                n_draws,
+            )
+        per_chain = n_draws // n_chains
+        H, a = int(self.n_hidden), float(self.scale)
+        X_ref = np.asarray(self.X_ref, dtype=np.float64)
+        max_depth = int(cfg["max_tree_depth"])
+        seed = derive_seed("bnn-mcmc", int(key), bits=32)
+        t0 = time.perf_counter()
+        with jax.enable_x64(True):
+            mcmc = _nuts_runner(
+                H,
+                d,
+                n_chains,
+                int(cfg["n_warmup"]),
+                per_chain,
+                float(cfg["target_accept"]),
+                max_depth,
+                chain_method,
+            )
+            # NumPyro's vectorised init wraps the kernel's sample function in vmap on every
+            # run of a reused MCMC object; clearing both lets it rebuild them cleanly.
+            mcmc.sampler._init_fn = None
+            mcmc.sampler._sample_fn = None
+            mcmc.run(
+                jax.random.PRNGKey(seed),
+                jnp.asarray(X_train),
+                jnp.asarray(X_ref),
+                jnp.asarray(np.sqrt(noise_var)),
+                jnp.asarray(y),
+                jnp.asarray(a),
+                extra_fields=("diverging", "num_steps", "accept_prob", "adapt_state.step_size"),
+            )
+            samples = {
+                k: np.asarray(v, np.float64)
+                for k, v in mcmc.get_samples(group_by_chain=True).items()
+            }
+            extra = {
+                k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()
+            }
+        wall = time.perf_counter() - t0
+        steps = extra["num_steps"].astype(np.float64)
+        depth = np.ceil(np.log2(steps + 1.0))
+        n_iter = int(cfg["n_warmup"]) + per_chain
+        shared: dict[str, Any] = {
+            "sampler": "numpyro NUTS",
+            "fidelity": self.fidelity,
+            "chain_method": chain_method,
+            "n_chains": n_chains,
+            "n_warmup": int(cfg["n_warmup"]),
+            "draws_per_chain": per_chain,
+            "n_draws": n_draws,
+            "target_accept": float(cfg["target_accept"]),
+            "max_tree_depth": max_depth,
+            "accept_prob_mean": float(extra["accept_prob"].mean()),
+            "accept_prob_per_chain": extra["accept_prob"].mean(axis=1).tolist(),
+            "n_divergent": int(extra["diverging"].sum()),
+            "tree_depth_mean": float(depth.mean()),
+            "tree_depth_max": int(depth.max()),
+            "share_at_max_tree_depth": float(np.mean(depth >= max_depth)),
+            "leapfrog_steps_mean": float(steps.mean()),
+            "step_size_per_chain": extra["adapt_state.step_size"][:, -1].tolist(),
+            "n_datasets_in_run": R,
+            "wall_seconds": wall,
+            "chain_iterations_per_second": n_chains * n_iter / wall,
+        }
+        out = []
+        for r in range(R):
+            weights = {k: v[:, :, r] for k, v in samples.items()}  # (chains, per_chain, ...)
+            f_eval = self.function(X_eval[r], weights)  # (chains, per_chain, n_eval)
+            f_train = self.function(X_train[r], weights)
+            diag_eval = summarise_function_draws(f_eval)
+            diag_train = summarise_function_draws(f_train)
+            diagnostics = {
+                **shared,
+                **diag_eval,
+                "rhat_max_train": diag_train["rhat_max"],
+                "rhat_train": diag_train["rhat"],
+            }
+            out.append(
+                Posterior(
+                    draws_eval=f_eval.reshape(n_draws, -1),
+                    draws_train=f_train.reshape(n_draws, -1),
+                    diagnostics=diagnostics,
+                )
+            )
+        return out
+
+
+def build_prior(cov: Any, fidelity: str = "standard") -> BNNPrior:
+    """BNN prior for dataset ``cov``: reference inputs and scale constant a (SPEC §5).
+
+    The R = 65 reference inputs are evaluation-pool rows (:func:`choose_reference_rows`);
+    a = 1 / median over 100 unit-scale prior draws (key from ``("scale", cov.key, "bnn")``)
+    of each draw's SD over the evaluation pool (b shifts a draw, so it has no effect).
+
+    Parameters
+    ----------
+    cov : udbench.data.Covariates
+    fidelity : {"paper", "standard", "smoke"}
+
+    Returns
+    -------
+    BNNPrior
+    """
+    check_choice("bnn.build_prior", "fidelity", fidelity, FIDELITIES)
+    X_pool = np.asarray(cov.X, dtype=np.float64)[np.asarray(cov.eval_idx)]
+    X_ref = X_pool[choose_reference_rows(X_pool.shape[0], cov.key)]
+    unit = BNNPrior(X_ref, 1.0, fidelity, dataset=cov.key)
+    draws = unit.sample(X_pool, derive_seed("scale", cov.key, "bnn"), SCALE_N_DRAWS)
+    a = scale_from_unit_draws(draws, "bnn.build_prior")
+    return BNNPrior(X_ref, a, fidelity, dataset=cov.key)

@@ -1,0 +1,602 @@
+"""HBART reference prior (SPEC §5, paper B.2/B.5): a BART sum-of-trees prior over f, with
+each observation's known noise variance in the likelihood when conditioning.
+
+Prior draws come from our own vectorised NumPy sampler of the tree ensemble
+(:func:`sample_forests`, :func:`evaluate_forests`); conditioning runs the BART MCMC of
+``bartz`` on exactly the same prior, through its extension points:
+
+- the threshold grid: inputs are binned here, in float64, onto the 255 equally spaced
+  thresholds t_s = s/256 (s = 1..255), and handed to ``bartz.Bart`` as bin indices with
+  an identity :class:`~bartz.prepcovars.Binner` (:class:`GridBinner`), so bartz's cut
+  point s means exactly "left iff x ≤ s/256";
+- the leaf variance a²/m: ``tau_num = a``, ``k = 1`` (bartz's leaf SD is tau_num/(k√m)),
+  ``offset = 0`` (prior mean of f is 0);
+- the tree prior: ``base = 0.95``, ``power = 2``, ``maxdepth = max_depth + 1`` (bartz counts
+  levels from 1), and ``min_points_per_decision_node = None`` through ``init_kw`` (bartz's
+  default of 10 would make the prior depend on the training inputs);
+- the known noise: ``error_scale = σ(x_i)``; bartz still samples a global error precision
+  λ (per-point precision λ/σ²(x_i)), so the run callback :class:`KnownNoiseTempering`
+  overwrites λ after every MCMC step with 1/T, T the likelihood temperature of the next
+  step: T runs geometrically from 3 to 1 in ten equal stages over the first 75 % of the
+  warm-up (``np.geomspace(3, 1, 10)``), then 1. A tempered likelihood at temperature T is
+  the Gaussian likelihood with variance T·σ²(x_i), so this is all the tempering needs.
+
+bartz fails with JAX x64 switched on, so it runs inside ``jax.enable_x64(False)``
+(float32 internally); inputs to it are bin indices, and everything else (prior draws,
+returned posterior draws) is float64.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from udbench._seeding import derive_seed
+from udbench._validation import check_array, check_choice, check_positive, param_error
+from udbench.priors._mcmc import summarise_function_draws
+from udbench.priors.base import FIDELITIES, SCALE_N_DRAWS, Posterior, scale_from_unit_draws
+
+__all__ = [
+    "FIDELITY_SETTINGS",
+    "Forest",
+    "HBARTPrior",
+    "bin_inputs",
+    "build_prior",
+    "evaluate_forests",
+    "sample_forests",
+    "split_probabilities",
+    "temperature_schedule",
+    "threshold_grid",
+]
+
+#: Sampler settings per fidelity. ``paper`` is SPEC §5; ``standard`` is the cheapest
+#: setting that passed the SPEC §7 checks on small problems on the reference machine
+#: (see docs/priors-mcmc.md); ``smoke`` is for tests (not a reference posterior).
+#: D = n_chains × draws per chain; draws per chain = n_draws / n_chains.
+FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
+    "paper": {
+        "n_chains": 250,
+        "n_warmup": 5000,
+        "thin": 25,
+        "temper_start": 3.0,
+        "temper_stages": 10,
+        "temper_fraction": 0.75,
+    },
+    "standard": {
+        "n_chains": 50,
+        "n_warmup": 1500,
+        "thin": 10,
+        "temper_start": 3.0,
+        "temper_stages": 10,
+        "temper_fraction": 0.75,
+    },
+    "smoke": {
+        "n_chains": 8,
+        "n_warmup": 200,
+        "thin": 5,
+        "temper_start": 3.0,
+        "temper_stages": 10,
+        "temper_fraction": 0.75,
+    },
+}
+
+
+def threshold_grid(n_thresholds: int = 255) -> np.ndarray:
+    """The split-value grid: t_s = s / (n_thresholds + 1), s = 1..n_thresholds (SPEC §5).
+
+    Returns
+    -------
+    ndarray, shape (n_thresholds,), float64
+        Equally spaced thresholds strictly inside [0, 1] (255 → multiples of 1/256).
+    """
+    return np.arange(1, n_thresholds + 1, dtype=np.float64) / (n_thresholds + 1)
+
+
+def bin_inputs(X: np.ndarray, n_thresholds: int = 255) -> np.ndarray:
+    """Bin index of every input coordinate on the threshold grid, in float64.
+
+    b(x) = number of thresholds strictly below x, so a node with cut point s (1-based)
+    sends x left iff b(x) < s, i.e. iff x ≤ t_s (bartz's convention).
+
+    Parameters
+    ----------
+    X : ndarray, shape (m, d)
+        Inputs scaled to [0, 1].
+
+    Returns
+    -------
+    ndarray, shape (m, d), uint8 (uint16 for more than 255 thresholds)
+    """
+    X = check_array("bin_inputs", "X", X, ndim=2)
+    dtype = np.uint8 if n_thresholds <= 255 else np.uint16
+    return np.searchsorted(threshold_grid(n_thresholds), X, side="left").astype(dtype)
+
+
+def split_probabilities(max_depth: int = 6, base: float = 0.95, power: float = 2.0) -> np.ndarray:
+    """Prior probability that a node at depth k splits: base·(1+k)^−power, 0 at max_depth.
+
+    Source: Chipman, George & McCulloch (2010); SPEC §5. Root at depth 0; a node at
+    ``max_depth`` is always a leaf (the deepest leaves have depth ``max_depth``). The
+    probability is conditional on the node's cell admitting a split on the grid, which
+    with 255 thresholds and depth ≤ 6 fails only with negligible probability.
+
+    Returns
+    -------
+    ndarray, shape (max_depth + 1,)
+    """
+    k = np.arange(max_depth + 1, dtype=np.float64)
+    p = base * (1.0 + k) ** (-power)
+    p[max_depth] = 0.0
+    return p
+
+
+@dataclass(frozen=True)
+class Forest:
+    """A batch of sum-of-trees ensembles stored as heaps (root at index 1, children of
+    node i at 2i and 2i+1).
+
+    Attributes
+    ----------
+    var : ndarray, shape (n_forests, n_trees, 2**max_depth), int
+        Split covariate of each decision node (index 0 unused).
+    split : ndarray, shape (n_forests, n_trees, 2**max_depth), int
+        Cut point s in 1..n_thresholds of each decision node, 0 for a leaf or unused
+        node; x goes left iff x ≤ s / (n_thresholds + 1).
+    leaf : ndarray, shape (n_forests, n_trees, 2**(max_depth + 1)), float64
+        Leaf values (meaningful only at leaves), N(0, a²/n_trees).
+    """
+
+    var: np.ndarray
+    split: np.ndarray
+    leaf: np.ndarray
+
+    @property
+    def max_depth(self) -> int:
+        """Deepest possible leaf depth."""
+        return int(np.log2(self.split.shape[-1]))
+
+
+def sample_forests(
+    rng: np.random.Generator,
+    n_forests: int,
+    n_features: int,
+    *,
+    leaf_sd: float,
+    n_trees: int = 200,
+    max_depth: int = 6,
+    base: float = 0.95,
+    power: float = 2.0,
+    n_thresholds: int = 255,
+) -> Forest:
+    """Draw ``n_forests`` ensembles of ``n_trees`` trees from the BART prior (SPEC §5).
+
+    Level by level, vectorised over all trees: a node at depth k that exists splits with
+    probability base·(1+k)^−power (never at ``max_depth``) if its cell admits a cut;
+    the covariate is uniform among those with a grid threshold strictly inside the
+    node's cell, and the cut point uniform among those thresholds (Chipman et al. 1998;
+    the same prior as ``bartz.debug.sample_prior``). Leaves are N(0, leaf_sd²).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n_forests, n_features : int
+    leaf_sd : float
+        Leaf SD, a / √n_trees for the HBART prior.
+    n_trees, max_depth, base, power, n_thresholds
+        Tree prior (defaults: SPEC §5).
+
+    Returns
+    -------
+    Forest
+    """
+    n = int(n_forests) * int(n_trees)
+    half = 2**max_depth
+    var = np.zeros((n, half), dtype=np.int16)
+    split = np.zeros((n, half), dtype=np.int16)
+    p_split = split_probabilities(max_depth, base, power)
+    exists = np.ones((n, 1), dtype=bool)
+    lower = np.zeros((n, 1, n_features), dtype=np.int16)
+    upper = np.full((n, 1, n_features), n_thresholds, dtype=np.int16)
+    for k in range(max_depth):
+        width = 2**k
+        avail = lower < upper  # cut points lower+1..upper exist
+        n_avail = avail.sum(axis=-1)
+        u_var, u_cut, u_split = rng.random((3, n, width))
+        j = np.floor(u_var * n_avail).astype(np.int64)
+        v = np.argmax(np.cumsum(avail, axis=-1) > j[..., None], axis=-1)
+        lo = np.take_along_axis(lower, v[..., None], axis=-1)[..., 0].astype(np.int64)
+        hi = np.take_along_axis(upper, v[..., None], axis=-1)[..., 0].astype(np.int64)
+        s = lo + 1 + np.floor(u_cut * (hi - lo)).astype(np.int64)
+        splits = exists & (n_avail > 0) & (u_split < p_split[k])
+        var[:, width : 2 * width] = np.where(splits, v, 0)
+        split[:, width : 2 * width] = np.where(splits, s, 0)
+        if k + 1 < max_depth:
+            lower = np.repeat(lower, 2, axis=1)
+            upper = np.repeat(upper, 2, axis=1)
+            rows = np.repeat(np.arange(n), width)
+            cols = np.tile(np.arange(width), n)
+            vv, ss = v.reshape(-1), s.reshape(-1)
+            upper[rows, 2 * cols, vv] = (ss - 1).astype(np.int16)
+            lower[rows, 2 * cols + 1, vv] = ss.astype(np.int16)
+            exists = np.repeat(splits, 2, axis=1)
+    leaf = leaf_sd * rng.standard_normal((n, 2 * half))
+    shape = (int(n_forests), int(n_trees))
+    return Forest(
+        var=var.reshape(*shape, half),
+        split=split.reshape(*shape, half),
+        leaf=leaf.reshape(*shape, 2 * half),
+    )
+
+
+def evaluate_forests(forest: Forest, X_binned: np.ndarray) -> np.ndarray:
+    """Sum-of-trees values f(x) of every forest at binned inputs.
+
+    Parameters
+    ----------
+    forest : Forest
+        ``n_forests`` ensembles.
+    X_binned : ndarray, shape (m, d)
+        Output of :func:`bin_inputs`.
+
+    Returns
+    -------
+    ndarray, shape (n_forests, m), float64
+    """
+    Xb = np.asarray(X_binned).astype(np.int16)
+    m = Xb.shape[0]
+    cols = np.arange(m)[None, :]
+    out = np.empty((forest.split.shape[0], m), dtype=np.float64)
+    for i in range(forest.split.shape[0]):
+        var, split, leaf = forest.var[i], forest.split[i], forest.leaf[i]
+        node = np.ones((var.shape[0], m), dtype=np.int64)
+        for _ in range(forest.max_depth):
+            s = np.take_along_axis(split, node, axis=1)
+            v = np.take_along_axis(var, node, axis=1)
+            right = Xb[cols, v] >= s
+            node = np.where(s > 0, 2 * node + right, node)
+        out[i] = np.take_along_axis(leaf, node, axis=1).sum(axis=0)
+    return out
+
+
+def temperature_schedule(
+    n_warmup: int, start: float = 3.0, n_stages: int = 10, fraction: float = 0.75
+) -> np.ndarray:
+    """Likelihood temperature at every warm-up iteration (SPEC §5 / paper B.5).
+
+    The first ``fraction`` of the warm-up is cut into ``n_stages`` equal stages whose
+    temperatures run geometrically from ``start`` to 1 (``np.geomspace(start, 1,
+    n_stages)``); the rest of the warm-up and all kept iterations use T = 1.
+
+    Returns
+    -------
+    ndarray, shape (n_warmup,), float64
+    """
+    stage_len = int(fraction * n_warmup) // n_stages
+    temps = np.ones(n_warmup)
+    if stage_len > 0:
+        levels = np.geomspace(start, 1.0, n_stages)
+        temps[: stage_len * n_stages] = np.repeat(levels, stage_len)
+    return temps
+
+
+@functools.cache
+def _bartz_extensions() -> tuple[type, type]:
+    """The bartz extension classes (imported lazily: importing bartz initialises JAX)."""
+    import jax.numpy as jnp
+    from bartz.mcmcloop import Callback
+    from bartz.prepcovars import Binner
+    from equinox import tree_at
+
+    class GridBinner(Binner):
+        """Identity binner: the inputs are already bin indices on our threshold grid."""
+
+        max_split: Any
+        _splits: Any
+
+        def __init__(self, X: Any, *, key: Any = None, n_thresholds: int = 255) -> None:
+            del key
+            p = X.shape[0]
+            self.max_split = jnp.full(p, n_thresholds, dtype=jnp.uint8)
+            self._splits = jnp.asarray(
+                np.tile(threshold_grid(n_thresholds), (p, 1)), dtype=jnp.float32
+            )
+
+        def bin(self, X: Any) -> Any:
+            return jnp.asarray(X).astype(jnp.uint8)
+
+    class KnownNoiseTempering(Callback):
+        """Run callback: after each step set the global error precision to 1/T(next step).
+
+        ``temps`` holds T for every warm-up iteration; past the warm-up T = 1. With
+        ``error_scale = σ(x_i)`` the per-point precision is then 1 / (T σ²(x_i)).
+        """
+
+        temps: Any
+
+        def __call__(self, *, state: Any, i_total: Any, **_: Any) -> tuple[Any, Any]:
+            nxt = i_total + 1
+            n = self.temps.shape[0]
+            temp = jnp.where(nxt < n, self.temps[jnp.minimum(nxt, n - 1)], 1.0)
+            value = state.error_cov_inv.value
+            new = jnp.broadcast_to(1.0 / temp, value.shape).astype(value.dtype)
+            return tree_at(lambda s: s.error_cov_inv.value, state, new), self
+
+    return GridBinner, KnownNoiseTempering
+
+
+class HBARTPrior:
+    """HBART reference prior bound to a scale constant (SPEC §5).
+
+    f = Σ_{j=1}^{m} g(x; tree_j), m = ``n_trees`` = 200, with the BART tree prior of
+    :func:`sample_forests` and leaves N(0, a²/m), so Var f(x) = a² at every x.
+
+    Parameters
+    ----------
+    scale : float, default 1.0
+        The scale constant a (target units), set by :func:`build_prior` per SPEC §5.
+    fidelity : {"paper", "standard", "smoke"}, default "standard"
+        Sampler preset (:data:`FIDELITY_SETTINGS`).
+    n_trees, max_depth, base, power, n_thresholds
+        The tree prior (defaults: SPEC §5).
+    dataset : str, optional
+        Dataset key, recorded in :attr:`settings`.
+    """
+
+    family = "hbart"
+
+    def __init__(
+        self,
+        scale: float = 1.0,
+        fidelity: str = "standard",
+        *,
+        n_trees: int = 200,
+        max_depth: int = 6,
+        base: float = 0.95,
+        power: float = 2.0,
+        n_thresholds: int = 255,
+        dataset: str | None = None,
+    ) -> None:
+        self._scale = scale
+        self.fidelity = fidelity
+        self.n_trees = n_trees
+        self.max_depth = max_depth
+        self.base = base
+        self.power = power
+        self.n_thresholds = n_thresholds
+        self.dataset = dataset
+
+    @property
+    def scale(self) -> float:
+        """The scale constant a: prior SD of f(x) at every x (target units)."""
+        return float(self._scale)
+
+    @property
+    def sampler_settings(self) -> dict[str, Any]:
+        """The MCMC settings of the current fidelity."""
+        check_choice("HBARTPrior", "fidelity", self.fidelity, FIDELITIES)
+        return dict(FIDELITY_SETTINGS[self.fidelity])
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """Prior and sampler settings (JSON-serialisable), recorded in every task."""
+        return {
+            "family": self.family,
+            "dataset": self.dataset,
+            "scale": self.scale,
+            "n_trees": self.n_trees,
+            "max_depth": self.max_depth,
+            "split_base": self.base,
+            "split_power": self.power,
+            "n_thresholds": self.n_thresholds,
+            "leaf_sd": self.scale / np.sqrt(self.n_trees),
+            "fidelity": self.fidelity,
+            "sampler": {"engine": "bartz", **self.sampler_settings},
+        }
+
+    def _check_X(self, name: str, X: Any) -> np.ndarray:
+        X = check_array("HBARTPrior", name, X, ndim=2)
+        if X.size and (X.min() < 0 or X.max() > 1):
+            raise param_error(
+                "HBARTPrior", name, "lie in [0, 1] (min-max scaled)", (X.min(), X.max())
+            )
+        return X
+
+    def sample(self, X: np.ndarray, key: int, n_draws: int = 1) -> np.ndarray:
+        """Joint prior draws of f at ``X``.
+
+        Parameters
+        ----------
+        X : ndarray, shape (m, d), inputs in [0, 1]
+        key : int
+            Seed; the same key gives the same draws (bit for bit).
+        n_draws : int, default 1
+
+        Returns
+        -------
+        ndarray, shape (n_draws, m), float64, target units.
+        """
+        X = self._check_X("X", X)
+        check_positive("HBARTPrior", "n_draws", n_draws)
+        check_positive("HBARTPrior", "scale", self.scale)
+        rng = np.random.default_rng(derive_seed("hbart-prior", int(key)))
+        out = np.empty((int(n_draws), X.shape[0]))
+        Xb = bin_inputs(X, self.n_thresholds)
+        chunk = 16
+        for start in range(0, int(n_draws), chunk):
+            stop = min(int(n_draws), start + chunk)
+            forest = sample_forests(
+                rng,
+                stop - start,
+                X.shape[1],
+                leaf_sd=self.scale / np.sqrt(self.n_trees),
+                n_trees=self.n_trees,
+                max_depth=self.max_depth,
+                base=self.base,
+                power=self.power,
+                n_thresholds=self.n_thresholds,
+            )
+            out[start:stop] = evaluate_forests(forest, Xb)
+        return out
+
+    def condition(
+        self,
+        X_train: np.ndarray,
+        y: np.ndarray,
+        noise_var_train: np.ndarray,
+        X_eval: np.ndarray,
+        key: int,
+        n_draws: int,
+    ) -> Posterior:
+        """Posterior draws of f given S with known noise variances, by bartz's BART MCMC.
+
+        Parameters
+        ----------
+        X_train : ndarray, shape (n, d); y : ndarray, shape (n,)
+        noise_var_train : ndarray, shape (n,)
+            Known σ²(x_i), target units squared; held fixed (not sampled).
+        X_eval : ndarray, shape (n_eval, d)
+        key : int
+            Seed of the MCMC (same key → same draws on the same platform).
+        n_draws : int
+            D; must be a multiple of the fidelity's number of chains.
+
+        Returns
+        -------
+        Posterior
+            ``draws_eval`` (D, n_eval) and ``draws_train`` (D, n), float64, chain-major
+            (chain c holds rows c·D/C .. (c+1)·D/C − 1); ``mean``/``var`` None;
+            ``diagnostics``: function-space split-R̂ and batch-means MCSE of σ_f² at every
+            evaluation and training input, mean grow/prune acceptance (warm-up, kept),
+            the temperature schedule, wall seconds, chain-iterations per second.
+
+        Raises
+        ------
+        UdbenchError
+            Bad shapes, non-positive noise variances, or D not a multiple of the chains.
+        """
+        X_train = self._check_X("X_train", X_train)
+        X_eval = self._check_X("X_eval", X_eval)
+        n = X_train.shape[0]
+        y = check_array("HBARTPrior", "y", y, shape=(n,))
+        noise_var = check_array("HBARTPrior", "noise_var_train", noise_var_train, shape=(n,))
+        if noise_var.size and noise_var.min() <= 0:
+            raise param_error("HBARTPrior", "noise_var_train", "be > 0", float(noise_var.min()))
+        if X_eval.shape[1] != X_train.shape[1]:
+            raise param_error(
+                "HBARTPrior", "X_eval", f"have {X_train.shape[1]} columns", X_eval.shape
+            )
+        cfg = self.sampler_settings
+        n_chains = int(cfg["n_chains"])
+        n_draws = int(n_draws)
+        if n_draws < n_chains or n_draws % n_chains:
+            raise param_error(
+                "HBARTPrior.condition",
+                "n_draws",
+                f"be a positive multiple of n_chains={n_chains} (fidelity {self.fidelity!r})",
+                n_draws,
+            )
+        per_chain = n_draws // n_chains
+        temps = temperature_schedule(
+            int(cfg["n_warmup"]),
+            float(cfg["temper_start"]),
+            int(cfg["temper_stages"]),
+            float(cfg["temper_fraction"]),
+        )
+        import jax
+
+        GridBinner, KnownNoiseTempering = _bartz_extensions()
+        from functools import partial
+
+        import bartz
+        import jax.numpy as jnp
+
+        Xb_train = bin_inputs(X_train, self.n_thresholds)
+        Xb_eval = bin_inputs(X_eval, self.n_thresholds)
+        n_dev = len(jax.devices())
+        chain_devices = n_dev if n_dev > 1 and n_chains % n_dev == 0 else None
+        t0 = time.perf_counter()
+        with jax.enable_x64(False):
+            model = bartz.Bart(
+                Xb_train.T,
+                y.astype(np.float32),
+                binner=partial(GridBinner, n_thresholds=self.n_thresholds),
+                error_scale=np.sqrt(noise_var).astype(np.float32),
+                k=1.0,
+                tau_num=self.scale,
+                offset=0.0,
+                base=self.base,
+                power=self.power,
+                maxdepth=self.max_depth + 1,
+                num_trees=self.n_trees,
+                sigma_init=float(np.sqrt(temps[0])) if temps.size else 1.0,
+                n_save=per_chain,
+                n_burn=int(cfg["n_warmup"]),
+                n_skip=int(cfg["thin"]),
+                printevery=None,
+                num_chains=n_chains,
+                num_chain_devices=chain_devices,
+                seed=derive_seed("hbart-mcmc", int(key), bits=31),
+                init_kw={"min_points_per_decision_node": None},
+                run_mcmc_kw={
+                    "callback": KnownNoiseTempering(
+                        temps=jnp.asarray(temps if temps.size else np.ones(1), jnp.float32)
+                    )
+                },
+            )
+            draws_eval = np.asarray(model.predict(Xb_eval.T, kind="latent_samples"), np.float64)
+            draws_train = np.asarray(model.predict(Xb_train.T, kind="latent_samples"), np.float64)
+            accept = np.asarray(model.accept, np.float64)  # (chains, warmup + kept)
+            prec = np.asarray(model.get_latent_prec(), np.float64)
+        wall = time.perf_counter() - t0
+        n_iter = int(cfg["n_warmup"]) + per_chain * int(cfg["thin"])
+        n_w = int(cfg["n_warmup"])
+        chains_eval = draws_eval.reshape(n_chains, per_chain, -1)
+        chains_train = draws_train.reshape(n_chains, per_chain, -1)
+        diag_eval = summarise_function_draws(chains_eval)
+        diag_train = summarise_function_draws(chains_train)
+        diagnostics: dict[str, Any] = {
+            "sampler": "bartz BART MCMC",
+            "fidelity": self.fidelity,
+            "n_chains": n_chains,
+            "n_warmup": n_w,
+            "thin": int(cfg["thin"]),
+            "draws_per_chain": per_chain,
+            "n_draws": n_draws,
+            **{k: v for k, v in diag_eval.items()},
+            "rhat_max_train": diag_train["rhat_max"],
+            "rhat_train": diag_train["rhat"],
+            "accept_rate_warmup": float(accept[:, :n_w].mean()) if n_w else float("nan"),
+            "accept_rate_kept": float(accept[:, n_w:].mean()),
+            "error_precision_kept_max_abs_dev": float(np.abs(prec[:, n_w:] - 1.0).max()),
+            "temperature_levels": sorted(set(np.round(temps, 6).tolist()), reverse=True),
+            "wall_seconds": wall,
+            "chain_iterations_per_second": n_chains * n_iter / wall,
+        }
+        return Posterior(draws_eval=draws_eval, draws_train=draws_train, diagnostics=diagnostics)
+
+
+def build_prior(cov: Any, fidelity: str = "standard") -> HBARTPrior:
+    """HBART prior for dataset ``cov`` with its scale constant a (SPEC §5).
+
+    a = 1 / median over 100 unit-scale prior draws (key derived from ``("scale",
+    cov.key, "hbart")``) of each draw's SD over the evaluation pool ``cov.X[cov.eval_idx]``.
+
+    Parameters
+    ----------
+    cov : udbench.data.Covariates
+    fidelity : {"paper", "standard", "smoke"}
+
+    Returns
+    -------
+    HBARTPrior
+    """
+    check_choice("hbart.build_prior", "fidelity", fidelity, FIDELITIES)
+    unit = HBARTPrior(1.0, fidelity, dataset=cov.key)
+    X_pool = np.asarray(cov.X)[np.asarray(cov.eval_idx)]
+    draws = unit.sample(X_pool, derive_seed("scale", cov.key, "hbart"), SCALE_N_DRAWS)
+    a = scale_from_unit_draws(draws, "hbart.build_prior")
+    return HBARTPrior(a, fidelity, dataset=cov.key)
