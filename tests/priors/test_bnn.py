@@ -1,0 +1,123 @@
+"""BNN prior (SPEC §5): network function, reference-input centring, scale, determinism."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from udbench._seeding import derive_seed
+from udbench._validation import UdbenchError
+from udbench.priors.bnn import (
+    FIDELITY_SETTINGS,
+    N_REFERENCE,
+    BNNPrior,
+    build_prior,
+    choose_reference_rows,
+    network_u,
+)
+
+
+def test_network_function_equals_hand_computed_value() -> None:
+    # H = 2, d = 2, x = (0.25, 0.75): 2x − 1 = (−0.5, 0.5);
+    # pre_1 = (1·(−0.5) − 1·0.5)/√2 + 0.1 = −0.6071067811865475
+    # pre_2 = (0.5·(−0.5) + 2·0.5)/√2 − 0.2 = 0.3303300858899106
+    # u = (1.5 tanh(pre_1) − 0.5 tanh(pre_2))/√2 = −0.6876893423333214
+    # references (0,0), (1,1): mean u = 0.11367028362686302
+    # f = b + a (u − ū_ref) with b = 0.3, a = 2: −1.3027192519203687
+    X = np.array([[0.25, 0.75]])
+    v = np.array([1.5, -0.5])
+    w = np.array([[1.0, -1.0], [0.5, 2.0]])
+    c = np.array([0.1, -0.2])
+    np.testing.assert_allclose(network_u(X, v, w, c), [-0.6876893423333214], rtol=1e-14)
+    prior = BNNPrior(np.array([[0.0, 0.0], [1.0, 1.0]]), scale=2.0, n_hidden=2)
+    weights = {"v": v[None], "w": w[None], "c": c[None], "b": np.array([0.3])}
+    np.testing.assert_allclose(prior.function(X, weights), [[-1.3027192519203687]], rtol=1e-14)
+
+
+def test_centring_makes_mean_over_reference_inputs_equal_b() -> None:
+    rng = np.random.default_rng(0)
+    X_ref = rng.uniform(size=(N_REFERENCE, 4))
+    prior = BNNPrior(X_ref, scale=1.3)
+    weights = prior.sample_weights(key=3, n_draws=50)
+    u = network_u(X_ref, weights["v"], weights["w"], weights["c"])
+    assert np.abs(u.mean(axis=1)).max() > 1e-3  # u itself is not centred
+    f_ref = prior.function(X_ref, weights)
+    # mean over the references of a(u − ū) is 0, so mean f = b
+    np.testing.assert_allclose(f_ref.mean(axis=1), weights["b"], rtol=0, atol=1e-13)
+
+
+def test_prior_variance_of_f_at_reference_mean_is_one() -> None:
+    # mean over references of f is b ~ N(0, 1): sample variance of 4000 draws within
+    # the chi-square interval at two-sided level 1e-3
+    from scipy import stats
+
+    X_ref = np.random.default_rng(1).uniform(size=(N_REFERENCE, 3))
+    prior = BNNPrior(X_ref, scale=2.0)
+    f = prior.sample(X_ref, key=9, n_draws=4000).mean(axis=1)
+    s = np.sum(f**2)
+    assert stats.chi2.ppf(5e-4, 4000) < s < stats.chi2.ppf(1 - 5e-4, 4000)
+
+
+def test_reference_rows_fixed_per_dataset() -> None:
+    r1 = choose_reference_rows(1500, "kin8nm")
+    r2 = choose_reference_rows(1500, "kin8nm")
+    r3 = choose_reference_rows(1500, "abalone")
+    assert r1.shape == (65,) and np.unique(r1).size == 65
+    assert r1.min() >= 0 and r1.max() < 1500
+    np.testing.assert_array_equal(r1, r2)
+    assert not np.array_equal(r1, r3)
+
+
+def test_same_key_same_bytes() -> None:
+    X_ref = np.random.default_rng(2).uniform(size=(65, 3))
+    prior = BNNPrior(X_ref, 1.0)
+    X = np.random.default_rng(3).uniform(size=(20, 3))
+    assert prior.sample(X, 4, 3).tobytes() == prior.sample(X, 4, 3).tobytes()
+    assert not np.array_equal(prior.sample(X, 4, 3), prior.sample(X, 5, 3))
+
+
+def test_build_prior_scale_constant() -> None:
+    rng = np.random.default_rng(5)
+    cov = SimpleNamespace(key="toy", X=rng.uniform(size=(200, 4)), eval_idx=np.arange(100, 200))
+    prior = build_prior(cov, "smoke")
+    pool = cov.X[100:]
+    draws = prior.sample(pool, derive_seed("scale", "toy", "bnn"), 100)
+    np.testing.assert_allclose(np.median(draws.std(axis=1)), 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(prior.X_ref, pool[choose_reference_rows(100, "toy")])
+    s = prior.settings
+    assert s["sampler"]["chain_method"] == "vectorized" and s["sampler"]["dtype"] == "float64"
+    assert FIDELITY_SETTINGS["paper"]["n_chains"] == 4
+    assert FIDELITY_SETTINGS["paper"]["n_warmup"] == 500
+    assert FIDELITY_SETTINGS["paper"]["target_accept"] == 0.9
+
+
+def test_condition_rejects_bad_input() -> None:
+    prior = BNNPrior(np.full((3, 2), 0.5), 1.0, "smoke")
+    X = np.full((4, 2), 0.5)
+    with pytest.raises(UdbenchError, match="n_draws"):
+        prior.condition(X, np.zeros(4), np.ones(4), X, 0, 7)
+    with pytest.raises(UdbenchError, match="noise_var_train"):
+        prior.condition(X, np.zeros(4), np.zeros(4), X, 0, 8)
+    with pytest.raises(UdbenchError, match="columns"):
+        prior.sample(np.zeros((3, 5)), 0)
+
+
+@pytest.mark.slow
+def test_condition_diagnostics_float64_and_determinism() -> None:
+    rng = np.random.default_rng(6)
+    X = rng.uniform(size=(30, 2))
+    prior = BNNPrior(X[:10], 1.0, "smoke")
+    f = prior.sample(X, key=1)[0]
+    nv = np.full(20, 0.05)
+    y = f[:20] + np.sqrt(nv) * rng.standard_normal(20)
+    p1 = prior.condition(X[:20], y, nv, X[20:], key=2, n_draws=100)
+    p2 = prior.condition(X[:20], y, nv, X[20:], key=2, n_draws=100)
+    assert p1.draws_eval.shape == (100, 10) and p1.draws_eval.dtype == np.float64
+    assert p1.draws_eval.tobytes() == p2.draws_eval.tobytes()
+    d = p1.diagnostics
+    assert d["chain_method"] == "vectorized" and d["n_chains"] == 2
+    assert 0.5 < d["accept_prob_mean"] <= 1.0
+    assert 1 <= d["tree_depth_max"] <= FIDELITY_SETTINGS["smoke"]["max_tree_depth"]
+    assert np.corrcoef(p1.draws_train.mean(0), f[:20])[0, 1] > 0.9

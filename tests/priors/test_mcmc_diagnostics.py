@@ -1,0 +1,93 @@
+"""SPEC §7 MCMC diagnostics: function-space split-R̂, batch-means MCSE, seed replacement."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from udbench._validation import UdbenchError
+from udbench.priors._mcmc import (
+    SeedReplacement,
+    batch_means_mcse_var,
+    function_space_rhat,
+    generate_with_seed_replacement,
+    is_accepted,
+    next_unused_seed,
+    summarise_function_draws,
+)
+
+
+def test_rhat_iid_chains_near_one_and_shifted_chain_flagged() -> None:
+    rng = np.random.default_rng(0)
+    draws = rng.standard_normal((4, 500, 10))
+    r = function_space_rhat(draws)
+    assert r.shape == (10,) and np.all(r < 1.02)
+    draws[0] += 1.0  # one chain stuck elsewhere
+    assert np.all(function_space_rhat(draws) > 1.05)
+
+
+def test_batch_means_mcse_matches_iid_theory() -> None:
+    # iid N(0, σ²): SE of the sample variance is σ²√(2/N). 20 batches give each MCSE
+    # with ~16 % relative error; averaged over 400 inputs the mean is within 5 %.
+    rng = np.random.default_rng(1)
+    sigma2 = 2.5
+    draws = np.sqrt(sigma2) * rng.standard_normal((4, 250, 400))
+    mcse = batch_means_mcse_var(draws)
+    theory = sigma2 * np.sqrt(2 / 1000)
+    assert abs(mcse.mean() / theory - 1) < 0.05
+    # whole-chain batches when there are at least 20 chains
+    draws40 = np.sqrt(sigma2) * rng.standard_normal((40, 25, 400))
+    assert abs(batch_means_mcse_var(draws40).mean() / theory - 1) < 0.05
+
+
+def test_batch_means_mcse_detects_autocorrelation() -> None:
+    # AR(1) with φ = 0.9 inflates the variance of averages by (1+φ)/(1−φ) = 19 for g = f²
+    # roughly (1+φ²)/(1−φ²) ≈ 9.5: the MCSE must be well above the iid value
+    rng = np.random.default_rng(2)
+    phi, n = 0.9, 2000
+    e = rng.standard_normal((4, n, 50))
+    x = np.zeros_like(e)
+    for t in range(1, n):
+        x[:, t] = phi * x[:, t - 1] + np.sqrt(1 - phi**2) * e[:, t]
+    iid = np.sqrt(2 / (4 * n))
+    assert batch_means_mcse_var(x).mean() > 2.5 * iid
+
+
+def test_summary_and_acceptance() -> None:
+    rng = np.random.default_rng(3)
+    good = summarise_function_draws(rng.standard_normal((4, 200, 6)))
+    assert good["rhat_n_above"] == 0 and is_accepted(good)
+    bad_draws = rng.standard_normal((4, 200, 6))
+    bad_draws[1, :, 2] += 3.0
+    bad = summarise_function_draws(bad_draws)
+    assert bad["rhat_n_above"] >= 1 and not is_accepted(bad)
+    assert is_accepted({})  # exact families carry no R̂
+
+
+def test_seed_replacement_rule() -> None:
+    assert next_unused_seed([0, 1, 2]) == 3
+    assert next_unused_seed([]) == 0
+    rejected = {2, 10}
+
+    def run(seed: int) -> int:
+        return seed
+
+    results, log = generate_with_seed_replacement(
+        run, lambda s: (s not in rejected, f"seed {s} rejected"), seeds=range(10)
+    )
+    # slot 2 → 10 (first unused) is rejected too → 11
+    assert results[2] == (11, 11)
+    assert results[3] == (3, 3)
+    assert log == [
+        SeedReplacement(2, 2, 10, "seed 2 rejected"),
+        SeedReplacement(2, 10, 11, "seed 10 rejected"),
+    ]
+    with pytest.raises(UdbenchError, match="replacements"):
+        generate_with_seed_replacement(run, lambda s: (False, "no"), [0], max_replacements=2)
+
+
+def test_bad_shapes_raise() -> None:
+    with pytest.raises(UdbenchError, match="draws"):
+        function_space_rhat(np.zeros((10, 3)))
+    with pytest.raises(UdbenchError, match="n_batches"):
+        batch_means_mcse_var(np.zeros((2, 10, 3)), n_batches=1)
