@@ -48,7 +48,7 @@ N_REFERENCE: int = 65
 FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
     "paper": {"n_chains": 4, "n_warmup": 500, "target_accept": 0.9, "max_tree_depth": 10},
     "standard": {"n_chains": 4, "n_warmup": 500, "target_accept": 0.9, "max_tree_depth": 10},
-    "smoke": {"n_chains": 2, "n_warmup": 150, "target_accept": 0.9, "max_tree_depth": 8},
+    "smoke": {"n_chains": 2, "n_warmup": 300, "target_accept": 0.9, "max_tree_depth": 8},
 }
 
 
@@ -158,6 +158,9 @@ class BNNPrior:
     n_hidden : int, default 50
     dataset : str, optional
         Recorded in :attr:`settings`.
+    sampler_kwargs : dict, optional
+        Overrides of single NUTS settings of the preset (keys of
+        :data:`FIDELITY_SETTINGS`); recorded in :attr:`settings`.
     """
 
     family = "bnn"
@@ -170,12 +173,14 @@ class BNNPrior:
         *,
         n_hidden: int = N_HIDDEN,
         dataset: str | None = None,
+        sampler_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.X_ref = X_ref
         self._scale = scale
         self.fidelity = fidelity
         self.n_hidden = n_hidden
         self.dataset = dataset
+        self.sampler_kwargs = sampler_kwargs
 
     @property
     def scale(self) -> float:
@@ -184,9 +189,13 @@ class BNNPrior:
 
     @property
     def sampler_settings(self) -> dict[str, Any]:
-        """NUTS settings of the current fidelity."""
+        """The MCMC settings: the fidelity preset updated with ``sampler_kwargs``."""
         check_choice("BNNPrior", "fidelity", self.fidelity, FIDELITIES)
-        return dict(FIDELITY_SETTINGS[self.fidelity])
+        cfg = dict(FIDELITY_SETTINGS[self.fidelity])
+        for k, v in (self.sampler_kwargs or {}).items():
+            check_choice("BNNPrior", "sampler_kwargs", k, cfg)
+            cfg[k] = v
+        return cfg
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -199,6 +208,7 @@ class BNNPrior:
             "n_reference": int(np.asarray(self.X_ref).shape[0]),
             "X_ref": np.asarray(self.X_ref, dtype=np.float64).tolist(),
             "fidelity": self.fidelity,
+            "sampler_overrides": sorted(self.sampler_kwargs or {}),
             "sampler": {
                 "engine": "numpyro NUTS",
                 "chain_method": "vectorized",

@@ -344,6 +344,9 @@ class HBARTPrior:
         The tree prior (defaults: SPEC §5).
     dataset : str, optional
         Dataset key, recorded in :attr:`settings`.
+    sampler_kwargs : dict, optional
+        Overrides of single sampler settings of the preset (keys of
+        :data:`FIDELITY_SETTINGS`), e.g. for a laptop run; recorded in :attr:`settings`.
     """
 
     family = "hbart"
@@ -359,6 +362,7 @@ class HBARTPrior:
         power: float = 2.0,
         n_thresholds: int = 255,
         dataset: str | None = None,
+        sampler_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self._scale = scale
         self.fidelity = fidelity
@@ -368,6 +372,7 @@ class HBARTPrior:
         self.power = power
         self.n_thresholds = n_thresholds
         self.dataset = dataset
+        self.sampler_kwargs = sampler_kwargs
 
     @property
     def scale(self) -> float:
@@ -376,9 +381,13 @@ class HBARTPrior:
 
     @property
     def sampler_settings(self) -> dict[str, Any]:
-        """The MCMC settings of the current fidelity."""
+        """The MCMC settings: the fidelity preset updated with ``sampler_kwargs``."""
         check_choice("HBARTPrior", "fidelity", self.fidelity, FIDELITIES)
-        return dict(FIDELITY_SETTINGS[self.fidelity])
+        cfg = dict(FIDELITY_SETTINGS[self.fidelity])
+        for k, v in (self.sampler_kwargs or {}).items():
+            check_choice("HBARTPrior", "sampler_kwargs", k, cfg)
+            cfg[k] = v
+        return cfg
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -394,6 +403,7 @@ class HBARTPrior:
             "n_thresholds": self.n_thresholds,
             "leaf_sd": self.scale / np.sqrt(self.n_trees),
             "fidelity": self.fidelity,
+            "sampler_overrides": sorted(self.sampler_kwargs or {}),
             "sampler": {"engine": "bartz", **self.sampler_settings},
         }
 

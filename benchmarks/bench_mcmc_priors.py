@@ -1,0 +1,123 @@
+"""Cost of the MCMC reference posteriors (HBART via bartz, BNN via NumPyro NUTS).
+
+For one instance of kin8nm size (d = 8, n = 3136 training inputs, 1500 evaluation inputs,
+uniform inputs, f* drawn from the prior, ρ = 0.33 homoscedastic noise) per family and
+fidelity: wall seconds, peak resident memory, chain-iterations per second, pooled
+acceptance figures and the function-space R̂ / MCSE summary. Each configuration runs in
+its own process (so peak memory and JAX compilation are per configuration). In the same
+run, BNN NUTS with chains vectorised vs run sequentially on a smaller problem (ratio).
+
+Usage::
+
+    uv run python benchmarks/bench_mcmc_priors.py [--fidelities smoke,standard] [--scale 1.0]
+
+``--scale`` < 1 shrinks n and n_eval (e.g. on a shared machine); the paper fidelity is
+long (hours for HBART on 2 CPU cores) and is not in the default list. Last line:
+``standard_minutes_per_instance_max: <x>`` (the slower family at standard fidelity).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import resource
+import time
+from typing import Any
+
+import numpy as np
+
+N_TRAIN, N_EVAL, D, RHO = 3136, 1500, 8, 0.33
+
+
+def _instance(family: str, fidelity: str, scale: float, out: Any) -> None:
+    from udbench.priors.bnn import BNNPrior, choose_reference_rows
+    from udbench.priors.hbart import HBARTPrior
+
+    n, m = max(50, int(N_TRAIN * scale)), max(20, int(N_EVAL * scale))
+    rng = np.random.default_rng(0)
+    X_eval = rng.uniform(size=(m, D))
+    X_train = rng.uniform(size=(n, D))
+    if family == "hbart":
+        prior: Any = HBARTPrior(1.0, fidelity)
+    else:
+        prior = BNNPrior(X_eval[choose_reference_rows(m, "bench")], 3.0, fidelity)
+    f = prior.sample(np.vstack([X_train, X_eval]), key=1)[0]
+    nv = np.full(n, RHO)
+    y = f[:n] + np.sqrt(nv) * rng.standard_normal(n)
+    t0 = time.perf_counter()
+    post = prior.condition(X_train, y, nv, X_eval, key=2, n_draws=1000)
+    wall = time.perf_counter() - t0
+    d = post.diagnostics
+    keep = [
+        "n_chains", "n_warmup", "draws_per_chain", "rhat_max", "rhat_n_above",
+        "mcse_var_max_rel", "mcse_var_median_rel", "chain_iterations_per_second",
+        "accept_rate_warmup", "accept_rate_kept", "accept_prob_mean", "n_divergent",
+        "tree_depth_mean", "share_at_max_tree_depth",
+    ]  # fmt: skip
+    res = {k: d[k] for k in keep if k in d}
+    res["corr_mean_fstar"] = float(np.corrcoef(post.draws_eval.mean(0), f[n:])[0, 1])
+    res["wall_s"] = wall
+    res["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out.put(res)
+
+
+def _bnn_chain_methods(out: Any) -> None:
+    """Vectorised vs sequential NUTS chains, 4 chains, small problem, compile excluded."""
+    import jax
+
+    from udbench.priors import bnn
+
+    rng = np.random.default_rng(3)
+    n, m = 300, 50
+    X = rng.uniform(size=(n + m, D))
+    cfg = {"n_chains": 4, "n_warmup": 100, "target_accept": 0.9, "max_tree_depth": 10}
+    prior = bnn.BNNPrior(X[:65], 3.0, "smoke", sampler_kwargs=cfg)
+    f = prior.sample(X, key=1)[0]
+    nv = np.full(n, RHO)
+    y = f[:n] + np.sqrt(nv) * rng.standard_normal(n)
+    times = {}
+    for method in ("vectorized", "sequential"):
+        t0 = time.perf_counter()
+        prior.condition(X[:n], y, nv, X[n:], key=2, n_draws=200, chain_method=method)
+        times[method] = time.perf_counter() - t0
+    out.put({**times, "devices": len(jax.devices())})
+
+
+def _run(target: Any, *args: Any) -> dict:
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=target, args=(*args, q))
+    p.start()
+    res = q.get()
+    p.join()
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fidelities", default="smoke,standard")
+    ap.add_argument("--families", default="hbart,bnn")
+    ap.add_argument("--scale", type=float, default=1.0)
+    args = ap.parse_args()
+    minutes: dict[str, float] = {}
+    for fidelity in args.fidelities.split(","):
+        for family in args.families.split(","):
+            res = _run(_instance, family, fidelity, args.scale)
+            print(f"{family} {fidelity}: " + ", ".join(
+                f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in res.items()
+            ), flush=True)  # fmt: skip
+            if fidelity == "standard":
+                minutes[family] = res["wall_s"] / 60
+    cm = _run(_bnn_chain_methods)
+    print(
+        f"bnn chains (4, n=300): vectorized {cm['vectorized']:.1f}s, sequential "
+        f"{cm['sequential']:.1f}s, sequential/vectorized = "
+        f"{cm['sequential'] / cm['vectorized']:.2f} on {cm['devices']} device(s)",
+        flush=True,
+    )
+    if minutes:
+        print(f"standard_minutes_per_instance_max: {max(minutes.values()):.2f}")
+
+
+if __name__ == "__main__":
+    main()
