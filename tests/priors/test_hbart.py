@@ -228,3 +228,23 @@ def test_condition_known_noise_tempering_and_determinism() -> None:
     assert d["temperature_levels"][0] == 3.0 and d["temperature_levels"][-1] == 1.0
     assert len(d["rhat"]) == 10 and len(d["mcse_var"]) == 10
     assert np.corrcoef(p1.draws_train.mean(0), f[:30])[0, 1] > 0.9
+
+
+@pytest.mark.slow
+def test_bartz_without_information_samples_our_prior() -> None:
+    # With noise SD 1e4 the likelihood is flat, so bartz's chains sample the prior it was
+    # given. Its trees must match our sampler: mean number of decision nodes per tree within
+    # 5 % (ours from 20 000 trees; bartz from 8 chains × 40 kept forests × 200 trees after
+    # 300 warm-up steps), and f(x) with variance a² (χ²-based bound on 320 correlated
+    # draws, loose factor 1.5 for chain correlation).
+    a = 1.3
+    prior = HBARTPrior(a, "smoke", sampler_kwargs={"n_chains": 8, "n_warmup": 300, "thin": 10})
+    rng = np.random.default_rng(8)
+    X = rng.uniform(size=(6, 2))
+    post = prior.condition(X, np.zeros(6), np.full(6, 1e8), X, key=4, n_draws=320)
+    ours = sample_forests(np.random.default_rng(9), 100, 2, leaf_sd=a / np.sqrt(200))
+    ours_nodes = (ours.split > 0).sum(axis=-1).mean()
+    bartz_nodes = post.diagnostics["decision_nodes_per_tree_mean"]
+    assert abs(bartz_nodes / ours_nodes - 1) < 0.05, (bartz_nodes, ours_nodes)
+    var = post.draws_eval.var(axis=0)
+    assert np.all((var > a**2 / 1.5) & (var < a**2 * 1.5)), var

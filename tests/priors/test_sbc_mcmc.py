@@ -101,7 +101,7 @@ def _run_bnn(noise_factor: float, n_rep: int) -> dict:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("family", "runner", "n_rep"),
-    [("hbart", _run_hbart, 60), ("bnn", _run_bnn, 80)],
+    [("hbart", _run_hbart, 50), ("bnn", _run_bnn, 80)],
 )
 def test_sbc_smoke_passes_and_wrong_noise_fails(
     family: str, runner: Callable[[float, int], dict], n_rep: int

@@ -7,6 +7,7 @@ Everything here works on plain arrays with explicit axes, ``draws`` of shape
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -72,7 +73,11 @@ def function_space_rhat(draws: np.ndarray) -> np.ndarray:
     import arviz as az
 
     arr = _check_draws("function_space_rhat", draws)
-    ds = az.convert_to_dataset(arr)
+    with warnings.catch_warnings():
+        # the (chain, draw, input) layout is explicit; ArviZ's "more chains than draws"
+        # shape guess does not apply (HBART runs many short chains by design)
+        warnings.filterwarnings("ignore", message="More chains", category=UserWarning)
+        ds = az.convert_to_dataset(arr)
     return np.asarray(az.rhat(ds, method="rank")["x"].values, dtype=np.float64).reshape(-1)
 
 

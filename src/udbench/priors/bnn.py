@@ -47,7 +47,7 @@ N_REFERENCE: int = 65
 #: ``smoke`` is for tests (not a reference posterior). D = n_chains × draws per chain.
 FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
     "paper": {"n_chains": 4, "n_warmup": 500, "target_accept": 0.9, "max_tree_depth": 10},
-    "standard": {"n_chains": 4, "n_warmup": 500, "target_accept": 0.9, "max_tree_depth": 10},
+    "standard": {"n_chains": 4, "n_warmup": 400, "target_accept": 0.9, "max_tree_depth": 9},
     "smoke": {"n_chains": 2, "n_warmup": 300, "target_accept": 0.9, "max_tree_depth": 8},
 }
 

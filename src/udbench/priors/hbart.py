@@ -75,9 +75,9 @@ FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
         "temper_fraction": 0.75,
     },
     "smoke": {
-        "n_chains": 8,
-        "n_warmup": 200,
-        "thin": 5,
+        "n_chains": 16,
+        "n_warmup": 500,
+        "thin": 10,
         "temper_start": 3.0,
         "temper_stages": 10,
         "temper_fraction": 0.75,
@@ -560,6 +560,7 @@ class HBARTPrior:
             draws_eval = np.asarray(model.predict(Xb_eval.T, kind="latent_samples"), np.float64)
             draws_train = np.asarray(model.predict(Xb_train.T, kind="latent_samples"), np.float64)
             accept = np.asarray(model.accept, np.float64)  # (chains, warmup + kept)
+            split_kept = np.asarray(model._main_trace.split_tree)  # (chains, kept, trees, heap)
             prec = np.asarray(model.get_latent_prec(), np.float64)
         wall = time.perf_counter() - t0
         n_iter = int(cfg["n_warmup"]) + per_chain * int(cfg["thin"])
@@ -582,6 +583,7 @@ class HBARTPrior:
             "accept_rate_warmup": float(accept[:, :n_w].mean()) if n_w else float("nan"),
             "accept_rate_kept": float(accept[:, n_w:].mean()),
             "error_precision_kept_max_abs_dev": float(np.abs(prec[:, n_w:] - 1.0).max()),
+            "decision_nodes_per_tree_mean": float((split_kept > 0).sum(axis=-1).mean()),
             "temperature_levels": sorted(set(np.round(temps, 6).tolist()), reverse=True),
             "wall_seconds": wall,
             "chain_iterations_per_second": n_chains * n_iter / wall,
