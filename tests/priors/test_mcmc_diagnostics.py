@@ -8,6 +8,7 @@ import pytest
 from udbench._validation import UdbenchError
 from udbench.priors._mcmc import (
     SeedReplacement,
+    acceptance,
     batch_means_mcse_var,
     function_space_rhat,
     generate_with_seed_replacement,
@@ -61,6 +62,9 @@ def test_summary_and_acceptance() -> None:
     bad_draws[1, :, 2] += 3.0
     bad = summarise_function_draws(bad_draws)
     assert bad["rhat_n_above"] >= 1 and not is_accepted(bad)
+    ok, reason = acceptance(bad)
+    assert not ok and reason.startswith("rhat_max=") and "> 1.05 at" in reason
+    assert acceptance(good) == (True, "")
     assert is_accepted({})  # exact families carry no R̂
 
 

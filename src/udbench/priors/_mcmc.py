@@ -20,6 +20,7 @@ __all__ = [
     "MCSE_N_BATCHES",
     "RHAT_THRESHOLD",
     "SeedReplacement",
+    "acceptance",
     "batch_means_mcse_var",
     "function_space_rhat",
     "generate_with_seed_replacement",
@@ -172,6 +173,20 @@ def is_accepted(diagnostics: dict[str, Any], threshold: float = RHAT_THRESHOLD) 
     rhat = np.asarray(diagnostics.get("rhat", []), dtype=np.float64)
     rhat = rhat[np.isfinite(rhat)]
     return bool(rhat.size == 0 or rhat.max() <= threshold)
+
+
+def acceptance(diagnostics: dict[str, Any], threshold: float = RHAT_THRESHOLD) -> tuple[bool, str]:
+    """:func:`is_accepted` with a reason, in the form ``generate_with_seed_replacement`` takes.
+
+    Returns ``(True, "")`` or ``(False, "rhat_max=1.0812 > 1.05 at 3 inputs")``.
+    """
+    ok = is_accepted(diagnostics, threshold)
+    if ok:
+        return True, ""
+    rhat = np.asarray(diagnostics.get("rhat", []), dtype=np.float64)
+    rhat = rhat[np.isfinite(rhat)]
+    n_bad = int(np.sum(rhat > threshold))
+    return False, f"rhat_max={rhat.max():.4f} > {threshold} at {n_bad} inputs"
 
 
 def next_unused_seed(used: Iterable[int]) -> int:
