@@ -113,7 +113,6 @@ def _model(X: Any, X_r: Any, sd: Any, y_obs: Any, scale: Any, n_hidden: int = N_
     numpyro.sample("y", dist.Normal(f, sd).to_event(2), obs=y_obs)
 
 
-@functools.cache
 def _nuts_runner(
     n_hidden: int,
     n_features: int,
@@ -124,8 +123,9 @@ def _nuts_runner(
     max_tree_depth: int,
     chain_method: str,
 ) -> Any:
-    """One NumPyro ``MCMC`` object per configuration, reused so that repeated
-    conditioning with the same shapes does not recompile (NumPyro caches per object)."""
+    """A fresh NumPyro ``MCMC`` object (re-running a vectorised one fails, NumPyro
+    issue #1640; compilation is amortised by conditioning many data sets in one run,
+    :meth:`BNNPrior.condition_batch`, instead)."""
     from numpyro.infer import MCMC, NUTS
 
     kernel = NUTS(
@@ -133,7 +133,7 @@ def _nuts_runner(
         target_accept_prob=target_accept,
         max_tree_depth=max_tree_depth,
     )
-    del n_features  # part of the cache key only
+    del n_features  # the model reads d from its inputs
     return MCMC(
         kernel,
         num_warmup=n_warmup,
@@ -389,10 +389,6 @@ class BNNPrior:
                 max_depth,
                 chain_method,
             )
-            # NumPyro's vectorised init wraps the kernel's sample function in vmap on every
-            # run of a reused MCMC object; clearing both lets it rebuild them cleanly.
-            mcmc.sampler._init_fn = None
-            mcmc.sampler._sample_fn = None
             mcmc.run(
                 jax.random.PRNGKey(seed),
                 jnp.asarray(X_train),
