@@ -205,7 +205,7 @@ def test_condition_rejects_bad_input() -> None:
     with pytest.raises(UdbenchError, match="n_draws"):
         prior.condition(X, np.zeros(5), np.ones(5), X, 0, 12)
     with pytest.raises(UdbenchError, match="noise_var_train"):
-        prior.condition(X, np.zeros(5), -np.ones(5), X, 0, 16)
+        prior.condition(X, np.zeros(5), -np.ones(5), X, 0, 20)
     with pytest.raises(UdbenchError, match=r"\[0, 1\]"):
         prior.sample(X + 1.0, 0)
 
@@ -218,9 +218,9 @@ def test_condition_known_noise_tempering_and_determinism() -> None:
     f = prior.sample(X, key=1)[0]
     nv = np.full(30, 0.05)
     y = f[:30] + np.sqrt(nv) * rng.standard_normal(30)
-    p1 = prior.condition(X[:30], y, nv, X[30:], key=2, n_draws=64)
-    p2 = prior.condition(X[:30], y, nv, X[30:], key=2, n_draws=64)
-    assert p1.draws_eval.shape == (64, 10) and p1.draws_train.shape == (64, 30)
+    p1 = prior.condition(X[:30], y, nv, X[30:], key=2, n_draws=80)
+    p2 = prior.condition(X[:30], y, nv, X[30:], key=2, n_draws=80)
+    assert p1.draws_eval.shape == (80, 10) and p1.draws_train.shape == (80, 30)
     assert p1.draws_eval.dtype == np.float64
     assert p1.draws_eval.tobytes() == p2.draws_eval.tobytes()
     d = p1.diagnostics

@@ -81,7 +81,7 @@ def _run_hbart(noise_factor: float, n_rep: int) -> dict:
     draws = np.stack(
         [
             prior.condition(
-                X[r], y[r], noise_factor * nv[r], X[r, :1], key=r, n_draws=64
+                X[r], y[r], noise_factor * nv[r], X[r, :1], key=r, n_draws=80
             ).draws_train
             for r in range(n_rep)
         ]

@@ -75,7 +75,7 @@ FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
         "temper_fraction": 0.75,
     },
     "smoke": {
-        "n_chains": 16,
+        "n_chains": 20,
         "n_warmup": 500,
         "thin": 10,
         "temper_start": 3.0,
