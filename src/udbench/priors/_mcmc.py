@@ -217,6 +217,7 @@ def generate_with_seed_replacement(
     accepted: Callable[[T], tuple[bool, str]],
     seeds: Sequence[int],
     max_replacements: int = 10,
+    next_seed: Callable[[int, Sequence[int]], int] | None = None,
 ) -> tuple[dict[int, tuple[int, T]], list[SeedReplacement]]:
     """Generate one instance per grid seed, replacing rejected seeds (SPEC §7).
 
@@ -236,6 +237,11 @@ def generate_with_seed_replacement(
         The condition's grid seeds (SPEC §6: 0..9).
     max_replacements : int, default 10
         Give up (raise) after this many replacements for one slot.
+    next_seed : callable, optional
+        ``next_seed(slot, taken) -> seed``: the replacement rule. Default
+        ``next_unused_seed(taken)`` (needs every slot of the condition in ``seeds``); the
+        task generator passes a per-slot rule so that one instance can be generated alone
+        (``udbench.tasks.generate.replacement_seed``).
 
     Returns
     -------
@@ -267,7 +273,7 @@ def generate_with_seed_replacement(
                     f"give an accepted instance within {max_replacements} replacements",
                     slot,
                 )
-            new = next_unused_seed(taken)
+            new = next_unused_seed(taken) if next_seed is None else int(next_seed(slot, taken))
             taken.append(new)
             log.append(SeedReplacement(slot, seed, new, reason))
             seed = new
