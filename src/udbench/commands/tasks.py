@@ -43,6 +43,11 @@ def parse_seeds(text: str, all_seeds: int = 10) -> list[int]:
             raise param_error(
                 "generate", "seeds", "be 'all', N, A-B or a comma list of those (>= 0)", text
             ) from None
+    from udbench.tasks.generate import REPLACEMENT_STRIDE
+
+    if seeds and max(seeds) >= REPLACEMENT_STRIDE:
+        # seeds from REPLACEMENT_STRIDE on are reserved for replacements (SPEC §7)
+        raise param_error("generate", "seeds", f"be < {REPLACEMENT_STRIDE}", text)
     return sorted(seeds)
 
 
@@ -170,27 +175,52 @@ def generate_command(
 def check_directory(directory: Path) -> dict[str, dict[str, Any]]:
     """Pooled acceptance checks (SPEC §7) of every task file under ``directory``, by family.
 
+    Reads only the metadata and the per-point relative MCSE of each file. The MCMC
+    figures come from the sampler diagnostics stored in each task
+    (:func:`udbench.tasks.checks.mcmc_summary`).
+
     Returns
     -------
     dict
         family -> :func:`udbench.tasks.pool_checks` output (``n_instances, coverage_90,
         coverage_90_ci, sbc_max_bin_deviation, mcse_var_median, mcse_var_p95,
-        corr_mean_fstar_median``, …).
+        corr_mean_fstar_median``; MCMC families also ``rhat_max``,
+        ``rhat_share_above_1_05``, ``n_divergent``, ``accept_rate_mean``, …) plus
+        ``seed_replacements``: one ``{"task_id", "rejected", "replacement", "reason"}`` per
+        rejected seed.
     """
     from udbench.tasks import Task, pool_checks
+    from udbench.tasks.checks import mcmc_summary
 
     if not directory.is_dir():
         raise param_error("check", "DIR", "be an existing folder", str(directory))
     paths = sorted(directory.rglob("*.npz"))
     if not paths:
         raise param_error("check", "DIR", "hold task files (*.npz)", str(directory))
-    groups: dict[str, tuple[list[dict[str, Any]], list[Any]]] = {}
+    groups: dict[str, tuple[list[dict[str, Any]], list[Any], list[dict[str, Any]]]] = {}
     for path in paths:
         task = Task.load(path)
-        summaries, mcse = groups.setdefault(task.spec.family, ([], []))
-        summaries.append(task.diagnostics["checks"])
+        summaries, mcse, replaced = groups.setdefault(task.spec.family, ([], [], []))
+        summaries.append({**task.diagnostics["checks"], **mcmc_summary(task.diagnostics)})
         mcse.append(task.mcse_var_rel)
-    return {fam: pool_checks(s, m) for fam, (s, m) in sorted(groups.items())}
+        record = task.diagnostics.get("seed_replacement") or {}
+        replaced.extend(
+            {
+                "task_id": task.spec.task_id,
+                "rejected": int(r["rejected"]),
+                "replacement": int(r["replacement"]),
+                "reason": str(r["reason"]),
+            }
+            for r in record.get("log", [])
+        )
+    return {
+        fam: {**pool_checks(s, m), "seed_replacements": rep}
+        for fam, (s, m, rep) in sorted(groups.items())
+    }
+
+
+def _fmt(value: Any, spec: str) -> str:
+    return "–" if value is None else format(value, spec)
 
 
 def check_command(
@@ -202,6 +232,7 @@ def check_command(
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return
+    console = Console(width=max(120, os.get_terminal_size(0).columns if os.isatty(0) else 120))
     table = Table(title=f"Acceptance checks: {directory}")
     for col in (
         "family",
@@ -225,7 +256,44 @@ def check_command(
             f"{r['corr_mean_fstar_median']:.3f}",
             "–" if agree is None else f"{agree:.0%}",
         )
-    Console(width=max(120, os.get_terminal_size(0).columns if os.isatty(0) else 120)).print(table)
+    console.print(table)
+    mcmc = {fam: r for fam, r in result.items() if "rhat_max" in r}
+    if mcmc:
+        diag = Table(title="MCMC diagnostics (pooled over instances)")
+        for col in (
+            "family",
+            "max R̂",
+            "points R̂ > 1.05",
+            "instances R̂ > 1.05",
+            "divergent",
+            "mean acceptance",
+            "tree depth mean / share at max",
+            "replaced seeds",
+        ):
+            diag.add_column(col)
+        for fam, r in mcmc.items():
+            depth = r.get("tree_depth_mean")
+            diag.add_row(
+                fam,
+                f"{r['rhat_max']:.4f}",
+                _fmt(r.get("rhat_share_above_1_05"), ".2%"),
+                str(r["n_rhat_above_1_05"]),
+                _fmt(r.get("n_divergent"), "d"),
+                _fmt(r.get("accept_rate_mean"), ".3f"),
+                "–"
+                if depth is None
+                else f"{depth:.2f} / {_fmt(r.get('share_at_max_tree_depth'), '.0%')}",
+                _fmt(r.get("n_seed_replacements"), "d"),
+            )
+        console.print(diag)
+    replaced = [(fam, x) for fam, r in result.items() for x in r["seed_replacements"]]
+    if replaced:
+        log = Table(title="Seed replacements (SPEC §7)")
+        for col in ("task", "rejected seed", "replacement seed", "reason"):
+            log.add_column(col)
+        for _, x in replaced:
+            log.add_row(x["task_id"], str(x["rejected"]), str(x["replacement"]), x["reason"])
+        console.print(log)
 
 
 def register(app: typer.Typer) -> None:

@@ -6,11 +6,12 @@ Per instance (:func:`acceptance_checks`), at every evaluation point x:
   (number of draws below f*, 0..D); a 20-bin histogram of rank/(D + 1); the largest
   deviation of a bin share from 1/20;
 - coverage of the central 90 % posterior interval (empirical 5 % and 95 % quantiles);
-- Monte Carlo standard error of σ_f² by batch means (Flegal & Jones 2010): the D draws are
-  cut into 20 consecutive batches (whole chains or chain segments for MCMC families),
-  σ_f² is estimated in every batch about the overall draw mean, and
-  MCSE = SD(batch estimates) / √20. Reported *relative*, MCSE / σ̂_f² (dimensionless; about
-  √(2/D) ≈ 0.045 for D = 1000 independent draws);
+- Monte Carlo standard error of σ_f² by batch means (Flegal & Jones 2010), computed by
+  :func:`udbench.priors._mcmc.batch_means_mcse_var`: 20 batches of whole chains (at least
+  20 chains) or equal chain segments (fewer chains; independent draws are one chain),
+  σ_f² estimated in every batch about the overall draw mean, MCSE = SD(batch estimates) /
+  √20. Reported *relative*, MCSE / σ̂_f² (dimensionless; about √(2/D) ≈ 0.045 for
+  D = 1000 independent draws);
 - Pearson correlation of the posterior mean with f* over the evaluation pool;
 - where the exact moments are known (GP): at every point, a two-sided test of the MC mean
   (m̂ − m)/√(σ_f²/D) ~ N(0, 1) and of the MC variance (D − 1)·σ̂_f²/σ_f² ~ χ²(D − 1); they
@@ -20,7 +21,9 @@ Per instance (:func:`acceptance_checks`), at every evaluation point x:
 Pooled (:func:`pool_checks`): coverage over all points of many instances with a percentile
 bootstrap interval that resamples whole instances; the pooled SBC histogram's largest bin
 deviation; median and 95th percentile of the relative MCSE over all points; median of the
-per-instance correlations.
+per-instance correlations; for MCMC families (:func:`mcmc_summary` of the stored sampler
+diagnostics) the largest function-space split-R̂, the share of points with R̂ > 1.05,
+divergences, mean acceptance, NUTS tree depth and the number of replaced seeds.
 """
 
 from __future__ import annotations
@@ -33,12 +36,12 @@ import scipy.stats
 
 from udbench._seeding import make_rng
 from udbench._validation import check_array, param_error
+from udbench.priors._mcmc import RHAT_THRESHOLD, batch_means_mcse_var
 
 __all__ = [
-    "N_BATCHES",
     "N_SBC_BINS",
     "acceptance_checks",
-    "batch_means_mcse_var",
+    "mcmc_summary",
     "pool_checks",
     "sbc_histogram",
     "sbc_ranks",
@@ -46,8 +49,6 @@ __all__ = [
 
 #: SBC histogram bins (SPEC §7).
 N_SBC_BINS = 20
-#: Batches for the batch-means MCSE (SPEC §7).
-N_BATCHES = 20
 
 
 def sbc_ranks(f_star: np.ndarray, draws: np.ndarray) -> np.ndarray:
@@ -72,35 +73,12 @@ def sbc_histogram(ranks: np.ndarray, n_draws: int, n_bins: int = N_SBC_BINS) -> 
     return np.bincount(np.clip(bins, 0, n_bins - 1), minlength=n_bins)
 
 
-def batch_means_mcse_var(draws: np.ndarray, n_batches: int = N_BATCHES) -> np.ndarray:
-    """Batch-means Monte Carlo standard error of the posterior variance at every point.
-
-    Parameters
-    ----------
-    draws : ndarray, shape (D, m)
-        Draws in sampler order (chains concatenated); D ≥ 2·n_batches. Trailing draws that
-        do not fill a batch are dropped.
-    n_batches : int
-
-    Returns
-    -------
-    ndarray, shape (m,)
-        Absolute MCSE of σ̂_f², target units squared.
-    """
-    D = draws.shape[0]
-    size = D // n_batches
-    if size < 2:
-        raise param_error("batch_means_mcse_var", "draws", f"have >= {2 * n_batches} rows", D)
-    centred = draws[: size * n_batches] - draws.mean(axis=0, keepdims=True)
-    per_batch = (centred**2).reshape(n_batches, size, -1).mean(axis=1)
-    return per_batch.std(axis=0, ddof=1) / np.sqrt(n_batches)
-
-
 def acceptance_checks(
     f_star: np.ndarray,
     draws: np.ndarray,
     mean: np.ndarray | None = None,
     var: np.ndarray | None = None,
+    n_chains: int = 1,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Acceptance checks of one instance's reference posterior (SPEC §7).
 
@@ -109,9 +87,12 @@ def acceptance_checks(
     f_star : ndarray, shape (m,)
         Ground truth at the evaluation pool.
     draws : ndarray, shape (D, m)
-        Posterior draws.
+        Posterior draws, chain-major (chain c holds rows c·D/n_chains … (c+1)·D/n_chains − 1).
     mean, var : ndarray, shape (m,), optional
         Exact posterior mean and variance (GP); enable the MC-agreement check.
+    n_chains : int, default 1
+        Number of MCMC chains in ``draws`` (1 for independent draws); sets the batches of
+        the MCSE (whole chains or chain segments, SPEC §7). Must divide D.
 
     Returns
     -------
@@ -133,13 +114,18 @@ def acceptance_checks(
     m = f_star.shape[0]
     draws = check_array(comp, "draws", draws, shape=(None, m))
     D = draws.shape[0]
+    if isinstance(n_chains, bool) or not isinstance(n_chains, (int, np.integer)):
+        raise param_error(comp, "n_chains", "be a positive integer dividing D", n_chains)
+    if n_chains < 1 or D % n_chains:
+        raise param_error(comp, "n_chains", f"be a positive integer dividing D={D}", n_chains)
     ranks = sbc_ranks(f_star, draws)
     hist = sbc_histogram(ranks, D)
     lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)
     covered = int(np.sum((f_star >= lo) & (f_star <= hi)))
     mc_mean = draws.mean(axis=0)
     mc_var = draws.var(axis=0, ddof=1)
-    mcse_rel = batch_means_mcse_var(draws) / np.maximum(mc_var, np.finfo(float).tiny)
+    mcse = batch_means_mcse_var(draws.reshape(int(n_chains), D // int(n_chains), m))
+    mcse_rel = mcse / np.maximum(mc_var, np.finfo(float).tiny)
     point_mean = mc_mean if mean is None else check_array(comp, "mean", mean, shape=(m,))
     corr = float(np.corrcoef(point_mean, f_star)[0, 1]) if m > 1 else float("nan")
     summary: dict[str, Any] = {
@@ -172,6 +158,61 @@ def acceptance_checks(
     return summary, {"sbc_rank": ranks, "mcse_var_rel": mcse_rel}
 
 
+def mcmc_summary(diagnostics: dict[str, Any]) -> dict[str, Any]:
+    """Per-instance MCMC scalars for pooling, from a task's stored diagnostics (SPEC §7).
+
+    Parameters
+    ----------
+    diagnostics : dict
+        ``Task.diagnostics``: its ``"sampler"`` entry (``Posterior.diagnostics`` of the
+        family) and, for tasks from :func:`udbench.tasks.generate_task`, its
+        ``"seed_replacement"`` record.
+
+    Returns
+    -------
+    dict
+        Only the keys whose source is stored: ``rhat_max``, ``rhat_n_above`` (points with
+        split-R̂ > 1.05) and ``rhat_n_points`` (points with a finite R̂), from the per-point
+        ``rhat`` list (or the scalar ``rhat_max`` alone); ``accept_rate`` (NUTS
+        ``accept_prob_mean``, HBART ``accept_rate_kept``: share of trees with an accepted
+        grow/prune move); ``n_divergent``, ``tree_depth_mean`` and
+        ``share_at_max_tree_depth`` (NUTS); ``n_seed_replacements`` (rejections before the
+        accepted seed) and ``seed_replaced`` (bool). Empty for a GP task without a
+        replacement record.
+    """
+    sampler = diagnostics.get("sampler") or {}
+    out: dict[str, Any] = {}
+    if "rhat" in sampler:
+        rhat = np.asarray(sampler["rhat"], dtype=np.float64)
+        rhat = rhat[np.isfinite(rhat)]
+        if rhat.size:
+            out["rhat_max"] = float(rhat.max())
+        out["rhat_n_above"] = int(np.sum(rhat > RHAT_THRESHOLD))
+        out["rhat_n_points"] = int(rhat.size)
+    elif "rhat_max" in sampler:
+        out["rhat_max"] = float(sampler["rhat_max"])
+    if "accept_prob_mean" in sampler:
+        out["accept_rate"] = float(sampler["accept_prob_mean"])
+    elif "accept_rate_kept" in sampler:
+        out["accept_rate"] = float(sampler["accept_rate_kept"])
+    for key in ("n_divergent",):
+        if key in sampler:
+            out[key] = int(sampler[key])
+    for key in ("tree_depth_mean", "share_at_max_tree_depth"):
+        if key in sampler:
+            out[key] = float(sampler[key])
+    record = diagnostics.get("seed_replacement")
+    if record is not None:
+        out["n_seed_replacements"] = len(record.get("log", []))
+        out["seed_replaced"] = bool(record.get("used_seed") != record.get("requested_seed"))
+    return out
+
+
+def _mean_of(summaries: Sequence[dict[str, Any]], key: str) -> float | None:
+    values = [float(s[key]) for s in summaries if key in s]
+    return float(np.mean(values)) if values else None
+
+
 def pool_checks(
     summaries: Sequence[dict[str, Any]],
     mcse_rel: Sequence[np.ndarray] | None = None,
@@ -184,7 +225,8 @@ def pool_checks(
     Parameters
     ----------
     summaries : sequence of dict
-        Per-instance ``summary`` dicts from :func:`acceptance_checks`.
+        Per-instance ``summary`` dicts from :func:`acceptance_checks`, for MCMC families
+        merged with :func:`mcmc_summary`.
     mcse_rel : sequence of ndarray, optional
         Per-instance per-point relative MCSE; without it the per-instance medians and
         95th percentiles are pooled by their median / maximum instead.
@@ -198,8 +240,13 @@ def pool_checks(
     dict
         ``n_instances, n_points, coverage_90, coverage_90_ci ([lo, hi]),
         sbc_hist, sbc_max_bin_deviation, mcse_var_median, mcse_var_p95,
-        corr_mean_fstar_median`` and, where available, ``mc_agree_fraction`` (GP) and
-        ``rhat_max``, ``n_rhat_above_1_05`` (MCMC families, from a per-instance ``rhat_max``).
+        corr_mean_fstar_median`` and, where the instances carry them,
+        ``mc_agree_fraction`` (GP); ``rhat_max`` (largest over instances) and
+        ``n_rhat_above_1_05`` (instances whose ``rhat_max`` > 1.05); ``rhat_n_points``
+        (points with a finite R̂) and ``rhat_share_above_1_05`` (share of them with
+        R̂ > 1.05; None when there are none); ``n_divergent`` (sum);
+        ``accept_rate_mean``, ``tree_depth_mean``, ``share_at_max_tree_depth`` (means over
+        instances); ``n_seed_replacements`` (sum) and ``n_instances_replaced``.
 
     Raises
     ------
@@ -234,8 +281,30 @@ def pool_checks(
     }
     rhat = [s["rhat_max"] for s in summaries if "rhat_max" in s]
     if rhat:  # MCMC families: largest split-R̂ and instances above the 1.05 threshold
-        out["rhat_max"] = float(np.nanmax(rhat))
-        out["n_rhat_above_1_05"] = int(np.sum(np.asarray(rhat) > 1.05))
+        finite = np.asarray(rhat, dtype=np.float64)
+        finite = finite[np.isfinite(finite)]
+        # NaN when no instance has a finite R̂ (e.g. fewer than 4 draws per chain)
+        out["rhat_max"] = float(finite.max()) if finite.size else float("nan")
+        out["n_rhat_above_1_05"] = int(np.sum(finite > RHAT_THRESHOLD))
+    with_points = [s for s in summaries if "rhat_n_points" in s]
+    if with_points:
+        n_pts = sum(int(s["rhat_n_points"]) for s in with_points)
+        n_above = sum(int(s["rhat_n_above"]) for s in with_points)
+        out["rhat_n_points"] = n_pts
+        out["rhat_share_above_1_05"] = n_above / n_pts if n_pts else None
+    if any("n_divergent" in s for s in summaries):
+        out["n_divergent"] = int(sum(int(s.get("n_divergent", 0)) for s in summaries))
+    for key, name in (
+        ("accept_rate", "accept_rate_mean"),
+        ("tree_depth_mean", "tree_depth_mean"),
+        ("share_at_max_tree_depth", "share_at_max_tree_depth"),
+    ):
+        value = _mean_of(summaries, key)
+        if value is not None:
+            out[name] = value
+    if any("n_seed_replacements" in s for s in summaries):
+        out["n_seed_replacements"] = int(sum(s.get("n_seed_replacements", 0) for s in summaries))
+        out["n_instances_replaced"] = int(sum(bool(s.get("seed_replaced")) for s in summaries))
     agree = [s["mc_agree"] for s in summaries if "mc_agree" in s]
     if agree:
         out["mc_agree_fraction"] = float(np.mean(agree))

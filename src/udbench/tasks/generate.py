@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import asdict, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -9,12 +11,44 @@ from typing import Any
 import numpy as np
 
 from udbench import __version__
+from udbench._validation import param_error
+from udbench.priors._mcmc import acceptance, generate_with_seed_replacement
 from udbench.priors.base import Prior, make_prior
 from udbench.tasks.checks import acceptance_checks
 from udbench.tasks.spec import TaskSpec
 from udbench.tasks.taskfile import Task
 
-__all__ = ["generate_task", "get_covariates", "get_prior", "make_task"]
+__all__ = [
+    "MAX_REPLACEMENTS",
+    "REPLACEMENT_STRIDE",
+    "generate_task",
+    "get_covariates",
+    "get_prior",
+    "make_task",
+    "replacement_seed",
+]
+
+#: Replacement seeds of grid seed s are s + k·REPLACEMENT_STRIDE, k = 1, 2, … (SPEC §7);
+#: grid seeds must therefore be below it.
+REPLACEMENT_STRIDE: int = 1000
+
+#: An instance still rejected after this many replacements is an error.
+MAX_REPLACEMENTS: int = 5
+
+
+def replacement_seed(slot: int, taken: Sequence[int]) -> int:
+    """The next unused seed for the rejected grid seed ``slot`` (SPEC §7).
+
+    The smallest ``slot + k·REPLACEMENT_STRIDE`` (k >= 1) not in ``taken``: 2 → 1002 →
+    2002 → … . Each grid seed has its own replacement sequence, so one instance can be
+    generated alone, in any order or in parallel, with the same result, and a replacement
+    never collides with a grid seed (< :data:`REPLACEMENT_STRIDE`) or with another grid
+    seed's replacements.
+    """
+    k = 1
+    while int(slot) + k * REPLACEMENT_STRIDE in {int(t) for t in taken}:
+        k += 1
+    return int(slot) + k * REPLACEMENT_STRIDE
 
 
 @lru_cache(maxsize=8)
@@ -80,7 +114,8 @@ def make_task(
     draws = post.draws_eval
     post_mean = post.mean if post.mean is not None else draws.mean(axis=0)
     post_var = post.var if post.var is not None else draws.var(axis=0, ddof=1)
-    summary, per_point = acceptance_checks(f_eval, draws, post.mean, post.var)
+    n_chains = int(post.diagnostics.get("n_chains", 1))
+    summary, per_point = acceptance_checks(f_eval, draws, post.mean, post.var, n_chains=n_chains)
     if "rhat_max" in post.diagnostics:  # MCMC families: function-space split-R̂ (SPEC §7)
         summary["rhat_max"] = float(post.diagnostics["rhat_max"])
     diagnostics = {
@@ -114,19 +149,38 @@ def make_task(
     return Task(spec, arrays, diagnostics, prior.settings, version=__version__)
 
 
-def generate_task(spec: TaskSpec, data_dir: str | Path | None = None) -> Task:
-    """Generate the instance ``spec`` end to end (SPEC §6).
+def generate_task(
+    spec: TaskSpec, data_dir: str | Path | None = None, *, max_replacements: int = MAX_REPLACEMENTS
+) -> Task:
+    """Generate the instance ``spec`` end to end (SPEC §6), replacing rejected seeds (SPEC §7).
 
     Loads the covariates, binds the prior (kernel fit and scale constant, cached), builds
     the noise model (SPEC §4), selects the training inputs (SPEC §3) with stream
-    ``spec.seed_for("train")``, then :func:`make_task`.
+    ``seed_for("train")``, then :func:`make_task`. If the reference posterior fails
+    :func:`udbench.priors._mcmc.acceptance` (an MCMC family with any function-space split-R̂
+    > 1.05 at the evaluation pool), the instance is discarded and regenerated with the
+    seed :func:`replacement_seed` (all streams: training sample, f*, noise, posterior).
+
+    The returned task keeps the requested ``spec`` (its ``task_id`` and file name name the
+    grid seed, so re-running ``udbench generate`` skips it); the seed actually used and
+    every rejection are in ``task.diagnostics["seed_replacement"]``:
+    ``{"requested_seed", "used_seed", "log": [{"slot", "rejected", "replacement",
+    "reason"}, …], "gated", "accepted", "reason"}`` and ``task.diagnostics["seeds"]``
+    holds the streams of the used seed.
+
+    At ``smoke`` fidelity (tiny chains, not a reference posterior) nothing is replaced:
+    the instance is kept and the verdict recorded (``gated`` False, ``accepted``,
+    ``reason``), so quick runs neither fail nor multiply their cost.
 
     Parameters
     ----------
     spec : TaskSpec
+        ``spec.seed`` must be below :data:`REPLACEMENT_STRIDE`.
     data_dir : str or Path, optional
         Raw-data folder (default ``$UDBENCH_DATA_DIR``, then the cache, then the embedded
         ``diabetes`` table).
+    max_replacements : int, default 5
+        Replacements tried before giving up.
 
     Returns
     -------
@@ -135,25 +189,58 @@ def generate_task(spec: TaskSpec, data_dir: str | Path | None = None) -> Task:
     Raises
     ------
     UdbenchError
-        Unknown dataset, family, noise mode or coverage; infeasible coverage.
+        Unknown dataset, family, noise mode or coverage; infeasible coverage; a seed
+        >= REPLACEMENT_STRIDE; still rejected after ``max_replacements`` replacements.
     """
     from udbench.design import NoiseModel, select_training_inputs  # type: ignore[attr-defined]
 
+    if spec.seed >= REPLACEMENT_STRIDE:
+        raise param_error("generate_task", "seed", f"be < {REPLACEMENT_STRIDE}", spec.seed)
     dd = None if data_dir is None else str(data_dir)
     cov = get_covariates(spec.dataset, dd)
     prior = get_prior(spec.family, spec.dataset, spec.fidelity, dd)
     noise = NoiseModel(cov, spec.noise)
-    rng = np.random.default_rng(spec.seed_for("train"))
-    train_idx = np.asarray(select_training_inputs(cov, spec.coverage, rng), dtype=np.int64)
     eval_idx = np.asarray(cov.eval_idx, dtype=np.int64)
     X = np.asarray(cov.X, dtype=np.float64)
-    return make_task(
-        spec,
-        prior,
-        X,
-        eval_idx,
-        train_idx,
-        noise_var_eval=noise.variance(X[eval_idx]),
-        noise_var_train=noise.variance(X[train_idx]),
-        shell_eval=np.asarray(cov.shell)[eval_idx],
-    )
+    noise_var_eval = noise.variance(X[eval_idx])
+    shell_eval = np.asarray(cov.shell)[eval_idx]
+
+    def run(seed: int) -> Task:
+        used = replace(spec, seed=seed)
+        rng = np.random.default_rng(used.seed_for("train"))
+        train_idx = np.asarray(select_training_inputs(cov, used.coverage, rng), dtype=np.int64)
+        return make_task(
+            used,
+            prior,
+            X,
+            eval_idx,
+            train_idx,
+            noise_var_eval=noise_var_eval,
+            noise_var_train=noise.variance(X[train_idx]),
+            shell_eval=shell_eval,
+        )
+
+    gated = spec.fidelity != "smoke"
+    if gated:
+        results, log = generate_with_seed_replacement(
+            run,
+            lambda task: acceptance(task.diagnostics["sampler"]),
+            [spec.seed],
+            max_replacements=max_replacements,
+            next_seed=replacement_seed,
+        )
+        used_seed, task = results[spec.seed]
+        accepted, reason = True, ""
+    else:  # smoke is not a reference posterior: record the verdict, keep the instance
+        used_seed, task, log = spec.seed, run(spec.seed), []
+        accepted, reason = acceptance(task.diagnostics["sampler"])
+    task.spec = spec
+    task.diagnostics["seed_replacement"] = {
+        "requested_seed": spec.seed,
+        "used_seed": used_seed,
+        "log": [asdict(r) for r in log],
+        "gated": gated,
+        "accepted": accepted,
+        "reason": reason,
+    }
+    return task
