@@ -95,3 +95,15 @@ def test_bad_shapes_raise() -> None:
         function_space_rhat(np.zeros((10, 3)))
     with pytest.raises(UdbenchError, match="n_batches"):
         batch_means_mcse_var(np.zeros((2, 10, 3)), n_batches=1)
+
+
+def test_rhat_undefined_everywhere_is_rejected_not_silently_accepted() -> None:
+    # split-R̂ needs >= 4 draws per chain; with fewer, every value is NaN and the gate
+    # must reject rather than pass without checking anything
+    nan_only = {"rhat": [float("nan")] * 5}
+    assert not is_accepted(nan_only)
+    ok, reason = acceptance(nan_only)
+    assert not ok and "undefined at every input" in reason
+    # a few NaN inputs (f constant there) among finite values are still ignored
+    assert is_accepted({"rhat": [1.01, float("nan"), 1.02]})
+    assert not is_accepted({"rhat": [1.01, float("nan"), 1.2]})

@@ -168,11 +168,15 @@ def is_accepted(diagnostics: dict[str, Any], threshold: float = RHAT_THRESHOLD) 
 
     ``diagnostics`` is a :attr:`Posterior.diagnostics` dict with an ``"rhat"`` list (per
     evaluation and training input); inputs where f never varies (R̂ NaN) are ignored.
-    A posterior without R̂ (an exact family) is accepted.
+    A posterior without R̂ (an exact family) is accepted. A posterior whose R̂ is undefined
+    at *every* input (e.g. fewer than 4 draws per chain, so split-R̂ cannot be computed) is
+    rejected: the gate must not pass without checking anything.
     """
-    rhat = np.asarray(diagnostics.get("rhat", []), dtype=np.float64)
-    rhat = rhat[np.isfinite(rhat)]
-    return bool(rhat.size == 0 or rhat.max() <= threshold)
+    raw = np.asarray(diagnostics.get("rhat", []), dtype=np.float64)
+    if raw.size == 0:
+        return True
+    rhat = raw[np.isfinite(raw)]
+    return bool(rhat.size > 0 and rhat.max() <= threshold)
 
 
 def acceptance(diagnostics: dict[str, Any], threshold: float = RHAT_THRESHOLD) -> tuple[bool, str]:
@@ -185,6 +189,8 @@ def acceptance(diagnostics: dict[str, Any], threshold: float = RHAT_THRESHOLD) -
         return True, ""
     rhat = np.asarray(diagnostics.get("rhat", []), dtype=np.float64)
     rhat = rhat[np.isfinite(rhat)]
+    if rhat.size == 0:
+        return False, "split-R̂ undefined at every input (too few draws per chain?)"
     n_bad = int(np.sum(rhat > threshold))
     return False, f"rhat_max={rhat.max():.4f} > {threshold} at {n_bad} inputs"
 
