@@ -118,6 +118,28 @@ def test_cli_run_resume_and_corrupt_task_file(task_dir, tmp_path, capsys):
     assert set(df["method_label"]) == {"blr", "blr:max_iter=50"}
 
 
+def test_cli_run_imports_a_user_method_from_the_current_directory(
+    task_dir, tmp_path, capsys, monkeypatch
+):
+    """As docs/methods.md says for check-method: ``run -m mymod:Class`` finds ./mymod.py."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    plug = tmp_path / "plug"
+    plug.mkdir()
+    example = Path(__file__).parents[1] / "methods" / "methods_plugin_example.py"
+    shutil.copy(example, plug / "usertest_cwd_plugin.py")
+    monkeypatch.chdir(plug)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(plug))])
+    monkeypatch.delitem(sys.modules, "usertest_cwd_plugin", raising=False)
+    out = str(tmp_path / "res")
+    spec = "usertest_cwd_plugin:KNNEnsemble:n_members=3"
+    code, text = _cli(capsys, "run", str(task_dir), "-m", spec, "--out", out, "-w", "0")
+    assert code == 0 and "2 cells: 2 ok, 0 failed" in text, text
+    assert set(read_results(out)["method_label"]) == {spec}
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

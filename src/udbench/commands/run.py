@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -121,8 +122,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Fit every method on every task, score it against the oracle, store one row per cell.
 
-        A re-run with the same --out skips finished cells.
+        A re-run with the same --out skips finished cells. A user's method class is imported
+        from the current directory too (as ``udbench check-method`` does); local workers inherit
+        it.
         """
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
         from udbench.evaluation.runner import run_benchmark
 
         task_args, specs = _split_tasks_and_methods(tasks, methods)
