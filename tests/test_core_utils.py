@@ -65,3 +65,13 @@ def test_cli_usage_errors_are_messages_not_tracebacks(capsys, args, message):
     text = cap.out + cap.err
     assert code == 2
     assert message in text and "Traceback" not in text
+
+
+def test_param_error_shows_a_path_as_typed():
+    from pathlib import Path
+
+    err = param_error("udbench risk decompose", "arrays", "be an existing file", Path("x.npz"))
+    assert (
+        str(err)
+        == "udbench risk decompose: parameter 'arrays' must be an existing file; got 'x.npz'"
+    )
