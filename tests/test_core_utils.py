@@ -45,3 +45,33 @@ def test_derive_seed_is_stable_and_component_sensitive():
     assert 0 <= derive_seed("udbench", 0, bits=32) < 2**32
     r1, r2 = make_rng("a", 1), make_rng("a", 1)
     np.testing.assert_array_equal(r1.random(4), r2.random(4))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "tasks/", "--methd", "gp"], "No such option: --methd"),
+        (["leaderboard"], "Missing argument"),
+        (["no-such-command"], "No such command"),
+        (["run", "tasks/", "-m", "gp", "--workers", "two"], "Invalid value for '--workers'"),
+    ],
+)
+def test_cli_usage_errors_are_messages_not_tracebacks(capsys, args, message):
+    """A mistyped option, a missing argument or a bad value: click's message, exit status 2."""
+    from udbench.cli import main
+
+    code = main(args)
+    cap = capsys.readouterr()
+    text = cap.out + cap.err
+    assert code == 2
+    assert message in text and "Traceback" not in text
+
+
+def test_param_error_shows_a_path_as_typed():
+    from pathlib import Path
+
+    err = param_error("udbench risk decompose", "arrays", "be an existing file", Path("x.npz"))
+    assert (
+        str(err)
+        == "udbench risk decompose: parameter 'arrays' must be an existing file; got 'x.npz'"
+    )

@@ -7,6 +7,7 @@ parameter checks), so a failure can be fixed without reading a traceback.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,7 +31,8 @@ class UdbenchError(ValueError):
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
+    # a path is shown as the user typed it ('x.npz'), not as PosixPath('x.npz')
+    text = repr(os.fspath(value) if isinstance(value, os.PathLike) else value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

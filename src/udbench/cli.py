@@ -69,9 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # click exceptions (bad option, missing argument)
         import click
 
-        if isinstance(err, click.ClickException):
+        # typer >= 0.2x vendors its own click (``typer._click``), whose exceptions derive from
+        # ``typer.TyperException``, not from ``click.ClickException``: accept both.
+        if isinstance(err, (click.ClickException, typer.TyperException)) and hasattr(err, "show"):
             err.show()
-            return err.exit_code
+            return int(getattr(err, "exit_code", 2))
         raise
     return 0
 

@@ -55,3 +55,20 @@ def test_user_errors_exit_2_with_one_line(capsys, tmp_path):
     assert "parameter 'key' must be one of" in capsys.readouterr().err
     assert main(["datasets", "show", "sarcos", "--data-dir", str(tmp_path)]) == 2
     assert "udbench datasets download sarcos" in capsys.readouterr().err.replace("\n", " ")
+
+
+def test_missing_data_folder_is_an_error_not_needs_download(capsys, tmp_path, monkeypatch):
+    """A mistyped --data-dir / $UDBENCH_DATA_DIR must not fall through silently."""
+    missing = str(tmp_path / "no-such-folder")
+    for args in (
+        ["datasets", "--data-dir", missing],
+        ["datasets", "show", "diabetes", "--data-dir", missing],
+        ["generate", "--data-dir", missing, "--out", str(tmp_path / "t")],
+    ):
+        assert main(args) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert "parameter '--data-dir' must be an existing folder" in err and missing in err
+    assert not (tmp_path / "t").exists()  # nothing generated
+    monkeypatch.setenv("UDBENCH_DATA_DIR", missing)
+    assert main(["datasets", "--json"]) == 2
+    assert "parameter '$UDBENCH_DATA_DIR' must be an existing folder" in capsys.readouterr().err

@@ -136,6 +136,7 @@ def test_report_writes_html_and_figures(fake_results, tmp_path):
     assert "Task grid" in text and "smooth-monotone" in text and "udbench" in text
     assert "n/a (constant AU)" in text  # fake-mean has constant AU
     assert text.count("<tr>") >= 6 + 2  # per-instance table has every cell
+    assert "<td>None</td>" not in text  # ok cells show an empty error, not "None"
     grid = task_grid(df)
     assert grid["noise"] == ["homoscedastic", "smooth-monotone", "u-shaped"]
     shells = shell_table(df)

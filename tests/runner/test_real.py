@@ -118,6 +118,28 @@ def test_cli_run_resume_and_corrupt_task_file(task_dir, tmp_path, capsys):
     assert set(df["method_label"]) == {"blr", "blr:max_iter=50"}
 
 
+def test_cli_run_imports_a_user_method_from_the_current_directory(
+    task_dir, tmp_path, capsys, monkeypatch
+):
+    """As docs/methods.md says for check-method: ``run -m mymod:Class`` finds ./mymod.py."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    plug = tmp_path / "plug"
+    plug.mkdir()
+    example = Path(__file__).parents[1] / "methods" / "methods_plugin_example.py"
+    shutil.copy(example, plug / "usertest_cwd_plugin.py")
+    monkeypatch.chdir(plug)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(plug))])
+    monkeypatch.delitem(sys.modules, "usertest_cwd_plugin", raising=False)
+    out = str(tmp_path / "res")
+    spec = "usertest_cwd_plugin:KNNEnsemble:n_members=3"
+    code, text = _cli(capsys, "run", str(task_dir), "-m", spec, "--out", out, "-w", "0")
+    assert code == 0 and "2 cells: 2 ok, 0 failed" in text, text
+    assert set(read_results(out)["method_label"]) == {spec}
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -183,3 +205,29 @@ def test_quickstart_end_to_end(tmp_path, capsys):
     df = read_results(tmp_path / "qs" / "results")
     assert len(df) == 20 and (df["status"] == "ok").all()
     assert (tmp_path / "qs" / "report" / "report.html").is_file()
+
+
+@pytest.mark.parametrize("command", ["run", "report", "quickstart", "generate"])
+def test_cli_out_that_is_a_file_is_a_one_line_error(task_dir, tmp_path, capsys, command):
+    afile = tmp_path / "notes.txt"
+    afile.write_text("not a folder")
+    args = {
+        "run": ["run", str(task_dir), "-m", "blr", "-w", "0"],
+        "report": ["report", str(tmp_path / "results")],
+        "quickstart": ["quickstart", "-w", "0"],
+        "generate": ["generate", "--fidelity", "smoke"],
+    }[command]
+    for out in (afile, afile / "sub"):
+        code, text = _cli(capsys, *args, "--out", str(out))
+        assert code == 2 and "parameter '--out' must" in text and str(out) in text, text
+        assert "Traceback" not in text
+    assert afile.read_text() == "not a folder"
+
+
+def test_cli_risk_out_in_a_missing_folder_is_a_one_line_error(tmp_path, capsys):
+    arrays = tmp_path / "a.npz"
+    np.savez(arrays, draws=np.ones((3, 2)), noise_var=np.ones(2), prediction=np.zeros(2))
+    out = tmp_path / "missing" / "terms.csv"
+    code, text = _cli(capsys, "risk", "decompose", str(arrays), "--out", str(out))
+    assert code == 2 and "parameter 'out' must be in an existing folder" in text
+    assert "Traceback" not in text

@@ -215,3 +215,18 @@ def test_store_compaction_keeps_everything_and_newest_row_wins(tmp_path):
         store.write_cell({"status": "ok"})
     with pytest.raises(UdbenchError, match="no results stored"):
         read_results(tmp_path / "cells")
+
+
+def test_store_files_get_the_usual_permissions(tmp_path):
+    """Parts and results.parquet are 0o666 less the umask (mkstemp alone would give 0o600)."""
+    import os
+    import stat
+
+    umask = os.umask(0o022)
+    os.umask(umask)
+    store = ResultsStore(tmp_path)
+    store.write_cell({"cell_key": "a", "status": "ok", "finished_at": "1", "x": 1.0})
+    (part,) = store.cells_dir.glob("*.parquet")
+    assert stat.S_IMODE(part.stat().st_mode) == 0o666 & ~umask
+    store.compact()
+    assert stat.S_IMODE((tmp_path / "results.parquet").stat().st_mode) == 0o666 & ~umask

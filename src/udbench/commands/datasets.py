@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,27 @@ from rich.table import Table
 from udbench._validation import UdbenchError, param_error
 
 _DATA_DIR_HELP = "Local data folder laid out as <key>/<key>.csv.gz (default: $UDBENCH_DATA_DIR)."
+
+
+def check_data_dir(command: str, data_dir: Path | None) -> None:
+    """A data folder named by ``--data-dir`` or ``$UDBENCH_DATA_DIR`` must exist.
+
+    Otherwise a typo would silently fall through to the download cache ("needs download").
+
+    Raises
+    ------
+    UdbenchError
+        Naming the option (or the variable) and the path given.
+    """
+    from udbench.data.sources import DATA_DIR_ENV
+
+    if data_dir is not None:
+        if not Path(data_dir).expanduser().is_dir():
+            raise param_error(command, "--data-dir", "be an existing folder", str(data_dir))
+        return
+    env = os.environ.get(DATA_DIR_ENV)
+    if env and not Path(env).expanduser().is_dir():
+        raise param_error(command, f"${DATA_DIR_ENV}", "be an existing folder (or unset)", env)
 
 
 def _list_rows(data_dir: Path | None) -> list[dict[str, Any]]:
@@ -88,6 +110,7 @@ def register(app: typer.Typer) -> None:
         """List every dataset with N, d, n_eval, n, ρ, GP kernel family and availability."""
         if ctx.invoked_subcommand is not None:
             return
+        check_data_dir("udbench datasets", data_dir)
         rows = _list_rows(data_dir)
         if as_json:
             typer.echo(json.dumps(rows, indent=1))
@@ -121,6 +144,7 @@ def register(app: typer.Typer) -> None:
         """Shell sizes, training quotas and the noise-variance range of every noise mode."""
         from udbench.data.sources import check_key
 
+        check_data_dir("udbench datasets show", data_dir)
         info = _show(check_key(key), data_dir)
         if as_json:
             typer.echo(json.dumps(info, indent=1))

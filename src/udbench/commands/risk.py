@@ -99,6 +99,10 @@ def register(app: typer.Typer) -> None:
             }
         )
         if out is not None:
+            if not out.absolute().parent.is_dir():
+                raise param_error(
+                    "udbench risk decompose", "out", "be in an existing folder", str(out)
+                )
             if out.suffix == ".parquet":
                 frame.to_parquet(out, index=False)
             elif out.suffix == ".csv":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -36,6 +37,23 @@ def _split_tasks_and_methods(tasks: list[str], methods: list[str]) -> tuple[list
             extra.append(item)
     specs = [s for text in methods for s in text.split()] + extra
     return keep, specs
+
+
+def check_out_dir(command: str, out: Path) -> None:
+    """``--out`` must be a folder or not exist yet (then it is created); not a file.
+
+    Raises
+    ------
+    UdbenchError
+        Naming the command, ``--out`` and the path, before anything runs.
+    """
+    from udbench._validation import param_error
+
+    if out.exists() and not out.is_dir():
+        raise param_error(command, "--out", "be a folder (or not exist yet), not a file", str(out))
+    parent = next((p for p in out.absolute().parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise param_error(command, "--out", "lie under a folder, not under a file", str(out))
 
 
 def _console() -> Console:
@@ -121,10 +139,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Fit every method on every task, score it against the oracle, store one row per cell.
 
-        A re-run with the same --out skips finished cells.
+        A re-run with the same --out skips finished cells. A user's method class is imported
+        from the current directory too (as ``udbench check-method`` does); local workers inherit
+        it.
         """
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
         from udbench.evaluation.runner import run_benchmark
 
+        check_out_dir("udbench run", out)
         task_args, specs = _split_tasks_and_methods(tasks, methods)
         summary = run_benchmark(
             task_args,
@@ -187,6 +210,7 @@ def register(app: typer.Typer) -> None:
         from udbench.evaluation.store import read_results
         from udbench.report.html import write_report
 
+        check_out_dir("udbench report", out)
         path = write_report(read_results(results), out)
         Console().print(f"report written to {path}", highlight=False)
 
@@ -200,6 +224,7 @@ def register(app: typer.Typer) -> None:
         """Offline demo on the embedded diabetes table: tasks, five methods, leaderboard, report."""
         from udbench.evaluation.quickstart import quickstart
 
+        check_out_dir("udbench quickstart", out)
         console = _console()
         board, report = quickstart(out, workers=workers, console=console)
         _print_board(board, console)

@@ -123,11 +123,15 @@ def generate_command(
     data_dir: Path | None = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP),
 ) -> None:
     """Generate task instances (SPEC §6) as files in --out; valid existing files are skipped."""
+    from udbench.commands.datasets import check_data_dir
+    from udbench.commands.run import check_out_dir
     from udbench.tasks import task_file_is_valid
     from udbench.tasks.generate import get_prior
 
     if jobs < 1:
         raise param_error("generate", "jobs", "be >= 1", jobs)
+    check_data_dir("generate", data_dir)
+    check_out_dir("generate", out)
     specs = expand_grid(datasets, families, noise, coverage, seeds, fidelity, draws)
     out.mkdir(parents=True, exist_ok=True)
     todo = [s for s in specs if not task_file_is_valid(_task_path(out, s), s)]

@@ -100,6 +100,17 @@ def _part_name(key: str) -> str:
     return f"{_SAFE.sub('_', key)[:150]}-{digest}.parquet"
 
 
+def _file_mode() -> int:
+    """The mode ``open()`` would give a new file (0o666 less the umask); mkstemp gives 0o600."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+#: read once at import (changing the umask is process-wide, so not from worker threads)
+_FILE_MODE = _file_mode()
+
+
 def _write_atomic(table: pa.Table, path: Path) -> None:
     """Write ``table`` to ``path`` so that readers see either nothing or the whole file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,6 +120,7 @@ def _write_atomic(table: pa.Table, path: Path) -> None:
             pq.write_table(table, fh)
             fh.flush()
             os.fsync(fh.fileno())
+            os.fchmod(fh.fileno(), _FILE_MODE)  # like any other output file, not owner-only
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

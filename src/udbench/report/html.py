@@ -328,6 +328,8 @@ def write_report(
     inst = results[inst_cols].sort_values(
         [c for c in ("task_id", "method_label") if c in inst_cols]
     )
+    if "error" in inst.columns:  # an ok cell has no error: an empty cell, not "None"
+        inst["error"] = inst["error"].astype(object).where(inst["error"].notna(), "")
     parts.append("<h2>Per-instance results</h2><div class='scroll'>")
     parts.append(inst.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="–"))
     parts.append("</div></body></html>")
