@@ -179,3 +179,19 @@ def test_gp_objective_gradient_matches_autodiff_through_cholesky():
         v, g = _compiled("value_and_grad")(*args)
     assert float(v) == pytest.approx(float(v_ref), rel=1e-12)
     np.testing.assert_allclose(np.asarray(g), np.asarray(g_ref), rtol=1e-9, atol=1e-12)
+
+
+def test_gp_noise_floor_binds_on_noiseless_data():
+    # Noiseless smooth data: type-II ML drives the noise towards 0 (interpolation); the
+    # default floor keeps σ_n ≥ 0.01 in standardised units (σ_n² ≥ 1e-4), min_noise_std=0
+    # lets it collapse below that.
+    rng = make_rng("test", "gp-noise-floor")
+    X = rng.uniform(0.0, 1.0, size=(40, 1))
+    y = np.sin(6.0 * X[:, 0])
+    floored = GP(max_iter=100).fit(X, y)
+    free = GP(max_iter=100, min_noise_std=0.0).fit(X, y)
+    assert floored.noise_variance_std_ >= 1e-4 * (1 - 1e-9)
+    assert free.noise_variance_std_ < 1e-4
+    assert floored.log_marginal_likelihood_ <= free.log_marginal_likelihood_ + 1e-6
+    pred = floored.predict(X)
+    np.testing.assert_allclose(pred.aleatoric, floored.noise_variance_)

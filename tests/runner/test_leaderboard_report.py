@@ -100,6 +100,26 @@ def test_leaderboard_errors(results):
         leaderboard(results, rank_by="accuracy")
 
 
+def test_rank_by_au_leaves_constant_au_methods_unranked(results):
+    # B has constant AU, so ρ(AU, AU*) is undefined for it everywhere: it must get no rank
+    # (not a shared last place); with a third heteroscedastic method C ranked against A.
+    extra = pd.DataFrame(
+        [
+            _row("t1", "C", "smooth-monotone", 0.1, au=0.9),
+            _row("t2", "C", "u-shaped", 0.1, au=0.8),
+            _row("t3", "C", "homoscedastic", 0.1, au=0.1),
+        ]
+    )
+    both = pd.concat([results, extra], ignore_index=True)
+    board = leaderboard(both, rank_by="rho_au", n_resamples=100)
+    ranks = dict(zip(board["method"], board["rank"], strict=True))
+    assert ranks["C"] == 1 and ranks["A"] == 2 and ranks["B"] is pd.NA
+    assert list(board["method"]) == ["C", "A", "B"]
+    rec = {r["method"]: r for r in leaderboard_records(board)}
+    assert rec["B"]["rank"] is None and rec["B"]["mean_rank"] is None
+    assert rec["C"]["mean_rank"] == 1.0
+
+
 def test_rank_by_rmse_prefers_lower(results):
     res = results.copy()
     res.loc[res["method"] == "A", "rmse"] = 0.5

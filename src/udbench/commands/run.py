@@ -65,6 +65,8 @@ def _console() -> Console:
 def _print_board(board, console: Console) -> None:  # type: ignore[no-untyped-def]
     import math
 
+    from pandas import NA as _NA
+
     def fmt(r: dict, m: str) -> str:
         v, lo, hi = r[m], r[f"{m}_low"], r[f"{m}_high"]
         if m in ("rho_au", "delta_ent_risk") and r.get("constant_aleatoric"):
@@ -93,7 +95,9 @@ def _print_board(board, console: Console) -> None:  # type: ignore[no-untyped-de
     for r in board.to_dict(orient="records"):
         row = []
         for _, key in heads:
-            if key in ("rank", "method", "n_valid", "n_failed"):
+            if key == "rank" and r[key] is _NA:
+                row.append("–")
+            elif key in ("rank", "method", "n_valid", "n_failed"):
                 row.append(str(r[key]))
             else:
                 row.append(fmt(r, key))

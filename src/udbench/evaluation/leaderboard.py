@@ -18,6 +18,8 @@ Rank: on every instance where all methods have a finite ρ(EU, EU*_risk), method
 (1 = highest ρ, ties share the average rank); ``mean_rank`` is the mean over those instances
 (:func:`udbench.evaluation.metrics.mean_ranks`) and ``rank`` orders the mean ranks (1 = best,
 ties share the lower rank). When no instance has every method, ``rank`` orders the mean ρ.
+A method whose ranking metric is undefined on every instance (e.g. ρ(AU, AU*) for a method
+with constant AU) gets no rank (``<NA>``; ``null`` in JSON) and is listed last.
 """
 
 from __future__ import annotations
@@ -144,13 +146,18 @@ def leaderboard(
             row.update({m: est, f"{m}_low": low, f"{m}_high": high, f"{m}_n": n})
         rows.append(row)
     board = pd.DataFrame(rows)
-    board["mean_rank"] = _mean_ranks(df[ok], label, rank_by, list(board["method"]))
+    # the ranking sees the same instances as the metric's mean (AU metrics: heteroscedastic
+    # noise modes and heteroscedastic-AU methods only)
+    rank_rows = ok & au_ok if rank_by in _AU_METRICS else ok
+    board["mean_rank"] = _mean_ranks(df[rank_rows], label, rank_by, list(board["method"]))
     higher = rank_by not in ("rmse", "nmse")
     if board["mean_rank"].notna().any():
         key = board["mean_rank"]
     else:
         key = -board[rank_by] if higher else board[rank_by]
-    board["rank"] = key.rank(method="min", na_option="bottom").astype(int)
+    # a method whose ranking metric is undefined everywhere (e.g. ρ(AU, AU*) of a
+    # constant-AU method) is left unranked (rank <NA>), not put last
+    board["rank"] = key.rank(method="min", na_option="keep").astype("Int64")
     board = board.sort_values(["rank", "method"], kind="stable").reset_index(drop=True)
     first = ["method", "rank", "mean_rank", "n_valid", "n_failed"]
     return board[first + [c for c in board.columns if c not in first]]
@@ -165,11 +172,16 @@ def _mean_ranks(ok: pd.DataFrame, label: str, metric: str, methods: list[str]) -
         return out
     wide = ok.pivot_table(index="task_id", columns=label, values=metric, aggfunc="mean")
     wide = wide.reindex(columns=methods)
-    complete = wide.dropna(axis=0, how="any")
+    # rank only the methods for which the metric is defined somewhere
+    defined = [i for i, m in enumerate(methods) if wide[m].notna().any()]
+    if len(defined) < 2:
+        return out
+    complete = wide.iloc[:, defined].dropna(axis=0, how="any")
     if complete.empty:
         return out
     ranks = mean_ranks(complete.to_numpy(), higher_is_better=metric not in ("rmse", "nmse"))
-    return pd.Series(np.asarray(ranks, dtype=float), index=range(len(methods)))
+    out.iloc[defined] = np.asarray(ranks, dtype=float)
+    return out
 
 
 def leaderboard_records(board: pd.DataFrame) -> list[dict[str, Any]]:
@@ -180,7 +192,7 @@ def leaderboard_records(board: pd.DataFrame) -> list[dict[str, Any]]:
         for k, v in rec.items():
             if isinstance(v, np.generic):
                 v = v.item()
-            if isinstance(v, float) and not math.isfinite(v):
+            if v is pd.NA or (isinstance(v, float) and not math.isfinite(v)):
                 v = None
             clean[str(k)] = v
         records.append(clean)

@@ -172,7 +172,7 @@ def _board_html(board: pd.DataFrame) -> str:
     ]
     out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads) + "</tr>"]
     for r in board.to_dict(orient="records"):
-        cells = [str(r["rank"]), html.escape(str(r["method"]))]
+        cells = ["–" if r["rank"] is pd.NA else str(r["rank"]), html.escape(str(r["method"]))]
         for m in ("rho_eu_risk", "rho_eu_var", "rho_eu_point", "rho_au", "delta_ent_risk", "rmse"):
             if m in ("rho_au", "delta_ent_risk") and r.get("constant_aleatoric"):
                 cells.append("n/a (constant AU)")
