@@ -180,7 +180,7 @@ def _mean_ranks(ok: pd.DataFrame, label: str, metric: str, methods: list[str]) -
     if complete.empty:
         return out
     ranks = mean_ranks(complete.to_numpy(), higher_is_better=metric not in ("rmse", "nmse"))
-    out.iloc[defined] = np.asarray(ranks, dtype=float)
+    out.iloc[defined] = pd.Series(np.asarray(ranks, dtype=float), index=out.index[defined])
     return out
 
 
