@@ -195,3 +195,21 @@ def test_gp_noise_floor_binds_on_noiseless_data():
     assert floored.log_marginal_likelihood_ <= free.log_marginal_likelihood_ + 1e-6
     pred = floored.predict(X)
     np.testing.assert_allclose(pred.aleatoric, floored.noise_variance_)
+
+
+def test_gp_fit_survives_nonfinite_trial_steps():
+    # On this embedded-data task (quickstart grid) L-BFGS-B with the noise floor took a trial
+    # step where the objective was NaN and ended "ABNORMAL"; the fit must backtrack instead,
+    # keep the best finite point and reach the same optimum as the other floors.
+    from udbench.tasks import TaskSpec, generate_task
+
+    task = generate_task(
+        TaskSpec("diabetes", "gp", "homoscedastic", "ood", 0, fidelity="smoke", n_draws=40)
+    )
+    X, y = np.asarray(task.X_train), np.asarray(task.y_train)
+    lmls = [
+        GP(max_iter=50, min_noise_std=floor).fit(X, y).log_marginal_likelihood_
+        for floor in (0.0, 0.01, 0.03)
+    ]
+    assert np.all(np.isfinite(lmls))
+    assert max(lmls) - min(lmls) < 1.0, lmls

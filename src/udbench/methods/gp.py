@@ -168,8 +168,8 @@ class GP(BaseMethod):
         Lower bound on the fitted noise SD σ_n (standardised target units; 0.01 means a noise
         variance of at least 1e-4 of the target variance, the floor GPyTorch's Gaussian
         likelihood uses). Without it the type-II ML optimum can interpolate the data
-        (σ_n² → 0, measured on small diabetes tasks), which makes the AU meaningless and
-        moves the noise into the EU. Set 0 to disable.
+        (σ_n² → 1e-29, measured on small diabetes tasks) and the Cholesky degenerates; on
+        such samples the optimum may still sit at the floor. Set 0 to disable.
     standardize_X : bool, default True
         Centre and scale each input column by its training mean and SD before the kernel
         (a column with SD 0 is only centred).
@@ -290,9 +290,18 @@ class GP(BaseMethod):
             Zj, yj, jit = jnp.asarray(Z), jnp.asarray(y), jnp.asarray(jitter)
             value_and_grad = _compiled("value_and_grad")
 
+            best: dict[str, Any] = {"value": np.inf, "theta": theta0.copy()}
+
             def fun(theta: np.ndarray) -> tuple[float, np.ndarray]:
                 value, grad = value_and_grad(jnp.asarray(theta), Zj, yj, jit)
-                return float(value), np.asarray(grad, dtype=np.float64)
+                v, g = float(value), np.asarray(grad, dtype=np.float64)
+                if not (np.isfinite(v) and np.all(np.isfinite(g))):
+                    # a trial step left the region where the Cholesky succeeds: report a
+                    # large finite value so the line search backtracks instead of aborting
+                    return float(best["value"]) + 1e10, np.zeros_like(g)
+                if v < best["value"]:
+                    best["value"], best["theta"] = v, np.array(theta, dtype=np.float64)
+                return v, g
 
             result = minimize(
                 fun,
@@ -302,7 +311,9 @@ class GP(BaseMethod):
                 bounds=bounds,
                 options={"maxiter": int(self.max_iter)},
             )
-            theta = result.x
+            # the best finite point seen (L-BFGS-B may end on an abnormal line search)
+            theta = best["theta"] if best["value"] <= result.fun else result.x
+            result.fun = min(float(best["value"]), float(result.fun))
             if not np.isfinite(result.fun) or not np.all(np.isfinite(theta)):
                 raise UdbenchError(
                     f"GP: the marginal-likelihood optimisation diverged ({result.message})"
