@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from udbench._validation import check_array, param_error
+from udbench._validation import check_array, check_choice, param_error
 
 __all__ = [
     "MCSE_N_BATCHES",
@@ -36,6 +36,27 @@ RHAT_THRESHOLD: float = 1.05
 MCSE_N_BATCHES: int = 20
 
 T = TypeVar("T")
+
+
+def sampler_settings(
+    component: str,
+    fidelity: str,
+    presets: dict[str, dict[str, Any]],
+    overrides: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The MCMC settings of a fidelity preset, updated with user ``overrides``.
+
+    Raises
+    ------
+    UdbenchError
+        Unknown ``fidelity`` or an override key that the preset does not have.
+    """
+    check_choice(component, "fidelity", fidelity, list(presets))
+    cfg = dict(presets[fidelity])
+    for k, v in (overrides or {}).items():
+        check_choice(component, "sampler_kwargs", k, cfg)
+        cfg[k] = v
+    return cfg
 
 
 def _check_draws(component: str, draws: Any) -> np.ndarray:

@@ -24,7 +24,7 @@ import numpy as np
 
 from udbench._seeding import derive_seed, make_rng
 from udbench._validation import check_array, check_choice, check_positive, param_error
-from udbench.priors._mcmc import summarise_function_draws
+from udbench.priors._mcmc import sampler_settings, summarise_function_draws
 from udbench.priors.base import FIDELITIES, SCALE_N_DRAWS, Posterior, scale_from_unit_draws
 
 __all__ = [
@@ -190,12 +190,7 @@ class BNNPrior:
     @property
     def sampler_settings(self) -> dict[str, Any]:
         """The MCMC settings: the fidelity preset updated with ``sampler_kwargs``."""
-        check_choice("BNNPrior", "fidelity", self.fidelity, FIDELITIES)
-        cfg = dict(FIDELITY_SETTINGS[self.fidelity])
-        for k, v in (self.sampler_kwargs or {}).items():
-            check_choice("BNNPrior", "sampler_kwargs", k, cfg)
-            cfg[k] = v
-        return cfg
+        return sampler_settings("BNNPrior", self.fidelity, FIDELITY_SETTINGS, self.sampler_kwargs)
 
     @property
     def settings(self) -> dict[str, Any]:
