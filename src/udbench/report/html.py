@@ -31,7 +31,7 @@ import pandas as pd
 
 from udbench import __version__
 from udbench._validation import UdbenchError
-from udbench.evaluation.leaderboard import leaderboard
+from udbench.evaluation.leaderboard import LEADERBOARD_METRICS, leaderboard
 from udbench.evaluation.runner import N_SHELLS
 
 __all__ = ["GRID_COLUMNS", "shell_table", "task_grid", "write_report"]
@@ -173,7 +173,7 @@ def _board_html(board: pd.DataFrame) -> str:
     out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads) + "</tr>"]
     for r in board.to_dict(orient="records"):
         cells = ["–" if r["rank"] is pd.NA else str(r["rank"]), html.escape(str(r["method"]))]
-        for m in ("rho_eu_risk", "rho_eu_var", "rho_eu_point", "rho_au", "delta_ent_risk", "rmse"):
+        for m in LEADERBOARD_METRICS:
             if m in ("rho_au", "delta_ent_risk") and r.get("constant_aleatoric"):
                 cells.append("n/a (constant AU)")
             else:
@@ -314,12 +314,7 @@ def write_report(
             "task_id",
             "method_label",
             "status",
-            "rho_eu_risk",
-            "rho_eu_var",
-            "rho_eu_point",
-            "rho_au",
-            "delta_ent_risk",
-            "rmse",
+            *LEADERBOARD_METRICS,
             "fit_time_s",
             "error",
         )
