@@ -5,6 +5,7 @@ The conditioning with bartz compiles for about a minute, so its tests are marked
 
 from __future__ import annotations
 
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -248,3 +249,24 @@ def test_bartz_without_information_samples_our_prior() -> None:
     assert abs(bartz_nodes / ours_nodes - 1) < 0.05, (bartz_nodes, ours_nodes)
     var = post.draws_eval.var(axis=0)
     assert np.all((var > a**2 / 1.5) & (var < a**2 * 1.5)), var
+
+
+def test_condition_warns_when_the_chain_layout_cannot_pass_the_rhat_rule(monkeypatch) -> None:
+    # 250 chains x 4 draws (paper layout) over 400 inputs: independent draws already give
+    # max R̂ > 1.05, so conditioning warns before it starts; 20 x 50 (standard) does not.
+    from udbench.priors import hbart
+
+    def stop() -> None:
+        raise RuntimeError("stop before bartz")
+
+    monkeypatch.setattr(hbart, "_bartz_extensions", stop)
+    rng = np.random.default_rng(0)
+    X, X_eval = rng.uniform(size=(5, 2)), rng.uniform(size=(400, 2))
+    args = (X, np.zeros(5), np.ones(5), X_eval, 0, 1000)
+    with pytest.warns(UserWarning, match=r"cannot pass the SPEC §7 R̂ rule"):
+        with pytest.raises(RuntimeError, match="stop before bartz"):
+            HBARTPrior(1.0, "paper").condition(*args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeError, match="stop before bartz"):
+            HBARTPrior(1.0, "standard").condition(*args)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from udbench._validation import UdbenchError
-from udbench.priors._mcmc import (
+from udbench.priors.diagnostics import (
     SeedReplacement,
     acceptance,
     batch_means_mcse_var,
@@ -14,6 +14,7 @@ from udbench.priors._mcmc import (
     generate_with_seed_replacement,
     is_accepted,
     next_unused_seed,
+    rhat_iid_reference,
     summarise_function_draws,
 )
 
@@ -25,6 +26,24 @@ def test_rhat_iid_chains_near_one_and_shifted_chain_flagged() -> None:
     assert r.shape == (10,) and np.all(r < 1.02)
     draws[0] += 1.0  # one chain stuck elsewhere
     assert np.all(function_space_rhat(draws) > 1.05)
+
+
+def test_rhat_iid_reference_short_chains_exceed_threshold_long_chains_do_not() -> None:
+    # The paper's HBART layout (250 chains x 4 draws): over 400 inputs the largest R̂ of
+    # independent draws already exceeds 1.05; 4 chains x 250 draws stay near 1.
+    med_short, max_short = rhat_iid_reference(250, 4, 400)
+    med_long, max_long = rhat_iid_reference(4, 250, 400)
+    assert 1.005 < med_short < 1.03 and max_short > 1.05
+    assert med_long < 1.003 and max_long < 1.02
+    assert rhat_iid_reference(250, 4, 400) == (med_short, max_short)  # seeded
+    with pytest.raises(UdbenchError, match="draws per chain"):
+        rhat_iid_reference(4, 1, 10)
+    # the rejection reason explains a layout that cannot pass
+    rng = np.random.default_rng(5)
+    diag = summarise_function_draws(rng.standard_normal((250, 4, 400)))
+    assert diag["rhat_iid_max"] == max_short
+    ok, reason = acceptance(diag)
+    assert not ok and "independent draws in this chain layout" in reason
 
 
 def test_batch_means_mcse_matches_iid_theory() -> None:

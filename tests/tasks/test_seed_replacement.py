@@ -12,7 +12,7 @@ import pytest
 
 from udbench._validation import UdbenchError
 from udbench.cli import main
-from udbench.priors._mcmc import batch_means_mcse_var
+from udbench.priors.diagnostics import batch_means_mcse_var
 from udbench.priors.gp import GPPrior
 from udbench.tasks import Task, TaskSpec, acceptance_checks, generate_task, pool_checks
 from udbench.tasks import generate as generate_module
@@ -176,6 +176,8 @@ def test_mcmc_summary_and_pooling_hand_computed() -> None:
     }
     hbart = {"sampler": {"rhat_max": 1.03, "accept_rate_kept": 0.4}}  # scalar R̂ only
     assert mcmc_summary(hbart) == {"rhat_max": 1.03, "accept_rate": 0.4}
+    hbart["sampler"]["rhat_iid_max"] = 1.02  # reference R̂ of the chain layout, passed on
+    assert mcmc_summary(hbart)["rhat_iid_max"] == 1.02
     assert mcmc_summary({"sampler": {"jitter_eval": 0.0}}) == {}  # GP
     base = {
         "covered_90": 9,
@@ -187,6 +189,7 @@ def test_mcmc_summary_and_pooling_hand_computed() -> None:
     }
     s2 = {
         "rhat_max": 1.01,
+        "rhat_iid_max": 1.02,
         "rhat_n_above": 0,
         "rhat_n_points": 5,
         "accept_rate": 0.9,
@@ -198,6 +201,7 @@ def test_mcmc_summary_and_pooling_hand_computed() -> None:
     }
     pooled = pool_checks([{**base, **s1}, {**base, **s2}], n_boot=10)
     assert pooled["rhat_max"] == 1.2 and pooled["n_rhat_above_1_05"] == 1
+    assert pooled["rhat_iid_max"] == 1.02  # largest over the instances that carry it
     assert pooled["rhat_n_points"] == 8 and pooled["rhat_share_above_1_05"] == 2 / 8
     assert pooled["n_divergent"] == 3
     assert pooled["accept_rate_mean"] == pytest.approx(0.85)

@@ -24,8 +24,8 @@ import numpy as np
 
 from udbench._seeding import derive_seed, make_rng
 from udbench._validation import check_array, check_choice, check_positive, param_error
-from udbench.priors._mcmc import sampler_settings, summarise_function_draws
 from udbench.priors.base import FIDELITIES, SCALE_N_DRAWS, Posterior, scale_from_unit_draws
+from udbench.priors.diagnostics import sampler_settings, summarise_function_draws
 
 __all__ = [
     "FIDELITY_SETTINGS",

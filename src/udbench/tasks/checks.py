@@ -7,7 +7,7 @@ Per instance (:func:`acceptance_checks`), at every evaluation point x:
   deviation of a bin share from 1/20;
 - coverage of the central 90 % posterior interval (empirical 5 % and 95 % quantiles);
 - Monte Carlo standard error of σ_f² by batch means (Flegal & Jones 2010), computed by
-  :func:`udbench.priors._mcmc.batch_means_mcse_var`: 20 batches of whole chains (at least
+  :func:`udbench.priors.diagnostics.batch_means_mcse_var`: 20 batches of whole chains (at least
   20 chains) or equal chain segments (fewer chains; independent draws are one chain),
   σ_f² estimated in every batch about the overall draw mean, MCSE = SD(batch estimates) /
   √20. Reported *relative*, MCSE / σ̂_f² (dimensionless; about √(2/D) ≈ 0.045 for
@@ -36,7 +36,7 @@ import scipy.stats
 
 from udbench._seeding import make_rng
 from udbench._validation import check_array, param_error
-from udbench.priors._mcmc import RHAT_THRESHOLD, batch_means_mcse_var
+from udbench.priors.diagnostics import RHAT_THRESHOLD, batch_means_mcse_var
 
 __all__ = [
     "N_SBC_BINS",
@@ -173,7 +173,9 @@ def mcmc_summary(diagnostics: dict[str, Any]) -> dict[str, Any]:
     dict
         Only the keys whose source is stored: ``rhat_max``, ``rhat_n_above`` (points with
         split-R̂ > 1.05) and ``rhat_n_points`` (points with a finite R̂), from the per-point
-        ``rhat`` list (or the scalar ``rhat_max`` alone); ``accept_rate`` (NUTS
+        ``rhat`` list (or the scalar ``rhat_max`` alone); ``rhat_iid_max`` (the largest
+        R̂ that independent draws in the same chain layout give, see
+        :func:`udbench.priors.diagnostics.rhat_iid_reference`); ``accept_rate`` (NUTS
         ``accept_prob_mean``, HBART ``accept_rate_kept``: share of trees with an accepted
         grow/prune move); ``n_divergent``, ``tree_depth_mean`` and
         ``share_at_max_tree_depth`` (NUTS); ``n_seed_replacements`` (rejections before the
@@ -191,6 +193,8 @@ def mcmc_summary(diagnostics: dict[str, Any]) -> dict[str, Any]:
         out["rhat_n_points"] = int(rhat.size)
     elif "rhat_max" in sampler:
         out["rhat_max"] = float(sampler["rhat_max"])
+    if "rhat_iid_max" in sampler:
+        out["rhat_iid_max"] = float(sampler["rhat_iid_max"])
     if "accept_prob_mean" in sampler:
         out["accept_rate"] = float(sampler["accept_prob_mean"])
     elif "accept_rate_kept" in sampler:
@@ -242,7 +246,9 @@ def pool_checks(
         sbc_hist, sbc_max_bin_deviation, mcse_var_median, mcse_var_p95,
         corr_mean_fstar_median`` and, where the instances carry them,
         ``mc_agree_fraction`` (GP); ``rhat_max`` (largest over instances) and
-        ``n_rhat_above_1_05`` (instances whose ``rhat_max`` > 1.05); ``rhat_n_points``
+        ``n_rhat_above_1_05`` (instances whose ``rhat_max`` > 1.05); ``rhat_iid_max``
+        (largest over instances of the R̂ that independent draws in their chain layout
+        give); ``rhat_n_points``
         (points with a finite R̂) and ``rhat_share_above_1_05`` (share of them with
         R̂ > 1.05; None when there are none); ``n_divergent`` (sum);
         ``accept_rate_mean``, ``tree_depth_mean``, ``share_at_max_tree_depth`` (means over
@@ -286,6 +292,9 @@ def pool_checks(
         # NaN when no instance has a finite R̂ (e.g. fewer than 4 draws per chain)
         out["rhat_max"] = float(finite.max()) if finite.size else float("nan")
         out["n_rhat_above_1_05"] = int(np.sum(finite > RHAT_THRESHOLD))
+    iid = [float(s["rhat_iid_max"]) for s in summaries if "rhat_iid_max" in s]
+    if iid:
+        out["rhat_iid_max"] = float(np.nanmax(iid)) if np.isfinite(iid).any() else float("nan")
     with_points = [s for s in summaries if "rhat_n_points" in s]
     if with_points:
         n_pts = sum(int(s["rhat_n_points"]) for s in with_points)

@@ -12,8 +12,8 @@ import numpy as np
 
 from udbench import __version__
 from udbench._validation import param_error
-from udbench.priors._mcmc import acceptance, generate_with_seed_replacement
 from udbench.priors.base import Prior, make_prior
+from udbench.priors.diagnostics import acceptance, generate_with_seed_replacement
 from udbench.tasks.checks import acceptance_checks
 from udbench.tasks.spec import TaskSpec
 from udbench.tasks.taskfile import Task
@@ -157,7 +157,7 @@ def generate_task(
     Loads the covariates, binds the prior (kernel fit and scale constant, cached), builds
     the noise model (SPEC §4), selects the training inputs (SPEC §3) with stream
     ``seed_for("train")``, then :func:`make_task`. If the reference posterior fails
-    :func:`udbench.priors._mcmc.acceptance` (an MCMC family with any function-space split-R̂
+    :func:`udbench.priors.diagnostics.acceptance` (an MCMC family with any function-space split-R̂
     > 1.05 at the evaluation pool), the instance is discarded and regenerated with the
     seed :func:`replacement_seed` (all streams: training sample, f*, noise, posterior).
 
