@@ -16,6 +16,7 @@ from udbench.priors.bnn import (
     build_prior,
     choose_reference_rows,
     network_u,
+    resolve_chain_method,
 )
 
 
@@ -87,7 +88,7 @@ def test_build_prior_scale_constant() -> None:
     np.testing.assert_allclose(np.median(draws.std(axis=1)), 1.0, rtol=1e-12)
     np.testing.assert_array_equal(prior.X_ref, pool[choose_reference_rows(100, "toy")])
     s = prior.settings
-    assert s["sampler"]["chain_method"] == "vectorized" and s["sampler"]["dtype"] == "float64"
+    assert s["sampler"]["chain_method"] == "auto" and s["sampler"]["dtype"] == "float64"
     assert FIDELITY_SETTINGS["paper"]["n_chains"] == 4
     assert FIDELITY_SETTINGS["paper"]["n_warmup"] == 500
     assert FIDELITY_SETTINGS["paper"]["target_accept"] == 0.9
@@ -102,6 +103,51 @@ def test_condition_rejects_bad_input() -> None:
         prior.condition(X, np.zeros(4), np.zeros(4), X, 0, 8)
     with pytest.raises(UdbenchError, match="columns"):
         prior.sample(np.zeros((3, 5)), 0)
+
+
+def test_chain_method_parallel_only_with_a_device_per_chain() -> None:
+    assert resolve_chain_method("auto", 4, 1) == "vectorized"  # one CPU/GPU device
+    assert resolve_chain_method("auto", 4, 4) == "parallel"  # e.g. 4 GPUs
+    assert resolve_chain_method("auto", 1, 8) == "vectorized"  # one chain: nothing to spread
+    assert resolve_chain_method("sequential", 4, 1) == "sequential"
+    with pytest.raises(UdbenchError, match=r"fewer JAX devices \(2\) than chains \(4\)"):
+        resolve_chain_method("parallel", 4, 2)
+    with pytest.raises(UdbenchError, match="chain_method"):
+        resolve_chain_method("pmap", 4, 4)
+
+
+PARALLEL_SCRIPT = """
+import numpy as np, jax
+from udbench.priors.bnn import BNNPrior
+rng = np.random.default_rng(6)
+X = rng.uniform(size=(30, 2))
+prior = BNNPrior(X[:10], 1.0, "smoke")
+f = prior.sample(X, key=1)[0]
+nv = np.full(20, 0.05)
+y = f[:20] + np.sqrt(nv) * rng.standard_normal(20)
+p = prior.condition(X[:20], y, nv, X[20:], key=2, n_draws=100)
+d = p.diagnostics
+print(jax.local_device_count(), d["chain_method"], d["rhat_max"],
+      np.corrcoef(p.draws_train.mean(0), f[:20])[0, 1])
+"""
+
+
+@pytest.mark.slow
+def test_chains_run_in_parallel_on_several_host_devices() -> None:
+    # Two CPU devices (XLA flag, set before JAX starts, hence a subprocess): the two smoke
+    # chains run with NumPyro's "parallel" method and give a sound posterior.
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    out = subprocess.run(
+        [sys.executable, "-c", PARALLEL_SCRIPT], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    n_dev, method, rhat_max, corr = out.stdout.split()[-4:]
+    assert (n_dev, method) == ("2", "parallel")
+    assert float(rhat_max) < 1.05 and float(corr) > 0.9
 
 
 @pytest.mark.slow

@@ -9,8 +9,13 @@ with H = 50 hidden units and R = 65 reference inputs: evaluation-pool rows chose
 per dataset (:func:`choose_reference_rows`). The centring makes b the mean of f over the
 reference inputs, so the level and the shape of f have separate priors.
 
-NUTS runs its chains vectorised (``chain_method="vectorized"``): NumPyro's ``parallel``
-method silently runs chains one after another when there are fewer devices than chains.
+NUTS runs its chains in parallel on the available devices: with ``chain_method="auto"``
+(the default) NumPyro's ``parallel`` method when there are at least as many JAX devices as
+chains (several GPUs, or CPU cores exposed as devices with
+``XLA_FLAGS=--xla_force_host_platform_device_count=N``), and otherwise ``vectorized`` (all
+chains in one program on one device). NumPyro's ``parallel`` method silently runs the
+chains one after another when there are fewer devices than chains, so asking for it
+explicitly then is an error.
 Float64 is switched on only inside :meth:`BNNPrior.condition` (``jax.enable_x64(True)``).
 """
 
@@ -27,7 +32,11 @@ from udbench._validation import check_array, check_choice, check_positive, param
 from udbench.priors.base import FIDELITIES, SCALE_N_DRAWS, Posterior, scale_from_unit_draws
 from udbench.priors.diagnostics import sampler_settings, summarise_function_draws
 
+#: Accepted values of ``chain_method`` (:func:`resolve_chain_method`).
+CHAIN_METHODS: tuple[str, ...] = ("auto", "parallel", "vectorized", "sequential")
+
 __all__ = [
+    "CHAIN_METHODS",
     "FIDELITY_SETTINGS",
     "N_HIDDEN",
     "N_REFERENCE",
@@ -35,6 +44,7 @@ __all__ = [
     "build_prior",
     "choose_reference_rows",
     "network_u",
+    "resolve_chain_method",
 ]
 
 #: Hidden units H (SPEC §5).
@@ -111,6 +121,44 @@ def _model(X: Any, X_r: Any, sd: Any, y_obs: Any, scale: Any, n_hidden: int = N_
     b = numpyro.sample("b", dist.Normal(0.0, 1.0).expand([R]).to_event(1))
     f = _f(X, X_r, v, w, c, b, scale, xp=jnp)
     numpyro.sample("y", dist.Normal(f, sd).to_event(2), obs=y_obs)
+
+
+def resolve_chain_method(chain_method: str, n_chains: int, n_devices: int) -> str:
+    """The NumPyro chain method to use for ``n_chains`` chains on ``n_devices`` devices.
+
+    Parameters
+    ----------
+    chain_method : {"auto", "parallel", "vectorized", "sequential"}
+        ``"auto"`` gives ``"parallel"`` (one chain per device, ``jax.pmap``) when
+        ``n_devices >= n_chains > 1`` and ``"vectorized"`` (all chains in one program on
+        one device) otherwise. The other values are returned unchanged.
+    n_chains, n_devices : int
+        Chains of the preset; ``jax.local_device_count()``.
+
+    Returns
+    -------
+    str
+        ``"parallel"``, ``"vectorized"`` or ``"sequential"``.
+
+    Raises
+    ------
+    UdbenchError
+        Unknown ``chain_method``, or ``"parallel"`` with fewer devices than chains (NumPyro
+        would then silently run the chains one after another).
+    """
+    comp = "BNNPrior.condition"
+    check_choice(comp, "chain_method", chain_method, CHAIN_METHODS)
+    if chain_method == "auto":
+        return "parallel" if n_devices >= n_chains > 1 else "vectorized"
+    if chain_method == "parallel" and n_devices < n_chains:
+        raise param_error(
+            comp,
+            "chain_method",
+            f"not be 'parallel' with fewer JAX devices ({n_devices}) than chains "
+            f"({n_chains}); use 'auto' or 'vectorized'",
+            chain_method,
+        )
+    return chain_method
 
 
 def _nuts_runner(
@@ -206,7 +254,7 @@ class BNNPrior:
             "sampler_overrides": sorted(self.sampler_kwargs or {}),
             "sampler": {
                 "engine": "numpyro NUTS",
-                "chain_method": "vectorized",
+                "chain_method": "auto",  # resolved per run; the method used is in the diagnostics
                 "dtype": "float64",
                 **self.sampler_settings,
             },
@@ -263,7 +311,7 @@ class BNNPrior:
         key: int,
         n_draws: int,
         *,
-        chain_method: str = "vectorized",
+        chain_method: str = "auto",
     ) -> Posterior:
         """Posterior draws of f given S with known noise variances, by NUTS on all weights.
 
@@ -278,9 +326,11 @@ class BNNPrior:
         n_draws : int
             D; must be a multiple of the fidelity's number of chains (draws per chain =
             D / chains).
-        chain_method : {"vectorized", "sequential"}
-            How NumPyro runs the chains; ``"vectorized"`` is the default and the one
-            used for tasks (``"sequential"`` exists for the speed comparison).
+        chain_method : {"auto", "parallel", "vectorized", "sequential"}
+            How NumPyro runs the chains (:func:`resolve_chain_method`). ``"auto"`` (the
+            default, used for tasks) is ``"parallel"`` on at least ``n_chains`` devices
+            and ``"vectorized"`` otherwise; ``"sequential"`` exists for the speed
+            comparison. The method used is recorded in the diagnostics.
 
         Returns
         -------
@@ -294,7 +344,8 @@ class BNNPrior:
         Raises
         ------
         UdbenchError
-            Bad shapes, non-positive noise variances, D not a multiple of the chains.
+            Bad shapes, non-positive noise variances, D not a multiple of the chains,
+            or ``chain_method="parallel"`` with fewer devices than chains.
         """
         X_train = self._check_X("X_train", X_train)
         X_eval = self._check_X("X_eval", X_eval)
@@ -320,7 +371,7 @@ class BNNPrior:
         key: int,
         n_draws: int,
         *,
-        chain_method: str = "vectorized",
+        chain_method: str = "auto",
     ) -> list[Posterior]:
         """Condition R independent data sets of equal size in one NUTS run.
 
@@ -356,9 +407,9 @@ class BNNPrior:
         self._check_X("X_train", X_train[0])
         if noise_var.size and noise_var.min() <= 0:
             raise param_error(comp, "noise_var_train", "be > 0", float(noise_var.min()))
-        check_choice(comp, "chain_method", chain_method, ("vectorized", "sequential"))
         cfg = self.sampler_settings
         n_chains = int(cfg["n_chains"])
+        chain_method = resolve_chain_method(chain_method, n_chains, jax.local_device_count())
         n_draws = int(n_draws)
         if n_draws < n_chains or n_draws % n_chains:
             raise param_error(

@@ -115,7 +115,7 @@ def rhat_iid_reference(n_chains: int, n_per_chain: int, n_inputs: int) -> tuple[
     the median and maximum of :func:`function_space_rhat` over ``n_inputs`` inputs for
     standard-normal draws in the layout ``(n_chains, n_per_chain)`` (one seeded
     simulation, seed 0; a reference, not a bound). For example 250 chains × 4 draws over
-    1500 inputs gives a maximum of about 1.076, 20 × 50 about 1.02, 4 × 250 about 1.01.
+    1500 inputs gives a maximum of about 1.075, 20 × 50 about 1.018, 4 × 250 about 1.016.
 
     Parameters
     ----------
