@@ -13,6 +13,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from udbench import __version__
 from udbench._validation import UdbenchError
@@ -58,7 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(result, int):  # click returns typer.Exit(code)'s code here
             return result
     except UdbenchError as err:
-        Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        # the message is plain text: escape it, or rich would eat "[...]" in user values
+        Console(stderr=True).print(
+            f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True
+        )
         return 2
     except typer.Exit as ex:
         return int(ex.exit_code or 0)

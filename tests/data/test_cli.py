@@ -55,6 +55,9 @@ def test_user_errors_exit_2_with_one_line(capsys, tmp_path):
     assert "parameter 'key' must be one of" in capsys.readouterr().err
     assert main(["datasets", "show", "sarcos", "--data-dir", str(tmp_path)]) == 2
     assert "udbench datasets download sarcos" in capsys.readouterr().err.replace("\n", " ")
+    # user values that look like rich markup are printed as typed, not swallowed
+    assert main(["datasets", "show", "[bold]x"]) == 2
+    assert "got '[bold]x'" in capsys.readouterr().err
 
 
 def test_missing_data_folder_is_an_error_not_needs_download(capsys, tmp_path, monkeypatch):
