@@ -147,6 +147,17 @@ def test_cli_replaced_instance_is_named_by_grid_seed_skipped_and_checked(
     assert main(["check", str(out)]) == 0
     table = capsys.readouterr().out
     assert "MCMC diagnostics" in table and "Seed replacements" in table and "1002" in table
+    # --max-replacements 0: a rejected instance fails at once (reported, exit 2), the
+    # accepted one is written
+    out0 = tmp_path / "fail-fast"
+    args0 = [*args[:-1], str(out0), "--max-replacements", "0"]
+    assert main(args0) == 2
+    assert [f.name for f in out0.glob("*.npz")] == [
+        "diabetes__hbart__homoscedastic__balanced__s1.npz"
+    ]
+    assert "failed diabetes__hbart__homoscedastic__balanced__s2" in capsys.readouterr().err
+    assert main([*args0[:-1], "-1"]) == 2
+    assert "parameter 'max-replacements' must be >= 0" in capsys.readouterr().err
 
 
 def test_mcmc_summary_and_pooling_hand_computed() -> None:

@@ -37,7 +37,7 @@ def methods_command(
     console.print(table)
     for i in infos:
         if not i.available:
-            console.print(f"{i.name}: unavailable: {i.error}", highlight=False)
+            console.print(f"{i.name}: unavailable: {i.error}", highlight=False, markup=False)
 
 
 def check_method_command(

@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -98,12 +99,14 @@ def _task_path(out: Path, spec: Any) -> Path:
     return out / f"{spec.task_id}.npz"
 
 
-def _run_one(spec: Any, out: str, data_dir: str | None) -> tuple[str, str]:
+def _run_one(
+    spec: Any, out: str, data_dir: str | None, max_replacements: int = 5
+) -> tuple[str, str]:
     """Worker: generate and save one instance; returns (task_id, error or "")."""
     from udbench.tasks import generate_task
 
     try:
-        task = generate_task(spec, data_dir=data_dir)
+        task = generate_task(spec, data_dir=data_dir, max_replacements=max_replacements)
         task.save(_task_path(Path(out), spec))
     except Exception as err:  # one failing instance must not stop the others
         return spec.task_id, f"{type(err).__name__}: {err}"
@@ -120,6 +123,12 @@ def generate_command(
     fidelity: str = typer.Option("standard", "--fidelity", help="paper, standard or smoke."),
     out: Path = typer.Option(Path("udbench-out/tasks"), "--out", help="Output folder."),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Instances generated in parallel."),
+    max_replacements: int = typer.Option(
+        5,
+        "--max-replacements",
+        help="Seed replacements tried for an MCMC instance rejected by the R̂ rule (SPEC §7) "
+        "before it is reported as failed; 0 fails at the first rejection.",
+    ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP),
 ) -> None:
     """Generate task instances (SPEC §6) as files in --out; valid existing files are skipped."""
@@ -130,6 +139,8 @@ def generate_command(
 
     if jobs < 1:
         raise param_error("generate", "jobs", "be >= 1", jobs)
+    if max_replacements < 0:
+        raise param_error("generate", "max-replacements", "be >= 0", max_replacements)
     check_data_dir("generate", data_dir)
     check_out_dir("generate", out)
     specs = expand_grid(datasets, families, noise, coverage, seeds, fidelity, draws)
@@ -157,21 +168,21 @@ def generate_command(
         progress = bar.add_task("generating", total=len(todo))
         if jobs == 1:
             for spec in todo:
-                _, err = _run_one(spec, str(out), dd)
+                _, err = _run_one(spec, str(out), dd, max_replacements)
                 if err:
                     failures.append((spec.task_id, err))
                 bar.advance(progress)
         else:
             ctx = multiprocessing.get_context("spawn")  # JAX is not fork-safe
             with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-                futures = [pool.submit(_run_one, s, str(out), dd) for s in todo]
+                futures = [pool.submit(_run_one, s, str(out), dd, max_replacements) for s in todo]
                 for fut in as_completed(futures):
                     task_id, err = fut.result()
                     if err:
                         failures.append((task_id, err))
                     bar.advance(progress)
     for task_id, err in failures:
-        console.print(f"[red]failed[/] {task_id}: {err}", highlight=False)
+        console.print(f"[red]failed[/] {escape(task_id)}: {escape(err)}", highlight=False)
     if failures:
         raise UdbenchError(f"generate: {len(failures)} of {len(todo)} instances failed")
 
