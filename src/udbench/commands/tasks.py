@@ -99,9 +99,7 @@ def _task_path(out: Path, spec: Any) -> Path:
     return out / f"{spec.task_id}.npz"
 
 
-def _run_one(
-    spec: Any, out: str, data_dir: str | None, max_replacements: int = 5
-) -> tuple[str, str]:
+def _run_one(spec: Any, out: str, data_dir: str | None, max_replacements: int) -> tuple[str, str]:
     """Worker: generate and save one instance; returns (task_id, error or "")."""
     from udbench.tasks import generate_task
 
