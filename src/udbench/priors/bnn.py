@@ -483,7 +483,7 @@ class BNNPrior:
             f_eval = self.function(X_eval[r], weights)  # (chains, per_chain, n_eval)
             f_train = self.function(X_train[r], weights)
             diag_eval = summarise_function_draws(f_eval)
-            diag_train = summarise_function_draws(f_train)
+            diag_train = summarise_function_draws(f_train, rhat_only=True)
             diagnostics = {
                 **shared,
                 **diag_eval,

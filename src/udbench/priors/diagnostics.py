@@ -200,34 +200,40 @@ def batch_means_mcse_var(draws: np.ndarray, n_batches: int = MCSE_N_BATCHES) -> 
     return means.std(axis=0, ddof=1) / np.sqrt(len(batches))
 
 
-def summarise_function_draws(draws: np.ndarray) -> dict[str, Any]:
+def summarise_function_draws(draws: np.ndarray, rhat_only: bool = False) -> dict[str, Any]:
     """SPEC §7 convergence summary of function draws (chains first).
 
     Returns a JSON-serialisable dict: ``rhat_max``, ``rhat_median``, ``rhat_n_above``
-    (count of inputs with R̂ > :data:`RHAT_THRESHOLD`), ``rhat_threshold``,
-    ``rhat_iid_median`` and ``rhat_iid_max`` (what independent draws in the same layout
-    give, :func:`rhat_iid_reference`: an R̂ far above these means the chains disagree,
-    not that the estimator is noisy), ``mcse_var_max_rel`` and ``mcse_var_median_rel``
-    (batch-means MCSE of σ_f² relative to σ̂_f², max and median over inputs),
-    ``mcse_n_batches``, and ``rhat`` / ``mcse_var`` (per input, as lists).
+    (count of inputs with R̂ > :data:`RHAT_THRESHOLD`), ``rhat_threshold`` and ``rhat``
+    (per input, as a list); unless ``rhat_only`` (e.g. for the training inputs, which are
+    only reported), also ``rhat_iid_median`` and ``rhat_iid_max`` (what independent draws
+    in the same layout give, :func:`rhat_iid_reference`: an R̂ far above these means the
+    chains disagree, not that the estimator is noisy), ``mcse_var_max_rel`` and
+    ``mcse_var_median_rel`` (batch-means MCSE of σ_f² relative to σ̂_f², max and median
+    over inputs), ``mcse_n_batches`` and ``mcse_var`` (per input, as a list).
     """
     rhat = function_space_rhat(draws)
-    iid_median, iid_max = rhat_iid_reference(*(int(k) for k in draws.shape))
-    mcse = batch_means_mcse_var(draws)
-    var = draws.reshape(-1, draws.shape[-1]).var(axis=0)
-    rel = np.where(var > 0, mcse / np.where(var > 0, var, 1.0), np.nan)
     finite = rhat[np.isfinite(rhat)]
-    return {
+    out: dict[str, Any] = {
         "rhat_max": float(finite.max()) if finite.size else float("nan"),
         "rhat_median": float(np.median(finite)) if finite.size else float("nan"),
         "rhat_n_above": int(np.sum(finite > RHAT_THRESHOLD)),
         "rhat_threshold": RHAT_THRESHOLD,
+        "rhat": rhat.tolist(),
+    }
+    if rhat_only:
+        return out
+    iid_median, iid_max = rhat_iid_reference(*(int(k) for k in draws.shape))
+    mcse = batch_means_mcse_var(draws)
+    var = draws.reshape(-1, draws.shape[-1]).var(axis=0)
+    rel = np.where(var > 0, mcse / np.where(var > 0, var, 1.0), np.nan)
+    return {
+        **out,
         "rhat_iid_median": iid_median,
         "rhat_iid_max": iid_max,
         "mcse_var_max_rel": float(np.nanmax(rel)) if np.isfinite(rel).any() else float("nan"),
         "mcse_var_median_rel": float(np.nanmedian(rel)) if np.isfinite(rel).any() else float("nan"),
         "mcse_n_batches": MCSE_N_BATCHES,
-        "rhat": rhat.tolist(),
         "mcse_var": mcse.tolist(),
     }
 

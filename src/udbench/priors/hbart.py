@@ -584,7 +584,7 @@ class HBARTPrior:
         chains_eval = draws_eval.reshape(n_chains, per_chain, -1)
         chains_train = draws_train.reshape(n_chains, per_chain, -1)
         diag_eval = summarise_function_draws(chains_eval)
-        diag_train = summarise_function_draws(chains_train)
+        diag_train = summarise_function_draws(chains_train, rhat_only=True)
         diagnostics: dict[str, Any] = {
             "sampler": "bartz BART MCMC",
             "fidelity": self.fidelity,
