@@ -2,6 +2,14 @@
 
 Both are fitted once on all kept rows of a dataset and are then plain functions of x, so
 the same point gets the same z and the same shell in any batch (SPEC §3).
+
+Batch invariance is bitwise, not only to rounding: the step noise mode (z > 0) and the shells
+(distance ≤ edge) are discontinuous in z and in the distance, so a one-ulp difference between the
+value of a row computed alone and computed inside a larger batch could move a point across a step
+or a shell edge. A matrix product does not give that guarantee (BLAS takes another kernel, with
+another summation order, for one row than for many), so the row-wise contractions here are
+accumulated column by column in a fixed order with elementwise NumPy operations, which round
+each row's value identically whatever the batch's size, order or memory layout.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ __all__ = [
     "CovariateGeometry",
     "fit_geometry",
     "largest_remainder",
+    "rowwise_dot",
 ]
 
 #: Number of coverage shells (quantile edges at 20/40/60/80 %, SPEC §3).
@@ -61,15 +70,24 @@ class CovariateGeometry:
         return check_array(name, "X", X, ndim=2, shape=(None, self.center.shape[0]))
 
     def noise_score(self, X: object) -> np.ndarray:
-        """Noise score z(x) of scaled rows ``X`` (m, d) -> (m,), dimensionless (SPEC §3)."""
+        """Noise score z(x) of scaled rows ``X`` (m, d) -> (m,), dimensionless (SPEC §3).
+
+        Bitwise the same for a row whatever batch it is in (see the module docstring).
+        """
         X = self._check(X, "noise_score")
-        return (((X - self.center) / self.scale) @ self.loading) / self.score_sd
+        return rowwise_dot((X - self.center) / self.scale, self.loading) / self.score_sd
 
     def mahalanobis(self, X: object) -> np.ndarray:
-        """Shrunk-covariance Mahalanobis distance (not squared) of rows ``X`` (m, d) -> (m,)."""
+        """Shrunk-covariance Mahalanobis distance (not squared) of rows ``X`` (m, d) -> (m,).
+
+        Bitwise the same for a row whatever batch it is in (see the module docstring).
+        """
         X = self._check(X, "mahalanobis")
         diff = X - self.location
-        return np.sqrt(np.einsum("ij,jk,ik->i", diff, self.precision, diff))
+        squared = np.zeros(diff.shape[0])
+        for j in range(diff.shape[1]):
+            squared = squared + diff[:, j] * rowwise_dot(diff, self.precision[:, j])
+        return np.sqrt(squared)
 
     def shell_of(self, X: object) -> np.ndarray:
         """Shell index 0 (inner) … 4 (outermost) of rows ``X`` (m, d) -> (m,) int64.
@@ -77,6 +95,20 @@ class CovariateGeometry:
         A distance equal to an edge belongs to the inner of the two shells.
         """
         return np.searchsorted(self.shell_edges, self.mahalanobis(X), side="left").astype(np.int64)
+
+
+def rowwise_dot(A: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Row-wise inner products ``A @ v`` of ``A`` (m, d) and ``v`` (d,) -> (m,), batch-invariant.
+
+    Accumulates ``A[:, 0]·v[0] + A[:, 1]·v[1] + …`` left to right with elementwise operations,
+    so each row's value is rounded the same way whatever the batch's size, order or memory
+    layout (a BLAS matrix-vector product is not: its kernel and summation order depend on the
+    shape). Costs d elementwise passes over m values.
+    """
+    out = A[:, 0] * v[0]
+    for k in range(1, A.shape[1]):
+        out = out + A[:, k] * v[k]
+    return np.asarray(out, dtype=np.float64)
 
 
 def fit_geometry(X: np.ndarray) -> CovariateGeometry:
