@@ -146,3 +146,21 @@ class BrokenNoRandomState(BaseMethod):
 
 class NotAMethod:
     """Not a BaseMethod: get_method_class must refuse it."""
+
+
+class BrokenAbsoluteFloor(_Base):
+    """AU floored at 1e-6 in *target* units (an absolute noise floor): wrong at tiny scales."""
+
+    def _predict(self, X: np.ndarray) -> Prediction:
+        p = super()._predict(X)
+        floor = 1e-6 / self.y_scale_**2  # 1e-6 target units², in standardised units
+        return Prediction(p.mean, np.maximum(p.aleatoric, floor), p.epistemic)
+
+
+class BrokenUncentred(_Base):
+    """Shrinks the mean towards 0 in *target* units (a prior mean that ignores the offset)."""
+
+    def _predict(self, X: np.ndarray) -> Prediction:
+        p = super()._predict(X)
+        target_mean = 0.99 * (p.mean * self.y_scale_ + self.y_loc_)
+        return Prediction((target_mean - self.y_loc_) / self.y_scale_, p.aleatoric, p.epistemic)

@@ -44,11 +44,16 @@ def test_user_class_by_import_path_passes_battery():
         ),
         ("BrokenShape", {"output_shapes_finite", "constant_target", "single_feature"}),
         ("BrokenNondeterministic", {"determinism"}),
-        ("BrokenMutatesInput", {"no_input_mutation", "refit_independence", "target_units"}),
+        (
+            "BrokenMutatesInput",  # y[0] += 1 also makes a tiny constant target non-constant
+            {"no_input_mutation", "refit_independence", "target_units", "constant_target"},
+        ),
         ("BrokenChangesHyperparameter", {"hyperparameters_unchanged", "refit_independence"}),
         ("BrokenRefit", {"refit_independence"}),
         ("BrokenFlag", {"constant_aleatoric_flag"}),
         ("BrokenNoRandomState", {"hyperparameter_declarations"}),
+        ("BrokenAbsoluteFloor", {"target_units", "constant_target"}),
+        ("BrokenUncentred", {"target_units", "constant_target"}),
     ],
 )
 def test_broken_method_fails_the_right_checks(cls_name, expected_failed):

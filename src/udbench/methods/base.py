@@ -6,9 +6,11 @@ unchanged; ``fit(X, y)`` returns ``self`` and leaves fitted state in attributes 
 (AU) and epistemic (EU) variance estimates, in target units.
 
 Subclasses implement ``_fit(X, y)`` and ``_predict(X)`` on *standardised* targets;
-:class:`BaseMethod` validates inputs and hyperparameters, standardises ``y`` (mean 0, SD 1)
-before ``_fit`` and maps ``_predict``'s output back (mean ``m_y + s_y * mu``, variances
-``s_y**2 * v``), then checks the output (shapes, finiteness, non-negative variances).
+:class:`BaseMethod` validates inputs and hyperparameters, standardises ``y`` before ``_fit``
+(:func:`standardise_targets`: mean 0, SD 1, with a scale-free rule for constant targets,
+so outputs are equivariant under ``y -> c*y + b``) and maps ``_predict``'s output back
+(mean ``m_y + s_y * mu``, variances ``s_y**2 * v``), then checks the output (shapes,
+finiteness, non-negative variances).
 
 Hyperparameter declarations
 ---------------------------
@@ -47,11 +49,13 @@ from udbench._seeding import derive_seed
 from udbench._validation import UdbenchError, check_array, param_error
 
 __all__ = [
+    "TARGET_SCALE_RTOL",
     "BaseMethod",
     "MethodOutputError",
     "NotFittedError",
     "Prediction",
     "check_hyperparameter",
+    "standardise_targets",
 ]
 
 _TYPES = ("float", "int", "bool", "categorical", "str")
@@ -189,6 +193,56 @@ def check_hyperparameter(component: str, name: str, value: Any, spec: dict[str, 
         raise param_error(component, name, rule, value)
 
 
+#: Relative SD floor of the target standardisation: the scale is
+#: ``max(sd(y), TARGET_SCALE_RTOL * max|y|)`` (see :func:`standardise_targets`).
+TARGET_SCALE_RTOL = 1e-12
+
+
+def standardise_targets(y: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """Standardise targets the same way at every scale: return ``(loc, scale, z)``.
+
+    ``z = (y - loc) / scale`` with ``loc = mean(y)`` and
+    ``scale = max(sd(y), TARGET_SCALE_RTOL * max|y|)`` (population SD; 1e-12), computed
+    on ``y / max|y|`` so that neither the sum of squares nor the division over- or
+    underflows. Both terms of ``scale`` are proportional to ``|c|`` under
+    ``y -> c*y + b``, so ``loc -> c*loc + b``, ``scale -> |c|*scale`` and ``z`` is
+    unchanged up to rounding, at every scale whose values stay normal floating-point
+    numbers (about 1e-290 ... 1e290 for O(1) data); the rounding of ``y + b`` itself
+    leaves ``z`` exact only to about ``ulp(b) / sd(y)``.
+
+    **Constant targets.** The floor ``1e-12 * max|y|`` is what float64 still resolves
+    (a few thousand rounding units of the values); it is scale-free and continuous (no
+    cliff at a threshold). A target whose SD is below it is *constant in relative terms*:
+    it is centred and divided by the floor, so the method sees ``|z| <= 1`` (exactly 0 for
+    an exactly constant ``y``) and its outputs, mapped back, sit within ~1e-12·max|y| of
+    the constant with variances of order (1e-12·max|y|)². Outputs remain equivariant
+    under ``y -> c*y`` but not under a shift, which changes ``max|y|`` (a constant has no
+    scale of its own). All-zero targets get ``scale = 1``.
+
+    Parameters
+    ----------
+    y : ndarray, shape (n,)
+        Finite targets (checked by the caller).
+
+    Returns
+    -------
+    loc : float
+        Target location (mean), target units.
+    scale : float
+        Target scale (> 0), target units.
+    z : ndarray, shape (n,)
+        The standardised targets (a new array).
+    """
+    y = np.asarray(y, dtype=np.float64)
+    top = float(np.max(np.abs(y))) if y.size else 0.0
+    if top == 0.0:
+        return 0.0, 1.0, np.zeros_like(y)
+    u = y / top  # in [-1, 1]: no overflow in the sum of squares at any scale
+    mu = float(np.mean(u))
+    sd = max(float(np.std(u)), TARGET_SCALE_RTOL)
+    return top * mu, top * sd, (u - mu) / sd
+
+
 class BaseMethod(BaseEstimator):
     """Base class of every udbench UQ method (scikit-learn conventions).
 
@@ -235,6 +289,12 @@ class BaseMethod(BaseEstimator):
         UdbenchError
             Invalid hyperparameters, wrong shapes, NaN/inf in ``X`` or ``y``, fewer than
             2 rows.
+
+        Notes
+        -----
+        ``y`` is standardised by :func:`standardise_targets` (stored as ``y_loc_``,
+        ``y_scale_``): outputs are equivariant under ``y -> c*y + b`` (c > 0), and a target
+        constant in relative terms (``sd(y) <= 1e-12 * max|y|``) is fitted, not rejected.
         """
         self.validate_hyperparameters()
         X = check_array(type(self).__name__, "X", X, ndim=2)
@@ -243,15 +303,12 @@ class BaseMethod(BaseEstimator):
             raise param_error(type(self).__name__, "X", "have at least 2 rows", X.shape)
         if X.shape[1] < 1:
             raise param_error(type(self).__name__, "X", "have at least 1 column", X.shape)
-        loc = float(np.mean(y))
-        scale = float(np.std(y))
-        if not np.isfinite(scale) or scale <= 1e-12 * max(1.0, abs(loc)):
-            scale = 1.0  # constant target: nothing to standardise
+        loc, scale, y_std = standardise_targets(y)
         self.y_loc_ = loc
         self.y_scale_ = scale
         self.n_features_in_ = X.shape[1]
         # Copies: _fit may not see (and so cannot mutate) the caller's arrays.
-        self._fit(np.array(X, dtype=np.float64), (y - loc) / scale)
+        self._fit(np.array(X, dtype=np.float64), y_std)
         return self
 
     def predict(self, X: Any) -> Prediction:
