@@ -132,7 +132,7 @@ def test_cli_replaced_instance_is_named_by_grid_seed_skipped_and_checked(
     assert Task.load(files[1]).diagnostics["seed_replacement"]["used_seed"] == 1002
     capsys.readouterr()
     assert main(["check", str(out), "--json"]) == 0
-    r = json.loads(capsys.readouterr().out)["hbart"]
+    r = json.loads(capsys.readouterr().out)["families"]["hbart"]
     assert r["seed_replacements"] == [
         {
             "task_id": "diabetes__hbart__homoscedastic__balanced__s2",

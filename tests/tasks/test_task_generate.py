@@ -105,7 +105,9 @@ def test_cli_generate_skip_and_check(tmp_path, capsys) -> None:
         "mcse_var_p95",
         "corr_mean_fstar_median",
     }
-    assert keys <= set(result["gp"]) and result["gp"]["n_instances"] == 2
+    assert result["invalid"] == []
+    gp = result["families"]["gp"]
+    assert keys <= set(gp) and gp["n_instances"] == 2
     assert Task.load(files[0]).draws.shape == (60, 221)
     assert main(["check", str(tmp_path)]) == 0
     table = capsys.readouterr().out

@@ -48,11 +48,19 @@ def check_method_command(
         "", "--params", help="Overrides of the smoke configuration, 'key=value,key=value'."
     ),
     random_state: int = typer.Option(0, "--random-state", help="random_state of every fit."),
+    timeout: float = typer.Option(
+        300.0,
+        "--timeout",
+        help="Wall-clock limit of each check in seconds; a check over it fails and the "
+        "remaining checks are skipped.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Run the conformance battery on a method; exit status 1 if any check failed.
 
-    A user's class is imported from the current directory too (as ``python -m`` would).
+    Bad options (unknown method, a --params value or --random-state the method rejects,
+    --timeout <= 0) are an error before any check runs (exit 2). A user's class is imported
+    from the current directory too (as ``python -m`` would).
     """
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -65,7 +73,7 @@ def check_method_command(
         built = make_method(f"{cls.__module__}:{cls.__qualname__}:{params}")
         keys = {p.split("=", 1)[0].strip() for p in params.split(",") if p.strip()}
         overrides = {k: v for k, v in built.get_params(deep=False).items() if k in keys}
-    report = check_method(method, params=overrides, random_state=random_state)
+    report = check_method(method, params=overrides, random_state=random_state, timeout=timeout)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:

@@ -99,6 +99,31 @@ def _task_path(out: Path, spec: Any) -> Path:
     return out / f"{spec.task_id}.npz"
 
 
+def _settings_clash(path: Path, spec: Any, data_sha256: str | None) -> str | None:
+    """How the existing task file ``path`` differs from ``spec`` made from the current data.
+
+    Returns None when the file is missing or damaged (it is simply generated), ``""`` when it
+    holds the same instance (same spec, fidelity and D, same data fingerprint; a file written
+    before fingerprints were recorded is compared on its settings only), else a short
+    description of the differences.
+    """
+    from udbench.tasks import TaskSpec, read_task_meta, task_file_is_valid
+
+    if not path.exists() or not task_file_is_valid(path):
+        return None
+    meta = read_task_meta(path)
+    old = TaskSpec.from_dict(meta["spec"])
+    diffs = [
+        f"{name} {getattr(old, name)!r} (asked {getattr(spec, name)!r})"
+        for name in ("dataset", "family", "noise", "coverage", "seed", "fidelity", "n_draws")
+        if getattr(old, name) != getattr(spec, name)
+    ]
+    old_sha = (meta.get("source") or {}).get("data_sha256")
+    if old_sha is not None and data_sha256 is not None and old_sha != data_sha256:
+        diffs.append(f"data fingerprint {old_sha[:12]}… (current table {data_sha256[:12]}…)")
+    return "; ".join(diffs)
+
+
 def _run_one(spec: Any, out: str, data_dir: str | None, max_replacements: int) -> tuple[str, str]:
     """Worker: generate and save one instance; returns (task_id, error or "")."""
     from udbench.tasks import generate_task
@@ -128,12 +153,22 @@ def generate_command(
         "before it is reported as failed; 0 fails at the first rejection.",
     ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP),
+    overwrite: bool = typer.Option(
+        False,
+        "--overwrite",
+        help="Replace existing task files made with other settings (fidelity, draws) or from "
+        "other data; without it such a clash is an error and nothing is generated.",
+    ),
 ) -> None:
-    """Generate task instances (SPEC §6) as files in --out; valid existing files are skipped."""
+    """Generate task instances (SPEC §6) as files in --out.
+
+    An existing file of the same instance, settings and data is skipped (an interrupted run
+    resumes); a damaged one is generated again; one made with other settings or from other
+    data is an error (exit 2) unless --overwrite.
+    """
     from udbench.commands.datasets import check_data_dir
     from udbench.commands.run import check_out_dir
-    from udbench.tasks import task_file_is_valid
-    from udbench.tasks.generate import get_prior
+    from udbench.tasks.generate import get_covariates, get_prior
 
     if jobs < 1:
         raise param_error("generate", "jobs", "be >= 1", jobs)
@@ -143,14 +178,38 @@ def generate_command(
     check_out_dir("generate", out)
     specs = expand_grid(datasets, families, noise, coverage, seeds, fidelity, draws)
     out.mkdir(parents=True, exist_ok=True)
-    todo = [s for s in specs if not task_file_is_valid(_task_path(out, s), s)]
+    dd = None if data_dir is None else str(data_dir)
+    todo: list[Any] = []
+    clashes: list[tuple[Path, str]] = []
+    n_damaged = 0
+    for s in specs:
+        path = _task_path(out, s)
+        if not path.exists():
+            todo.append(s)
+            continue
+        data_sha = get_covariates(s.dataset, dd).fingerprint
+        clash = _settings_clash(path, s, data_sha)
+        if clash is None:
+            n_damaged += 1
+            todo.append(s)
+        elif clash:
+            clashes.append((path, clash))
+            todo.append(s)
+    if clashes and not overwrite:
+        path, why = clashes[0]
+        raise UdbenchError(
+            f"generate: {len(clashes)} task file(s) in {str(out)!r} hold the same instance made "
+            f"with other settings or data (e.g. {path.name}: {why}); pass --overwrite to replace "
+            "them, or generate into another --out"
+        )
     console = Console(stderr=True)
     console.print(
         f"{len(specs)} instances selected, {len(specs) - len(todo)} already done, "
-        f"{len(todo)} to generate in {out}",
+        f"{len(todo)} to generate in {out}"
+        + (f" ({len(clashes)} replacing files made with other settings)" if clashes else "")
+        + (f" ({n_damaged} damaged files generated again)" if n_damaged else ""),
         highlight=False,
     )
-    dd = None if data_dir is None else str(data_dir)
     # fit each prior once here (cached on disk), so workers only read the cache
     for key in sorted({(s.family, s.dataset, s.fidelity) for s in todo}):
         console.print(f"prior {key[0]} on {key[1]} ({key[2]})", highlight=False)
@@ -185,22 +244,30 @@ def generate_command(
         raise UdbenchError(f"generate: {len(failures)} of {len(todo)} instances failed")
 
 
-def check_directory(directory: Path) -> dict[str, dict[str, Any]]:
+def check_directory(directory: Path) -> dict[str, Any]:
     """Pooled acceptance checks (SPEC §7) of every task file under ``directory``, by family.
 
-    Reads only the metadata and the per-point relative MCSE of each file. The MCMC
-    figures come from the sampler diagnostics stored in each task
-    (:func:`udbench.tasks.checks.mcmc_summary`).
+    Every file is verified first: its metadata checksum and the SHA-256 of every array
+    (:meth:`udbench.tasks.Task.verify`), so a task reported on is one ``udbench run`` would
+    accept. A file that fails is listed under ``"invalid"`` with the reason and left out of
+    the pooled figures; the others are still checked. The MCMC figures come from the sampler
+    diagnostics stored in each task (:func:`udbench.tasks.checks.mcmc_summary`).
 
     Returns
     -------
     dict
-        family -> :func:`udbench.tasks.pool_checks` output (``n_instances, coverage_90,
+        ``{"families": {family: stats}, "invalid": [{"path", "error"}, ...]}``; ``stats`` is
+        the :func:`udbench.tasks.pool_checks` output (``n_instances, coverage_90,
         coverage_90_ci, sbc_max_bin_deviation, mcse_var_median, mcse_var_p95,
         corr_mean_fstar_median``; MCMC families also ``rhat_max``,
         ``rhat_share_above_1_05``, ``n_divergent``, ``accept_rate_mean``, …) plus
         ``seed_replacements``: one ``{"task_id", "rejected", "replacement", "reason"}`` per
         rejected seed.
+
+    Raises
+    ------
+    UdbenchError
+        ``directory`` is not a folder or holds no ``*.npz`` file.
     """
     from udbench.tasks import Task, pool_checks
     from udbench.tasks.checks import mcmc_summary
@@ -211,8 +278,13 @@ def check_directory(directory: Path) -> dict[str, dict[str, Any]]:
     if not paths:
         raise param_error("check", "DIR", "hold task files (*.npz)", str(directory))
     groups: dict[str, tuple[list[dict[str, Any]], list[Any], list[dict[str, Any]]]] = {}
+    invalid: list[dict[str, str]] = []
     for path in paths:
-        task = Task.load(path)
+        try:
+            task = Task.load(path).verify()
+        except UdbenchError as err:
+            invalid.append({"path": str(path), "error": str(err)})
+            continue
         summaries, mcse, replaced = groups.setdefault(task.spec.family, ([], [], []))
         summaries.append({**task.diagnostics["checks"], **mcmc_summary(task.diagnostics)})
         mcse.append(task.mcse_var_rel)
@@ -226,10 +298,11 @@ def check_directory(directory: Path) -> dict[str, dict[str, Any]]:
             }
             for r in record.get("log", [])
         )
-    return {
+    families = {
         fam: {**pool_checks(s, m), "seed_replacements": rep}
         for fam, (s, m, rep) in sorted(groups.items())
     }
+    return {"families": families, "invalid": invalid}
 
 
 def _fmt(value: Any, spec: str) -> str:
@@ -240,10 +313,17 @@ def check_command(
     directory: Path = typer.Argument(..., help="Folder of task files."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
 ) -> None:
-    """Pooled acceptance table of the reference posteriors in DIR (SPEC §7)."""
-    result = check_directory(directory)
+    """Pooled acceptance table of the reference posteriors in DIR (SPEC §7).
+
+    Every task file is verified (checksums of its metadata and arrays) first; exit status 1
+    if any file is invalid (listed with the reason, left out of the tables), 2 for a bad DIR.
+    """
+    report = check_directory(directory)
+    result, invalid = report["families"], report["invalid"]
     if as_json:
-        typer.echo(json.dumps(result, indent=2))
+        typer.echo(json.dumps(report, indent=2))
+        if invalid:
+            raise typer.Exit(code=1)
         return
     console = Console(width=max(120, os.get_terminal_size(0).columns if os.isatty(0) else 120))
     table = Table(title=f"Acceptance checks: {directory}")
@@ -309,6 +389,16 @@ def check_command(
         for _, x in replaced:
             log.add_row(x["task_id"], str(x["rejected"]), str(x["replacement"]), x["reason"])
         console.print(log)
+    for bad in invalid:
+        console.print(f"[bold red]invalid[/] {escape(bad['error'])}", highlight=False)
+    if invalid:
+        console.print(
+            f"{len(invalid)} of {len(invalid) + sum(r['n_instances'] for r in result.values())} "
+            "task files are invalid (left out of the tables above); regenerate them with "
+            "udbench generate",
+            highlight=False,
+        )
+        raise typer.Exit(code=1)
 
 
 def register(app: typer.Typer) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -219,6 +220,23 @@ class Covariates:
     def X_eval(self) -> np.ndarray:
         """Evaluation-pool covariates, shape (n_eval, d)."""
         return self.X[self.eval_idx]
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 (hex) of the cleaned table, in row order: what tasks are drawn from.
+
+        Hashes the dataset key, (N, d), the scaled covariates ``X``, their raw ``bounds`` and
+        the real target ``y_real`` (float64, little-endian, C order). Shuffled rows, another
+        value anywhere, or another row selection give another fingerprint; the same rows in
+        another file format, compression or column order (or extra columns) give the same
+        one, since the cleaned table is all that task generation reads. Recorded in every task
+        file (``Task.source["data_sha256"]``).
+        """
+        digest = hashlib.sha256()
+        digest.update(f"udbench-covariates-v1|{self.key}|{self.X.shape}".encode())
+        for arr in (self.X, self.bounds, self.y_real):
+            digest.update(np.ascontiguousarray(arr, dtype="<f8").tobytes())
+        return digest.hexdigest()
 
     def noise_score(self, X: object) -> np.ndarray:
         """Noise score z of scaled rows ``X`` (m, d) -> (m,) (value-based, SPEC §3)."""

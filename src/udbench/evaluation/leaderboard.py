@@ -20,11 +20,19 @@ Rank: on every instance where all methods have a finite ρ(EU, EU*_risk), method
 ties share the lower rank). When no instance has every method, ``rank`` orders the mean ρ.
 A method whose ranking metric is undefined on every instance (e.g. ρ(AU, AU*) for a method
 with constant AU) gets no rank (``<NA>``; ``null`` in JSON) and is listed last.
+
+Task versions: rows carry the content checksum of the task file they evaluated
+(``task_sha256``). When a results folder holds rows of two versions of one task id (the task
+was generated again and re-run into the same folder), only the newest version (the one whose
+latest row finished last) is used and a :class:`TaskVersionWarning` names the rows set aside
+(:func:`select_task_versions`); two versions are never averaged or ranked together. Rows
+written before checksums were stored count as one unknown version.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,7 +41,14 @@ import pandas as pd
 
 from udbench._validation import UdbenchError, check_choice, param_error
 
-__all__ = ["HOMOSCEDASTIC", "LEADERBOARD_METRICS", "leaderboard", "leaderboard_records"]
+__all__ = [
+    "HOMOSCEDASTIC",
+    "LEADERBOARD_METRICS",
+    "TaskVersionWarning",
+    "leaderboard",
+    "leaderboard_records",
+    "select_task_versions",
+]
 
 #: Metrics shown on the leaderboard, in order.
 LEADERBOARD_METRICS: tuple[str, ...] = (
@@ -48,6 +63,55 @@ LEADERBOARD_METRICS: tuple[str, ...] = (
 _AU_METRICS = frozenset({"rho_au", "delta_ent_risk", "delta_ent_var", "delta_ent_point"})
 #: The noise mode whose AU* is constant.
 HOMOSCEDASTIC = "homoscedastic"
+
+
+class TaskVersionWarning(UserWarning):
+    """Results hold several versions (content checksums) of one task id; older ones unused."""
+
+
+def select_task_versions(results: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """Keep, per task id, only the rows of its newest task version.
+
+    Parameters
+    ----------
+    results : DataFrame
+        Rows as stored by ``udbench run``; the version of a row is its ``task_sha256``
+        (missing or null: rows from before checksums were stored, one unknown version).
+
+    Returns
+    -------
+    rows : DataFrame
+        The rows of the newest version of each task id: the version whose latest
+        ``finished_at`` is latest (ties: the one stored last).
+    note : str or None
+        One line naming the task ids and rows set aside, or None if every task id has one
+        version.
+    """
+    if "task_sha256" not in results.columns or "task_id" not in results.columns:
+        return results, None
+    version = results["task_sha256"].astype(object).where(results["task_sha256"].notna(), "")
+    n_versions = version.groupby(results["task_id"]).nunique()
+    mixed = n_versions[n_versions > 1].index
+    if len(mixed) == 0:
+        return results, None
+    if "finished_at" in results.columns:
+        when = results["finished_at"].astype(str)
+    else:
+        when = pd.Series(range(len(results)), index=results.index).astype(str).str.zfill(12)
+    frame = pd.DataFrame({"task_id": results["task_id"], "version": version, "when": when})
+    latest = frame.groupby(["task_id", "version"], sort=False)["when"].max().reset_index()
+    latest = latest.sort_values("when", kind="stable").drop_duplicates("task_id", keep="last")
+    newest = dict(zip(latest["task_id"], latest["version"], strict=True))
+    keep = frame["version"] == frame["task_id"].map(newest)
+    names = sorted(str(t) for t in mixed)
+    shown = ", ".join(repr(t) for t in names[:3]) + (", …" if len(names) > 3 else "")
+    note = (
+        f"results hold more than one version (task files with the same id, different "
+        f"content) of {len(names)} task(s) ({shown}): using the newest version of each, "
+        f"setting aside {int((~keep).sum())} row(s) of older versions; run each version "
+        "into its own results folder to compare them"
+    )
+    return results[keep.to_numpy()], note
 
 
 def _label_column(df: pd.DataFrame) -> str:
@@ -117,6 +181,9 @@ def leaderboard(
         if col not in results.columns:
             raise param_error("leaderboard", "results", f"have a {col!r} column", list(results))
     check_choice("leaderboard", "rank_by", rank_by, list(metrics))
+    results, note = select_task_versions(results)
+    if note:
+        warnings.warn(note, TaskVersionWarning, stacklevel=2)
     label = _label_column(results)
     df = results.copy()
     for m in metrics:

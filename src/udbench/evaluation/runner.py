@@ -7,7 +7,9 @@ SPEC §1 and the per-instance metrics of SPEC §10 (plus the Spearman ρ of EU w
 EU*_var inside each coverage shell, SPEC §3), and writes one long-format row to the
 :class:`~udbench.evaluation.store.ResultsStore`.
 
-Cells are keyed by (task id, method, configuration hash); a re-run skips finished cells.
+Cells are keyed by (task id, method, configuration hash, task content checksum); a re-run
+skips finished cells, and a task file whose content changed is a new cell. Two different task
+files with the same task id in one run are an error (the same content given twice runs once).
 A cell that raises, returns invalid output or exceeds the time limit is stored as a failed
 row with its reason and the run goes on. Cells run on Dask distributed
 (:mod:`udbench.evaluation.cluster`) or, with ``workers=0``, in the calling process.
@@ -16,6 +18,7 @@ row with its reason and the run goes on. Cells run on Dask distributed
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import platform
 import threading
@@ -291,13 +294,26 @@ def find_task_files(patterns: Sequence[str | os.PathLike[str]]) -> list[Path]:
     return sorted(found.values(), key=lambda q: str(q))
 
 
-def _task_id_of(path: Path, loader: TaskLoader) -> str:
-    """The task id of a file (read lazily); the file stem if the file cannot be read."""
+def _content_sha256(task: Any, path: Path) -> str:
+    """What a task file holds: its metadata checksum (``Task.content_sha256``, which covers
+    every array) or, for a loader whose tasks carry none, the SHA-256 of the file's bytes."""
+    sha = getattr(task, "content_sha256", None)
+    if isinstance(sha, str) and sha:
+        return sha
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _task_identity(path: Path, loader: TaskLoader) -> tuple[str, str | None]:
+    """(task id, content checksum) of a file, read lazily; (file stem, None) if unreadable."""
     try:
         task = loader(path)
-        return str(task.spec.task_id)
+        return str(task.spec.task_id), _content_sha256(task, path)
     except Exception:
-        return path.name.split(".")[0]
+        return path.name.split(".")[0], None
 
 
 # ------------------------------------------------------------------------------- cells
@@ -315,17 +331,20 @@ class Cell:
         The method configuration.
     seed : int
         The method's ``random_state`` in this cell (:func:`method_seed`).
+    task_sha256 : str or None
+        The task file's content checksum when planned (None if it could not be read).
     """
 
     task_path: str
     task_id: str
     method: MethodConfig
     seed: int
+    task_sha256: str | None = None
 
     @property
     def key(self) -> str:
-        """The cell key ``"<task_id>|<method>|<config_hash>"``."""
-        return cell_key(self.task_id, self.method.name, self.method.config_hash)
+        """The cell key ``"<task_id>|<method>|<config_hash>|<task checksum[:16]>"``."""
+        return cell_key(self.task_id, self.method.name, self.method.config_hash, self.task_sha256)
 
 
 @dataclass
@@ -357,19 +376,41 @@ def plan_cells(
     finished: set[str] | None = None,
     loader: TaskLoader | None = None,
 ) -> tuple[list[Cell], int]:
-    """Return the cells still to run (task-major order) and how many were skipped as finished."""
+    """Return the cells still to run (task-major order) and how many were skipped as finished.
+
+    A task file whose content (checksum) equals one already listed is run once. Two files
+    with the same task id and different content cannot both be stored under that id.
+
+    Raises
+    ------
+    UdbenchError
+        Two task files hold the same task id with different content.
+    """
     loader = loader or _default_loader
     done = finished or set()
     todo: list[Cell] = []
     skipped = 0
+    seen: dict[str, tuple[str | None, Path]] = {}
     for path in task_paths:
-        tid = _task_id_of(Path(path), loader)
+        tid, sha = _task_identity(Path(path), loader)
+        if tid in seen:
+            first_sha, first = seen[tid]
+            if sha is not None and sha == first_sha:
+                continue  # the same task given twice (a copy, or two folders): run it once
+            raise UdbenchError(
+                f"udbench run: task id {tid!r} is held by two different task files, "
+                f"{str(first)!r} and {str(path)!r} (content checksums "
+                f"{(first_sha or 'unreadable')[:12]}, {(sha or 'unreadable')[:12]}); run them "
+                "into separate --out folders, or pass only one"
+            )
+        seen[tid] = (sha, Path(path))
         for mc in methods:
             cell = Cell(
                 task_path=str(path),
                 task_id=tid,
                 method=mc,
                 seed=method_seed(tid, mc.name, mc.config_hash),
+                task_sha256=sha,
             )
             if cell.key in done:
                 skipped += 1
@@ -398,6 +439,7 @@ def _base_row(cell: Cell) -> dict[str, Any]:
         "n_eval": None,
         "n_features": None,
         "task_path": cell.task_path,
+        "task_sha256": cell.task_sha256,
         "task_version": None,
         "method": mc.name,
         "method_label": mc.label,
@@ -619,6 +661,13 @@ def evaluate_cell(
         row["n_eval"] = n_eval
         row["n_train"] = int(np.shape(task.X_train)[0])
         row["n_features"] = int(np.shape(task.X_train)[1])
+        if cell.task_sha256 is not None:
+            sha = _content_sha256(task, Path(cell.task_path))
+            if sha != cell.task_sha256:
+                raise UdbenchError(
+                    f"the file changed since the run was planned (content checksum "
+                    f"{sha[:12]}, planned {cell.task_sha256[:12]})"
+                )
     except Exception as err:
         row["error"] = f"task file could not be read: {_one_line(err)}"
         row["traceback"] = traceback.format_exc(limit=8)

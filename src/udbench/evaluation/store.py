@@ -11,7 +11,8 @@ Each finished cell is written at once to its own small part file (write to a tem
 ``fsync``, then :func:`os.replace`), so an interrupted run loses no finished cell and a reader
 never sees a half-written file. :meth:`ResultsStore.read` merges the compacted table with every
 part file; when a cell appears twice (e.g. a failed cell that was retried) the newest row wins.
-One row per cell is keyed by ``cell_key = "<task_id>|<method>|<config_hash>"``.
+One row per cell is keyed by ``cell_key = "<task_id>|<method>|<config_hash>|<task checksum>"``
+(:func:`cell_key`); rows also carry the full ``task_sha256``.
 """
 
 from __future__ import annotations
@@ -89,9 +90,16 @@ def config_hash(method: str, params: Mapping[str, Any]) -> str:
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
 
-def cell_key(task_id: str, method: str, chash: str) -> str:
-    """Return the key of a cell: ``"<task_id>|<method>|<config_hash>"``."""
-    return f"{task_id}|{method}|{chash}"
+def cell_key(task_id: str, method: str, chash: str, task_sha256: str | None = None) -> str:
+    """Return the key of a cell: ``"<task_id>|<method>|<config_hash>|<task checksum>"``.
+
+    The last part is the first 16 hex digits of the task file's content checksum, so the
+    key names what was evaluated: a changed task file (same id, other content) is another
+    cell. Without a checksum (a file that could not be read) the key is the older
+    ``"<task_id>|<method>|<config_hash>"``.
+    """
+    key = f"{task_id}|{method}|{chash}"
+    return f"{key}|{task_sha256[:16]}" if task_sha256 else key
 
 
 def _part_name(key: str) -> str:

@@ -12,10 +12,18 @@ Checks (in order): ``hyperparameter_declarations``, ``clone``, ``error_before_fi
 ``constant_aleatoric_flag``, ``determinism``, ``no_input_mutation``,
 ``hyperparameters_unchanged``, ``refit_independence``, ``target_units``,
 ``bad_input_errors``, ``constant_target``, ``single_feature``.
+
+Each check runs under a wall-clock limit (``timeout``, default :data:`DEFAULT_TIMEOUT` s). A
+check over it is reported failed with the reason, and the checks after it are reported
+skipped (not run): the method's code cannot be stopped from outside its thread and may still
+be running, so the battery ends instead of hanging. Inputs (``random_state``, overrides,
+``timeout``) are validated before any check runs.
 """
 
 from __future__ import annotations
 
+import math
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -26,11 +34,11 @@ import numpy as np
 from sklearn.base import clone
 
 from udbench._seeding import make_rng
-from udbench._validation import UdbenchError
+from udbench._validation import UdbenchError, param_error
 from udbench.methods.base import BaseMethod, Prediction, check_hyperparameter
 from udbench.methods.registry import get_method_class
 
-__all__ = ["CHECKS", "CheckResult", "ConformanceReport", "check_method"]
+__all__ = ["CHECKS", "DEFAULT_TIMEOUT", "CheckResult", "ConformanceReport", "check_method"]
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 
@@ -46,6 +54,8 @@ TARGET_SCALES: tuple[tuple[float, float], ...] = (
 CONSTANT_TARGETS: tuple[float, ...] = (3.7e-12, 3.7, -2.5e6, 3.7e12)
 #: The ``target_units`` check's large offset, in SDs of the battery's targets.
 TARGET_OFFSET = 1e4
+#: Default wall-clock limit of one check in seconds (smoke configurations take seconds).
+DEFAULT_TIMEOUT: float = 300.0
 
 
 @dataclass(frozen=True)
@@ -491,12 +501,54 @@ CHECKS: tuple[str, ...] = (
 )
 
 
+def _input_problem(cls: type[BaseMethod], params: dict[str, Any], random_state: int) -> str:
+    """Why the caller's ``params``/``random_state`` are invalid for ``cls`` ("" if they are not).
+
+    Bad inputs are the caller's error, not a dozen failed checks: the class defaults plus the
+    caller's values are judged by the method's own rules (``validate_hyperparameters``). If
+    the class defaults alone are already rejected, the method is at fault and the battery
+    reports it (``hyperparameter_declarations``), so nothing is blamed on the caller.
+    """
+    try:
+        defaults = cls()
+        kwargs = dict(params)
+        if "random_state" in defaults.get_params(deep=False):
+            kwargs["random_state"] = random_state
+        try:
+            cls(**kwargs).validate_hyperparameters()
+        except (UdbenchError, TypeError) as err:
+            defaults.validate_hyperparameters()  # raises if the method itself is at fault
+            return " ".join(str(err).split())
+    except Exception:
+        return ""
+    return ""
+
+
+def _run_check(fn: Callable[[], Any], timeout: float) -> tuple[bool, Any, BaseException | None]:
+    """Run ``fn`` in a daemon thread for at most ``timeout`` s: (finished, value, error)."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as err:  # reported by the caller
+            box["error"] = err
+
+    thread = threading.Thread(target=target, daemon=True, name="udbench-conformance")
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        return False, None, None
+    return True, box.get("value"), box.get("error")
+
+
 def check_method(
     cls_or_name: str | type[BaseMethod],
     *,
     params: dict[str, Any] | None = None,
     random_state: int = 0,
     checks: tuple[str, ...] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> ConformanceReport:
     """Run the conformance battery on a method class.
 
@@ -512,6 +564,10 @@ def check_method(
         The ``random_state`` every fresh method gets.
     checks : tuple of str, optional
         A subset of :data:`CHECKS` to run (default: all).
+    timeout : float, default :data:`DEFAULT_TIMEOUT`
+        Wall-clock limit of each check in seconds. A check over it is failed
+        (``"timeout: ..."``) and the remaining checks are skipped (its thread may still be
+        running the method).
 
     Returns
     -------
@@ -522,7 +578,8 @@ def check_method(
     Raises
     ------
     UdbenchError
-        Unknown method or check name.
+        Unknown method or check name; ``random_state`` or an override the method rejects
+        (its own ``validate_hyperparameters``); ``timeout`` not a positive number.
     """
     if isinstance(cls_or_name, str):
         label = cls_or_name
@@ -542,21 +599,45 @@ def check_method(
                 f"check_method: parameter 'checks' must contain names from {list(CHECKS)}; "
                 f"got {name!r}"
             )
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise param_error("check_method", "timeout", "be a finite number of seconds > 0", timeout)
+    if isinstance(random_state, bool) or not isinstance(random_state, int) or random_state < 0:
+        raise param_error("check_method", "random_state", "be an integer >= 0", random_state)
     used = {**cls.smoke_params, **(params or {})}
     battery = _Battery(cls, used, random_state)
+    problem = _input_problem(cls, params or {}, random_state)
+    if problem:
+        raise UdbenchError(f"check_method: {problem}")
     report = ConformanceReport(method=label, params=used)
+    stopped: str | None = None
     for name in selected:
+        if stopped is not None:
+            report.results.append(CheckResult(name, SKIPPED, stopped))
+            continue
         start = time.perf_counter()
-        try:
-            message = getattr(battery, name)() or ""
-            status = PASSED
-        except _Skip as skip:
-            status, message = SKIPPED, str(skip)
-        except _Fail as fail:
-            status, message = FAILED, str(fail)
-        except Exception as err:  # a check that crashes is a failure, with where it crashed
-            where = traceback.extract_tb(err.__traceback__)[-1]
+        finished, value, error = _run_check(getattr(battery, name), timeout)
+        if not finished:
             status = FAILED
-            message = f"raised {type(err).__name__}: {err} (at {where.name}, line {where.lineno})"
+            message = f"timeout: the check did not finish within {timeout:g} s"
+            stopped = f"not run: check {name!r} timed out (the method may still be running)"
+        elif error is None:
+            status, message = PASSED, value or ""
+        elif isinstance(error, _Skip):
+            status, message = SKIPPED, str(error)
+        elif isinstance(error, _Fail):
+            status, message = FAILED, str(error)
+        elif isinstance(error, Exception):  # a crashing check is a failure, with where it crashed
+            where = traceback.extract_tb(error.__traceback__)[-1]
+            status = FAILED
+            message = (
+                f"raised {type(error).__name__}: {error} (at {where.name}, line {where.lineno})"
+            )
+        else:  # KeyboardInterrupt / SystemExit inside the method stop the battery
+            raise error
         report.results.append(CheckResult(name, status, message, time.perf_counter() - start))
     return report

@@ -22,6 +22,7 @@ import base64
 import html
 import io
 import os
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,12 @@ import pandas as pd
 
 from udbench import __version__
 from udbench._validation import UdbenchError
-from udbench.evaluation.leaderboard import LEADERBOARD_METRICS, leaderboard
+from udbench.evaluation.leaderboard import (
+    LEADERBOARD_METRICS,
+    TaskVersionWarning,
+    leaderboard,
+    select_task_versions,
+)
 from udbench.evaluation.runner import N_SHELLS
 
 __all__ = ["GRID_COLUMNS", "shell_table", "task_grid", "write_report"]
@@ -217,6 +223,10 @@ def write_report(
         raise UdbenchError("write_report: the results table is empty")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    # one version per task id for every table and figure (the leaderboard's rule)
+    results, note = select_task_versions(results)
+    if note:
+        warnings.warn(note, TaskVersionWarning, stacklevel=2)
     board = leaderboard(results, confidence=confidence, n_resamples=n_resamples)
     shells = shell_table(results)
 

@@ -26,6 +26,7 @@ __all__ = [
     "get_prior",
     "make_task",
     "replacement_seed",
+    "source_fingerprint",
 ]
 
 #: Replacement seeds of grid seed s are s + k·REPLACEMENT_STRIDE, k = 1, 2, … (SPEC §7);
@@ -63,6 +64,28 @@ def get_covariates(dataset: str, data_dir: str | None = None) -> Any:
 def get_prior(family: str, dataset: str, fidelity: str, data_dir: str | None = None) -> Prior:
     """The prior ``family`` bound to ``dataset`` (fitted once, cached per process and on disk)."""
     return make_prior(family, get_covariates(dataset, data_dir), fidelity)
+
+
+def source_fingerprint(cov: Any) -> dict[str, Any]:
+    """What a task records about the table it was drawn from (``Task.source``).
+
+    Parameters
+    ----------
+    cov : udbench.data.Covariates
+
+    Returns
+    -------
+    dict
+        ``{"dataset", "origin", "n_rows", "n_features", "data_sha256"}``; ``data_sha256`` is
+        :attr:`udbench.data.Covariates.fingerprint` (the cleaned table in row order).
+    """
+    return {
+        "dataset": str(cov.key),
+        "origin": str(cov.origin),
+        "n_rows": int(cov.X.shape[0]),
+        "n_features": int(cov.X.shape[1]),
+        "data_sha256": str(cov.fingerprint),
+    }
 
 
 def make_task(
@@ -235,6 +258,7 @@ def generate_task(
         used_seed, task, log = spec.seed, run(spec.seed), []
         accepted, reason = acceptance(task.diagnostics["sampler"])
     task.spec = spec
+    task.source = source_fingerprint(cov)
     task.diagnostics["seed_replacement"] = {
         "requested_seed": spec.seed,
         "used_seed": used_seed,

@@ -5,7 +5,13 @@ Format (schema :data:`SCHEMA_VERSION`): an uncompressed ZIP archive, readable by
 ``allow_pickle=False``), plus one member ``meta.json`` holding the schema version, the
 package version, the :class:`TaskSpec`, the prior's settings, the diagnostics and a SHA-256
 per array. ``content_sha256`` is the SHA-256 of the canonical JSON of the metadata without
-itself, so it covers every array's bytes through their hashes.
+itself, so it covers every array's bytes through their hashes: it identifies what a task file
+holds (the runner keys results by it).
+
+``source`` (optional, added without a schema change) fingerprints the covariate table the task
+was drawn from: ``{"dataset", "origin", "n_rows", "n_features", "data_sha256"}`` with
+``data_sha256`` = :attr:`udbench.data.Covariates.fingerprint` (SHA-256 of the cleaned table in
+row order). Files written before it was recorded load with ``Task.source == {}``.
 
 - Lazy: :meth:`Task.load` reads ``meta.json`` only; an array is read (and its hash checked)
   on first access. :func:`read_task_meta` gives the summaries without any array.
@@ -94,6 +100,13 @@ class Task:
         The prior's settings (family, hyperparameters, scale constant a, fidelity).
     version : str
         Package version that wrote the task.
+    source : dict
+        Fingerprint of the covariate table the task was drawn from (``dataset``, ``origin``,
+        ``n_rows``, ``n_features``, ``data_sha256``); ``{}`` for a task file written before
+        udbench recorded it.
+    content_sha256 : str or None
+        SHA-256 of the task file's metadata (which holds every array's SHA-256): what the file
+        holds. Set by :meth:`load` and :meth:`save`; None for a task built in memory.
     """
 
     def __init__(
@@ -103,11 +116,14 @@ class Task:
         diagnostics: dict[str, Any],
         prior: dict[str, Any],
         version: str = __version__,
+        source: dict[str, Any] | None = None,
     ) -> None:
         self.spec = spec
         self.diagnostics = diagnostics
         self.prior = prior
         self.version = version
+        self.source: dict[str, Any] = dict(source or {})
+        self.content_sha256: str | None = None
         self._arrays: dict[str, np.ndarray | None] = dict(arrays)
         self._path: Path | None = None
         self._hashes: dict[str, str] = {}
@@ -168,6 +184,8 @@ class Task:
             "diagnostics": self.diagnostics,
             "array_sha256": hashes,
         }
+        if self.source:  # absent (not empty) when unknown: older readers see the same layout
+            meta["source"] = self.source
         meta["content_sha256"] = hashlib.sha256(_canonical(meta)).hexdigest()
         members.append(("meta.json", json.dumps(meta, indent=1, sort_keys=True).encode()))
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -187,6 +205,7 @@ class Task:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        self.content_sha256 = meta["content_sha256"]
         return path
 
     # -- reading -------------------------------------------------------------------
@@ -207,15 +226,26 @@ class Task:
             meta["diagnostics"],
             meta["prior"],
             version=meta["udbench_version"],
+            source=meta.get("source"),
         )
+        task.content_sha256 = meta["content_sha256"]
         task._path = Path(path)
         task._hashes = dict(meta["array_sha256"])
         return task
 
     def verify(self) -> Task:
-        """Read every array and check its checksum; return ``self``."""
+        """Read every array and check its checksum; return ``self``.
+
+        Raises
+        ------
+        UdbenchError
+            An array cannot be read or its bytes do not match the SHA-256 in the metadata.
+        """
         for name in self._hashes:
-            self._get(name)
+            if name not in self._arrays:
+                self._get(name)
+            else:  # already in memory: check the bytes on disk all the same
+                self._read_member(name)
         return self
 
     def arrays(self) -> dict[str, np.ndarray]:
