@@ -17,7 +17,9 @@ of about 4.3n³ for reverse-mode through ``jnp.linalg.cholesky``), all in one
 GPJax ``conjugate_mll`` objective showed no recompilation per call; its cost was the
 O(n³) linear algebra (and, at n = 3136, the per-pair ``vmap`` Gram matrix and its
 transpose), see ``benchmarks/bench_methods.py`` and docs/methods.md. The optimiser is
-SciPy's L-BFGS-B. Everything runs in float64 inside a scoped ``jax.enable_x64(True)``;
+SciPy's L-BFGS-B, driven through the GP prior's
+:class:`~udbench.priors.gp.fit.LBFGSBObjective` (float64 conversion, non-finite guard,
+best point seen). Everything runs in float64 inside a scoped ``jax.enable_x64(True)``;
 the same code runs on GPU when JAX has one.
 """
 
@@ -26,7 +28,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.optimize import minimize
 
 from udbench._validation import UdbenchError
 from udbench.methods.base import BaseMethod, Prediction
@@ -259,6 +260,8 @@ class GP(BaseMethod):
         import jax
         import jax.numpy as jnp
 
+        from udbench.priors.gp.fit import LBFGSBObjective
+
         gpx = _gpjax()
         if self.standardize_X:
             self.x_loc_ = X.mean(axis=0)
@@ -289,31 +292,17 @@ class GP(BaseMethod):
             jitter = float(self._build(init[:d], *init[d:]).prior.jitter)  # GPJax's (1e-6)
             Zj, yj, jit = jnp.asarray(Z), jnp.asarray(y), jnp.asarray(jitter)
             value_and_grad = _compiled("value_and_grad")
-
-            best: dict[str, Any] = {"value": np.inf, "theta": theta0.copy()}
-
-            def fun(theta: np.ndarray) -> tuple[float, np.ndarray]:
-                value, grad = value_and_grad(jnp.asarray(theta), Zj, yj, jit)
-                v, g = float(value), np.asarray(grad, dtype=np.float64)
-                if not (np.isfinite(v) and np.all(np.isfinite(g))):
-                    # a trial step left the region where the Cholesky succeeds: report a
-                    # large finite value so the line search backtracks instead of aborting
-                    return float(best["value"]) + 1e10, np.zeros_like(g)
-                if v < best["value"]:
-                    best["value"], best["theta"] = v, np.array(theta, dtype=np.float64)
-                return v, g
-
-            result = minimize(
-                fun,
-                theta0,
-                jac=True,
-                method="L-BFGS-B",
-                bounds=bounds,
-                options={"maxiter": int(self.max_iter)},
+            # a trial step that leaves the region where the Cholesky succeeds reports a
+            # large finite value (best so far + 1e10), so the line search backtracks
+            fun = LBFGSBObjective(
+                lambda theta: value_and_grad(jnp.asarray(theta), Zj, yj, jit),
+                penalty=lambda best: float(best) + 1e10,
+                x0=theta0,
             )
+            result = fun.minimize(theta0, bounds, int(self.max_iter))
             # the best finite point seen (L-BFGS-B may end on an abnormal line search)
-            theta = best["theta"] if best["value"] <= result.fun else result.x
-            result.fun = min(float(best["value"]), float(result.fun))
+            theta = fun.best_x if fun.best_value <= result.fun else result.x
+            result.fun = min(float(fun.best_value), float(result.fun))
             if not np.isfinite(result.fun) or not np.all(np.isfinite(theta)):
                 raise UdbenchError(
                     f"GP: the marginal-likelihood optimisation diverged ({result.message})"

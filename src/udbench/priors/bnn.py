@@ -21,16 +21,17 @@ Float64 is switched on only inside :meth:`BNNPrior.condition` (``jax.enable_x64(
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from typing import Any
 
 import numpy as np
 
-from udbench._seeding import derive_seed, make_rng
+from udbench._seeding import make_rng
 from udbench._validation import check_array, check_choice, check_positive, param_error
-from udbench.priors.base import FIDELITIES, SCALE_N_DRAWS, Posterior, scale_from_unit_draws
-from udbench.priors.diagnostics import sampler_settings, summarise_function_draws
+from udbench.priors.base import FIDELITIES, Posterior
+from udbench.priors.mcmc import MCMCPrior, NUTSDiagnostics
 
 #: Accepted values of ``chain_method`` (:func:`resolve_chain_method`).
 CHAIN_METHODS: tuple[str, ...] = ("auto", "parallel", "vectorized", "sequential")
@@ -192,8 +193,11 @@ def _nuts_runner(
     )
 
 
-class BNNPrior:
+class BNNPrior(MCMCPrior):
     """BNN reference prior: tanh network with reference-input centring (SPEC §5).
+
+    Shared settings, seed streams and the chain layout come from
+    :class:`~udbench.priors.mcmc.MCMCPrior`.
 
     Parameters
     ----------
@@ -212,6 +216,8 @@ class BNNPrior:
     """
 
     family = "bnn"
+    presets = FIDELITY_SETTINGS
+    seed_bits = 32  # JAX's PRNGKey takes a 32-bit seed
 
     def __init__(
         self,
@@ -223,41 +229,22 @@ class BNNPrior:
         dataset: str | None = None,
         sampler_kwargs: dict[str, Any] | None = None,
     ) -> None:
+        super().__init__(scale, fidelity, dataset=dataset, sampler_kwargs=sampler_kwargs)
         self.X_ref = X_ref
-        self._scale = scale
-        self.fidelity = fidelity
         self.n_hidden = n_hidden
-        self.dataset = dataset
-        self.sampler_kwargs = sampler_kwargs
 
-    @property
-    def scale(self) -> float:
-        """The scale constant a (target units)."""
-        return float(self._scale)
-
-    @property
-    def sampler_settings(self) -> dict[str, Any]:
-        """The MCMC settings: the fidelity preset updated with ``sampler_kwargs``."""
-        return sampler_settings("BNNPrior", self.fidelity, FIDELITY_SETTINGS, self.sampler_kwargs)
-
-    @property
-    def settings(self) -> dict[str, Any]:
-        """Prior and sampler settings (JSON-serialisable), recorded in every task."""
+    def _model_settings(self) -> dict[str, Any]:
         return {
-            "family": self.family,
-            "dataset": self.dataset,
-            "scale": self.scale,
             "n_hidden": self.n_hidden,
             "n_reference": int(np.asarray(self.X_ref).shape[0]),
             "X_ref": np.asarray(self.X_ref, dtype=np.float64).tolist(),
-            "fidelity": self.fidelity,
-            "sampler_overrides": sorted(self.sampler_kwargs or {}),
-            "sampler": {
-                "engine": "numpyro NUTS",
-                "chain_method": "auto",  # resolved per run; the method used is in the diagnostics
-                "dtype": "float64",
-                **self.sampler_settings,
-            },
+        }
+
+    def _engine_settings(self) -> dict[str, Any]:
+        return {
+            "engine": "numpyro NUTS",
+            "chain_method": "auto",  # resolved per run; the method used is in the diagnostics
+            "dtype": "float64",
         }
 
     def _check_X(self, name: str, X: Any) -> np.ndarray:
@@ -270,7 +257,7 @@ class BNNPrior:
     def sample_weights(self, key: int, n_draws: int = 1) -> dict[str, np.ndarray]:
         """Prior draws of all weights: v (n, H), w (n, H, d), c (n, H), b (n,), all N(0, 1)."""
         check_positive("BNNPrior", "n_draws", n_draws)
-        rng = np.random.default_rng(derive_seed("bnn-prior", int(key)))
+        rng = self._prior_rng(key)
         H, d, n = int(self.n_hidden), int(np.asarray(self.X_ref).shape[1]), int(n_draws)
         return {
             "v": rng.standard_normal((n, H)),
@@ -405,24 +392,16 @@ class BNNPrior:
         if X_eval.shape[0] != R or X_eval.shape[2] != d:
             raise param_error(comp, "X_eval", f"have shape ({R}, *, {d})", X_eval.shape)
         self._check_X("X_train", X_train[0])
-        if noise_var.size and noise_var.min() <= 0:
-            raise param_error(comp, "noise_var_train", "be > 0", float(noise_var.min()))
+        self._check_noise_var(comp, noise_var)
         cfg = self.sampler_settings
         n_chains = int(cfg["n_chains"])
         chain_method = resolve_chain_method(chain_method, n_chains, jax.local_device_count())
-        n_draws = int(n_draws)
-        if n_draws < n_chains or n_draws % n_chains:
-            raise param_error(
-                comp,
-                "n_draws",
-                f"be a positive multiple of n_chains={n_chains} (fidelity {self.fidelity!r})",
-                n_draws,
-            )
-        per_chain = n_draws // n_chains
+        n_chains, per_chain = self._chain_layout(comp, n_draws)
+        n_draws = n_chains * per_chain
         H, a = int(self.n_hidden), float(self.scale)
         X_ref = np.asarray(self.X_ref, dtype=np.float64)
         max_depth = int(cfg["max_tree_depth"])
-        seed = derive_seed("bnn-mcmc", int(key), bits=32)
+        seed = self._sampler_seed(key)
         t0 = time.perf_counter()
         with jax.enable_x64(True):
             mcmc = _nuts_runner(
@@ -455,46 +434,50 @@ class BNNPrior:
         steps = extra["num_steps"].astype(np.float64)
         depth = np.ceil(np.log2(steps + 1.0))
         n_iter = int(cfg["n_warmup"]) + per_chain
-        shared: dict[str, Any] = {
-            "sampler": "numpyro NUTS",
-            "fidelity": self.fidelity,
-            "chain_method": chain_method,
-            "n_chains": n_chains,
-            "n_warmup": int(cfg["n_warmup"]),
-            "draws_per_chain": per_chain,
-            "n_draws": n_draws,
-            "target_accept": float(cfg["target_accept"]),
-            "max_tree_depth": max_depth,
-            "accept_prob_mean": float(extra["accept_prob"].mean()),
-            "accept_prob_per_chain": extra["accept_prob"].mean(axis=1).tolist(),
-            "n_divergent": int(extra["diverging"].sum()),
-            "tree_depth_mean": float(depth.mean()),
-            "tree_depth_max": int(depth.max()),
-            "share_at_max_tree_depth": float(np.mean(depth >= max_depth)),
-            "leapfrog_steps_mean": float(steps.mean()),
-            "step_size_per_chain": extra["adapt_state.step_size"][:, -1].tolist(),
-            "n_datasets_in_run": R,
-            "wall_seconds": wall,
-            "chain_iterations_per_second": n_chains * n_iter / wall,
-        }
+        # the sampler's figures, the same for every data set; R̂ and MCSE added per data set
+        shared = NUTSDiagnostics(
+            sampler="numpyro NUTS",
+            fidelity=self.fidelity,
+            chain_method=chain_method,
+            n_chains=n_chains,
+            n_warmup=int(cfg["n_warmup"]),
+            draws_per_chain=per_chain,
+            n_draws=n_draws,
+            target_accept=float(cfg["target_accept"]),
+            max_tree_depth=max_depth,
+            accept_prob_mean=float(extra["accept_prob"].mean()),
+            accept_prob_per_chain=extra["accept_prob"].mean(axis=1).tolist(),
+            n_divergent=int(extra["diverging"].sum()),
+            tree_depth_mean=float(depth.mean()),
+            tree_depth_max=int(depth.max()),
+            share_at_max_tree_depth=float(np.mean(depth >= max_depth)),
+            leapfrog_steps_mean=float(steps.mean()),
+            step_size_per_chain=extra["adapt_state.step_size"][:, -1].tolist(),
+            n_datasets_in_run=R,
+            wall_seconds=wall,
+            chain_iterations_per_second=n_chains * n_iter / wall,
+            convergence={},
+            rhat_max_train=float("nan"),
+            rhat_train=[],
+        )
+
         out = []
         for r in range(R):
             weights = {k: v[:, :, r] for k, v in samples.items()}  # (chains, per_chain, ...)
             f_eval = self.function(X_eval[r], weights)  # (chains, per_chain, n_eval)
             f_train = self.function(X_train[r], weights)
-            diag_eval = summarise_function_draws(f_eval)
-            diag_train = summarise_function_draws(f_train, rhat_only=True)
-            diagnostics = {
-                **shared,
-                **diag_eval,
-                "rhat_max_train": diag_train["rhat_max"],
-                "rhat_train": diag_train["rhat"],
-            }
+            convergence, rhat_max_train, rhat_train = self._convergence(f_eval, f_train)
+            diagnostics = dataclasses.replace(
+                shared,
+                convergence=convergence,
+                rhat_max_train=rhat_max_train,
+                rhat_train=rhat_train,
+            )
             out.append(
                 Posterior(
                     draws_eval=f_eval.reshape(n_draws, -1),
                     draws_train=f_train.reshape(n_draws, -1),
-                    diagnostics=diagnostics,
+                    diagnostics=diagnostics.to_dict(),
                 )
             )
         return out
@@ -520,6 +503,5 @@ def build_prior(cov: Any, fidelity: str = "standard") -> BNNPrior:
     X_pool = np.asarray(cov.X, dtype=np.float64)[np.asarray(cov.eval_idx)]
     X_ref = X_pool[choose_reference_rows(X_pool.shape[0], cov.key)]
     unit = BNNPrior(X_ref, 1.0, fidelity, dataset=cov.key)
-    draws = unit.sample(X_pool, derive_seed("scale", cov.key, "bnn"), SCALE_N_DRAWS)
-    a = scale_from_unit_draws(draws, "bnn.build_prior")
+    a = unit._scale_from_pool(X_pool)
     return BNNPrior(X_ref, a, fidelity, dataset=cov.key)

@@ -36,15 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from udbench._seeding import derive_seed
 from udbench._validation import check_array, check_choice, check_positive, param_error
-from udbench.priors.base import FIDELITIES, SCALE_N_DRAWS, Posterior, scale_from_unit_draws
-from udbench.priors.diagnostics import (
-    RHAT_THRESHOLD,
-    rhat_iid_reference,
-    sampler_settings,
-    summarise_function_draws,
-)
+from udbench.priors.base import FIDELITIES, Posterior
+from udbench.priors.diagnostics import RHAT_THRESHOLD, rhat_iid_reference
+from udbench.priors.mcmc import HBARTDiagnostics, MCMCPrior
 
 __all__ = [
     "FIDELITY_SETTINGS",
@@ -337,11 +332,14 @@ def _bartz_extensions() -> tuple[type, type]:
     return GridBinner, KnownNoiseTempering
 
 
-class HBARTPrior:
+class HBARTPrior(MCMCPrior):
     """HBART reference prior bound to a scale constant (SPEC §5).
 
     f = Σ_{j=1}^{m} g(x; tree_j), m = ``n_trees`` = 200, with the BART tree prior of
     :func:`sample_forests` and leaves N(0, a²/m), so Var f(x) = a² at every x.
+
+    The scale constant a is the prior SD of f(x) at every x. Shared settings, seed streams
+    and the chain layout come from :class:`~udbench.priors.mcmc.MCMCPrior`.
 
     Parameters
     ----------
@@ -359,6 +357,8 @@ class HBARTPrior:
     """
 
     family = "hbart"
+    presets = FIDELITY_SETTINGS
+    seed_bits = 31  # bartz takes a 31-bit seed
 
     def __init__(
         self,
@@ -373,43 +373,25 @@ class HBARTPrior:
         dataset: str | None = None,
         sampler_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        self._scale = scale
-        self.fidelity = fidelity
+        super().__init__(scale, fidelity, dataset=dataset, sampler_kwargs=sampler_kwargs)
         self.n_trees = n_trees
         self.max_depth = max_depth
         self.base = base
         self.power = power
         self.n_thresholds = n_thresholds
-        self.dataset = dataset
-        self.sampler_kwargs = sampler_kwargs
 
-    @property
-    def scale(self) -> float:
-        """The scale constant a: prior SD of f(x) at every x (target units)."""
-        return float(self._scale)
-
-    @property
-    def sampler_settings(self) -> dict[str, Any]:
-        """The MCMC settings: the fidelity preset updated with ``sampler_kwargs``."""
-        return sampler_settings("HBARTPrior", self.fidelity, FIDELITY_SETTINGS, self.sampler_kwargs)
-
-    @property
-    def settings(self) -> dict[str, Any]:
-        """Prior and sampler settings (JSON-serialisable), recorded in every task."""
+    def _model_settings(self) -> dict[str, Any]:
         return {
-            "family": self.family,
-            "dataset": self.dataset,
-            "scale": self.scale,
             "n_trees": self.n_trees,
             "max_depth": self.max_depth,
             "split_base": self.base,
             "split_power": self.power,
             "n_thresholds": self.n_thresholds,
             "leaf_sd": self.scale / np.sqrt(self.n_trees),
-            "fidelity": self.fidelity,
-            "sampler_overrides": sorted(self.sampler_kwargs or {}),
-            "sampler": {"engine": "bartz", **self.sampler_settings},
         }
+
+    def _engine_settings(self) -> dict[str, Any]:
+        return {"engine": "bartz"}
 
     def _check_X(self, name: str, X: Any) -> np.ndarray:
         X = check_array("HBARTPrior", name, X, ndim=2)
@@ -436,7 +418,7 @@ class HBARTPrior:
         X = self._check_X("X", X)
         check_positive("HBARTPrior", "n_draws", n_draws)
         check_positive("HBARTPrior", "scale", self.scale)
-        rng = np.random.default_rng(derive_seed("hbart-prior", int(key)))
+        rng = self._prior_rng(key)
         out = np.empty((int(n_draws), X.shape[0]))
         Xb = bin_inputs(X, self.n_thresholds)
         chunk = 16
@@ -497,23 +479,14 @@ class HBARTPrior:
         n = X_train.shape[0]
         y = check_array("HBARTPrior", "y", y, shape=(n,))
         noise_var = check_array("HBARTPrior", "noise_var_train", noise_var_train, shape=(n,))
-        if noise_var.size and noise_var.min() <= 0:
-            raise param_error("HBARTPrior", "noise_var_train", "be > 0", float(noise_var.min()))
+        self._check_noise_var("HBARTPrior", noise_var)
         if X_eval.shape[1] != X_train.shape[1]:
             raise param_error(
                 "HBARTPrior", "X_eval", f"have {X_train.shape[1]} columns", X_eval.shape
             )
         cfg = self.sampler_settings
-        n_chains = int(cfg["n_chains"])
-        n_draws = int(n_draws)
-        if n_draws < n_chains or n_draws % n_chains:
-            raise param_error(
-                "HBARTPrior.condition",
-                "n_draws",
-                f"be a positive multiple of n_chains={n_chains} (fidelity {self.fidelity!r})",
-                n_draws,
-            )
-        per_chain = n_draws // n_chains
+        n_chains, per_chain = self._chain_layout("HBARTPrior.condition", n_draws)
+        n_draws = n_chains * per_chain
         if self.fidelity != "smoke" and per_chain >= 2:
             iid_max = rhat_iid_reference(n_chains, per_chain, X_eval.shape[0])[1]
             if iid_max > RHAT_THRESHOLD:
@@ -565,7 +538,7 @@ class HBARTPrior:
                 printevery=None,
                 num_chains=n_chains,
                 num_chain_devices=chain_devices,
-                seed=derive_seed("hbart-mcmc", int(key), bits=31),
+                seed=self._sampler_seed(key),
                 init_kw={"min_points_per_decision_node": None},
                 run_mcmc_kw={
                     "callback": KnownNoiseTempering(
@@ -583,28 +556,29 @@ class HBARTPrior:
         n_w = int(cfg["n_warmup"])
         chains_eval = draws_eval.reshape(n_chains, per_chain, -1)
         chains_train = draws_train.reshape(n_chains, per_chain, -1)
-        diag_eval = summarise_function_draws(chains_eval)
-        diag_train = summarise_function_draws(chains_train, rhat_only=True)
-        diagnostics: dict[str, Any] = {
-            "sampler": "bartz BART MCMC",
-            "fidelity": self.fidelity,
-            "n_chains": n_chains,
-            "n_warmup": n_w,
-            "thin": int(cfg["thin"]),
-            "draws_per_chain": per_chain,
-            "n_draws": n_draws,
-            **{k: v for k, v in diag_eval.items()},
-            "rhat_max_train": diag_train["rhat_max"],
-            "rhat_train": diag_train["rhat"],
-            "accept_rate_warmup": float(accept[:, :n_w].mean()) if n_w else float("nan"),
-            "accept_rate_kept": float(accept[:, n_w:].mean()),
-            "error_precision_kept_max_abs_dev": float(np.abs(prec[:, n_w:] - 1.0).max()),
-            "decision_nodes_per_tree_mean": float((split_kept > 0).sum(axis=-1).mean()),
-            "temperature_levels": sorted(set(np.round(temps, 6).tolist()), reverse=True),
-            "wall_seconds": wall,
-            "chain_iterations_per_second": n_chains * n_iter / wall,
-        }
-        return Posterior(draws_eval=draws_eval, draws_train=draws_train, diagnostics=diagnostics)
+        convergence, rhat_max_train, rhat_train = self._convergence(chains_eval, chains_train)
+        diagnostics = HBARTDiagnostics(
+            sampler="bartz BART MCMC",
+            fidelity=self.fidelity,
+            n_chains=n_chains,
+            n_warmup=n_w,
+            draws_per_chain=per_chain,
+            n_draws=n_draws,
+            convergence=convergence,
+            rhat_max_train=rhat_max_train,
+            rhat_train=rhat_train,
+            wall_seconds=wall,
+            chain_iterations_per_second=n_chains * n_iter / wall,
+            thin=int(cfg["thin"]),
+            accept_rate_warmup=float(accept[:, :n_w].mean()) if n_w else float("nan"),
+            accept_rate_kept=float(accept[:, n_w:].mean()),
+            error_precision_kept_max_abs_dev=float(np.abs(prec[:, n_w:] - 1.0).max()),
+            decision_nodes_per_tree_mean=float((split_kept > 0).sum(axis=-1).mean()),
+            temperature_levels=sorted(set(np.round(temps, 6).tolist()), reverse=True),
+        )
+        return Posterior(
+            draws_eval=draws_eval, draws_train=draws_train, diagnostics=diagnostics.to_dict()
+        )
 
 
 def build_prior(cov: Any, fidelity: str = "standard") -> HBARTPrior:
@@ -625,6 +599,5 @@ def build_prior(cov: Any, fidelity: str = "standard") -> HBARTPrior:
     check_choice("hbart.build_prior", "fidelity", fidelity, FIDELITIES)
     unit = HBARTPrior(1.0, fidelity, dataset=cov.key)
     X_pool = np.asarray(cov.X)[np.asarray(cov.eval_idx)]
-    draws = unit.sample(X_pool, derive_seed("scale", cov.key, "hbart"), SCALE_N_DRAWS)
-    a = scale_from_unit_draws(draws, "hbart.build_prior")
+    a = unit._scale_from_pool(X_pool)
     return HBARTPrior(a, fidelity, dataset=cov.key)

@@ -1,0 +1,317 @@
+"""Marginal-likelihood fit of the GP prior's kernel (SPEC §5).
+
+Hyperparameters (ARD lengthscales, part weights, RQ α, periodic periods, powered-exponential
+power, arc-cosine order/weight/bias variances; see the rows of
+:data:`udbench.priors.gp.kernels.PARTS`) are fitted to the standardised real target by
+maximising the log marginal likelihood with a homoscedastic Gaussian noise term: L-BFGS-B
+on the JAX gradient (log-parameterised, bounds e^±12), several restarts.
+
+:class:`LBFGSBObjective` (a JAX value-and-gradient as SciPy's L-BFGS-B takes it) is shared
+with the GP *method* (:mod:`udbench.methods.gp`); the objectives themselves differ (there:
+a Matérn-5/2 + linear kernel on softplus parameters with a hand-written gradient).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.optimize
+
+from udbench._seeding import make_rng
+from udbench._validation import UdbenchError, check_array, param_error
+from udbench.priors.gp.kernels import PARTS, cross, parse_kernel_family, sum_kernel
+
+__all__ = [
+    "FIT_SETTINGS",
+    "KernelFit",
+    "LBFGSBObjective",
+    "fit_kernel",
+    "log_marginal_likelihood",
+]
+
+#: Kernel-fit settings per fidelity. ``paper`` and ``standard`` share one fit (the GP has
+#: no sampler settings, so both give the same prior); ``smoke`` fits on few rows, for tests.
+FIT_SETTINGS: dict[str, dict[str, int]] = {
+    "paper": {"max_rows": 2000, "restarts": 3, "maxiter": 300},
+    "standard": {"max_rows": 2000, "restarts": 3, "maxiter": 300},
+    "smoke": {"max_rows": 200, "restarts": 2, "maxiter": 50},
+}
+
+_NOISE_FLOOR = 1e-6
+#: Bound of every unconstrained (log-scale) parameter during the fit.
+_BOUND = 12.0
+
+
+class LBFGSBObjective:
+    """A JAX value-and-gradient as SciPy's L-BFGS-B takes it, remembering the best point.
+
+    Calling the object with a float64 vector returns ``(value, gradient)`` as a Python
+    float and a float64 NumPy array. Where the value or the gradient is not finite (a
+    trial step left the region where the Cholesky factorisation succeeds) it returns
+    ``penalty(best finite value so far)`` and a zero gradient, so the line search
+    backtracks instead of aborting. :attr:`best_value` and :attr:`best_x` hold the lowest
+    finite value seen and its point (L-BFGS-B may end on an abnormal line search).
+
+    Parameters
+    ----------
+    value_and_grad : callable
+        ``value_and_grad(x) -> (value, gradient)`` (e.g. a jitted ``jax.value_and_grad``).
+    penalty : callable
+        ``penalty(best_value) -> float``, the value reported at a non-finite point
+        (``best_value`` is ``inf`` before any finite one).
+    x0 : ndarray
+        The start; :attr:`best_x` until a finite value is seen (a copy is kept).
+    """
+
+    def __init__(
+        self,
+        value_and_grad: Callable[[np.ndarray], tuple[Any, Any]],
+        penalty: Callable[[float], float],
+        x0: np.ndarray,
+    ) -> None:
+        self.value_and_grad = value_and_grad
+        self.penalty = penalty
+        self.best_value: float = np.inf
+        self.best_x: np.ndarray = x0.copy()
+
+    def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        value, grad = self.value_and_grad(x)
+        v, g = float(value), np.asarray(grad, dtype=np.float64)
+        if not (np.isfinite(v) and np.all(np.isfinite(g))):
+            return self.penalty(self.best_value), np.zeros_like(g)
+        if v < self.best_value:
+            self.best_value, self.best_x = v, np.array(x, dtype=np.float64)
+        return v, g
+
+    def minimize(
+        self,
+        x0: np.ndarray,
+        bounds: Sequence[tuple[float | None, float | None]],
+        maxiter: int,
+    ) -> scipy.optimize.OptimizeResult:
+        """SciPy's L-BFGS-B from ``x0``, at most ``maxiter`` iterations."""
+        return scipy.optimize.minimize(
+            self,
+            x0,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=bounds,
+            options={"maxiter": maxiter},
+        )
+
+
+@dataclass(frozen=True)
+class KernelFit:
+    """Result of :func:`fit_kernel`.
+
+    Attributes
+    ----------
+    hyper : dict
+        ``{"kernel_family": str, "parts": [{"kernel", "weight", ...shape params}]}`` with
+        weights summing to 1 (the unit kernel k̃).
+    total_variance : float
+        Fitted overall variance Σ v_i on the standardised target (replaced by a² later).
+    noise_variance : float
+        Fitted homoscedastic noise variance on the standardised target.
+    lml_initial, lml_final : float
+        Log marginal likelihood at the first restart's initial values and at the optimum.
+    initial : dict
+        The first restart's initial hyperparameters in the same layout as ``hyper`` plus
+        ``total_variance`` and ``noise_variance``.
+    settings : dict
+        ``max_rows``, ``restarts``, ``maxiter``, ``n_rows`` used, ``seed``.
+    """
+
+    hyper: dict[str, Any]
+    total_variance: float
+    noise_variance: float
+    lml_initial: float
+    lml_final: float
+    initial: dict[str, Any]
+    settings: dict[str, Any]
+
+
+def _init_theta(parts: tuple[str, ...], d: int) -> dict[str, jax.Array]:
+    """Unconstrained (log-space) initial values, restart 0: lengthscales √d/2 etc.
+
+    The key order (noise, then per part its variance and shape parameters in table order)
+    fixes the order in which restarts draw their perturbations.
+    """
+    theta: dict[str, jax.Array] = {"log_noise": jnp.log(jnp.asarray(0.1))}
+    for i, p in enumerate(parts):
+        theta[f"{i}.log_variance"] = jnp.log(jnp.asarray(1.0 / len(parts)))
+        for param in PARTS[p].params:
+            theta[f"{i}.{param.key}"] = param.initial(d)
+    return theta
+
+
+def _constrain(
+    theta: dict[str, Any], parts: tuple[str, ...], orders: tuple[int, ...]
+) -> tuple[list[dict[str, Any]], list[Any], Any]:
+    specs, variances = [], []
+    for i, p in enumerate(parts):
+        part = PARTS[p]
+        spec: dict[str, Any] = {"kernel": p}
+        if part.orders:
+            spec["order"] = orders[i]
+        for param in part.params:
+            spec[param.name] = param.constrain(theta[f"{i}.{param.key}"])
+        specs.append(spec)
+        variances.append(jnp.exp(theta[f"{i}.log_variance"]))
+    noise = _NOISE_FLOOR + jnp.exp(theta["log_noise"])
+    return specs, variances, noise
+
+
+def log_marginal_likelihood(K: Any, y: Any, noise_var: Any) -> Any:
+    """Gaussian log marginal likelihood log N(y | 0, K + diag(noise_var)).
+
+    Rasmussen & Williams (2006), eq. 2.30. ``K`` (n, n), ``y`` (n,), ``noise_var`` scalar
+    or (n,). Returns a scalar (NaN if K + noise is not positive definite).
+    """
+    n = y.shape[0]
+    B = K + jnp.diag(jnp.broadcast_to(noise_var, (n,)))
+    L = jnp.linalg.cholesky(B)
+    alpha = jax.scipy.linalg.solve_triangular(L, y, lower=True)
+    return -0.5 * alpha @ alpha - jnp.sum(jnp.log(jnp.diag(L))) - 0.5 * n * jnp.log(2 * jnp.pi)
+
+
+def _make_objective(
+    X: np.ndarray, y: np.ndarray, parts: tuple[str, ...], orders: tuple[int, ...], unravel: Any
+) -> Any:
+    """Jitted value and gradient of the negative log marginal likelihood (flat θ)."""
+    Xj, yj = jnp.asarray(X), jnp.asarray(y)
+
+    def neg_lml(flat: jax.Array) -> jax.Array:
+        specs, variances, noise = _constrain(unravel(flat), parts, orders)
+        K = cross(sum_kernel(specs, variances), Xj, Xj)
+        return -log_marginal_likelihood(K, yj, noise)
+
+    return jax.jit(jax.value_and_grad(neg_lml))
+
+
+def _fit_one(
+    value_and_grad: Any, flat0: np.ndarray, maxiter: int
+) -> tuple[np.ndarray, float, float]:
+    fun = LBFGSBObjective(
+        lambda x: value_and_grad(jnp.asarray(x)), penalty=lambda _: 1e300, x0=flat0
+    )
+    lml0 = -fun(flat0)[0]
+    res = fun.minimize(flat0, [(-_BOUND, _BOUND)] * flat0.size, maxiter)
+    return np.asarray(res.x), lml0, -float(res.fun)
+
+
+def _to_hyper(
+    theta: dict[str, Any], parts: tuple[str, ...], orders: tuple[int, ...], family: str
+) -> tuple[dict[str, Any], float, float]:
+    specs, variances, noise = _constrain(theta, parts, orders)
+    v = np.array([float(x) for x in variances])
+    out_parts = []
+    for spec, vi in zip(specs, v, strict=True):
+        entry: dict[str, Any] = {"kernel": spec["kernel"], "weight": float(vi / v.sum())}
+        for k, val in spec.items():
+            if k == "kernel":
+                continue
+            arr = np.asarray(val, dtype=np.float64)
+            entry[k] = arr.tolist() if arr.ndim else (int(val) if k == "order" else float(arr))
+        out_parts.append(entry)
+    return {"kernel_family": family, "parts": out_parts}, float(v.sum()), float(noise)
+
+
+def fit_kernel(
+    X: np.ndarray,
+    y: np.ndarray,
+    kernel_family: str,
+    *,
+    seed: int = 0,
+    restarts: int = 3,
+    maxiter: int = 300,
+) -> KernelFit:
+    """Fit the kernel's hyperparameters to (X, y) by maximising the marginal likelihood.
+
+    ``y`` is standardised (mean 0, SD 1) here. Restart 0 starts from fixed defaults
+    (ARD lengthscales √d/2, periodic lengthscales and periods 1, RQ α 1, power 1, arc-cosine
+    variances 1, equal part variances, noise 0.1); restarts 1, 2, … perturb every log-scale
+    value by N(0, 1) from a stream derived from ``seed``. The best final optimum wins. For an
+    arc-cosine part every order in {0, 1, 2} is fitted and the best kept.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        Inputs (at most a few thousand rows; cost O(n³) per iteration).
+    y : ndarray, shape (n,)
+        Real target (any units).
+    kernel_family : str
+        E.g. ``"matern32"`` or ``"rq+linear"`` (see :data:`KERNEL_PARTS`).
+    seed : int
+        Seed for the restarts' perturbations.
+    restarts, maxiter : int
+        Number of starts and L-BFGS-B iterations per start.
+
+    Returns
+    -------
+    KernelFit
+
+    Raises
+    ------
+    UdbenchError
+        Bad shapes, a constant target, or an unknown kernel part.
+    """
+    X = check_array("fit_kernel", "X", X, ndim=2)
+    y = check_array("fit_kernel", "y", y, shape=(X.shape[0],))
+    parts = parse_kernel_family(kernel_family)
+    if not np.std(y) > 0:
+        raise param_error("fit_kernel", "y", "not be constant", float(y[0]))
+    ys = (y - y.mean()) / y.std()
+    d = X.shape[1]
+    # each arc-cosine order in turn (the same order for every arc-cosine part)
+    arc = [i for i, p in enumerate(parts) if PARTS[p].orders]
+    arc_orders = PARTS["arccosine"].orders
+    order_choices = [
+        tuple(o if i in arc else 0 for i in range(len(parts)))
+        for o in (arc_orders if arc else (0,))
+    ]
+    rng = make_rng("gp-fit-restarts", seed)
+    best: tuple[float, dict[str, Any], tuple[int, ...]] | None = None
+    lml_initial = float("nan")
+    initial: dict[str, Any] = {}
+    with jax.enable_x64(True):
+        theta0 = _init_theta(parts, d)
+        starts = [theta0]
+        for _ in range(1, max(1, restarts)):
+            starts.append({k: v + rng.standard_normal(np.shape(v)) for k, v in theta0.items()})
+        from jax.flatten_util import ravel_pytree
+
+        _, unravel = ravel_pytree(theta0)
+        for oi, orders in enumerate(order_choices):
+            objective = _make_objective(X, ys, parts, orders, unravel)
+            for si, start in enumerate(starts):
+                flat0 = np.asarray(ravel_pytree(start)[0], dtype=np.float64)
+                flat, lml0, lml1 = _fit_one(objective, flat0, maxiter)
+                if oi == 0 and si == 0:
+                    lml_initial = lml0
+                    h0, v0, n0 = _to_hyper(start, parts, orders, kernel_family)
+                    initial = {**h0, "total_variance": v0, "noise_variance": n0}
+                if np.isfinite(lml1) and (best is None or lml1 > best[0]):
+                    best = (lml1, unravel(jnp.asarray(flat)), orders)
+        if best is None:
+            raise UdbenchError(f"fit_kernel: no restart of {kernel_family!r} converged")
+        hyper, total_var, noise = _to_hyper(best[1], parts, best[2], kernel_family)
+    return KernelFit(
+        hyper=hyper,
+        total_variance=total_var,
+        noise_variance=noise,
+        lml_initial=lml_initial,
+        lml_final=best[0],
+        initial=initial,
+        settings={
+            "restarts": restarts,
+            "maxiter": maxiter,
+            "n_rows": int(X.shape[0]),
+            "seed": seed,
+        },
+    )

@@ -1,0 +1,370 @@
+"""The Gaussian-process reference prior: f ~ GP(0, a²·k) with exact conditioning (SPEC §5).
+
+The fitted *unit kernel* (:mod:`udbench.priors.gp.kernels`) is
+
+    k̃(x, x') = Σ_i w_i k_i(x, x'),   Σ_i w_i = 1,
+
+where every part k_i has its GPJax variance fixed to 1 and w_i = v_i / Σ_j v_j are the
+relative weights of the fitted part variances v_i (:func:`udbench.priors.gp.fit.fit_kernel`,
+on at most 2000 candidate rows). The prior kernel is a²·k̃: the fitted overall variance
+Σ_j v_j is replaced by a² (SPEC §5, paper B.2), the relative weights kept.
+
+Numerics: every computation runs in float64 inside a scoped ``jax.enable_x64(True)``. Kernel
+matrices are jitted GPJax code; the dense linear algebra and its jitter rule are
+:mod:`udbench.priors.gp.linalg` (JAX on an accelerator, SciPy's LAPACK on CPU). The jitter
+used is recorded in the diagnostics.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from udbench import __version__
+from udbench._seeding import derive_seed, make_rng
+from udbench._validation import check_array, check_choice, param_error
+from udbench.priors.base import (
+    FIDELITIES,
+    SCALE_N_DRAWS,
+    Posterior,
+    scale_from_unit_draws,
+)
+from udbench.priors.gp.fit import FIT_SETTINGS, fit_kernel
+from udbench.priors.gp.kernels import kernel_matrix, parse_kernel_family
+from udbench.priors.gp.linalg import (
+    JITTER_START,
+    add_diag,
+    chol_jitter,
+    solve_lower,
+    tri_matmul_T,
+)
+from udbench.priors.gp.linalg import xp as _xp
+
+__all__ = ["GPPrior", "build_prior", "fit_cache_path"]
+
+
+def _normals(key: int, shape: tuple[int, ...]) -> np.ndarray:
+    return np.random.default_rng(int(key)).standard_normal(shape)
+
+
+# --------------------------------------------------------------------------------------
+# The prior
+# --------------------------------------------------------------------------------------
+class GPPrior:
+    """GP reference prior f ~ GP(0, a²·k̃) bound to one dataset (SPEC §5, paper B.2, B.5).
+
+    Parameters
+    ----------
+    hyper : dict
+        Unit-kernel hyperparameters (``{"kernel_family", "parts"}``, weights summing to 1),
+        as returned by :func:`fit_kernel`.
+    scale : float
+        The scale constant a (SPEC §5); the prior variance of a stationary kernel is a².
+    settings : dict, optional
+        Extra provenance recorded in :attr:`settings` (dataset, fidelity, fit summary).
+    draws_at_train : bool, default True
+        Whether :meth:`condition` also returns joint posterior draws at the training inputs
+        (SPEC §6, for checks), by Matheron's rule on the joint prior at (eval, train).
+    """
+
+    family = "gp"
+
+    def __init__(
+        self,
+        hyper: dict[str, Any],
+        scale: float,
+        settings: dict[str, Any] | None = None,
+        draws_at_train: bool = True,
+    ) -> None:
+        parse_kernel_family(hyper["kernel_family"])
+        self.hyper = hyper
+        self._scale = float(scale)
+        self._settings = dict(settings or {})
+        self.draws_at_train = bool(draws_at_train)
+        self._chol_cache: tuple[str, tuple[Any, float, Any]] | None = None
+
+    @property
+    def scale(self) -> float:
+        """The scale constant a."""
+        return self._scale
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """JSON-serialisable description: family, kernel hyperparameters, a, provenance."""
+        return {
+            "family": "gp",
+            "scale": self._scale,
+            "kernel": self.hyper,
+            "draws_at_train": self.draws_at_train,
+            **self._settings,
+        }
+
+    def covariance(self, X1: np.ndarray, X2: np.ndarray | None = None) -> np.ndarray:
+        """Prior covariance a²·k̃(X1, X2), float64, shape (m1, m2)."""
+        with jax.enable_x64(True):
+            return np.asarray(self._scale**2 * kernel_matrix(self.hyper, X1, X2))
+
+    def sample(self, X: np.ndarray, key: int, n_draws: int = 1) -> np.ndarray:
+        """Joint prior draws of f at ``X``.
+
+        Parameters
+        ----------
+        X : ndarray, shape (m, d)
+        key : int
+            Seed of the standard-normal stream (NumPy PCG64).
+        n_draws : int
+
+        Returns
+        -------
+        ndarray, shape (n_draws, m), float64
+            ``z @ L.T`` with L the Cholesky factor of a²·k̃(X, X) + jitter·I.
+        """
+        X = check_array("GPPrior.sample", "X", X, ndim=2)
+        with jax.enable_x64(True):
+            L, _, _ = self._prior_chol(X)
+            z = _xp().asarray(_normals(key, (int(n_draws), X.shape[0])))
+            return np.asarray(tri_matmul_T(z, L))
+
+    def _prior_chol(self, X: np.ndarray) -> tuple[Any, float, Any]:
+        """(Cholesky factor of a²k̃(X, X) + jitter·I, jitter, a²k̃(X, X)); the last one is
+        kept, so that drawing f* and conditioning at the same inputs factorise once."""
+        fp = _fingerprint(X) + f"-{X.shape}"
+        if self._chol_cache is not None and self._chol_cache[0] == fp:
+            return self._chol_cache[1]
+        K = _xp().asarray(self._scale**2 * kernel_matrix(self.hyper, X))
+        L, jitter = chol_jitter(K, start=JITTER_START)
+        self._chol_cache = (fp, (L, jitter, K))
+        return L, jitter, K
+
+    def condition(
+        self,
+        X_train: np.ndarray,
+        y: np.ndarray,
+        noise_var_train: np.ndarray,
+        X_eval: np.ndarray,
+        key: int,
+        n_draws: int,
+    ) -> Posterior:
+        """Exact GP posterior with known heteroscedastic noise (R&W 2006 eq. 2.22–2.24).
+
+        With B = a²K_tt + diag(σ²) = LLᵀ and A = L⁻¹ a²K_te, the exact posterior mean is
+        m_S = Aᵀ L⁻¹ y and the exact variance σ_f² = a²k(x, x) − colsum(A²) (no jitter).
+
+        Draws, with ``draws_at_train`` (default): joint draws at (eval, train) by Matheron's
+        rule (Wilson et al. 2020, "pathwise conditioning"): f ~ N(0, a²K_JJ + jitter·I) at
+        J = (eval, train), ε ~ N(0, diag σ²), f_post = f + a²K_Jt B⁻¹ (y − f_t − ε). This has
+        exactly the posterior distribution of the jittered prior; the Cholesky factor of
+        a²K_JJ is shared with the f* draw when both are made at the same inputs (as in
+        :func:`udbench.tasks.make_task`). Without ``draws_at_train``: the eval-only
+        posterior covariance a²K_ee − AᵀA is factorised (adaptive jitter) and
+        ``mean + z @ chol(C)ᵀ``. Standard normals z come from ``key``.
+
+        Parameters
+        ----------
+        X_train : ndarray, shape (n, d)
+        y : ndarray, shape (n,)
+            Noisy training targets.
+        noise_var_train : ndarray, shape (n,)
+            Known noise variances σ²(x_i) > 0, target units squared.
+        X_eval : ndarray, shape (n_eval, d)
+        key : int
+            Seed of the draws.
+        n_draws : int
+            D.
+
+        Returns
+        -------
+        Posterior
+            ``draws_eval`` (D, n_eval), ``draws_train`` (D, n) or None, exact ``mean`` and
+            ``var`` (n_eval,), diagnostics ``{"jitter_train", "jitter_posterior"}``.
+
+        Raises
+        ------
+        UdbenchError
+            Bad shapes, non-positive noise variances.
+        """
+        comp = "GPPrior.condition"
+        X_train = check_array(comp, "X_train", X_train, ndim=2)
+        n, d = X_train.shape
+        y = check_array(comp, "y", y, shape=(n,))
+        s2 = check_array(comp, "noise_var_train", noise_var_train, shape=(n,), nonnegative=True)
+        if n and not np.min(s2) > 0:
+            raise param_error(comp, "noise_var_train", "be > 0", float(np.min(s2)))
+        X_eval = check_array(comp, "X_eval", X_eval, shape=(None, d))
+        D = int(n_draws)
+        if D < 1:
+            raise param_error(comp, "n_draws", "be >= 1", n_draws)
+        m = X_eval.shape[0]
+        a2 = self._scale**2
+        with jax.enable_x64(True):
+            xp = _xp()
+            s2j = xp.asarray(s2)
+            yj = xp.asarray(y)
+            if self.draws_at_train:
+                # Matheron's rule on the joint prior at J = (eval, train)
+                XJ = np.vstack([X_eval, X_train])
+                LJ, jit_c, KJ = self._prior_chol(XJ)
+                K_te, K_tt = KJ[m:, :m], KJ[m:, m:]
+            else:
+                K_tt = xp.asarray(a2 * kernel_matrix(self.hyper, X_train))
+                K_te = xp.asarray(a2 * kernel_matrix(self.hyper, X_train, X_eval))
+            L, jit_t = chol_jitter(add_diag(K_tt, s2j), start=None)
+            A = solve_lower(L, K_te)  # (n, m)
+            w = solve_lower(L, yj)
+            mean = A.T @ w
+            if self.draws_at_train:
+                var = xp.clip(xp.diag(KJ)[:m] - xp.sum(A * A, axis=0), 0.0, None)
+                z = xp.asarray(_normals(key, (D, m + 2 * n)))
+                f_prior = tri_matmul_T(z[:, : m + n], LJ)  # (D, m + n) prior draws at J
+                eps = z[:, m + n :] * xp.sqrt(s2j)[None, :]
+                resid = yj[None, :] - f_prior[:, m:] - eps  # (D, n)
+                W = solve_lower(L, resid.T)  # L⁻¹ r, (n, D)
+                V = solve_lower(L, W, trans=True)  # B⁻¹ r
+                # eval block: a²K_et B⁻¹ r = Aᵀ L⁻¹ r; train block: a²K_tt B⁻¹ r = r − Σ B⁻¹ r
+                update = xp.concatenate([A.T @ W, resid.T - s2j[:, None] * V], axis=0)
+                draws = f_prior + update.T
+            else:
+                K_ee = xp.asarray(a2 * kernel_matrix(self.hyper, X_eval))
+                var = xp.clip(xp.diag(K_ee) - xp.sum(A * A, axis=0), 0.0, None)
+                C = K_ee - A.T @ A
+                Lc, jit_c = chol_jitter(0.5 * (C + C.T), start=JITTER_START)
+                z = xp.asarray(_normals(key, (D, m)))
+                draws = mean[None, :] + tri_matmul_T(z, Lc)
+            draws_np = np.asarray(draws)
+            post = Posterior(
+                draws_eval=np.ascontiguousarray(draws_np[:, :m]),
+                draws_train=np.ascontiguousarray(draws_np[:, m:]) if self.draws_at_train else None,
+                mean=np.asarray(mean),
+                var=np.asarray(var),
+                diagnostics={
+                    "jitter_train": float(jit_t),
+                    "jitter_prior" if self.draws_at_train else "jitter_posterior": float(jit_c),
+                    "draws_method": "matheron" if self.draws_at_train else "posterior_cholesky",
+                },
+            )
+        return post
+
+
+# --------------------------------------------------------------------------------------
+# Binding to a dataset: fit (cached) and scale constant
+# --------------------------------------------------------------------------------------
+def _cache_root() -> Path:
+    from udbench.data.sources import cache_dir
+
+    return cache_dir()
+
+
+def _fingerprint(*arrays: np.ndarray) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+def fit_cache_path(key: str, kernel_family: str, fit: dict[str, int], fingerprint: str) -> Path:
+    """Path of the JSON cache of one dataset's GP fit (``$UDBENCH_CACHE_DIR/priors/gp``)."""
+    tag = f"r{fit['max_rows']}-s{fit['restarts']}-i{fit['maxiter']}"
+    name = f"{key}__{kernel_family}__{tag}__{fingerprint}.json"
+    return _cache_root() / "priors" / "gp" / name
+
+
+def _write_json_atomic(path: Path, obj: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(obj, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, path)
+
+
+def build_prior(cov: Any, fidelity: str = "standard", *, use_cache: bool = True) -> GPPrior:
+    """Fit (or load from cache) the dataset's kernel and set the scale constant a.
+
+    Steps (SPEC §5): choose at most ``max_rows`` candidate rows with a stream derived from
+    the dataset key; fit the kernel family of ``cov.spec.kernel_family`` to the real target
+    ``cov.y_real`` at those rows (:func:`fit_kernel`); draw :data:`SCALE_N_DRAWS` unit-scale
+    prior draws at the evaluation pool and set a = 1 / median SD. Fit and a are cached as
+    JSON with the package version; a cache written by another version is refitted.
+
+    Parameters
+    ----------
+    cov : udbench.data.Covariates
+    fidelity : str
+        One of :data:`~udbench.priors.base.FIDELITIES`; selects :data:`FIT_SETTINGS`.
+    use_cache : bool
+        Read and write the cache file.
+
+    Returns
+    -------
+    GPPrior
+    """
+    check_choice("build_prior", "fidelity", fidelity, FIDELITIES)
+    fit_set = FIT_SETTINGS[fidelity]
+    family = cov.spec.kernel_family
+    if not family:
+        raise param_error("build_prior", "cov", "be a dataset with a GP kernel family", cov.key)
+    X = np.asarray(cov.X, dtype=np.float64)
+    fp = _fingerprint(X, np.asarray(cov.y_real, dtype=np.float64), np.asarray(cov.eval_idx))
+    path = fit_cache_path(cov.key, family, fit_set, fp)
+    record: dict[str, Any] | None = None
+    if use_cache and path.is_file():
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            record = None
+        if record is not None and record.get("udbench_version") != __version__:
+            record = None
+    if record is None:
+        cand = np.asarray(cov.cand_idx)
+        rng = make_rng("gp-fit-rows", cov.key)
+        k = min(fit_set["max_rows"], cand.size)
+        rows = np.sort(rng.choice(cand, size=k, replace=False))
+        fit = fit_kernel(
+            X[rows],
+            np.asarray(cov.y_real, dtype=np.float64)[rows],
+            family,
+            seed=derive_seed("gp-fit", cov.key),
+            restarts=fit_set["restarts"],
+            maxiter=fit_set["maxiter"],
+        )
+        unit = GPPrior(fit.hyper, 1.0, draws_at_train=False)
+        draws = unit.sample(
+            X[np.asarray(cov.eval_idx)], derive_seed("gp-scale", cov.key), SCALE_N_DRAWS
+        )
+        a = scale_from_unit_draws(draws, "GP scale constant")
+        record = {
+            "udbench_version": __version__,
+            "dataset": cov.key,
+            "kernel_family": family,
+            "fit_settings": {**fit_set, **fit.settings},
+            "data_fingerprint": fp,
+            "hyperparameters": fit.hyper,
+            "fitted_total_variance": fit.total_variance,
+            "fitted_noise_variance": fit.noise_variance,
+            "lml_initial": fit.lml_initial,
+            "lml_final": fit.lml_final,
+            "initial": fit.initial,
+            "scale": a,
+            "scale_n_draws": SCALE_N_DRAWS,
+        }
+        if use_cache:
+            _write_json_atomic(path, record)
+    settings = {
+        "dataset": cov.key,
+        "fidelity": fidelity,
+        "fit_settings": record["fit_settings"],
+        "lml_initial": record["lml_initial"],
+        "lml_final": record["lml_final"],
+        "fitted_noise_variance": record["fitted_noise_variance"],
+    }
+    return GPPrior(record["hyperparameters"], record["scale"], settings=settings)
