@@ -8,16 +8,20 @@ parameter checks), so a failure can be fixed without reading a traceback.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 __all__ = [
     "UdbenchError",
+    "UdbenchWarning",
     "check_array",
     "check_choice",
     "check_positive",
+    "check_writable",
     "param_error",
 ]
 
@@ -27,6 +31,13 @@ class UdbenchError(ValueError):
 
     Subclasses :class:`ValueError` so that callers that already catch ``ValueError``
     keep working. The command-line interface prints these without a traceback.
+    """
+
+
+class UdbenchWarning(UserWarning):
+    """Something the user should know that does not stop the work (e.g. a skipped file).
+
+    The command-line interface prints these as one line, ``warning: <message>``.
     """
 
 
@@ -148,3 +159,56 @@ def check_array(
             component, parameter, "be non-negative", f"minimum {float(np.nanmin(arr))!r}"
         )
     return arr
+
+
+def check_writable(component: str, parameter: str, path: str | os.PathLike[str]) -> Path:
+    """Check, before any work, that udbench can create files at ``path`` (a folder).
+
+    ``path`` need not exist yet: then its nearest existing ancestor must be a folder in
+    which a file can be created (``path`` is made there later). The test creates and removes
+    a hidden temporary file, so it sees what a write would see: permissions, ACLs, read-only
+    mounts and root squash alike (``os.access`` misses most of these when run as root).
+
+    Parameters
+    ----------
+    component, parameter : str
+        Used in the error message (e.g. ``"udbench run"``, ``"--out"``).
+    path : str or Path
+        The output folder.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path`` as a :class:`~pathlib.Path`.
+
+    Raises
+    ------
+    UdbenchError
+        If ``path`` is empty, is or lies under a file, or no file can be created there; the
+        message names the path and the operating system's reason.
+    """
+    if not str(path).strip():
+        raise param_error(component, parameter, "name a folder (not an empty string)", path)
+    target = Path(path).expanduser()
+    existing = next((p for p in (target, *target.absolute().parents) if p.exists()), None)
+    if existing is None:  # pragma: no cover - "/" always exists
+        return target
+    if not existing.is_dir():
+        rule = (
+            "be a folder (or not exist yet), not a file"
+            if existing == target
+            else "lie under a folder, not under a file"
+        )
+        raise param_error(component, parameter, rule, str(target))
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".udbench-write-test-", dir=existing)
+    except OSError as err:
+        # not param_error: its value is shortened, and the path and the reason both matter
+        raise UdbenchError(
+            f"{component}: parameter {parameter!r} must be a folder udbench can write to; "
+            f"got {str(target)!r} (creating a file in {str(existing)!r}: "
+            f"{err.strerror or err})"
+        ) from None
+    os.close(fd)
+    os.unlink(probe)
+    return target

@@ -2,21 +2,34 @@
 
 Each area of the package contributes its sub-commands from a module in
 :mod:`udbench.commands` exposing ``register(app)``; this file only wires them together
-and turns user errors (:class:`udbench._validation.UdbenchError`) into a one-line
-message and exit status 2, without a traceback.
+and is the single error boundary of the commands. Exit status 2 and a one-line message,
+without a traceback, for the kinds of error a user causes and can fix:
+
+- user errors (:class:`udbench._validation.UdbenchError`: bad values, unreadable results
+  stores and input files, bad cluster settings);
+- operating-system errors on a named file or folder (:class:`OSError` with a ``filename``:
+  a read-only output folder or cache, a full disk, a path under a file), with the path and
+  the system's reason.
+
+Anything else is a bug and keeps its traceback. Warnings meant for the user
+(:class:`udbench._validation.UdbenchWarning`, e.g. a skipped results part file) are printed
+as one line ``warning: ...``.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from udbench import __version__
-from udbench._validation import UdbenchError
+from udbench._validation import UdbenchError, UdbenchWarning
 
 #: Modules under ``udbench.commands`` whose ``register(app)`` adds sub-commands.
 COMMAND_MODULES: tuple[str, ...] = ("datasets", "tasks", "methods", "run", "risk")
@@ -52,17 +65,62 @@ for _name in COMMAND_MODULES:
     importlib.import_module(f"udbench.commands.{_name}").register(app)
 
 
+def _print_error(text: str) -> None:
+    # the message is plain text: escape it, or rich would eat "[...]" in user values
+    Console(stderr=True).print(
+        f"[bold red]error:[/] {escape(text)}", highlight=False, soft_wrap=True
+    )
+
+
+def os_error_message(err: OSError, command: str = "udbench") -> str:
+    """One line for an operating-system error on a file: the command, the path, the reason.
+
+    E.g. ``udbench run: cannot write or read '/ro/x': Permission denied (check the path and its
+    permissions, or choose another folder)`` for ``PermissionError(13, "Permission denied",
+    "/ro/x")``.
+    """
+    path = err.filename if err.filename2 is None else f"{err.filename} -> {err.filename2}"
+    reason = err.strerror or type(err).__name__
+    return (
+        f"{command}: cannot write or read {str(path)!r}: {reason} "
+        "(check the path and its permissions, or choose another folder)"
+    )
+
+
+@contextmanager
+def _one_line_warnings() -> Iterator[None]:
+    """Show :class:`UdbenchWarning` as ``warning: <message>`` on stderr (others unchanged)."""
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+            if isinstance(category, type) and issubclass(category, UdbenchWarning):
+                Console(stderr=True).print(
+                    f"[yellow]warning:[/] {escape(str(message))}", highlight=False, soft_wrap=True
+                )
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit status (0 ok, 2 user error)."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    command = "udbench" if not args or args[0].startswith("-") else f"udbench {args[0]}"
     try:
-        result = app(args=argv, standalone_mode=False)
+        with _one_line_warnings():
+            result = app(args=argv, standalone_mode=False)
         if isinstance(result, int):  # click returns typer.Exit(code)'s code here
             return result
     except UdbenchError as err:
-        # the message is plain text: escape it, or rich would eat "[...]" in user values
-        Console(stderr=True).print(
-            f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True
-        )
+        _print_error(str(err))
+        return 2
+    except OSError as err:
+        if err.filename is None:  # not about a path the user chose: a bug or an outage
+            raise
+        _print_error(os_error_message(err, command))
         return 2
     except typer.Exit as ex:
         return int(ex.exit_code or 0)

@@ -239,3 +239,17 @@ def test_fit_every_sum_family_improves_lml(family: str) -> None:
     fit = fit_kernel(X, y, family, restarts=2, maxiter=60)
     assert fit.lml_final > fit.lml_initial
     assert sum(p["weight"] for p in fit.hyper["parts"]) == pytest.approx(1.0)
+
+
+def test_unwritable_cache_warns_and_gives_the_same_prior(tmp_path, monkeypatch) -> None:
+    """A cache that cannot be written (here: under a file) costs a refit, not the run."""
+    from udbench._validation import UdbenchWarning
+
+    monkeypatch.setenv("UDBENCH_CACHE_DIR", str(tmp_path / "ok"))
+    cov = _synthetic_cov()
+    cached = build_prior(cov, "smoke")
+    (tmp_path / "afile").write_text("")
+    monkeypatch.setenv("UDBENCH_CACHE_DIR", str(tmp_path / "afile" / "cache"))
+    with pytest.warns(UdbenchWarning, match="could not cache the GP fit .*UDBENCH_CACHE_DIR"):
+        uncached = build_prior(cov, "smoke")
+    assert uncached.scale == pytest.approx(cached.scale, rel=1e-12)

@@ -179,8 +179,12 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Re-download even if cached."),
     ) -> None:
         """Fetch raw tables from OpenML (by data id) or UCI into the download cache."""
-        from udbench.data import download_dataset
-        from udbench.data.sources import check_key, downloadable_keys
+        from udbench._validation import check_writable
+        from udbench.data import cache_dir, download_dataset
+        from udbench.data.sources import CACHE_DIR_ENV, check_key, downloadable_keys
+
+        # before any fetch: the tables are written to the cache
+        check_writable("udbench datasets download", f"${CACHE_DIR_ENV}", cache_dir())
 
         if key != "all":
             typer.echo(f"{key}: {download_dataset(check_key(key), force=force)}")

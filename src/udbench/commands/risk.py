@@ -6,6 +6,7 @@ names of the Python functions in :mod:`udbench.risk` and get one row per evaluat
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ from rich.console import Console
 from rich.table import Table
 
 from udbench import risk
-from udbench._validation import check_choice, param_error
+from udbench._validation import UdbenchError, check_choice, check_writable, param_error
+from udbench.commands.run import out_path
 
 LOSSES = ("squared", "crps", "log", "multiclass_log", "brier")
 
@@ -43,6 +45,40 @@ _DISPATCH: dict[str, tuple[Any, tuple[str, ...], Any, tuple[str, ...]]] = {
     "multiclass_log": (risk.multiclass_log_decomposition, ("prob_draws", "pred_probs"), None, ()),
     "brier": (risk.brier_decomposition, ("prob_draws", "pred_probs"), None, ()),
 }
+
+
+def _not_npz(path: Path, why: str) -> UdbenchError:
+    # not param_error: its value is shortened, and both the path and the reason matter
+    return UdbenchError(
+        "udbench risk decompose: parameter 'arrays' must be an .npz file of named arrays "
+        f"(numpy.savez); got {str(path)!r} ({why})"
+    )
+
+
+def load_arrays(path: Path) -> dict[str, np.ndarray]:
+    """Read the named arrays of an ``.npz`` file (as written by ``numpy.savez``).
+
+    Raises
+    ------
+    UdbenchError
+        If ``path`` is not an ``.npz`` archive (e.g. a text file, a single ``.npy`` array, a
+        truncated archive) or an array in it cannot be read; the message names the file.
+    """
+    try:
+        # allow_pickle=False: never unpickle a user's file. numpy then reports any file that is
+        # not .npy/.npz as "pickled data", which misleads: say what the file is not instead.
+        data = np.load(path, allow_pickle=False)
+    except ValueError as err:
+        raise _not_npz(path, "not a NumPy file" if "pickle" in str(err) else str(err)) from None
+    except (OSError, EOFError, zipfile.BadZipFile) as err:
+        raise _not_npz(path, f"{type(err).__name__}: {err}") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise _not_npz(path, "a single .npy array")
+    try:
+        with data:
+            return {k: data[k] for k in data.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        raise _not_npz(path, f"{type(err).__name__}: {err}") from None
 
 
 def decompose_arrays(arrays: dict[str, np.ndarray], loss: str, random_state: int = 0):
@@ -78,15 +114,24 @@ def register(app: typer.Typer) -> None:
     def decompose(
         arrays: Path = typer.Argument(..., help="An .npz file with the named input arrays."),
         loss: str = typer.Option("squared", help=f"One of {', '.join(LOSSES)}."),
-        out: Path | None = typer.Option(None, help="Write one row per point (.csv or .parquet)."),
+        out: Path | None = typer.Option(
+            None, help="Write one row per point (.csv or .parquet).", parser=out_path
+        ),
         random_state: int = typer.Option(0, help="Noise-sample stream (CRPS/log from draws)."),
     ) -> None:
         """Decompose posterior risk per point; draw-based when 'draws'/'prob_draws' are given,
         else the closed form from 'post_mean' and 'post_var'."""
         if not arrays.is_file():
             raise param_error("udbench risk decompose", "arrays", "be an existing file", arrays)
-        with np.load(arrays) as data:
-            named = {k: data[k] for k in data.files}
+        if out is not None:  # before any work
+            if out.suffix not in (".csv", ".parquet"):
+                raise param_error("udbench risk decompose", "out", "end in .csv or .parquet", out)
+            if not out.absolute().parent.is_dir():
+                raise param_error(
+                    "udbench risk decompose", "out", "be in an existing folder", str(out)
+                )
+            check_writable("udbench risk decompose", "out", out.absolute().parent)
+        named = load_arrays(arrays)
         dec = decompose_arrays(named, loss, random_state)
         frame = pd.DataFrame(
             {
@@ -99,16 +144,10 @@ def register(app: typer.Typer) -> None:
             }
         )
         if out is not None:
-            if not out.absolute().parent.is_dir():
-                raise param_error(
-                    "udbench risk decompose", "out", "be in an existing folder", str(out)
-                )
             if out.suffix == ".parquet":
                 frame.to_parquet(out, index=False)
-            elif out.suffix == ".csv":
-                frame.to_csv(out, index=False)
             else:
-                raise param_error("udbench risk decompose", "out", "end in .csv or .parquet", out)
+                frame.to_csv(out, index=False)
         table = Table(title=f"{loss} decomposition ({dec.method}), mean over {len(frame)} points")
         terms = [c for c in frame.columns if c != "point"]
         for col in terms:

@@ -39,21 +39,32 @@ def _split_tasks_and_methods(tasks: list[str], methods: list[str]) -> tuple[list
     return keep, specs
 
 
-def check_out_dir(command: str, out: Path) -> None:
-    """``--out`` must be a folder or not exist yet (then it is created); not a file.
+def check_out_dir(command: str, out: Path, parameter: str = "--out") -> None:
+    """The output folder must be a folder (or not exist yet) that udbench can write to.
+
+    Called by every command that writes, before any work (see
+    :func:`udbench._validation.check_writable`).
 
     Raises
     ------
     UdbenchError
-        Naming the command, ``--out`` and the path, before anything runs.
+        Naming the command, the option and the path, before anything runs.
     """
-    from udbench._validation import param_error
+    from udbench._validation import check_writable
 
-    if out.exists() and not out.is_dir():
-        raise param_error(command, "--out", "be a folder (or not exist yet), not a file", str(out))
-    parent = next((p for p in out.absolute().parents if p.exists()), None)
-    if parent is not None and not parent.is_dir():
-        raise param_error(command, "--out", "lie under a folder, not under a file", str(out))
+    check_writable(command, parameter, out)
+
+
+def out_path(text: str) -> Path:
+    """Typer ``parser`` of output-path options: an empty value is an error, not ``"."``.
+
+    ``Path("")`` is the current folder, so ``--out ""`` (e.g. an unset shell variable) would
+    silently write there. Raises ``ValueError``, which click reports as a bad option value
+    (exit 2).
+    """
+    if not str(text).strip():
+        raise ValueError("must name a folder or file, not an empty string")
+    return Path(text)
 
 
 def _console() -> Console:
@@ -114,7 +125,9 @@ def register(app: typer.Typer) -> None:
             ..., help="Task files, folders (searched recursively) or quoted globs."
         ),
         methods: list[str] = typer.Option(..., "--methods", "-m", help=_METHODS_HELP),
-        out: Path = typer.Option(Path("udbench-out/results"), "--out", "-o", help="Results dir."),
+        out: Path = typer.Option(
+            Path("udbench-out/results"), "--out", "-o", help="Results dir.", parser=out_path
+        ),
         workers: int | None = typer.Option(
             None, "--workers", "-w", help="Local Dask workers (default: usable cores; 0: inline)."
         ),
@@ -152,6 +165,13 @@ def register(app: typer.Typer) -> None:
         from udbench.evaluation.runner import run_benchmark
 
         check_out_dir("udbench run", out)
+        if scheduler is not None or cluster_config is not None:  # fail fast, before any work
+            from udbench.evaluation.cluster import check_scheduler_address, load_cluster_config
+
+            if scheduler is not None:
+                check_scheduler_address(scheduler)
+            if cluster_config is not None:
+                load_cluster_config(cluster_config)
         task_args, specs = _split_tasks_and_methods(tasks, methods)
         summary = run_benchmark(
             task_args,
@@ -208,7 +228,9 @@ def register(app: typer.Typer) -> None:
     @app.command("report")
     def report_cmd(
         results: Path = typer.Argument(..., help="Results directory (or Parquet file)."),
-        out: Path = typer.Option(Path("udbench-out/report"), "--out", "-o", help="Report folder."),
+        out: Path = typer.Option(
+            Path("udbench-out/report"), "--out", "-o", help="Report folder.", parser=out_path
+        ),
     ) -> None:
         """Write a self-contained HTML report (figures embedded, PNGs beside it)."""
         from udbench.evaluation.store import read_results
@@ -220,7 +242,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("quickstart")
     def quickstart_cmd(
-        out: Path = typer.Option(Path("quickstart-out"), "--out", "-o", help="Output folder."),
+        out: Path = typer.Option(
+            Path("quickstart-out"), "--out", "-o", help="Output folder.", parser=out_path
+        ),
         workers: int | None = typer.Option(
             None, "--workers", "-w", help="Local Dask workers (default: usable cores; 0: inline)."
         ),

@@ -95,6 +95,12 @@ def expand_grid(
     ]
 
 
+def _out_path(text: str) -> Path:
+    from udbench.commands.run import out_path
+
+    return out_path(text)
+
+
 def _task_path(out: Path, spec: Any) -> Path:
     return out / f"{spec.task_id}.npz"
 
@@ -144,7 +150,9 @@ def generate_command(
     seeds: str = typer.Option("0", "--seeds", help="E.g. 0-9, 0,2,5 or 'all' (0-9)."),
     draws: int = typer.Option(1000, "--draws", help="Posterior draws D per instance."),
     fidelity: str = typer.Option("standard", "--fidelity", help="paper, standard or smoke."),
-    out: Path = typer.Option(Path("udbench-out/tasks"), "--out", help="Output folder."),
+    out: Path = typer.Option(
+        Path("udbench-out/tasks"), "--out", help="Output folder.", parser=_out_path
+    ),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Instances generated in parallel."),
     max_replacements: int = typer.Option(
         5,

@@ -36,6 +36,7 @@ from udbench._validation import UdbenchError, param_error
 __all__ = [
     "THREAD_ENV_VARS",
     "CorePinningPlugin",
+    "check_scheduler_address",
     "core_sets",
     "dask_client",
     "load_cluster_config",
@@ -196,6 +197,55 @@ def _import_object(path: str) -> Any:
         ) from None
 
 
+def _root_cause(err: BaseException) -> str:
+    """``Type: message`` of the innermost cause of ``err`` (Dask wraps the useful one)."""
+    seen = {id(err)}
+    while True:
+        nxt = err.__cause__ or err.__context__
+        if nxt is None or id(nxt) in seen:
+            break
+        seen.add(id(nxt))
+        err = nxt
+    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def check_scheduler_address(address: str) -> None:
+    """Fail fast on a scheduler address that is malformed or where nothing listens.
+
+    A malformed address (no port, unknown scheme) is rejected by Dask's own parser; for a
+    ``tcp://``/``tls://`` address one plain TCP connection (5 s limit) is tried, so a refused
+    connection or an unknown host is reported at once instead of after Dask's 20 s of
+    retries.
+
+    Raises
+    ------
+    UdbenchError
+        Naming ``scheduler``, the address and the reason.
+    """
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import backends
+
+    rule = "be the address of a running scheduler (e.g. tcp://host:8786)"
+    try:
+        scheme, loc = parse_address(address)
+        if scheme not in backends:
+            raise ValueError(f"unknown address scheme {scheme!r}; known: {sorted(backends)}")
+        if scheme not in ("tcp", "tls"):
+            return
+        host, port = parse_host_port(loc)
+    except (TypeError, ValueError) as err:
+        raise param_error("udbench run", "scheduler", rule, f"{address} ({err})") from None
+    try:
+        with socket.create_connection((host, port), timeout=5):
+            pass
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        raise param_error("udbench run", "scheduler", rule, f"{address} ({reason})") from None
+
+
 @contextmanager
 def dask_client(
     *,
@@ -234,12 +284,16 @@ def dask_client(
             "udbench run", "scheduler", "not be combined with --cluster-config", scheduler
         )
     if scheduler is not None:
+        check_scheduler_address(scheduler)
         try:
             client = Client(scheduler, timeout="20s")
-        except OSError as err:
+        except (OSError, TimeoutError, TypeError, ValueError) as err:
             raise param_error(
-                "udbench run", "scheduler", "be the address of a running scheduler", scheduler
-            ) from err
+                "udbench run",
+                "scheduler",
+                "be the address of a running scheduler",
+                f"{scheduler} ({_root_cause(err)})",
+            ) from None
         try:
             if pin:
                 n = len(client.scheduler_info().get("workers", {})) or 1
@@ -253,17 +307,24 @@ def dask_client(
         cls = _import_object(cfg["class"])
         try:
             cluster = cls(**dict(cfg.get("kwargs") or {}))
-        except TypeError as err:
+        except Exception as err:  # the class rejected the file's settings, however it says so
+            # (LocalCluster passes unknown keywords on to its workers: "Nanny failed to start")
             raise param_error(
-                "cluster config", "kwargs", f"suit {cfg['class']}", str(err)
+                "cluster config", "kwargs", f"start a {cfg['class']}", _root_cause(err)
             ) from None
         try:
-            if "adapt" in cfg:
-                cluster.adapt(**dict(cfg["adapt"]))
-            elif "scale" in cfg:
-                sc = cfg["scale"]
-                cluster.scale(**sc) if isinstance(sc, Mapping) else cluster.scale(int(sc))
-            client = Client(cluster)
+            try:
+                if "adapt" in cfg:
+                    cluster.adapt(**dict(cfg["adapt"]))
+                elif "scale" in cfg:
+                    sc = cfg["scale"]
+                    cluster.scale(**sc) if isinstance(sc, Mapping) else cluster.scale(int(sc))
+                client = Client(cluster)
+            except Exception as err:
+                key = "adapt" if "adapt" in cfg else "scale" if "scale" in cfg else "class"
+                raise param_error(
+                    "cluster config", key, f"suit {cfg['class']}", _root_cause(err)
+                ) from None
             try:
                 if pin if pin is not None else bool(cfg.get("pin", False)):
                     n = len(client.scheduler_info().get("workers", {})) or 1

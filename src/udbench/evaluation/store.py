@@ -13,6 +13,17 @@ never sees a half-written file. :meth:`ResultsStore.read` merges the compacted t
 part file; when a cell appears twice (e.g. a failed cell that was retried) the newest row wins.
 One row per cell is keyed by ``cell_key = "<task_id>|<method>|<config_hash>|<task checksum>"``
 (:func:`cell_key`); rows also carry the full ``task_sha256``.
+
+A part file that cannot be used (not Parquet, truncated, no ``cell_key`` column, or a column
+whose type conflicts with the rest of the store, e.g. a string where the other cells hold
+numbers) never blocks the folder: readers skip it with a one-line :class:`StoreWarning`
+naming the file and the reason, and :meth:`ResultsStore.compact` (the end of every
+``udbench run``) moves it to ``cells/quarantine/`` (never deleted). A cell whose only part
+was bad is not finished, so the next run recomputes it. Parts are checked against the
+compacted table first, then against each other, the most common column types first. Missing
+or extra columns are not an error (they read as missing values). The compacted table is
+many cells in one file: if it cannot be read, reading stops with a one-line
+:class:`~udbench._validation.UdbenchError` that says how to repair the folder.
 """
 
 from __future__ import annotations
@@ -22,7 +33,8 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Mapping
+import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +43,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from udbench._validation import UdbenchError, param_error
+from udbench._validation import UdbenchError, UdbenchWarning, param_error
 
 __all__ = [
     "COMPACTED_FILE",
+    "QUARANTINE",
     "ResultsStore",
+    "StoreWarning",
     "cell_key",
     "config_hash",
     "read_results",
@@ -45,6 +59,8 @@ __all__ = [
 COMPACTED_FILE = "results.parquet"
 _CELLS = "cells"
 _PREDICTIONS = "predictions"
+#: Sub-folder of ``cells/`` that unreadable or conflicting part files are moved to.
+QUARANTINE = "quarantine"
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 
 
@@ -135,6 +151,69 @@ def _write_atomic(table: pa.Table, path: Path) -> None:
         raise
 
 
+class StoreWarning(UdbenchWarning):
+    """A part file of a results folder was skipped or set aside (named in the message)."""
+
+
+def _reason(err: BaseException) -> str:
+    """One line: the error's first line, without pyarrow's repetition of the file name."""
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return f"{type(err).__name__}: {text}"
+
+
+def _read_table(path: Path) -> pa.Table:
+    """Read a Parquet file that must hold results rows (a string ``cell_key`` column).
+
+    Raises
+    ------
+    OSError, pyarrow.ArrowException, ValueError
+        Unreadable file (not Parquet, truncated, unreadable) or no usable ``cell_key``.
+    """
+    table = pq.read_table(path)
+    if "cell_key" not in table.column_names:
+        raise ValueError("no 'cell_key' column (not a udbench results file)")
+    keys = table.column("cell_key")
+    if not (pa.types.is_string(keys.type) or pa.types.is_large_string(keys.type)):
+        raise ValueError(f"column 'cell_key' holds {keys.type}, not strings")
+    if keys.null_count:
+        raise ValueError("column 'cell_key' has missing values")
+    return table
+
+
+def _admit_parts(
+    reference: pa.Schema | None, tables: list[tuple[Path, pa.Table]]
+) -> tuple[list[pa.Table], list[tuple[Path, str]]]:
+    """Split part tables into those whose column types fit together and those that conflict.
+
+    The compacted table's schema (``reference``) is admitted first, then the parts whose
+    column types are the most common ones, so that one stray part is the one set aside.
+    """
+    counts: dict[tuple[tuple[str, str], ...], int] = {}
+
+    def signature(t: pa.Table) -> tuple[tuple[str, str], ...]:
+        return tuple(
+            sorted((f.name, str(f.type)) for f in t.schema if not pa.types.is_null(f.type))
+        )
+
+    for _, t in tables:
+        counts[signature(t)] = counts.get(signature(t), 0) + 1
+    order = sorted(tables, key=lambda pt: (-counts[signature(pt[1])], pt[0].name))
+    schema = reference
+    good: dict[Path, pa.Table] = {}
+    bad: list[tuple[Path, str]] = []
+    for path, table in order:
+        if schema is None:
+            schema = table.schema
+        else:
+            try:
+                schema = pa.unify_schemas([schema, table.schema], promote_options="permissive")
+            except (pa.ArrowException, TypeError, ValueError) as err:
+                bad.append((path, _reason(err)))
+                continue
+        good[path] = table
+    return [good[p] for p, _ in tables if p in good], bad
+
+
 class ResultsStore:
     """A results directory: durable per-cell Parquet parts plus a compacted table.
 
@@ -200,30 +279,70 @@ class ResultsStore:
             return []
         return sorted(p for p in self.cells_dir.glob("*.parquet") if not p.name.startswith("."))
 
+    def _load(self) -> tuple[pd.DataFrame, list[tuple[Path, str]]]:
+        """Every usable row (newest per cell) and the part files that could not be used."""
+        compacted = self.root / COMPACTED_FILE
+        reference: pa.Table | None = None
+        if compacted.is_file():
+            try:
+                reference = _read_table(compacted)
+            except (OSError, pa.ArrowException, ValueError) as err:
+                raise UdbenchError(
+                    f"results store {str(self.root)!r}: {str(compacted)!r} cannot be read "
+                    f"({_reason(err)}). It holds the cells compacted by earlier runs: restore it "
+                    f"from a backup, or move it aside (e.g. to {COMPACTED_FILE}.bad) so that the "
+                    f"next 'udbench run --out {self.root}' recomputes those cells."
+                ) from None
+        tables: list[tuple[Path, pa.Table]] = []
+        bad: list[tuple[Path, str]] = []
+        for part in self._part_files():
+            try:
+                tables.append((part, _read_table(part)))
+            except (OSError, pa.ArrowException, ValueError) as err:
+                bad.append((part, _reason(err)))
+        good, conflicting = _admit_parts(None if reference is None else reference.schema, tables)
+        bad.extend(conflicting)
+        frames: list[pd.DataFrame] = []
+        if reference is not None:
+            frames.append(reference.to_pandas())
+        if good:
+            frames.append(pa.concat_tables(good, promote_options="permissive").to_pandas())
+        frames = [f for f in frames if len(f)]
+        if not frames:
+            return pd.DataFrame(), sorted(bad)
+        df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        if "finished_at" in df.columns:
+            df = df.sort_values("finished_at", kind="stable")
+        df = df.drop_duplicates("cell_key", keep="last")
+        return df.reset_index(drop=True), sorted(bad)
+
     def read(self) -> pd.DataFrame:
         """Return every stored row (compacted table and part files), one row per cell.
+
+        A part file that cannot be used is skipped with a :class:`StoreWarning` naming it
+        and the reason (see the module notes); the folder is not changed.
 
         Returns
         -------
         DataFrame
             Long format, one row per cell key; the newest row wins for a key stored twice.
             Empty (no columns) if nothing is stored.
+
+        Raises
+        ------
+        UdbenchError
+            If the compacted ``results.parquet`` cannot be read (the message says how to
+            repair the folder).
         """
-        frames: list[pd.DataFrame] = []
-        compacted = self.root / COMPACTED_FILE
-        if compacted.is_file():
-            frames.append(pd.read_parquet(compacted))
-        parts = self._part_files()
-        if parts:
-            frames.append(_read_parts(parts))
-        frames = [f for f in frames if len(f)]
-        if not frames:
-            return pd.DataFrame()
-        df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-        if "finished_at" in df.columns:
-            df = df.sort_values("finished_at", kind="stable")
-        df = df.drop_duplicates("cell_key", keep="last")
-        return df.reset_index(drop=True)
+        df, bad = self._load()
+        for path, reason in bad:
+            warnings.warn(
+                f"results store: skipped part file {str(path)!r} ({reason}); the next "
+                f"'udbench run' moves it to {str(self.cells_dir / QUARANTINE)!r}",
+                StoreWarning,
+                stacklevel=2,
+            )
+        return df
 
     def finished(self, *, include_failed: bool = True) -> set[str]:
         """Return the keys of finished cells (``ok`` ones, and failed ones unless excluded)."""
@@ -253,24 +372,38 @@ class ResultsStore:
         """Merge every part file into ``results.parquet`` and delete the merged parts.
 
         The compacted table is written atomically before any part is removed, so an
-        interruption at any point loses nothing. Returns the number of rows stored.
+        interruption at any point loses nothing. A part that cannot be used is moved to
+        ``cells/quarantine/`` (with a :class:`StoreWarning`), never deleted. Returns the
+        number of rows stored.
         """
         parts = self._part_files()
-        df = self.read()
+        df, bad = self._load()
         if not parts:
             return len(df)
-        _write_atomic(pa.Table.from_pandas(df, preserve_index=False), self.root / COMPACTED_FILE)
+        if len(df):
+            _write_atomic(
+                pa.Table.from_pandas(df, preserve_index=False), self.root / COMPACTED_FILE
+            )
+        quarantined = {path for path, _ in bad}
+        for path, reason in bad:
+            target = self.cells_dir / QUARANTINE / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            n = 1
+            while target.exists():  # never replace a file set aside before
+                target = target.with_name(f"{path.stem}.{n}{path.suffix}")
+                n += 1
+            os.replace(path, target)
+            warnings.warn(
+                f"results store: moved unusable part file {str(path)!r} ({reason}) to "
+                f"{str(target)!r}; its row is not used (a cell stored only there is not "
+                "finished and runs again)",
+                StoreWarning,
+                stacklevel=2,
+            )
         for p in parts:
-            p.unlink(missing_ok=True)
+            if p not in quarantined:
+                p.unlink(missing_ok=True)
         return len(df)
-
-
-def _read_parts(parts: Iterable[Path]) -> pd.DataFrame:
-    """Read one-row part files into one frame (columns may differ between parts)."""
-    tables = [pq.read_table(p) for p in parts]
-    if not tables:
-        return pd.DataFrame()
-    return pa.concat_tables(tables, promote_options="permissive").to_pandas()
 
 
 def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -289,11 +422,19 @@ def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     Raises
     ------
     UdbenchError
-        If ``path`` does not exist or holds no results.
+        If ``path`` does not exist, holds no results, or is a file that is not a readable
+        results table (e.g. a text file, a truncated Parquet file).
     """
     p = Path(path)
     if p.is_file():
-        df = pd.read_parquet(p)
+        try:
+            df = _read_table(p).to_pandas()
+        except (OSError, pa.ArrowException, ValueError) as err:
+            # not param_error: its value is shortened, and the reason matters
+            raise UdbenchError(
+                f"read_results: {str(p)!r} is not a readable results table ({_reason(err)}); "
+                "give a results folder written by 'udbench run', or its results.parquet"
+            ) from None
     elif p.is_dir():
         df = ResultsStore(p).read()
     else:

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ import numpy as np
 
 from udbench import __version__
 from udbench._seeding import derive_seed, make_rng
-from udbench._validation import check_array, check_choice, param_error
+from udbench._validation import UdbenchWarning, check_array, check_choice, param_error
 from udbench.priors.base import (
     FIDELITIES,
     SCALE_N_DRAWS,
@@ -358,7 +359,16 @@ def build_prior(cov: Any, fidelity: str = "standard", *, use_cache: bool = True)
             "scale_n_draws": SCALE_N_DRAWS,
         }
         if use_cache:
-            _write_json_atomic(path, record)
+            try:
+                _write_json_atomic(path, record)
+            except OSError as err:  # a cache is an optimisation: a read-only one is no error
+                warnings.warn(
+                    f"build_prior: could not cache the GP fit in {str(path.parent)!r} "
+                    f"({err.strerror or err}); it is refitted in each process. Set "
+                    "$UDBENCH_CACHE_DIR to a writable folder to keep it.",
+                    UdbenchWarning,
+                    stacklevel=2,
+                )
     settings = {
         "dataset": cov.key,
         "fidelity": fidelity,
