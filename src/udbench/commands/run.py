@@ -226,7 +226,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Offline demo on the embedded diabetes table: tasks, five methods, leaderboard, report."""
-        from udbench.evaluation.quickstart import quickstart
+        from udbench.recipes.quickstart import quickstart
 
         check_out_dir("udbench quickstart", out)
         console = _console()
