@@ -12,6 +12,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from udbench.commands._options import check_out_dir
+
 _METHODS_HELP = (
     "Method spec: registry name or import path with optional overrides, e.g. "
     "'nn-ens:n_members=5,lr=0.01'. Repeat the option, or list several after it."
@@ -37,23 +39,6 @@ def _split_tasks_and_methods(tasks: list[str], methods: list[str]) -> tuple[list
             extra.append(item)
     specs = [s for text in methods for s in text.split()] + extra
     return keep, specs
-
-
-def check_out_dir(command: str, out: Path) -> None:
-    """``--out`` must be a folder or not exist yet (then it is created); not a file.
-
-    Raises
-    ------
-    UdbenchError
-        Naming the command, ``--out`` and the path, before anything runs.
-    """
-    from udbench._validation import param_error
-
-    if out.exists() and not out.is_dir():
-        raise param_error(command, "--out", "be a folder (or not exist yet), not a file", str(out))
-    parent = next((p for p in out.absolute().parents if p.exists()), None)
-    if parent is not None and not parent.is_dir():
-        raise param_error(command, "--out", "lie under a folder, not under a file", str(out))
 
 
 def _console() -> Console:
