@@ -75,3 +75,19 @@ def test_param_error_shows_a_path_as_typed():
         str(err)
         == "udbench risk decompose: parameter 'arrays' must be an existing file; got 'x.npz'"
     )
+
+
+def test_cache_dir_is_one_ground_level_folder_for_data_and_priors(monkeypatch, tmp_path):
+    from pathlib import Path
+
+    from udbench import _cache
+    from udbench.data import sources
+    from udbench.priors import gp
+
+    monkeypatch.delenv("UDBENCH_CACHE_DIR", raising=False)
+    assert _cache.cache_dir() == Path.home() / ".cache" / "udbench"
+    monkeypatch.setenv("UDBENCH_CACHE_DIR", str(tmp_path / "c"))
+    assert _cache.cache_dir() == tmp_path / "c"  # read at call time, not at import
+    assert sources.cache_dir is _cache.cache_dir  # the data layer re-exports, no copy
+    path = gp.fit_cache_path("diabetes", "rbf", {"max_rows": 1, "restarts": 2, "maxiter": 3}, "f")
+    assert path == tmp_path / "c" / "priors" / "gp" / "diabetes__rbf__r1-s2-i3__f.json"

@@ -9,9 +9,10 @@ from scipy.stats import spearmanr
 
 from udbench._seeding import make_rng
 from udbench._validation import UdbenchError
+from udbench.methods._ensemble import bagging_rows
 from udbench.methods.base import BaseMethod
 from udbench.methods.catboost_ps import CatBoostPS
-from udbench.methods.ngboost_bag import NGBoostBag, bagging_rows
+from udbench.methods.ngboost_bag import NGBoostBag
 
 METHODS = [NGBoostBag, CatBoostPS]
 X_GRID = np.linspace(0.0, 1.0, 101)[:, None]

@@ -91,7 +91,7 @@ def test_os_errors_behind_the_check_are_one_line_with_the_path(
         )
     if command == "quickstart":
         monkeypatch.setattr(
-            "udbench.evaluation.quickstart.quickstart",
+            "udbench.recipes.quickstart.quickstart",
             lambda out, **k: Path(out, "tasks").mkdir(parents=True),
         )
     if command == "generate":

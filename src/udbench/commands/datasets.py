@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -13,29 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from udbench._validation import UdbenchError, param_error
-
-_DATA_DIR_HELP = "Local data folder laid out as <key>/<key>.csv.gz (default: $UDBENCH_DATA_DIR)."
-
-
-def check_data_dir(command: str, data_dir: Path | None) -> None:
-    """A data folder named by ``--data-dir`` or ``$UDBENCH_DATA_DIR`` must exist.
-
-    Otherwise a typo would silently fall through to the download cache ("needs download").
-
-    Raises
-    ------
-    UdbenchError
-        Naming the option (or the variable) and the path given.
-    """
-    from udbench.data.sources import DATA_DIR_ENV
-
-    if data_dir is not None:
-        if not Path(data_dir).expanduser().is_dir():
-            raise param_error(command, "--data-dir", "be an existing folder", str(data_dir))
-        return
-    env = os.environ.get(DATA_DIR_ENV)
-    if env and not Path(env).expanduser().is_dir():
-        raise param_error(command, f"${DATA_DIR_ENV}", "be an existing folder (or unset)", env)
+from udbench.commands._options import DATA_DIR_HELP, check_data_dir
 
 
 def _list_rows(data_dir: Path | None) -> list[dict[str, Any]]:
@@ -105,7 +82,7 @@ def register(app: typer.Typer) -> None:
     def list_cmd(
         ctx: typer.Context,
         as_json: bool = typer.Option(False, "--json", help="Print a JSON list of objects."),
-        data_dir: Path | None = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP),
+        data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
     ) -> None:
         """List every dataset with N, d, n_eval, n, ρ, GP kernel family and availability."""
         if ctx.invoked_subcommand is not None:
@@ -139,7 +116,7 @@ def register(app: typer.Typer) -> None:
     def show_cmd(
         key: str = typer.Argument(..., help="Dataset key (see `udbench datasets`)."),
         as_json: bool = typer.Option(False, "--json", help="Print a JSON object."),
-        data_dir: Path | None = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP),
+        data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
     ) -> None:
         """Shell sizes, training quotas and the noise-variance range of every noise mode."""
         from udbench.data.sources import check_key

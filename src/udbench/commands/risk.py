@@ -18,7 +18,7 @@ from rich.table import Table
 
 from udbench import risk
 from udbench._validation import UdbenchError, check_choice, check_writable, param_error
-from udbench.commands.run import out_path
+from udbench.commands._options import out_path
 
 LOSSES = ("squared", "crps", "log", "multiclass_log", "brier")
 

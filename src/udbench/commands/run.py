@@ -12,6 +12,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from udbench.commands._options import check_out_dir, out_path
+
 _METHODS_HELP = (
     "Method spec: registry name or import path with optional overrides, e.g. "
     "'nn-ens:n_members=5,lr=0.01'. Repeat the option, or list several after it."
@@ -37,34 +39,6 @@ def _split_tasks_and_methods(tasks: list[str], methods: list[str]) -> tuple[list
             extra.append(item)
     specs = [s for text in methods for s in text.split()] + extra
     return keep, specs
-
-
-def check_out_dir(command: str, out: Path, parameter: str = "--out") -> None:
-    """The output folder must be a folder (or not exist yet) that udbench can write to.
-
-    Called by every command that writes, before any work (see
-    :func:`udbench._validation.check_writable`).
-
-    Raises
-    ------
-    UdbenchError
-        Naming the command, the option and the path, before anything runs.
-    """
-    from udbench._validation import check_writable
-
-    check_writable(command, parameter, out)
-
-
-def out_path(text: str) -> Path:
-    """Typer ``parser`` of output-path options: an empty value is an error, not ``"."``.
-
-    ``Path("")`` is the current folder, so ``--out ""`` (e.g. an unset shell variable) would
-    silently write there. Raises ``ValueError``, which click reports as a bad option value
-    (exit 2).
-    """
-    if not str(text).strip():
-        raise ValueError("must name a folder or file, not an empty string")
-    return Path(text)
 
 
 def _console() -> Console:
@@ -250,7 +224,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Offline demo on the embedded diabetes table: tasks, five methods, leaderboard, report."""
-        from udbench.evaluation.quickstart import quickstart
+        from udbench.recipes.quickstart import quickstart
 
         check_out_dir("udbench quickstart", out)
         console = _console()

@@ -15,52 +15,17 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from udbench._validation import UdbenchError, check_choice, param_error
+from udbench._validation import UdbenchError, param_error
+from udbench.commands._options import (
+    DATA_DIR_HELP,
+    check_data_dir,
+    check_out_dir,
+    out_path,
+    parse_choice_list,
+    parse_seeds,
+)
 
 __all__ = ["check_directory", "expand_grid", "parse_seeds", "register"]
-
-_DATA_DIR_HELP = "Local data folder laid out as <key>/<key>.csv.gz (default: $UDBENCH_DATA_DIR)."
-
-
-def parse_seeds(text: str, all_seeds: int = 10) -> list[int]:
-    """Parse ``"0-9"``, ``"0,3,5-7"`` or ``"all"`` (seeds 0..all_seeds-1) into sorted seeds."""
-    if text.strip().lower() == "all":
-        return list(range(all_seeds))
-    seeds: set[int] = set()
-    for part in text.split(","):
-        part = part.strip()
-        try:
-            if "-" in part:
-                lo, hi = (int(x) for x in part.split("-", 1))
-                if hi < lo or lo < 0:
-                    raise ValueError
-                seeds.update(range(lo, hi + 1))
-            else:
-                value = int(part)
-                if value < 0:
-                    raise ValueError
-                seeds.add(value)
-        except ValueError:
-            raise param_error(
-                "generate", "seeds", "be 'all', N, A-B or a comma list of those (>= 0)", text
-            ) from None
-    from udbench.tasks.generate import REPLACEMENT_STRIDE
-
-    if seeds and max(seeds) >= REPLACEMENT_STRIDE:
-        # seeds from REPLACEMENT_STRIDE on are reserved for replacements (SPEC §7)
-        raise param_error("generate", "seeds", f"be < {REPLACEMENT_STRIDE}", text)
-    return sorted(seeds)
-
-
-def _parse_list(parameter: str, text: str, choices: list[str]) -> list[str]:
-    if text.strip().lower() == "all":
-        return list(choices)
-    values = [v.strip() for v in text.split(",") if v.strip()]
-    if not values:
-        raise param_error("generate", parameter, f"be 'all' or a comma list of {choices}", text)
-    for v in values:
-        check_choice("generate", parameter, v, choices)
-    return values
 
 
 def expand_grid(
@@ -81,10 +46,10 @@ def expand_grid(
     if datasets.strip().lower() == "all":
         ds = [s.key for s in designed if s.source != "sklearn"]
     else:
-        ds = _parse_list("datasets", datasets, keys)
-    fams = _parse_list("families", families, list(PRIOR_FAMILIES))
-    modes = _parse_list("noise", noise, list(NOISE_MODES))
-    covs = _parse_list("coverage", coverage, list(COVERAGES))
+        ds = parse_choice_list("generate", "datasets", datasets, keys)
+    fams = parse_choice_list("generate", "families", families, list(PRIOR_FAMILIES))
+    modes = parse_choice_list("generate", "noise", noise, list(NOISE_MODES))
+    covs = parse_choice_list("generate", "coverage", coverage, list(COVERAGES))
     return [
         TaskSpec(d, f, m, c, s, fidelity=fidelity, n_draws=draws)
         for d in ds
@@ -93,12 +58,6 @@ def expand_grid(
         for c in covs
         for s in parse_seeds(seeds)
     ]
-
-
-def _out_path(text: str) -> Path:
-    from udbench.commands.run import out_path
-
-    return out_path(text)
 
 
 def _task_path(out: Path, spec: Any) -> Path:
@@ -151,7 +110,7 @@ def generate_command(
     draws: int = typer.Option(1000, "--draws", help="Posterior draws D per instance."),
     fidelity: str = typer.Option("standard", "--fidelity", help="paper, standard or smoke."),
     out: Path = typer.Option(
-        Path("udbench-out/tasks"), "--out", help="Output folder.", parser=_out_path
+        Path("udbench-out/tasks"), "--out", help="Output folder.", parser=out_path
     ),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Instances generated in parallel."),
     max_replacements: int = typer.Option(
@@ -160,7 +119,7 @@ def generate_command(
         help="Seed replacements tried for an MCMC instance rejected by the R̂ rule (SPEC §7) "
         "before it is reported as failed; 0 fails at the first rejection.",
     ),
-    data_dir: Path | None = typer.Option(None, "--data-dir", help=_DATA_DIR_HELP),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
     overwrite: bool = typer.Option(
         False,
         "--overwrite",
@@ -174,8 +133,6 @@ def generate_command(
     resumes); a damaged one is generated again; one made with other settings or from other
     data is an error (exit 2) unless --overwrite.
     """
-    from udbench.commands.datasets import check_data_dir
-    from udbench.commands.run import check_out_dir
     from udbench.tasks.generate import get_covariates, get_prior
 
     if jobs < 1:

@@ -1,19 +1,19 @@
-"""Cleaning (SPEC §2) and the :class:`Covariates` of one dataset with its geometry and split."""
+"""The :class:`Covariates` of one dataset: the cleaned table (SPEC §2, :mod:`udbench.data.cleaning`)
+with its geometry and evaluation/candidate split."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from udbench._seeding import make_rng
-from udbench._validation import UdbenchError, param_error
+from udbench._validation import param_error
+from udbench.data.cleaning import clean_table
 from udbench.data.geometry import (
     N_SHELLS,
     CovariateGeometry,
@@ -23,111 +23,7 @@ from udbench.data.geometry import (
 from udbench.data.registry import DatasetSpec, get_dataset_spec
 from udbench.data.sources import read_raw_table
 
-__all__ = ["Covariates", "clean_table", "load_covariates", "normalise_name", "stratified_split"]
-
-
-def normalise_name(name: str) -> str:
-    """Column-name key used for matching: parenthesised units removed, case and punctuation
-    ignored (``"Temperature(°C)"`` → ``"temperature"``, ``"fixed_acidity"`` →
-    ``"fixed_acidity"``, ``"fixed acidity"`` → ``"fixed_acidity"``)."""
-    stripped = re.sub(r"\([^)]*\)", " ", str(name))
-    return re.sub(r"[^0-9a-z]+", "_", stripped.lower()).strip("_")
-
-
-def _to_float(frame: pd.DataFrame, column: str, key: str) -> np.ndarray:
-    values = frame[column]
-    if not pd.api.types.is_numeric_dtype(values):
-        converted = pd.to_numeric(values, errors="coerce")
-        bad = values[converted.isna() & values.notna()]
-        if len(bad):
-            raise param_error(
-                f"load_covariates({key!r})",
-                f"column {column}",
-                "hold numbers (or be empty/'?' where missing)",
-                bad.iloc[0],
-            )
-        values = converted
-    return values.to_numpy(dtype=np.float64)
-
-
-def clean_table(
-    frame: pd.DataFrame, spec: DatasetSpec
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Clean a raw table exactly per SPEC §2.
-
-    Keeps the registry's covariates (matched by :func:`normalise_name`), drops every row
-    with a missing covariate or target, and min-max scales each covariate to [0, 1] over
-    the kept rows.
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-        The raw table (any column order, extra columns ignored).
-    spec : DatasetSpec
-        The dataset's registry entry.
-
-    Returns
-    -------
-    X : ndarray of shape (N, d), float64 in [0, 1]
-    y_real : ndarray of shape (N,), float64, in the source's target units
-    bounds : ndarray of shape (2, d)
-        Raw minimum and maximum of every covariate over the kept rows.
-
-    Raises
-    ------
-    UdbenchError
-        A covariate or target column is missing or renamed, a value is not numeric or is
-        infinite, a covariate is constant, or the cleaned (N, d) differs from SPEC.
-    """
-    component = f"load_covariates({spec.key!r})"
-    by_name: dict[str, list[str]] = {}
-    for column in frame.columns:
-        by_name.setdefault(normalise_name(column), []).append(str(column))
-    columns: list[str] = []
-    for wanted in (*spec.covariates, spec.target):
-        found = by_name.get(normalise_name(wanted), [])
-        if len(found) != 1:
-            rule = (
-                f"contain exactly one column matching {wanted!r}"
-                if found
-                else f"contain the column {wanted!r} (case, punctuation and units ignored)"
-            )
-            # The template, without shortening: the full column list is what helps here.
-            raise UdbenchError(
-                f"{component}: parameter 'table columns' must {rule}; "
-                f"got {[str(c) for c in frame.columns]!r}"
-            )
-        columns.append(found[0])
-    values = np.column_stack([_to_float(frame, c, spec.key) for c in columns])
-    values = values[~np.isnan(values).any(axis=1)]
-    infinite = np.flatnonzero(np.isinf(values).any(axis=0))
-    if infinite.size:  # min-max scaling would turn these into NaN without a word
-        j = int(infinite[0])
-        raise param_error(
-            component,
-            f"column {columns[j]}",
-            "hold finite numbers (or be empty/'?' where missing)",
-            float(values[np.isinf(values[:, j]), j][0]),
-        )
-    X, y_real = values[:, :-1], values[:, -1].copy()
-    if X.shape != (spec.n_rows, spec.n_features):
-        raise param_error(
-            component,
-            "table",
-            f"clean to SPEC's (N, d) = ({spec.n_rows}, {spec.n_features}) (is it the full table?)",
-            f"shape {X.shape}",
-        )
-    low, high = X.min(axis=0), X.max(axis=0)
-    constant = np.flatnonzero(high <= low)
-    if constant.size:
-        raise param_error(
-            component,
-            f"covariate {spec.covariates[constant[0]]}",
-            "vary over the kept rows (min-max scaling needs max > min)",
-            f"the constant value {float(low[constant[0]])!r}",
-        )
-    X = (X - low) / (high - low)
-    return X, y_real, np.vstack([low, high])
+__all__ = ["Covariates", "load_covariates", "stratified_split"]
 
 
 def stratified_split(shell: np.ndarray, n_eval: int, key: str) -> tuple[np.ndarray, np.ndarray]:

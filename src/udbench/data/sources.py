@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from udbench._cache import CACHE_DIR_ENV, cache_dir
 from udbench._validation import UdbenchError, check_choice
+from udbench.data.cleaning import clean_table, normalise_name
 from udbench.data.registry import DatasetSpec, get_dataset_spec, list_datasets
 
 __all__ = [
@@ -27,8 +29,6 @@ __all__ = [
 
 #: Environment variable naming the local data folder.
 DATA_DIR_ENV = "UDBENCH_DATA_DIR"
-#: Environment variable naming the download cache (default ``~/.cache/udbench``).
-CACHE_DIR_ENV = "UDBENCH_CACHE_DIR"
 
 
 @dataclass(frozen=True)
@@ -38,12 +38,6 @@ class RawTable:
     frame: pd.DataFrame
     origin: str  # "local" | "cached" | "embedded"
     path: str | None
-
-
-def cache_dir() -> Path:
-    """The download cache: ``$UDBENCH_CACHE_DIR``, else ``~/.cache/udbench``."""
-    value = os.environ.get(CACHE_DIR_ENV)
-    return Path(value).expanduser() if value else Path.home() / ".cache" / "udbench"
 
 
 def _data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
@@ -162,8 +156,6 @@ def _fetch_frame(spec: DatasetSpec) -> pd.DataFrame:
 
 
 def _same_name(a: object, b: str) -> bool:
-    from udbench.data.covariates import normalise_name
-
     return normalise_name(str(a)) == normalise_name(b)
 
 
@@ -191,8 +183,6 @@ def download_dataset(key: str, *, force: bool = False) -> Path:
         Unknown key, a fetch that fails (no network), or a table that does not clean to
         SPEC's shape.
     """
-    from udbench.data.covariates import clean_table
-
     spec = get_dataset_spec(key)
     path = _table_path(cache_dir(), key)
     if path.is_file() and not force:

@@ -1,4 +1,9 @@
-"""Aggregating ensemble members into a mean, an aleatoric and an epistemic variance."""
+"""What the ensemble methods share: bagging resamples, and aggregating members into a mean, an
+aleatoric and an epistemic variance.
+
+Sister method modules share helpers through this module, never by importing each other
+(``udbench._layers``).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import numpy as np
 
 from udbench.methods.base import Prediction
 
-__all__ = ["aggregate_members", "member_moments"]
+__all__ = ["aggregate_members", "bagging_rows", "member_moments"]
 
 
 def aggregate_members(means: np.ndarray, variances: np.ndarray) -> Prediction:
@@ -71,3 +76,31 @@ def member_moments(
         else:
             means[i], variances[i] = moments(member, X)
     return (means - loc) / scale, variances / scale**2
+
+
+def bagging_rows(n: int, fraction: float, replace: bool, rng: np.random.Generator) -> np.ndarray:
+    """Row indices of one bagging resample: ⌊fraction·n⌋ rows (at least 2), sorted.
+
+    Drawn uniformly with replacement (bootstrap) or without (subsampling) from ``range(n)``
+    (Breiman, 1996). Used by NGBoost-Bag and CatBoost-PS.
+
+    Parameters
+    ----------
+    n : int
+        Number of training rows.
+    fraction : float
+        Resample size as a share of ``n`` (callers validate it in their constructors).
+    replace : bool
+        Draw with replacement (bootstrap) or without (subsample; size capped at ``n``).
+    rng : numpy.random.Generator
+        The member's random stream.
+
+    Returns
+    -------
+    ndarray of shape (max(2, ⌊fraction·n⌋),), int
+        Sorted row indices (repeats possible when ``replace``).
+    """
+    size = max(2, int(np.floor(fraction * n)))
+    if not replace:
+        size = min(size, n)
+    return np.sort(rng.choice(n, size=size, replace=replace))

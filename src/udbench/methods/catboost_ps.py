@@ -16,9 +16,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from udbench.methods._ensemble import aggregate_members, member_moments
+from udbench.methods._ensemble import aggregate_members, bagging_rows, member_moments
 from udbench.methods.base import BaseMethod, Prediction
-from udbench.methods.ngboost_bag import bagging_rows
 
 __all__ = ["CatBoostPS"]
 

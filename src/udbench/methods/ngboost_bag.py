@@ -13,21 +13,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from udbench.methods._ensemble import aggregate_members, member_moments
+from udbench.methods._ensemble import aggregate_members, bagging_rows, member_moments
 from udbench.methods.base import BaseMethod, Prediction
 
-__all__ = ["NGBoostBag", "bagging_rows"]
-
-
-def bagging_rows(n: int, fraction: float, replace: bool, rng: np.random.Generator) -> np.ndarray:
-    """Row indices of one bagging resample: ⌊fraction·n⌋ rows (at least 2), sorted.
-
-    Drawn uniformly with replacement (bootstrap) or without (subsampling) from ``range(n)``.
-    """
-    size = max(2, int(np.floor(fraction * n)))
-    if not replace:
-        size = min(size, n)
-    return np.sort(rng.choice(n, size=size, replace=replace))
+__all__ = ["NGBoostBag"]
 
 
 def _ngboost_moments(member: Any, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -32,13 +32,13 @@ import pandas as pd
 
 from udbench import __version__
 from udbench._validation import UdbenchError
+from udbench.data import N_SHELLS
 from udbench.evaluation.leaderboard import (
     LEADERBOARD_METRICS,
     TaskVersionWarning,
     leaderboard,
     select_task_versions,
 )
-from udbench.evaluation.runner import N_SHELLS
 
 __all__ = ["GRID_COLUMNS", "shell_table", "task_grid", "write_report"]
 

@@ -257,7 +257,7 @@ class GPPrior:
 # Binding to a dataset: fit (cached) and scale constant
 # --------------------------------------------------------------------------------------
 def _cache_root() -> Path:
-    from udbench.data.sources import cache_dir
+    from udbench._cache import cache_dir
 
     return cache_dir()
 

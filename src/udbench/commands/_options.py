@@ -1,0 +1,176 @@
+"""Checks and parsers of command-line options shared by several sub-commands.
+
+One place for the options that more than one command takes (``--out``, ``--data-dir``,
+``--seeds``, comma lists of choices), so that every command checks them the same way and
+reports a bad value with the same message (:func:`udbench._validation.param_error`: the
+command, the option, the rule and the value received). Command modules import from here,
+never from each other (``udbench._layers``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from udbench import _validation
+from udbench._validation import check_choice, param_error
+
+__all__ = [
+    "DATA_DIR_HELP",
+    "check_data_dir",
+    "check_out_dir",
+    "out_path",
+    "parse_choice_list",
+    "parse_seeds",
+]
+
+#: Help text of every ``--data-dir`` option.
+DATA_DIR_HELP = "Local data folder laid out as <key>/<key>.csv.gz (default: $UDBENCH_DATA_DIR)."
+
+
+def check_out_dir(command: str, out: Path, parameter: str = "--out") -> None:
+    """The output folder must be a folder (or not exist yet) that udbench can write to.
+
+    Called by every command that writes, before any work (see
+    :func:`udbench._validation.check_writable`: it creates and removes a probe file, so it sees
+    permissions, read-only mounts and root squash alike).
+
+    Parameters
+    ----------
+    command : str
+        The command, as named in the message (``"udbench run"``).
+    out : Path
+        The value of the option.
+    parameter : str, default "--out"
+        The option, as named in the message.
+
+    Raises
+    ------
+    UdbenchError
+        Naming the command, the option and the path, before anything runs: the path is empty,
+        is a file, lies under a file, or no file can be created there.
+    """
+    _validation.check_writable(command, parameter, out)  # looked up at call time (tests patch it)
+
+
+def out_path(text: str) -> Path:
+    """Typer ``parser`` of output-path options: an empty value is an error, not ``"."``.
+
+    ``Path("")`` is the current folder, so ``--out ""`` (e.g. an unset shell variable) would
+    silently write there. Raises ``ValueError``, which click reports as a bad option value
+    (exit 2).
+    """
+    if not str(text).strip():
+        raise ValueError("must name a folder or file, not an empty string")
+    return Path(text)
+
+
+def check_data_dir(command: str, data_dir: Path | None) -> None:
+    """A data folder named by ``--data-dir`` or ``$UDBENCH_DATA_DIR`` must exist.
+
+    Otherwise a typo would silently fall through to the download cache ("needs download").
+
+    Parameters
+    ----------
+    command : str
+        The command, as named in the message.
+    data_dir : Path or None
+        The value of ``--data-dir`` (None: the environment variable is checked instead).
+
+    Raises
+    ------
+    UdbenchError
+        Naming the option (or the variable) and the path given.
+    """
+    from udbench.data.sources import DATA_DIR_ENV
+
+    if data_dir is not None:
+        if not Path(data_dir).expanduser().is_dir():
+            raise param_error(command, "--data-dir", "be an existing folder", str(data_dir))
+        return
+    env = os.environ.get(DATA_DIR_ENV)
+    if env and not Path(env).expanduser().is_dir():
+        raise param_error(command, f"${DATA_DIR_ENV}", "be an existing folder (or unset)", env)
+
+
+def parse_seeds(text: str, all_seeds: int = 10, *, command: str = "generate") -> list[int]:
+    """Parse ``"0-9"``, ``"0,3,5-7"`` or ``"all"`` (seeds 0..all_seeds-1) into sorted seeds.
+
+    Parameters
+    ----------
+    text : str
+        The value of ``--seeds``.
+    all_seeds : int, default 10
+        How many seeds ``"all"`` means (SPEC §6: seeds 0-9).
+    command : str, default "generate"
+        The command, as named in the message.
+
+    Returns
+    -------
+    list of int
+        Sorted distinct seeds, each in ``[0, REPLACEMENT_STRIDE)``.
+
+    Raises
+    ------
+    UdbenchError
+        A malformed item, a negative seed or an empty range (``5-3``), or a seed from
+        ``REPLACEMENT_STRIDE`` on (reserved for seed replacements, SPEC §7).
+    """
+    if text.strip().lower() == "all":
+        return list(range(all_seeds))
+    seeds: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            if "-" in part:
+                lo, hi = (int(x) for x in part.split("-", 1))
+                if hi < lo or lo < 0:
+                    raise ValueError
+                seeds.update(range(lo, hi + 1))
+            else:
+                value = int(part)
+                if value < 0:
+                    raise ValueError
+                seeds.add(value)
+        except ValueError:
+            raise param_error(
+                command, "seeds", "be 'all', N, A-B or a comma list of those (>= 0)", text
+            ) from None
+    from udbench.tasks.generate import REPLACEMENT_STRIDE
+
+    if seeds and max(seeds) >= REPLACEMENT_STRIDE:
+        # seeds from REPLACEMENT_STRIDE on are reserved for replacements (SPEC §7)
+        raise param_error(command, "seeds", f"be < {REPLACEMENT_STRIDE}", text)
+    return sorted(seeds)
+
+
+def parse_choice_list(command: str, parameter: str, text: str, choices: list[str]) -> list[str]:
+    """Parse a comma list of choices, or ``"all"`` (every choice, in the given order).
+
+    Parameters
+    ----------
+    command, parameter : str
+        Named in the message.
+    text : str
+        The option's value, e.g. ``"homoscedastic,smooth-monotone"``.
+    choices : list of str
+        The allowed values.
+
+    Returns
+    -------
+    list of str
+        The values named, in the order given.
+
+    Raises
+    ------
+    UdbenchError
+        An empty list or a value that is not one of ``choices``.
+    """
+    if text.strip().lower() == "all":
+        return list(choices)
+    values = [v.strip() for v in text.split(",") if v.strip()]
+    if not values:
+        raise param_error(command, parameter, f"be 'all' or a comma list of {choices}", text)
+    for v in values:
+        check_choice(command, parameter, v, choices)
+    return values
