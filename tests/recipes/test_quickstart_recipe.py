@@ -32,3 +32,44 @@ def test_cli_quickstart_runs_the_recipe(tmp_path: Path, monkeypatch, capsys) -> 
     assert main(["quickstart", "--out", str(tmp_path / "qs"), "-w", "0"]) == 0
     assert calls == [(tmp_path / "qs", 0)]
     assert "report written to" in capsys.readouterr().out
+
+
+def test_quickstart_reuses_only_task_files_of_the_same_instance(tmp_path: Path, monkeypatch):
+    """A stale file (other D) is replaced, a matching one reused, a damaged one regenerated."""
+    from dataclasses import replace
+
+    import udbench.evaluation.runner as runner
+    import udbench.report.html as html
+    import udbench.tasks as tasks
+    from udbench.tasks import generate_task, read_task_meta
+
+    specs = recipe.quickstart_specs()
+    task_dir = tmp_path / "tasks"
+    task_dir.mkdir()
+    stale = replace(specs[0], n_draws=40)  # the same instance made with another D
+    generate_task(stale).save(task_dir / f"{specs[0].task_id}.npz")
+    made = []
+
+    def fake_generate(spec):  # type: ignore[no-untyped-def]
+        made.append(spec.task_id)
+        return generate_task(spec)
+
+    monkeypatch.setattr(tasks, "generate_task", fake_generate)
+    monkeypatch.setattr(runner, "run_benchmark", lambda *a, **k: None)
+    monkeypatch.setattr("udbench.evaluation.store.read_results", lambda p: pd.DataFrame())
+    monkeypatch.setattr("udbench.evaluation.leaderboard.leaderboard", lambda df: df)
+    monkeypatch.setattr(html, "write_report", lambda df, out, **k: Path(out))
+    lines: list[str] = []
+
+    class Console:
+        def print(self, text, **_):  # type: ignore[no-untyped-def]
+            lines.append(str(text))
+
+    recipe.quickstart(tmp_path, console=Console(), methods=())  # type: ignore[arg-type]
+    assert made == [s.task_id for s in specs]  # the stale one too
+    assert any("replacing task" in line and "n_draws 40 (asked 200)" in line for line in lines)
+    assert read_task_meta(task_dir / f"{specs[0].task_id}.npz")["spec"]["n_draws"] == 200
+    made.clear()
+    (task_dir / f"{specs[1].task_id}.npz").write_bytes(b"damaged")
+    recipe.quickstart(tmp_path, console=Console(), methods=())  # type: ignore[arg-type]
+    assert made == [specs[1].task_id]  # only the damaged file; the matching ones are reused

@@ -64,31 +64,6 @@ def _task_path(out: Path, spec: Any) -> Path:
     return out / f"{spec.task_id}.npz"
 
 
-def _settings_clash(path: Path, spec: Any, data_sha256: str | None) -> str | None:
-    """How the existing task file ``path`` differs from ``spec`` made from the current data.
-
-    Returns None when the file is missing or damaged (it is simply generated), ``""`` when it
-    holds the same instance (same spec, fidelity and D, same data fingerprint; a file written
-    before fingerprints were recorded is compared on its settings only), else a short
-    description of the differences.
-    """
-    from udbench.tasks import TaskSpec, read_task_meta, task_file_is_valid
-
-    if not path.exists() or not task_file_is_valid(path):
-        return None
-    meta = read_task_meta(path)
-    old = TaskSpec.from_dict(meta["spec"])
-    diffs = [
-        f"{name} {getattr(old, name)!r} (asked {getattr(spec, name)!r})"
-        for name in ("dataset", "family", "noise", "coverage", "seed", "fidelity", "n_draws")
-        if getattr(old, name) != getattr(spec, name)
-    ]
-    old_sha = (meta.get("source") or {}).get("data_sha256")
-    if old_sha is not None and data_sha256 is not None and old_sha != data_sha256:
-        diffs.append(f"data fingerprint {old_sha[:12]}… (current table {data_sha256[:12]}…)")
-    return "; ".join(diffs)
-
-
 def _run_one(spec: Any, out: str, data_dir: str | None, max_replacements: int) -> tuple[str, str]:
     """Worker: generate and save one instance; returns (task_id, error or "")."""
     from udbench.tasks import generate_task
@@ -133,7 +108,7 @@ def generate_command(
     resumes); a damaged one is generated again; one made with other settings or from other
     data is an error (exit 2) unless --overwrite.
     """
-    from udbench.tasks.generate import get_covariates, get_prior
+    from udbench.tasks.generate import get_covariates, get_prior, task_file_clash
 
     if jobs < 1:
         raise param_error("generate", "jobs", "be >= 1", jobs)
@@ -153,7 +128,7 @@ def generate_command(
             todo.append(s)
             continue
         data_sha = get_covariates(s.dataset, dd).fingerprint
-        clash = _settings_clash(path, s, data_sha)
+        clash = task_file_clash(path, s, data_sha)
         if clash is None:
             n_damaged += 1
             todo.append(s)

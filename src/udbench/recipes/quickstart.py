@@ -89,25 +89,29 @@ def quickstart(
     report : Path
         The written ``report.html``.
     """
+    from udbench.data import load_covariates
     from udbench.evaluation.leaderboard import leaderboard
     from udbench.evaluation.runner import run_benchmark
     from udbench.evaluation.store import read_results
     from udbench.methods import get_method_class, make_method
     from udbench.report.html import write_report
-    from udbench.tasks import Task, generate_task
+    from udbench.tasks import generate_task
+    from udbench.tasks.generate import task_file_clash
 
     root = Path(out)
     task_dir = root / "tasks"
     task_dir.mkdir(parents=True, exist_ok=True)
     say = console.print if console is not None else (lambda *a, **k: None)
+    data_sha = load_covariates(QUICKSTART_DATASET).fingerprint
     for spec in quickstart_specs():
         path = task_dir / f"{spec.task_id}.npz"
-        if path.is_file():
-            try:
-                Task.load(path)
-                continue
-            except Exception:
-                path.unlink()
+        # reuse a task file only if it holds this very instance (settings and data); the
+        # folder is the recipe's own, so another one is replaced, with a line that says so
+        clash = task_file_clash(path, spec, data_sha)
+        if clash == "":
+            continue
+        if clash:
+            say(f"replacing task {spec.task_id} made otherwise ({clash})", highlight=False)
         say(f"generating task {spec.task_id}", highlight=False)
         generate_task(spec).save(path)
     estimators = [

@@ -16,7 +16,7 @@ from udbench.priors.base import Prior, make_prior
 from udbench.priors.diagnostics import acceptance, generate_with_seed_replacement
 from udbench.tasks.checks import acceptance_checks
 from udbench.tasks.spec import TaskSpec
-from udbench.tasks.taskfile import Task
+from udbench.tasks.taskfile import Task, read_task_meta, task_file_is_valid
 
 __all__ = [
     "MAX_REPLACEMENTS",
@@ -27,6 +27,7 @@ __all__ = [
     "make_task",
     "replacement_seed",
     "source_fingerprint",
+    "task_file_clash",
 ]
 
 #: Replacement seeds of grid seed s are s + k·REPLACEMENT_STRIDE, k = 1, 2, … (SPEC §7);
@@ -86,6 +87,46 @@ def source_fingerprint(cov: Any) -> dict[str, Any]:
         "n_features": int(cov.X.shape[1]),
         "data_sha256": str(cov.fingerprint),
     }
+
+
+def task_file_clash(path: str | Path, spec: TaskSpec, data_sha256: str | None) -> str | None:
+    """How the existing task file ``path`` differs from ``spec`` made from the current data.
+
+    Used before writing a task file (``udbench generate``, the quickstart recipe) so that a
+    file made with other settings or from other data is never reused or replaced silently.
+
+    Parameters
+    ----------
+    path : str or Path
+        Where the task file of ``spec`` is (or would be).
+    spec : TaskSpec
+        The instance about to be generated.
+    data_sha256 : str or None
+        Fingerprint of the current covariate table (``Covariates.fingerprint``); None skips
+        the data comparison.
+
+    Returns
+    -------
+    str or None
+        None when the file is missing or damaged (it is simply generated); ``""`` when it holds
+        the same instance (same spec, fidelity and D, same data fingerprint; a file written
+        before fingerprints were recorded is compared on its settings only); else a short
+        description of the differences, e.g. ``"n_draws 40 (asked 50)"``.
+    """
+    path = Path(path)
+    if not path.exists() or not task_file_is_valid(path):
+        return None
+    meta = read_task_meta(path)
+    old = TaskSpec.from_dict(meta["spec"])
+    diffs = [
+        f"{name} {getattr(old, name)!r} (asked {getattr(spec, name)!r})"
+        for name in ("dataset", "family", "noise", "coverage", "seed", "fidelity", "n_draws")
+        if getattr(old, name) != getattr(spec, name)
+    ]
+    old_sha = (meta.get("source") or {}).get("data_sha256")
+    if old_sha is not None and data_sha256 is not None and old_sha != data_sha256:
+        diffs.append(f"data fingerprint {old_sha[:12]}… (current table {data_sha256[:12]}…)")
+    return "; ".join(diffs)
 
 
 def make_task(
