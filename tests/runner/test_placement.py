@@ -1,8 +1,9 @@
 """A cell's result does not depend on where it runs (issue 11, item 6).
 
 The GP's marginal-likelihood gradient changes in the last bits with the number of XLA and
-OpenBLAS threads, and L-BFGS-B then follows another path (on the diabetes task below:
-ρ(EU, EU*_risk) 0.351 / 0.363 / 0.346 with 2 cores + 2 BLAS threads, 2 cores + 1, 1 core + 1).
+OpenBLAS threads, and L-BFGS-B then follows another path (on the quickstart's version of the
+task below: ρ(EU, EU*_risk) 0.351 / 0.363 / 0.346 with 2 cores + 2 BLAS threads, 2 cores + 1,
+1 core + 1; on this one 0.039 apart between 1 and 2 workers).
 udbench runs every cell with one compute thread (:mod:`udbench.evaluation.threads`); the
 guarantee tested here is metrics equal to 1e-12 (bitwise in practice) for any number of
 workers, with pinning on or off, and in a fresh process with ``--workers 0``.
