@@ -58,8 +58,8 @@ def test_workers_are_pinned_to_disjoint_cores(client):
     sets = [tuple(cores) for cores, _ in info.values()]
     assert sorted(sets) == sorted(tuple(c) for c in core_sets(2))
     assert len(set(sets)) == 2 or len(os.sched_getaffinity(0)) == 1
-    per_worker = min(len(c) for c in core_sets(2))
-    assert {threads for _, threads in info.values()} == {str(per_worker)}
+    # one compute thread per cell whatever the share of cores (results must not depend on it)
+    assert {threads for _, threads in info.values()} == {"1"}
 
 
 def test_timeout_on_dask_is_a_failed_row_and_the_run_goes_on(client, tmp_path):

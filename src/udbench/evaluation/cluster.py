@@ -4,8 +4,10 @@ Workers must not fight over cores. Measured on a 2-core machine, two unpinned JA
 ran 3.7× slower than one, and XLA thread flags did not help, while pinning each worker
 process to its own core restored full speed. So by default every local worker is pinned to
 its own share of the usable cores (``os.sched_setaffinity`` on all of the worker's threads,
-in a worker plugin that runs before any cell imports JAX) and starts with BLAS/OpenMP
-thread counts capped to that share (``OMP_NUM_THREADS`` etc.). ``pin=False`` turns both off.
+in a worker plugin that runs before any cell imports JAX). ``pin=False`` turns pinning off.
+Whatever the pinning, every cell computes with one thread (BLAS/OpenMP variables such as
+``OMP_NUM_THREADS`` are 1 in local workers, and :mod:`udbench.evaluation.threads` fixes the
+XLA and BLAS pools inside each cell), so a cell's result does not depend on where it runs.
 
 A cluster file (YAML or TOML) names a cluster class, its keyword arguments and how to scale
 it, e.g. for SLURM with dask-jobqueue::
@@ -32,6 +34,7 @@ from typing import Any
 from distributed import WorkerPlugin
 
 from udbench._validation import UdbenchError, param_error
+from udbench.evaluation.threads import CELL_THREADS
 
 __all__ = [
     "THREAD_ENV_VARS",
@@ -267,7 +270,7 @@ def dask_client(
     cluster_config : str or Path, optional
         Cluster file (see :func:`load_cluster_config`).
     pin : bool, optional
-        Pin workers to cores and cap BLAS threads. Default: True for a LocalCluster, the
+        Pin workers to cores. Default: True for a LocalCluster, the
         file's ``pin`` (default False) for a cluster file, False for a scheduler address.
     threads_per_worker : int, default 1
 
@@ -340,7 +343,8 @@ def dask_client(
         raise param_error("udbench run", "workers", "be >= 1 for a Dask cluster", n)
     do_pin = True if pin is None else bool(pin)
     sets = core_sets(n)
-    env = thread_env(max(1, min(len(s) for s in sets))) if do_pin else {}
+    # one compute thread per cell, pinned or not: results must not depend on placement
+    env = thread_env(CELL_THREADS)
     cluster = LocalCluster(
         n_workers=n,
         threads_per_worker=threads_per_worker,

@@ -38,6 +38,7 @@ from udbench import __version__
 from udbench._seeding import derive_seed
 from udbench._validation import UdbenchError, param_error
 from udbench.evaluation.store import ResultsStore, canonical_config, cell_key, config_hash
+from udbench.evaluation.threads import single_threaded
 from udbench.methods.base import BaseMethod, Prediction
 
 __all__ = [
@@ -624,6 +625,7 @@ def _worker_address() -> str | None:
         return None
 
 
+@single_threaded
 def evaluate_cell(
     cell: Cell,
     *,
@@ -650,6 +652,12 @@ def evaluate_cell(
     -------
     CellOutcome
         ``row["status"]`` is ``"ok"`` or ``"failed"`` (with ``row["error"]``, one line).
+
+    Notes
+    -----
+    The cell runs with one compute thread (XLA and BLAS pools,
+    :func:`udbench.evaluation.threads.cell_threads`), so its result does not depend on the
+    worker, the number of workers or core pinning.
     """
     loader = loader or _default_loader
     row = _base_row(cell)

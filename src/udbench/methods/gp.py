@@ -197,6 +197,12 @@ class GP(BaseMethod):
     log-uniform, the ranges of the paper's DKL search space in C.2) is udbench's choice and
     the defaults are its geometric centre (docs/methods.md). A jitter of 1e-6 (GPJax's
     default) is added to the training covariance.
+
+    The optimum L-BFGS-B reaches is sensitive to the last bits of the gradient (the
+    likelihood has several local optima on small samples), and those depend on how many
+    threads XLA and OpenBLAS use: two fits agree bitwise only with the same thread counts.
+    The runner computes every cell with one thread (docs/running.md, "Results do not depend
+    on where a cell runs"); for direct use, see :func:`udbench.evaluation.threads.cell_threads`.
     """
 
     name: ClassVar[str] = "gp"
