@@ -191,3 +191,83 @@ class BadMethod(BaseMethod):
         if self.kind == "negative":
             return Prediction(np.zeros(n), ones, -ones)
         return Prediction(np.zeros(n - 1), ones[:-1], ones[:-1])
+
+
+class FaultyMethod(BaseMethod):
+    """Predicts the training mean after a fault in ``fit``; logs every fit it starts.
+
+    ``fault``: ``"none"``; ``"busy"`` (a pure-Python busy loop of ``busy_s`` seconds that
+    holds the GIL in slices, as a runaway optimiser does); ``"exit"`` (``os._exit(3)``);
+    ``"segv"`` (dereferences a null pointer); ``"kill-worker"`` (SIGKILL to the Dask worker
+    process running the cell, once: only when it creates ``marker``; later fits are normal).
+    Each fit first appends ``"<random_state> <pid>"`` to the file ``log`` (when given), so a
+    test can count how often each cell ran, and in which process.
+    """
+
+    name = "fake-faulty"
+    family = "linear"
+    constant_aleatoric = True
+
+    def __init__(
+        self,
+        fault: str = "none",
+        busy_s: float = 60.0,
+        log: str = "",
+        marker: str = "",
+        random_state: int | None = None,
+    ) -> None:
+        self.fault = fault
+        self.busy_s = busy_s
+        self.log = log
+        self.marker = marker
+        self.random_state = random_state
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        if self.log:
+            with open(self.log, "a") as f:
+                f.write(f"{self.random_state} {os.getpid()}\n")
+        if self.fault == "busy":
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < self.busy_s:
+                pass
+        elif self.fault == "exit":
+            os._exit(3)
+        elif self.fault == "segv":
+            import ctypes
+
+            ctypes.string_at(0)
+        elif self.fault == "kill-worker" and _create(self.marker):
+            import signal
+
+            from udbench.evaluation import isolation
+
+            # the cell runs in a child of the worker (or, before isolation, in the worker)
+            worker = os.getppid() if isolation.in_child() else os.getpid()
+            os.kill(worker, signal.SIGKILL)
+            time.sleep(60)
+        self.mean_, self.var_ = float(np.mean(y)), float(np.var(y)) + 1e-6
+
+    def _predict(self, X: np.ndarray) -> Prediction:
+        n = X.shape[0]
+        eu = np.sum((X - 0.5) ** 2, axis=1) + 1e-3
+        return Prediction(np.full(n, self.mean_), np.full(n, self.var_), eu)
+
+
+def _create(path: str) -> bool:
+    """Create the file ``path``; False if it already exists (atomic across processes)."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
+def fit_log(path: Path) -> dict[int, list[int]]:
+    """``{random_state: [pid of each fit]}`` from a :class:`FaultyMethod` log."""
+    out: dict[int, list[int]] = {}
+    if Path(path).exists():
+        for line in Path(path).read_text().split("\n"):
+            if line:
+                seed, pid = line.split()
+                out.setdefault(int(seed), []).append(int(pid))
+    return out

@@ -7,7 +7,15 @@ import os
 
 import pandas as pd
 import pytest
-from _fakes import KnnMethod, MeanMethod, load_fake_task, make_fake_task, save_fake_task
+from _fakes import (
+    FaultyMethod,
+    KnnMethod,
+    MeanMethod,
+    fit_log,
+    load_fake_task,
+    make_fake_task,
+    save_fake_task,
+)
 
 from udbench._validation import UdbenchError
 from udbench.evaluation.cluster import core_sets, dask_client, load_cluster_config, thread_env
@@ -77,6 +85,88 @@ def test_timeout_on_dask_is_a_failed_row_and_the_run_goes_on(client, tmp_path):
     assert (s.n_ok, s.n_failed) == (1, 1)
     assert s.failures[0][1] == "timeout: fit + predict exceeded 0.5 s"
     client.wait_for_workers(2, timeout=60)  # the restarted worker is back
+
+
+def _worker_pids(client):
+    return client.run(os.getpid)
+
+
+def _gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.fixture(scope="module")
+def one_task(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("one")
+    save_fake_task(make_fake_task(7), folder)
+    return folder
+
+
+def test_timed_out_cell_runs_once_and_its_process_is_killed(client, one_task, tmp_path):
+    # a runaway pure-Python fit: the cell is killed at the deadline, not run again elsewhere,
+    # and the worker keeps running (no restart, so no other cell is lost or recomputed)
+    log = tmp_path / "fits.log"
+    pids = _worker_pids(client)
+    s = run_benchmark(
+        [one_task],
+        [FaultyMethod(fault="busy", busy_s=120.0, log=str(log)), MeanMethod()],
+        tmp_path / "res",
+        client=client,
+        timeout=1.0,
+        loader=load_fake_task,
+        progress=False,
+    )
+    assert (s.n_ok, s.n_failed) == (1, 1)
+    assert s.failures[0][1] == "timeout: fit + predict exceeded 1 s"
+    df = read_results(tmp_path / "res")
+    assert (tmp_path / "res" / "results.parquet").is_file() and len(df) == 2
+    busy = df[df["method"] == "fake-faulty"].iloc[0]
+    assert busy["dataset"] == "toy" and busy["n_train"] == 30  # task coordinates kept
+    fits = fit_log(log)
+    assert list(fits) == [busy["method_seed"]] and len(fits[busy["method_seed"]]) == 1
+    assert _gone(fits[busy["method_seed"]][0])  # the runaway process was killed
+    assert _worker_pids(client) == pids  # no worker was restarted
+
+
+def test_cell_that_ends_its_process_costs_one_cell(client, one_task, tmp_path):
+    log = tmp_path / "fits.log"
+    pids = _worker_pids(client)
+    s = run_benchmark(
+        [one_task],
+        [
+            FaultyMethod(fault="exit", log=str(log)),
+            FaultyMethod(fault="segv", log=str(log)),
+            FaultyMethod(fault="none", log=str(log)),
+        ],
+        tmp_path / "res",
+        client=client,
+        timeout=60.0,
+        loader=load_fake_task,
+        progress=False,
+    )
+    assert (s.n_ok, s.n_failed) == (1, 2)
+    assert sorted(r for _, r in s.failures) == [
+        "the cell's process died during fit + predict: exit code 3",
+        "the cell's process died during fit + predict: killed by signal SIGSEGV",
+    ]
+    fits = fit_log(log)
+    assert len(fits) == 3 and all(len(p) == 1 for p in fits.values())  # no cell ran twice
+    assert _worker_pids(client) == pids
+    # without a time limit the stage is unknown; the reason is still one line
+    s = run_benchmark(
+        [one_task],
+        [FaultyMethod(fault="exit", busy_s=1.0)],
+        tmp_path / "res2",
+        client=client,
+        loader=load_fake_task,
+        progress=False,
+    )
+    assert s.failures[0][1] == "the cell's process died: exit code 3"
+    assert _worker_pids(client) == pids
 
 
 def test_core_sets_split_evenly():

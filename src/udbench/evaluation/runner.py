@@ -593,8 +593,24 @@ class _Stage(Exception):
         self.err = err
 
 
-def _with_timeout(fn: Callable[[], Any], timeout: float | None) -> tuple[bool, Any]:
-    """Run ``fn`` in a daemon thread; return (finished, result-or-exception)."""
+def _with_timeout(
+    fn: Callable[[], Any], timeout: float | None, context: Any = None
+) -> tuple[bool, Any]:
+    """Run ``fn`` under ``timeout``; return (finished, result-or-exception).
+
+    In a child process of :func:`udbench.evaluation.isolation.run_in_child` (cells on Dask)
+    ``fn`` runs directly and the parent kills the child at the deadline (``context``, the
+    partial row, goes back to the parent for the timed-out row); elsewhere it runs in a daemon
+    thread that is abandoned (not stopped) at the deadline.
+    """
+    from udbench.evaluation import isolation
+
+    if timeout is not None and isolation.in_child():
+        with isolation.deadline(timeout, context):
+            try:
+                return True, fn()
+            except Exception as err:
+                return True, err
     if timeout is None:
         try:
             return True, fn()
@@ -688,7 +704,7 @@ def evaluate_cell(
     if "random_state" in est.get_params(deep=False):
         est.set_params(random_state=cell.seed)
 
-    finished, result = _with_timeout(lambda: _fit_predict(est, task), timeout)
+    finished, result = _with_timeout(lambda: _fit_predict(est, task), timeout, dict(row))
     if not finished:
         row["error"] = f"timeout: fit + predict exceeded {timeout:g} s"
         row["finished_at"] = _now()
@@ -762,48 +778,68 @@ def _iter_inline(
         yield cell, evaluate_cell(cell, **kwargs)
 
 
+def _isolated_outcome(cell: Cell, res: Any, timeout: float | None) -> CellOutcome:
+    """The outcome of a cell run by :func:`udbench.evaluation.isolation.run_in_child`.
+
+    A cell over its time limit (its process was killed at the deadline) or whose process died
+    (``os._exit``, a segfault, the out-of-memory killer) is one failed row, with the task
+    coordinates when the task had been read.
+    """
+    if not res.timed_out and res.died is None:
+        try:
+            return res.result()  # type: ignore[no-any-return]
+        except Exception as err:  # raised outside evaluate_cell's own handling
+            return _crashed(cell, err)
+    context = res.context_value()
+    row = dict(context) if isinstance(context, dict) else _base_row(cell)
+    row["status"] = "failed"
+    if res.timed_out:
+        row["error"] = f"timeout: fit + predict exceeded {timeout:g} s"
+    else:
+        stage = " during fit + predict" if res.in_deadline else ""
+        row["error"] = f"the cell's process died{stage}: {res.died}"
+    row["finished_at"] = _now()
+    return CellOutcome(row=row, timed_out=res.timed_out)
+
+
 def _iter_dask(
     client: Any, cells: Sequence[Cell], kwargs: dict[str, Any]
 ) -> Iterator[tuple[Cell, CellOutcome]]:
+    """Run the cells on Dask, each in a child process of its worker.
+
+    The worker thread waits for the child (:func:`udbench.evaluation.isolation.run_in_child`)
+    and only passes bytes through; a cell that overruns ``timeout`` or ends its process costs
+    that cell, never the worker, so Dask neither restarts a worker nor runs a cell again.
+    """
     from distributed import as_completed
 
+    from udbench.evaluation.isolation import dumps_call, run_in_child
+
     futures = {}
-    restarts: list[threading.Thread] = []
     run_token = uuid.uuid4().hex[:12]  # a fresh Dask key per run: never reuse a stale result
     for i, cell in enumerate(cells):
         fut = client.submit(
-            evaluate_cell, cell, **kwargs, pure=False, key=f"udbench-cell-{run_token}-{i}"
+            run_in_child,
+            dumps_call(evaluate_cell, cell, **kwargs),
+            pure=False,
+            retries=0,
+            key=f"udbench-cell-{run_token}-{i}",
         )
         futures[fut] = cell
     try:
         for fut in as_completed(list(futures)):
             cell = futures.pop(fut)
             try:
-                outcome = fut.result()
+                outcome = _isolated_outcome(cell, fut.result(), kwargs.get("timeout"))
             except Exception as err:
                 outcome = _crashed(cell, err)
-            if outcome.timed_out and outcome.worker:
-                # the runaway fit keeps its thread (and core) busy: restart that worker
-                # process in the background; cells it had started are rescheduled by Dask
-                restarts.append(_restart_in_background(client, outcome.worker))
+            # the row is here now: a worker lost later must not make Dask recompute the cell
+            fut.release()
+            del fut
             yield cell, outcome
     finally:
         for fut in futures:
             fut.cancel()
-        for thread in restarts:
-            thread.join(timeout=120)
-
-
-def _restart_in_background(client: Any, address: str) -> threading.Thread:
-    def restart() -> None:
-        try:
-            client.restart_workers([address], timeout=120, raise_for_error=False)
-        except Exception:  # a worker that cannot restart is not the cell's failure
-            pass
-
-    thread = threading.Thread(target=restart, daemon=True, name="udbench-restart")
-    thread.start()
-    return thread
 
 
 def run_benchmark(

@@ -1,0 +1,181 @@
+"""A real distributed deployment: ``dask scheduler`` and two ``dask worker`` processes on
+127.0.0.1, driven by ``udbench run --scheduler`` in a subprocess, as a user on a cluster does.
+
+The workers find the fake methods through ``PYTHONPATH`` (``module:Class`` specs are imported
+on the worker). Every process is started in its own session and killed with its group in the
+fixture's finalizer; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from _fakes import fit_log
+from distributed import Client
+from test_real import _real_format_task
+
+from udbench.evaluation.store import read_results
+
+HERE = Path(__file__).resolve().parent
+BIN = Path(sys.executable).parent
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory):
+    """Address of a scheduler with two single-threaded workers (names w0, w1)."""
+    folder = tmp_path_factory.mktemp("dask")
+    sched_file = folder / "scheduler.json"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
+    procs: list[subprocess.Popen] = []
+
+    logs: list = []
+
+    def start(*args: str, log: str) -> None:
+        logs.append(open(folder / log, "w"))  # closed in the finalizer
+        procs.append(
+            subprocess.Popen(
+                [str(BIN / "dask"), *args],
+                stdout=logs[-1],
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        )
+
+    try:
+        start(
+            "scheduler",
+            "--host=127.0.0.1",
+            "--port=0",
+            "--no-dashboard",
+            f"--scheduler-file={sched_file}",
+            log="scheduler.log",
+        )
+        t0 = time.monotonic()
+        while not sched_file.is_file():
+            assert time.monotonic() - t0 < 60, "the scheduler did not start within 60 s"
+            assert procs[0].poll() is None, (folder / "scheduler.log").read_text()
+            time.sleep(0.2)
+        address = json.loads(sched_file.read_text())["address"]
+        for i in range(2):
+            start(
+                "worker",
+                address,
+                "--host=127.0.0.1",
+                "--nthreads=1",
+                "--no-dashboard",
+                f"--name=w{i}",
+                "--death-timeout=60",
+                f"--local-directory={folder}",
+                log=f"worker{i}.log",
+            )
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(2, timeout=90)
+        yield address
+    finally:
+        _stop(procs)
+        for f in logs:
+            f.close()
+
+
+def _workers(address: str) -> dict[str, int]:
+    """Worker name -> pid of its worker process."""
+    with Client(address, timeout="30s") as client:
+        client.wait_for_workers(2, timeout=90)
+        info = client.scheduler_info(n_workers=-1)["workers"]
+        pids = client.run(os.getpid)
+    return {str(w["name"]): pids[addr] for addr, w in info.items()}
+
+
+def _udbench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "udbench"), *args, "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=HERE,
+    )
+
+
+@pytest.fixture(scope="module")
+def task_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tasks")
+    task = _real_format_task(0, "smooth-monotone")
+    task.save(folder / f"{task.spec.task_id}.npz")
+    return folder
+
+
+def test_run_through_scheduler_with_timeout_dying_cell_and_killed_worker(
+    scheduler, task_dir, tmp_path
+):
+    # four cells: one ok; one busy past --timeout (killed, stored as timed out); one that ends
+    # its process (stored as failed); one that SIGKILLs the Dask worker process it runs on, as
+    # a lost node or a killed job would (its nanny starts a new worker and Dask reruns that
+    # cell). Each other cell runs exactly once, and only the killed worker is replaced.
+    log, marker = tmp_path / "fits.log", tmp_path / "killed"
+    before = _workers(scheduler)
+    out = tmp_path / "res"
+    proc = _udbench(
+        "run",
+        str(task_dir),
+        "-m",
+        f"_fakes:FaultyMethod:fault=none,log={log}",
+        "-m",
+        f"_fakes:FaultyMethod:fault=busy,busy_s=120,log={log}",
+        "-m",
+        f"_fakes:FaultyMethod:fault=exit,log={log}",
+        "-m",
+        f"_fakes:FaultyMethod:fault=kill-worker,marker={marker},log={log}",
+        "--scheduler",
+        scheduler,
+        "--timeout",
+        "2",
+        "--out",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "4 cells: 2 ok, 2 failed, 0 already finished" in " ".join(proc.stdout.split())
+    df = read_results(out)
+    assert (out / "results.parquet").is_file() and len(df) == 4
+    by_fault = {
+        label.split("fault=")[1].split(",")[0]: (status, error if isinstance(error, str) else None)
+        for label, status, error in zip(df["method_label"], df["status"], df["error"], strict=True)
+    }
+    assert by_fault == {
+        "none": ("ok", None),
+        "busy": ("failed", "timeout: fit + predict exceeded 2 s"),
+        "exit": ("failed", "the cell's process died during fit + predict: exit code 3"),
+        "kill-worker": ("ok", None),
+    }
+    assert marker.is_file()  # a worker was killed
+    fits = fit_log(log)
+    seeds = dict(zip(df["method_label"], df["method_seed"], strict=True))
+    runs = {label.split("fault=")[1].split(",")[0]: len(fits[s]) for label, s in seeds.items()}
+    assert runs == {"none": 1, "busy": 1, "exit": 1, "kill-worker": 2}
+    after = _workers(scheduler)
+    assert set(after) == {"w0", "w1"}
+    assert sum(after[w] != before[w] for w in after) == 1  # only the killed worker was replaced
