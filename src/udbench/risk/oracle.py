@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from udbench._validation import check_array
+from udbench.risk.decompositions import squared_loss_decomposition_gaussian
 
 __all__ = ["OracleTargets", "oracle_targets"]
 
@@ -82,12 +83,14 @@ def oracle_targets(
     v = check_array(name, "post_var", post_var, shape=n, nonnegative=True)
     s2 = check_array(name, "noise_var", noise_var, shape=n, nonnegative=True)
     f = check_array(name, "f_star", f_star, shape=n)
-    eu_risk = v + (a - m) ** 2
+    # the squared-loss decomposition is the one place the formula is written (paper A.2)
+    dec = squared_loss_decomposition_gaussian(m, v, s2, a)
+    eu_risk = dec.eu  # σ_f² + (â − m)²
     return OracleTargets(
-        au=s2.copy(),
+        au=dec.au,
         eu_risk=eu_risk,
-        eu_var=v.copy(),
+        eu_var=dec.generalized_variance,
         eu_point=(a - f) ** 2,
-        total_risk=s2 + eu_risk,
+        total_risk=dec.au + eu_risk,
         f_star=f.copy(),
     )
