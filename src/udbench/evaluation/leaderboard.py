@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from udbench._validation import UdbenchError, check_choice, param_error
+from udbench._validation import UdbenchError, UdbenchWarning, check_choice, param_error
 
 __all__ = [
     "HOMOSCEDASTIC",
@@ -65,7 +65,7 @@ _AU_METRICS = frozenset({"rho_au", "delta_ent_risk", "delta_ent_var", "delta_ent
 HOMOSCEDASTIC = "homoscedastic"
 
 
-class TaskVersionWarning(UserWarning):
+class TaskVersionWarning(UdbenchWarning):
     """Results hold several versions (content checksums) of one task id; older ones unused."""
 
 
