@@ -4,7 +4,7 @@ The GP's marginal-likelihood gradient changes in the last bits with the number o
 OpenBLAS threads, and L-BFGS-B then follows another path (on the quickstart's version of the
 task below: ρ(EU, EU*_risk) 0.351 / 0.363 / 0.346 with 2 cores + 2 BLAS threads, 2 cores + 1,
 1 core + 1; on this one 0.039 apart between 1 and 2 workers).
-udbench runs every cell with one compute thread (:mod:`udbench.evaluation.threads`); the
+udbench runs every cell with one compute thread (:mod:`udbench._threads`); the
 guarantee tested here is metrics equal to 1e-12 (bitwise in practice) for any number of
 workers, with pinning on or off, and in a fresh process with ``--workers 0``.
 
@@ -147,7 +147,7 @@ _XLA_PROBE = textwrap.dedent(
     if sys.argv[1:]:  # pin to one core before anything starts a thread
         os.sched_setaffinity(0, {int(sys.argv[1])})
     import numpy as np
-    from udbench.evaluation.threads import fix_xla_threads
+    from udbench._threads import fix_xla_threads
     assert fix_xla_threads()
     import jax, jax.numpy as jnp
     aff = sorted(os.sched_getaffinity(0))

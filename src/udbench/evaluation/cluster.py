@@ -6,7 +6,7 @@ process to its own core restored full speed. So by default every local worker is
 its own share of the usable cores (``os.sched_setaffinity`` on all of the worker's threads,
 in a worker plugin that runs before any cell imports JAX). ``pin=False`` turns pinning off.
 Whatever the pinning, every cell computes with one thread (BLAS/OpenMP variables such as
-``OMP_NUM_THREADS`` are 1 in local workers, and :mod:`udbench.evaluation.threads` fixes the
+``OMP_NUM_THREADS`` are 1 in local workers, and :mod:`udbench._threads` fixes the
 XLA and BLAS pools inside each cell), so a cell's result does not depend on where it runs.
 
 A cluster file (YAML or TOML) names a cluster class, its keyword arguments and how to scale
@@ -33,8 +33,8 @@ from typing import Any
 
 from distributed import WorkerPlugin
 
+from udbench._threads import CELL_THREADS
 from udbench._validation import UdbenchError, param_error
-from udbench.evaluation.threads import CELL_THREADS
 
 __all__ = [
     "THREAD_ENV_VARS",

@@ -36,9 +36,9 @@ import pandas as pd
 
 from udbench import __version__
 from udbench._seeding import derive_seed
+from udbench._threads import single_threaded
 from udbench._validation import UdbenchError, param_error
 from udbench.evaluation.store import ResultsStore, canonical_config, cell_key, config_hash
-from udbench.evaluation.threads import single_threaded
 from udbench.methods.base import BaseMethod, Prediction
 
 __all__ = [
@@ -672,7 +672,7 @@ def evaluate_cell(
     Notes
     -----
     The cell runs with one compute thread (XLA and BLAS pools,
-    :func:`udbench.evaluation.threads.cell_threads`), so its result does not depend on the
+    :func:`udbench._threads.cell_threads`), so its result does not depend on the
     worker, the number of workers or core pinning.
     """
     loader = loader or _default_loader

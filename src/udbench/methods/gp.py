@@ -202,7 +202,7 @@ class GP(BaseMethod):
     likelihood has several local optima on small samples), and those depend on how many
     threads XLA and OpenBLAS use: two fits agree bitwise only with the same thread counts.
     The runner computes every cell with one thread (docs/running.md, "Results do not depend
-    on where a cell runs"); for direct use, see :func:`udbench.evaluation.threads.cell_threads`.
+    on where a cell runs"); for direct use, see :func:`udbench._threads.cell_threads`.
     """
 
     name: ClassVar[str] = "gp"

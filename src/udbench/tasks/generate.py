@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from udbench import __version__
+from udbench._threads import single_threaded
 from udbench._validation import param_error
 from udbench.priors.base import Prior, make_prior
 from udbench.priors.diagnostics import acceptance, generate_with_seed_replacement
@@ -213,6 +214,7 @@ def make_task(
     return Task(spec, arrays, diagnostics, prior.settings, version=__version__)
 
 
+@single_threaded
 def generate_task(
     spec: TaskSpec, data_dir: str | Path | None = None, *, max_replacements: int = MAX_REPLACEMENTS
 ) -> Task:
@@ -231,6 +233,10 @@ def generate_task(
     ``{"requested_seed", "used_seed", "log": [{"slot", "rejected", "replacement",
     "reason"}, …], "gated", "accepted", "reason"}`` and ``task.diagnostics["seeds"]``
     holds the streams of the used seed.
+
+    Runs with one compute thread (:func:`udbench._threads.cell_threads`: XLA's CPU pool fixed
+    at one thread, BLAS capped at one), so the task's bytes do not depend on the number of
+    cores, the pinning or ``--jobs``; parallelism comes from generating instances side by side.
 
     At ``smoke`` fidelity (tiny chains, not a reference posterior) nothing is replaced:
     the instance is kept and the verdict recorded (``gated`` False, ``accepted``,

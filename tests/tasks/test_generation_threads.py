@@ -1,0 +1,44 @@
+"""Task bytes do not depend on the cores a process may use (issue 11 item 6, for generate)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+_SCRIPT = """
+import hashlib, numpy as np
+from udbench.tasks import TaskSpec, generate_task
+t = generate_task(TaskSpec(dataset="diabetes", family="gp", noise="homoscedastic",
+                           coverage="ood", seed=0, fidelity="smoke", n_draws=40))
+arrays = t.arrays()
+print(hashlib.sha256(b"".join(np.ascontiguousarray(arrays[k]).tobytes()
+                              for k in sorted(arrays) if arrays[k] is not None)).hexdigest())
+"""
+
+
+def _digest(cores: set[int], cache: str) -> str:
+    env = {**os.environ, "UDBENCH_CACHE_DIR": cache}
+    pin = f"import os; os.sched_setaffinity(0, {sorted(cores)!r})\n"  # before JAX starts
+    out = subprocess.run(
+        [sys.executable, "-c", pin + _SCRIPT],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    return out.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs two cores to compare with one",
+)
+def test_task_bytes_are_the_same_on_one_core_and_on_many(tmp_path):
+    # fresh kernel-fit caches on both sides, so the fit itself is compared too
+    many = _digest(set(os.sched_getaffinity(0)), str(tmp_path / "a"))
+    one = _digest({min(os.sched_getaffinity(0))}, str(tmp_path / "b"))
+    assert one == many
