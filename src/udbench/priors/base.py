@@ -8,10 +8,14 @@ variances, returning draws of f from the reference posterior.
 Families are listed in :data:`PRIOR_FAMILIES`, a table from family name to the module that
 implements it; each such module exposes ``build_prior(cov, fidelity) -> Prior``. Adding a
 family is one module plus one table entry; :func:`make_prior` imports the module lazily.
+
+The fidelity of a prior is a :class:`Fidelity` (``"paper"``, ``"standard"``, ``"smoke"``);
+:data:`DEFAULT_FIDELITY` is the one default used by the task spec, the CLI and the builders.
 """
 
 from __future__ import annotations
 
+import enum
 import importlib
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -21,9 +25,10 @@ import numpy as np
 from udbench._validation import check_array, check_choice, param_error
 
 __all__ = [
-    "FIDELITIES",
+    "DEFAULT_FIDELITY",
     "PRIOR_FAMILIES",
     "SCALE_N_DRAWS",
+    "Fidelity",
     "Posterior",
     "Prior",
     "list_prior_families",
@@ -31,10 +36,66 @@ __all__ = [
     "scale_from_unit_draws",
 ]
 
-#: Fidelity presets (SPEC §5). ``"paper"`` is SPEC §5 exactly; ``"standard"`` is the
-#: default, a family-chosen preset that still meets the acceptance checks of SPEC §7;
-#: ``"smoke"`` is tiny, for tests and quick runs (not a reference posterior for MCMC families).
-FIDELITIES: tuple[str, ...] = ("paper", "standard", "smoke")
+
+class Fidelity(enum.StrEnum):
+    """Fidelity preset of a reference prior (SPEC §5).
+
+    A string enum: each member equals (and hashes as) its value, so ``Fidelity.SMOKE ==
+    "smoke"``, it indexes tables keyed by the plain names and it is written to JSON (task
+    files, prior settings) as the plain name, exactly as before the type existed. Its
+    ``repr`` is the value's (``'smoke'``), so messages and dataclass reprs read as the
+    plain name. Convert user input with :meth:`parse`.
+
+    Members
+    -------
+    PAPER : "paper"
+        SPEC §5 exactly.
+    STANDARD : "standard"
+        The default (:data:`DEFAULT_FIDELITY`): a family-chosen preset that still meets
+        the acceptance checks of SPEC §7.
+    SMOKE : "smoke"
+        Tiny, for tests and quick runs; not a reference posterior for the MCMC families,
+        so task generation does not gate it on the R̂ rule (SPEC §7).
+    """
+
+    PAPER = "paper"
+    STANDARD = "standard"
+    SMOKE = "smoke"
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    @property
+    def is_reference(self) -> bool:
+        """Whether the preset gives a reference posterior (every preset but ``smoke``).
+
+        Only reference instances are held to the R̂ acceptance rule and have rejected
+        seeds replaced (SPEC §7).
+        """
+        return self is not Fidelity.SMOKE
+
+    @classmethod
+    def parse(cls, component: str, value: Any, parameter: str = "fidelity") -> Fidelity:
+        """``value`` (a member or its name) as a :class:`Fidelity`.
+
+        Raises
+        ------
+        UdbenchError
+            If ``value`` is not one of ``"paper"``, ``"standard"``, ``"smoke"``, naming
+            ``component`` and ``parameter``.
+        """
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(value)
+        except (ValueError, TypeError):
+            raise param_error(
+                component, parameter, f"be one of {[f.value for f in cls]}", value
+            ) from None
+
+
+#: The fidelity used when none is named (task specs, ``udbench generate``, ``make_prior``).
+DEFAULT_FIDELITY: Fidelity = Fidelity.STANDARD
 
 #: Number of unit-scale prior draws used to set the scale constant a (SPEC §5).
 SCALE_N_DRAWS: int = 100
@@ -118,7 +179,7 @@ def list_prior_families() -> list[str]:
     return list(PRIOR_FAMILIES)
 
 
-def make_prior(family: str, cov: Any, fidelity: str = "standard") -> Prior:
+def make_prior(family: str, cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELITY) -> Prior:
     """Build the prior ``family`` for the dataset ``cov`` (fit hyperparameters, set a).
 
     Parameters
@@ -127,8 +188,8 @@ def make_prior(family: str, cov: Any, fidelity: str = "standard") -> Prior:
         A key of :data:`PRIOR_FAMILIES` (``"gp"``, ``"hbart"``, ``"bnn"``).
     cov : udbench.data.Covariates
         The dataset's covariates, splits and real target.
-    fidelity : str, default "standard"
-        One of :data:`FIDELITIES`.
+    fidelity : Fidelity or str, default DEFAULT_FIDELITY
+        Preset; a name is converted with :meth:`Fidelity.parse`.
 
     Returns
     -------
@@ -140,7 +201,7 @@ def make_prior(family: str, cov: Any, fidelity: str = "standard") -> Prior:
         Unknown family or fidelity, or a family whose module is not installed yet.
     """
     check_choice("make_prior", "family", family, PRIOR_FAMILIES)
-    check_choice("make_prior", "fidelity", fidelity, FIDELITIES)
+    fidelity = Fidelity.parse("make_prior", fidelity)
     try:
         module = importlib.import_module(PRIOR_FAMILIES[family])
     except ModuleNotFoundError as err:

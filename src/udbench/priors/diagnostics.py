@@ -44,12 +44,14 @@ def sampler_settings(
 ) -> dict[str, Any]:
     """The MCMC settings of a fidelity preset, updated with user ``overrides``.
 
+    ``fidelity`` is trusted (a :class:`~udbench.priors.base.Fidelity` checked by the caller,
+    :class:`~udbench.priors.mcmc.MCMCPrior`); every preset table has every fidelity.
+
     Raises
     ------
     UdbenchError
-        Unknown ``fidelity`` or an override key that the preset does not have.
+        An override key that the preset does not have.
     """
-    check_choice(component, "fidelity", fidelity, list(presets))
     cfg = dict(presets[fidelity])
     for k, v in (overrides or {}).items():
         check_choice(component, "sampler_kwargs", k, cfg)

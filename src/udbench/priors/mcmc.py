@@ -24,7 +24,7 @@ import numpy as np
 
 from udbench._seeding import derive_seed
 from udbench._validation import param_error
-from udbench.priors.base import SCALE_N_DRAWS, scale_from_unit_draws
+from udbench.priors.base import SCALE_N_DRAWS, Fidelity, scale_from_unit_draws
 from udbench.priors.diagnostics import sampler_settings, summarise_function_draws
 
 __all__ = [
@@ -167,12 +167,18 @@ class MCMCPrior:
     ----------
     scale : float
         The scale constant a (target units).
-    fidelity : {"paper", "standard", "smoke"}
+    fidelity : Fidelity or str
         Sampler preset (a key of :attr:`presets`).
     dataset : str, optional
         Dataset key, recorded in :attr:`settings`.
     sampler_kwargs : dict, optional
         Overrides of single settings of the preset; recorded in :attr:`settings`.
+
+    Raises
+    ------
+    UdbenchError
+        Unknown fidelity or an override key the preset does not have (checked here, once;
+        the methods trust :attr:`fidelity` and :attr:`sampler_settings`).
     """
 
     family: ClassVar[str]
@@ -190,9 +196,12 @@ class MCMCPrior:
         sampler_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self._scale = scale
-        self.fidelity = fidelity
+        self.fidelity = Fidelity.parse(type(self).__name__, fidelity)
         self.dataset = dataset
         self.sampler_kwargs = sampler_kwargs
+        self._sampler_settings = sampler_settings(
+            type(self).__name__, self.fidelity, self.presets, sampler_kwargs
+        )
 
     @property
     def scale(self) -> float:
@@ -201,10 +210,8 @@ class MCMCPrior:
 
     @property
     def sampler_settings(self) -> dict[str, Any]:
-        """The MCMC settings: the fidelity preset updated with ``sampler_kwargs``."""
-        return sampler_settings(
-            type(self).__name__, self.fidelity, self.presets, self.sampler_kwargs
-        )
+        """The MCMC settings: the fidelity preset updated with ``sampler_kwargs`` (a copy)."""
+        return dict(self._sampler_settings)
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -214,7 +221,7 @@ class MCMCPrior:
             "dataset": self.dataset,
             "scale": self.scale,
             **self._model_settings(),
-            "fidelity": self.fidelity,
+            "fidelity": self.fidelity.value,
             "sampler_overrides": sorted(self.sampler_kwargs or {}),
             "sampler": {**self._engine_settings(), **self.sampler_settings},
         }

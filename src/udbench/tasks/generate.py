@@ -11,7 +11,7 @@ import numpy as np
 
 from udbench import __version__
 from udbench._validation import param_error
-from udbench.priors.base import Prior, make_prior
+from udbench.priors.base import Fidelity, Prior, make_prior
 from udbench.priors.diagnostics import acceptance
 from udbench.tasks.checks import acceptance_checks
 from udbench.tasks.replacement import (
@@ -45,7 +45,9 @@ def get_covariates(dataset: str, data_dir: str | None = None) -> Any:
 
 
 @lru_cache(maxsize=16)
-def get_prior(family: str, dataset: str, fidelity: str, data_dir: str | None = None) -> Prior:
+def get_prior(
+    family: str, dataset: str, fidelity: Fidelity | str, data_dir: str | None = None
+) -> Prior:
     """The prior ``family`` bound to ``dataset`` (fitted once, cached per process and on disk)."""
     return make_prior(family, get_covariates(dataset, data_dir), fidelity)
 
@@ -216,7 +218,8 @@ def generate_task(
     "reason"}, …], "gated", "accepted", "reason"}`` and ``task.diagnostics["seeds"]``
     holds the streams of the used seed.
 
-    At ``smoke`` fidelity (tiny chains, not a reference posterior) nothing is replaced:
+    At a fidelity that is not a reference (``smoke``: tiny chains, see
+    :attr:`~udbench.priors.base.Fidelity.is_reference`) nothing is replaced:
     the instance is kept and the verdict recorded (``gated`` False, ``accepted``,
     ``reason``), so quick runs neither fail nor multiply their cost.
 
@@ -268,7 +271,7 @@ def generate_task(
             shell_eval=shell_eval,
         )
 
-    gated = spec.fidelity != "smoke"
+    gated = spec.fidelity.is_reference
     if gated:
         results, log = generate_with_seed_replacement(
             run,

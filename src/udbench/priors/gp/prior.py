@@ -30,10 +30,11 @@ import numpy as np
 
 from udbench import __version__
 from udbench._seeding import derive_seed, make_rng
-from udbench._validation import UdbenchWarning, check_array, check_choice, param_error
+from udbench._validation import UdbenchWarning, check_array, param_error
 from udbench.priors.base import (
-    FIDELITIES,
+    DEFAULT_FIDELITY,
     SCALE_N_DRAWS,
+    Fidelity,
     Posterior,
     scale_from_unit_draws,
 )
@@ -288,7 +289,9 @@ def _write_json_atomic(path: Path, obj: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def build_prior(cov: Any, fidelity: str = "standard", *, use_cache: bool = True) -> GPPrior:
+def build_prior(
+    cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELITY, *, use_cache: bool = True
+) -> GPPrior:
     """Fit (or load from cache) the dataset's kernel and set the scale constant a.
 
     Steps (SPEC §5): choose at most ``max_rows`` candidate rows with a stream derived from
@@ -300,8 +303,8 @@ def build_prior(cov: Any, fidelity: str = "standard", *, use_cache: bool = True)
     Parameters
     ----------
     cov : udbench.data.Covariates
-    fidelity : str
-        One of :data:`~udbench.priors.base.FIDELITIES`; selects :data:`FIT_SETTINGS`.
+    fidelity : Fidelity or str, default DEFAULT_FIDELITY
+        Selects :data:`FIT_SETTINGS`.
     use_cache : bool
         Read and write the cache file.
 
@@ -309,7 +312,7 @@ def build_prior(cov: Any, fidelity: str = "standard", *, use_cache: bool = True)
     -------
     GPPrior
     """
-    check_choice("build_prior", "fidelity", fidelity, FIDELITIES)
+    fidelity = Fidelity.parse("build_prior", fidelity)
     fit_set = FIT_SETTINGS[fidelity]
     family = cov.spec.kernel_family
     if not family:
@@ -371,7 +374,7 @@ def build_prior(cov: Any, fidelity: str = "standard", *, use_cache: bool = True)
                 )
     settings = {
         "dataset": cov.key,
-        "fidelity": fidelity,
+        "fidelity": fidelity.value,
         "fit_settings": record["fit_settings"],
         "lml_initial": record["lml_initial"],
         "lml_final": record["lml_final"],
