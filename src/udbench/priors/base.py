@@ -11,6 +11,34 @@ family is one module plus one table entry; :func:`make_prior` imports the module
 
 The fidelity of a prior is a :class:`Fidelity` (``"paper"``, ``"standard"``, ``"smoke"``);
 :data:`DEFAULT_FIDELITY` is the one default used by the task spec, the CLI and the builders.
+
+Seed streams and the key
+------------------------
+A prior holds no random state. Its random numbers come from two kinds of stream, named
+once here and followed by every family:
+
+*Build streams* (fixed per dataset, drawn once when the prior is built, so a prior is the
+same in every process): seeds derived with :func:`udbench._seeding.derive_seed` from a name
+and the dataset key, never from a task. The scale constant a comes from :data:`SCALE_N_DRAWS`
+unit-scale ``sample`` draws whose key is ``derive_seed("scale", dataset, family)`` (MCMC
+families, :meth:`udbench.priors.mcmc.MCMCPrior._scale_from_pool`) or
+``derive_seed("gp-scale", dataset)`` (the GP: named before the shared rule and kept so that
+every recorded GP task stays bit for bit the same). Every other build stream is named
+``"<family>-<purpose>"`` with the dataset: ``("gp-fit-rows", dataset)`` (rows of the kernel
+fit), ``("gp-fit", dataset)`` (its restarts, sub-stream ``"gp-fit-restarts"``),
+``("bnn-reference", dataset)`` (the BNN's reference inputs).
+
+*Call streams*: ``sample(X, key, …)`` and ``condition(…, key, …)`` take one integer ``key``
+(the task passes ``TaskSpec.seed_for("f_star")`` and ``seed_for("posterior")``), and the
+call's draws are a function of ``key`` alone: the same key gives the same numbers bit for
+bit, in any process and whatever was drawn before. Each use of randomness inside one call
+has its own stream named ``"<family>-<use>"`` and derived from the key with
+:func:`call_seed`: ``"<family>-prior"`` for draws from the prior (weights, trees, function
+values) and ``"<family>-mcmc"`` for a sampler's seed. A family whose calls use exactly one
+stream of standard normals and no sampler (the GP) may seed that stream with ``key``
+itself, the *direct* rule (:func:`call_seed` with ``use=None``); no family mixes the two.
+A key is never reused for two uses within a call, and a new use gets a new name, so adding
+one never shifts the numbers of the others.
 """
 
 from __future__ import annotations
@@ -22,6 +50,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from udbench._seeding import derive_seed
 from udbench._validation import check_array, check_choice, param_error
 
 __all__ = [
@@ -31,6 +60,7 @@ __all__ = [
     "Fidelity",
     "Posterior",
     "Prior",
+    "call_seed",
     "list_prior_families",
     "make_prior",
     "scale_from_unit_draws",
@@ -172,6 +202,33 @@ class Prior(Protocol):
     ) -> Posterior:
         """Condition on S = (X_train (n, d), y (n,)) with known noise variances (n,)."""
         ...
+
+
+def call_seed(family: str, use: str | None, key: int, *, bits: int = 63) -> int:
+    """Seed of the stream ``use`` of one ``sample``/``condition`` call with ``key``.
+
+    The call-stream rule of the module docstring: ``derive_seed("<family>-<use>", key)``
+    (``bits`` wide, for samplers that need e.g. a 32-bit seed); ``use=None`` is the direct
+    rule, the key itself (the GP's one stream of standard normals).
+
+    Parameters
+    ----------
+    family : str
+        Prior family name.
+    use : str or None
+        ``"prior"`` (prior draws), ``"mcmc"`` (a sampler's seed), or None (direct).
+    key : int
+        The call's key, >= 0.
+    bits : int, default 63
+        Width of a derived seed (ignored by the direct rule).
+
+    Returns
+    -------
+    int
+    """
+    if use is None:
+        return int(key)
+    return derive_seed(f"{family}-{use}", int(key), bits=bits)
 
 
 def list_prior_families() -> list[str]:

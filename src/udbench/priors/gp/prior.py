@@ -36,6 +36,7 @@ from udbench.priors.base import (
     SCALE_N_DRAWS,
     Fidelity,
     Posterior,
+    call_seed,
     scale_from_unit_draws,
 )
 from udbench.priors.gp.fit import FIT_SETTINGS, fit_kernel
@@ -53,7 +54,9 @@ __all__ = ["GPPrior", "build_prior", "fit_cache_path"]
 
 
 def _normals(key: int, shape: tuple[int, ...]) -> np.ndarray:
-    return np.random.default_rng(int(key)).standard_normal(shape)
+    """The call's one stream of standard normals: the direct rule of the seed-stream
+    convention (:mod:`udbench.priors.base`), ``key`` itself seeds NumPy's PCG64."""
+    return np.random.default_rng(call_seed("gp", None, key)).standard_normal(shape)
 
 
 # --------------------------------------------------------------------------------------
