@@ -57,3 +57,14 @@ def test_a_shell_that_cannot_supply_is_a_clear_error(cov):
         select_training_inputs(cov, "balanced", 0, n=0)
     with pytest.raises(UdbenchError, match=r"parameter 'coverage' must be one of .*'outer'"):
         select_training_inputs(cov, "outer", 0)
+
+
+def test_coverages_are_one_table_of_shell_shares():
+    from udbench.data.geometry import N_SHELLS
+    from udbench.design import COVERAGE_SHARES, COVERAGE_TABLE
+
+    assert tuple(c.name for c in COVERAGE_TABLE) == COVERAGES
+    for row in COVERAGE_TABLE:
+        assert len(row.shares) == N_SHELLS and sum(row.shares) == pytest.approx(1.0)
+        assert COVERAGE_SHARES[row.name] == row.shares and row.description
+    assert COVERAGE_SHARES["ood"][-1] == 0.0  # SPEC §3: none from the outermost shell

@@ -69,3 +69,37 @@ def test_bad_noise_arguments(cov):
         NoiseModel(cov, "step", rho=-0.3)
     with pytest.raises(UdbenchError, match=r"parameter 'strength' must be >= 0; got -1"):
         NoiseModel(cov, "step", strength=-1)
+
+
+def test_modes_are_one_table_of_spec_shapes(cov):
+    from udbench.design import NOISE_MODE_TABLE
+
+    assert tuple(m.name for m in NOISE_MODE_TABLE) == NOISE_MODES
+    z = np.array([-1.5, 0.0, 2.0])
+    spec_shapes = {  # SPEC §4 table, shape before standardisation
+        "homoscedastic": None,
+        "smooth-monotone": [-1.5, 0.0, 2.0],
+        "u-shaped": [2.25, 0.0, 4.0],
+        "step": [0.0, 0.0, 1.0],
+    }
+    for row in NOISE_MODE_TABLE:
+        assert row.description
+        if spec_shapes[row.name] is None:
+            assert row.shape is None
+            continue
+        np.testing.assert_array_equal(row.shape(z), spec_shapes[row.name])
+        # the model is the row's shape standardised over the pool (hand-computed here)
+        model = NoiseModel(cov, row.name, strength=0.8)
+        raw = row.shape(cov.z[cov.eval_idx])
+        h = (raw - raw.mean()) / raw.std()
+        want = model.level + 0.8 * h
+        np.testing.assert_allclose(np.log(model.variance(cov.X_eval)), want, rtol=0, atol=1e-12)
+
+
+def test_noise_model_pickles(cov):
+    import pickle
+
+    for mode in NOISE_MODES:
+        model = NoiseModel(cov, mode)
+        again = pickle.loads(pickle.dumps(model))
+        np.testing.assert_array_equal(again.variance(cov.X_eval), model.variance(cov.X_eval))

@@ -1,4 +1,5 @@
-"""SPEC §7 MCMC diagnostics: function-space split-R̂, batch-means MCSE, seed replacement."""
+"""SPEC §7 MCMC diagnostics: function-space split-R̂, batch-means MCSE, the acceptance verdict
+(the seed-replacement rule is tested in tests/tasks/test_seed_replacement.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,10 @@ import pytest
 
 from udbench._validation import UdbenchError
 from udbench.priors.diagnostics import (
-    SeedReplacement,
     acceptance,
     batch_means_mcse_var,
     function_space_rhat,
-    generate_with_seed_replacement,
     is_accepted,
-    next_unused_seed,
     rhat_iid_reference,
     summarise_function_draws,
 )
@@ -85,28 +83,6 @@ def test_summary_and_acceptance() -> None:
     assert not ok and reason.startswith("rhat_max=") and "> 1.05 at" in reason
     assert acceptance(good) == (True, "")
     assert is_accepted({})  # exact families carry no R̂
-
-
-def test_seed_replacement_rule() -> None:
-    assert next_unused_seed([0, 1, 2]) == 3
-    assert next_unused_seed([]) == 0
-    rejected = {2, 10}
-
-    def run(seed: int) -> int:
-        return seed
-
-    results, log = generate_with_seed_replacement(
-        run, lambda s: (s not in rejected, f"seed {s} rejected"), seeds=range(10)
-    )
-    # slot 2 → 10 (first unused) is rejected too → 11
-    assert results[2] == (11, 11)
-    assert results[3] == (3, 3)
-    assert log == [
-        SeedReplacement(2, 2, 10, "seed 2 rejected"),
-        SeedReplacement(2, 10, 11, "seed 10 rejected"),
-    ]
-    with pytest.raises(UdbenchError, match="replacements"):
-        generate_with_seed_replacement(run, lambda s: (False, "no"), [0], max_replacements=2)
 
 
 def test_bad_shapes_raise() -> None:

@@ -5,6 +5,7 @@ bad split-R̂ for chosen seeds), so no MCMC runs."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 
 import numpy as np
@@ -17,7 +18,12 @@ from udbench.priors.gp import GPPrior
 from udbench.tasks import Task, TaskSpec, acceptance_checks, generate_task, pool_checks
 from udbench.tasks import generate as generate_module
 from udbench.tasks.checks import mcmc_summary
-from udbench.tasks.generate import replacement_seed
+from udbench.tasks.replacement import (
+    MAX_REPLACEMENTS,
+    SeedReplacement,
+    generate_with_seed_replacement,
+    replacement_seed,
+)
 
 HYPER = {
     "kernel_family": "matern32",
@@ -78,6 +84,46 @@ def test_replacement_seed_rule() -> None:
     assert replacement_seed(2, [2]) == 1002
     assert replacement_seed(2, [2, 1002]) == 2002
     assert replacement_seed(0, [0]) == 1000  # never a grid seed (< 1000) nor another slot's
+
+
+def test_generate_with_seed_replacement_applies_the_one_rule() -> None:
+    rejected = {2, 1002}
+
+    def verdict(seed: int) -> tuple[bool, str]:
+        return seed not in rejected, f"seed {seed} rejected"
+
+    results, log = generate_with_seed_replacement(lambda s: s, verdict, seeds=range(5))
+    # s + 1000·k (the old default rule, "next seed above all taken", gave 5 and then 6)
+    assert results[2] == (2002, 2002) and results[3] == (3, 3)
+    assert log == [
+        SeedReplacement(2, 2, 1002, "seed 2 rejected"),
+        SeedReplacement(2, 1002, 2002, "seed 1002 rejected"),
+    ]
+    # the same seed whether the slot is generated alone or within its grid
+    alone, _ = generate_with_seed_replacement(lambda s: s, verdict, seeds=[2])
+    assert alone[2] == results[2]
+    assert "next_seed" not in inspect.signature(generate_with_seed_replacement).parameters
+
+
+def test_replacement_budget_defaults_to_max_replacements() -> None:
+    tried: list[int] = []
+
+    def run(seed: int) -> int:
+        tried.append(seed)
+        return seed
+
+    with pytest.raises(UdbenchError, match=f"within {MAX_REPLACEMENTS} replacements"):
+        generate_with_seed_replacement(run, lambda s: (False, "no"), [7])
+    assert tried == [7 + 1000 * k for k in range(MAX_REPLACEMENTS + 1)]
+    with pytest.raises(UdbenchError, match="within 0 replacements"):
+        generate_with_seed_replacement(run, lambda s: (False, "no"), [7], max_replacements=0)
+
+
+def test_the_unused_replacement_rule_is_gone() -> None:
+    import udbench.priors.diagnostics as diagnostics
+
+    for name in ("next_unused_seed", "generate_with_seed_replacement", "SeedReplacement"):
+        assert not hasattr(diagnostics, name)
 
 
 def test_rejected_seed_is_replaced_and_recorded(monkeypatch) -> None:

@@ -24,12 +24,21 @@ from udbench.commands._options import (
     parse_choice_list,
     parse_seeds,
 )
+from udbench.priors.base import DEFAULT_FIDELITY, Fidelity
+from udbench.tasks.replacement import MAX_REPLACEMENTS
+from udbench.tasks.spec import DEFAULT_DRAWS
 
 __all__ = ["check_directory", "expand_grid", "parse_seeds", "register"]
 
 
 def expand_grid(
-    datasets: str, families: str, noise: str, coverage: str, seeds: str, fidelity: str, draws: int
+    datasets: str,
+    families: str,
+    noise: str,
+    coverage: str,
+    seeds: str,
+    fidelity: Fidelity | str,
+    draws: int,
 ) -> list[Any]:
     """The list of :class:`~udbench.tasks.TaskSpec` selected by the CLI's options.
 
@@ -50,14 +59,22 @@ def expand_grid(
     fams = parse_choice_list("generate", "families", families, list(PRIOR_FAMILIES))
     modes = parse_choice_list("generate", "noise", noise, list(NOISE_MODES))
     covs = parse_choice_list("generate", "coverage", coverage, list(COVERAGES))
+    fid = Fidelity.parse("generate", fidelity)
     return [
-        TaskSpec(d, f, m, c, s, fidelity=fidelity, n_draws=draws)
+        TaskSpec(d, f, m, c, s, fidelity=fid, n_draws=draws)
         for d in ds
         for f in fams
         for m in modes
         for c in covs
         for s in parse_seeds(seeds)
     ]
+
+
+_FIDELITY_HELP = (
+    f"Prior preset: {', '.join(x.value for x in Fidelity)}; only "
+    f"{', '.join(x.value for x in Fidelity if x.is_reference)} give reference posteriors "
+    "(held to the R̂ rule, SPEC §7)."
+)
 
 
 def _task_path(out: Path, spec: Any) -> Path:
@@ -82,14 +99,18 @@ def generate_command(
     noise: str = typer.Option("all", "--noise", help="Noise modes: comma list or 'all'."),
     coverage: str = typer.Option("all", "--coverage", help="Coverages: comma list or 'all'."),
     seeds: str = typer.Option("0", "--seeds", help="E.g. 0-9, 0,2,5 or 'all' (0-9)."),
-    draws: int = typer.Option(1000, "--draws", help="Posterior draws D per instance."),
-    fidelity: str = typer.Option("standard", "--fidelity", help="paper, standard or smoke."),
+    draws: int = typer.Option(DEFAULT_DRAWS, "--draws", help="Posterior draws D per instance."),
+    fidelity: str = typer.Option(
+        DEFAULT_FIDELITY.value,
+        "--fidelity",
+        help=_FIDELITY_HELP,
+    ),
     out: Path = typer.Option(
         Path("udbench-out/tasks"), "--out", help="Output folder.", parser=out_path
     ),
     jobs: int = typer.Option(1, "--jobs", "-j", help="Instances generated in parallel."),
     max_replacements: int = typer.Option(
-        5,
+        MAX_REPLACEMENTS,
         "--max-replacements",
         help="Seed replacements tried for an MCMC instance rejected by the R̂ rule (SPEC §7) "
         "before it is reported as failed; 0 fails at the first rejection.",

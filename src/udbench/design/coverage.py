@@ -2,29 +2,69 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from udbench._validation import check_choice, param_error
 from udbench.data.covariates import Covariates
 from udbench.data.geometry import N_SHELLS, largest_remainder
 
-__all__ = ["COVERAGES", "COVERAGE_SHARES", "select_training_inputs", "shell_quotas"]
+__all__ = [
+    "COVERAGES",
+    "COVERAGE_SHARES",
+    "COVERAGE_TABLE",
+    "Coverage",
+    "select_training_inputs",
+    "shell_quotas",
+]
 
-#: The two coverage scenarios of SPEC §3.
-COVERAGES: tuple[str, ...] = ("balanced", "ood")
 
-#: Share of n drawn from each shell (inner 0 … outermost 4).
-COVERAGE_SHARES: dict[str, tuple[float, ...]] = {
-    "balanced": (0.2, 0.2, 0.2, 0.2, 0.2),
-    "ood": (0.25, 0.25, 0.25, 0.25, 0.0),
-}
+@dataclass(frozen=True)
+class Coverage:
+    """One row of the coverage table (SPEC §3).
+
+    Attributes
+    ----------
+    name : str
+        The scenario's name (task ids, CLI).
+    shares : tuple of float
+        Share of n drawn from each shell, inner 0 … outermost ``N_SHELLS − 1``; sums to 1.
+    description : str
+        One line for listings and docs.
+    """
+
+    name: str
+    shares: tuple[float, ...]
+    description: str
+
+
+#: The two coverage scenarios of SPEC §3, one row each.
+COVERAGE_TABLE: tuple[Coverage, ...] = (
+    Coverage("balanced", (0.2, 0.2, 0.2, 0.2, 0.2), "20 % of n from every shell"),
+    Coverage(
+        "ood",
+        (0.25, 0.25, 0.25, 0.25, 0.0),
+        "25 % of n from each of the four inner shells, none from the outermost",
+    ),
+)
+
+#: Names of the coverage scenarios, in table order.
+COVERAGES: tuple[str, ...] = tuple(c.name for c in COVERAGE_TABLE)
+
+#: Share of n drawn from each shell (inner 0 … outermost 4), by scenario.
+COVERAGE_SHARES: dict[str, tuple[float, ...]] = {c.name: c.shares for c in COVERAGE_TABLE}
+
+
+def _quotas(coverage: str, n: int) -> np.ndarray:
+    return largest_remainder(n, np.asarray(COVERAGE_SHARES[coverage]))
 
 
 def shell_quotas(coverage: str, n: int) -> np.ndarray:
     """Number of training inputs per shell, shape (5,), largest-remainder rounding
     (ties to the inner shell)."""
     check_choice("shell_quotas", "coverage", coverage, COVERAGES)
-    return largest_remainder(n, np.asarray(COVERAGE_SHARES[coverage]))
+    return _quotas(coverage, n)
 
 
 def select_training_inputs(
@@ -35,8 +75,9 @@ def select_training_inputs(
 ) -> np.ndarray:
     """Draw n training inputs from the candidate pool for a coverage scenario (SPEC §3).
 
-    ``balanced`` takes 20 % of n from every shell; ``ood`` 25 % from each of the four inner
-    shells and none from the outermost. Within a shell the rows are drawn uniformly without
+    The shares per shell are the scenario's row of :data:`COVERAGE_TABLE`: ``balanced``
+    takes 20 % of n from every shell; ``ood`` 25 % from each of the four inner shells and
+    none from the outermost. Within a shell the rows are drawn uniformly without
     replacement.
 
     Parameters
@@ -67,7 +108,7 @@ def select_training_inputs(
         raise param_error("select_training_inputs", "n", "be a positive integer", n)
     if not isinstance(rng, np.random.Generator):
         rng = np.random.default_rng(rng)
-    quotas = shell_quotas(coverage, int(n))
+    quotas = _quotas(coverage, int(n))
     cand_shell = cov.shell[cov.cand_idx]
     chosen = []
     for k in range(N_SHELLS):

@@ -2,27 +2,64 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.special import logsumexp
 
 from udbench._validation import check_choice, check_positive, param_error
 from udbench.data.covariates import Covariates
 
-__all__ = ["NOISE_MODES", "NoiseModel"]
-
-#: The four noise modes of SPEC §4, in table order.
-NOISE_MODES: tuple[str, ...] = ("homoscedastic", "smooth-monotone", "u-shaped", "step")
+__all__ = ["NOISE_MODES", "NOISE_MODE_TABLE", "NoiseMode", "NoiseModel"]
 
 
-def _raw_shape(mode: str, z: np.ndarray) -> np.ndarray:
-    """Shape of z before standardisation (SPEC §4 table)."""
-    if mode == "smooth-monotone":
-        return z
-    if mode == "u-shaped":
-        return z**2
-    if mode == "step":
-        return (z > 0).astype(np.float64)
-    return np.zeros_like(z)
+@dataclass(frozen=True)
+class NoiseMode:
+    """One row of the noise-mode table (SPEC §4).
+
+    Attributes
+    ----------
+    name : str
+        The mode's name (task ids, CLI).
+    shape : callable or None
+        ``shape(z) -> raw shape`` of the noise score z (ndarray (m,) -> (m,), float64),
+        standardised over the evaluation pool by :class:`NoiseModel`; None for the
+        homoscedastic mode (h ≡ 0, no standardisation).
+    description : str
+        One line for listings and docs.
+    """
+
+    name: str
+    shape: Callable[[np.ndarray], np.ndarray] | None
+    description: str
+
+
+def _linear(z: np.ndarray) -> np.ndarray:
+    return z
+
+
+def _square(z: np.ndarray) -> np.ndarray:
+    return z**2
+
+
+def _step(z: np.ndarray) -> np.ndarray:
+    return (z > 0).astype(np.float64)
+
+
+#: The four noise modes of SPEC §4, one row each, in table order (named functions, so a
+#: :class:`NoiseModel` pickles for worker processes).
+NOISE_MODE_TABLE: tuple[NoiseMode, ...] = (
+    NoiseMode("homoscedastic", None, "constant variance: shape 0"),
+    NoiseMode("smooth-monotone", _linear, "log-variance linear in the noise score: shape z"),
+    NoiseMode("u-shaped", _square, "log-variance largest at both ends of z: shape z²"),
+    NoiseMode("step", _step, "two variance levels: shape 1 if z > 0 else 0"),
+)
+
+#: Names of the noise modes, in table order.
+NOISE_MODES: tuple[str, ...] = tuple(m.name for m in NOISE_MODE_TABLE)
+
+_BY_NAME: dict[str, NoiseMode] = {m.name: m for m in NOISE_MODE_TABLE}
 
 
 class NoiseModel:
@@ -64,31 +101,36 @@ class NoiseModel:
     ) -> None:
         self.cov = cov
         self.mode = check_choice("NoiseModel", "mode", mode, NOISE_MODES)
+        self._shape = _BY_NAME[self.mode].shape
         self.strength = check_positive("NoiseModel", "strength", strength, strict=False)
         if rho is None:
             rho = cov.spec.rho
             if rho is None:
                 raise param_error("NoiseModel", "rho", "be given for this dataset", rho)
         self.rho = check_positive("NoiseModel", "rho", rho)
-        shape = _raw_shape(self.mode, cov.z[cov.eval_idx])
+        shape = self._raw_shape(cov.z[cov.eval_idx])
         self.shape_mean = float(shape.mean())
         sd = float(shape.std())
-        if self.mode != "homoscedastic" and not sd > 0:
+        if self._shape is not None and not sd > 0:
             raise param_error("NoiseModel", "mode", "vary over the evaluation pool", mode)
         self.shape_sd = sd if sd > 0 else 1.0
         h = self._standardised(shape)
         n = h.shape[0]
         self.level = float(np.log(self.rho) - (logsumexp(self.strength * h) - np.log(n)))
 
+    def _raw_shape(self, z: np.ndarray) -> np.ndarray:
+        """The mode's shape of z before standardisation (zeros for ``homoscedastic``)."""
+        return np.zeros_like(z) if self._shape is None else self._shape(z)
+
     def _standardised(self, shape: np.ndarray) -> np.ndarray:
-        if self.mode == "homoscedastic":
+        if self._shape is None:
             return np.zeros_like(shape)
         return (shape - self.shape_mean) / self.shape_sd
 
     def log_variance(self, X: object) -> np.ndarray:
         """log σ²(x) of scaled rows ``X`` (m, d) -> (m,)."""
         z = self.cov.noise_score(X)
-        return self.level + self.strength * self._standardised(_raw_shape(self.mode, z))
+        return self.level + self.strength * self._standardised(self._raw_shape(z))
 
     def variance(self, X: object) -> np.ndarray:
         """Noise variance σ²(x) in target units of scaled rows ``X`` (m, d) -> (m,).

@@ -474,6 +474,8 @@ def _task_coordinates(task: Any) -> dict[str, Any]:
         value = getattr(spec, name, None)
         if isinstance(value, np.generic):
             value = value.item()
+        elif isinstance(value, str):
+            value = str(value)  # a Fidelity (string enum) is stored as its plain name
         out[name] = value
     out["seed"] = None if out["seed"] is None else int(out["seed"])
     out["n_draws"] = None if out["n_draws"] is None else int(out["n_draws"])

@@ -4,8 +4,9 @@ See :mod:`udbench.priors.base` for the protocol every family implements.
 """
 
 from udbench.priors.base import (
-    FIDELITIES,
+    DEFAULT_FIDELITY,
     PRIOR_FAMILIES,
+    Fidelity,
     Posterior,
     Prior,
     list_prior_families,
@@ -14,8 +15,9 @@ from udbench.priors.base import (
 )
 
 __all__ = [
-    "FIDELITIES",
+    "DEFAULT_FIDELITY",
     "PRIOR_FAMILIES",
+    "Fidelity",
     "Posterior",
     "Prior",
     "list_prior_families",

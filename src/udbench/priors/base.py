@@ -8,33 +8,124 @@ variances, returning draws of f from the reference posterior.
 Families are listed in :data:`PRIOR_FAMILIES`, a table from family name to the module that
 implements it; each such module exposes ``build_prior(cov, fidelity) -> Prior``. Adding a
 family is one module plus one table entry; :func:`make_prior` imports the module lazily.
+
+The fidelity of a prior is a :class:`Fidelity` (``"paper"``, ``"standard"``, ``"smoke"``);
+:data:`DEFAULT_FIDELITY` is the one default used by the task spec, the CLI and the builders.
+
+Seed streams and the key
+------------------------
+A prior holds no random state. Its random numbers come from two kinds of stream, named
+once here and followed by every family:
+
+*Build streams* (fixed per dataset, drawn once when the prior is built, so a prior is the
+same in every process): seeds derived with :func:`udbench._seeding.derive_seed` from a name
+and the dataset key, never from a task. The scale constant a comes from :data:`SCALE_N_DRAWS`
+unit-scale ``sample`` draws whose key is ``derive_seed("scale", dataset, family)`` (MCMC
+families, :meth:`udbench.priors.mcmc.MCMCPrior._scale_from_pool`) or
+``derive_seed("gp-scale", dataset)`` (the GP: named before the shared rule and kept so that
+every recorded GP task stays bit for bit the same). Every other build stream is named
+``"<family>-<purpose>"`` with the dataset: ``("gp-fit-rows", dataset)`` (rows of the kernel
+fit), ``("gp-fit", dataset)`` (its restarts, sub-stream ``"gp-fit-restarts"``),
+``("bnn-reference", dataset)`` (the BNN's reference inputs).
+
+*Call streams*: ``sample(X, key, …)`` and ``condition(…, key, …)`` take one integer ``key``
+(the task passes ``TaskSpec.seed_for("f_star")`` and ``seed_for("posterior")``), and the
+call's draws are a function of ``key`` alone: the same key gives the same numbers bit for
+bit, in any process and whatever was drawn before. Each use of randomness inside one call
+has its own stream named ``"<family>-<use>"`` and derived from the key with
+:func:`call_seed`: ``"<family>-prior"`` for draws from the prior (weights, trees, function
+values) and ``"<family>-mcmc"`` for a sampler's seed. A family whose calls use exactly one
+stream of standard normals and no sampler (the GP) may seed that stream with ``key``
+itself, the *direct* rule (:func:`call_seed` with ``use=None``); no family mixes the two.
+A key is never reused for two uses within a call, and a new use gets a new name, so adding
+one never shifts the numbers of the others.
 """
 
 from __future__ import annotations
 
+import enum
 import importlib
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from udbench._seeding import derive_seed
 from udbench._validation import check_array, check_choice, param_error
 
 __all__ = [
-    "FIDELITIES",
+    "DEFAULT_FIDELITY",
     "PRIOR_FAMILIES",
     "SCALE_N_DRAWS",
+    "Fidelity",
     "Posterior",
     "Prior",
+    "call_seed",
     "list_prior_families",
     "make_prior",
     "scale_from_unit_draws",
 ]
 
-#: Fidelity presets (SPEC §5). ``"paper"`` is SPEC §5 exactly; ``"standard"`` is the
-#: default, a family-chosen preset that still meets the acceptance checks of SPEC §7;
-#: ``"smoke"`` is tiny, for tests and quick runs (not a reference posterior for MCMC families).
-FIDELITIES: tuple[str, ...] = ("paper", "standard", "smoke")
+
+class Fidelity(enum.StrEnum):
+    """Fidelity preset of a reference prior (SPEC §5).
+
+    A string enum: each member equals (and hashes as) its value, so ``Fidelity.SMOKE ==
+    "smoke"``, it indexes tables keyed by the plain names and it is written to JSON (task
+    files, prior settings) as the plain name, exactly as before the type existed. Its
+    ``repr`` is the value's (``'smoke'``), so messages and dataclass reprs read as the
+    plain name. Convert user input with :meth:`parse`.
+
+    Members
+    -------
+    PAPER : "paper"
+        SPEC §5 exactly.
+    STANDARD : "standard"
+        The default (:data:`DEFAULT_FIDELITY`): a family-chosen preset that still meets
+        the acceptance checks of SPEC §7.
+    SMOKE : "smoke"
+        Tiny, for tests and quick runs; not a reference posterior for the MCMC families,
+        so task generation does not gate it on the R̂ rule (SPEC §7).
+    """
+
+    PAPER = "paper"
+    STANDARD = "standard"
+    SMOKE = "smoke"
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    @property
+    def is_reference(self) -> bool:
+        """Whether the preset gives a reference posterior (every preset but ``smoke``).
+
+        Only reference instances are held to the R̂ acceptance rule and have rejected
+        seeds replaced (SPEC §7).
+        """
+        return self is not Fidelity.SMOKE
+
+    @classmethod
+    def parse(cls, component: str, value: Any, parameter: str = "fidelity") -> Fidelity:
+        """``value`` (a member or its name) as a :class:`Fidelity`.
+
+        Raises
+        ------
+        UdbenchError
+            If ``value`` is not one of ``"paper"``, ``"standard"``, ``"smoke"``, naming
+            ``component`` and ``parameter``.
+        """
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(value)
+        except (ValueError, TypeError):
+            raise param_error(
+                component, parameter, f"be one of {[f.value for f in cls]}", value
+            ) from None
+
+
+#: The fidelity used when none is named (task specs, ``udbench generate``, ``make_prior``).
+DEFAULT_FIDELITY: Fidelity = Fidelity.STANDARD
 
 #: Number of unit-scale prior draws used to set the scale constant a (SPEC §5).
 SCALE_N_DRAWS: int = 100
@@ -113,12 +204,39 @@ class Prior(Protocol):
         ...
 
 
+def call_seed(family: str, use: str | None, key: int, *, bits: int = 63) -> int:
+    """Seed of the stream ``use`` of one ``sample``/``condition`` call with ``key``.
+
+    The call-stream rule of the module docstring: ``derive_seed("<family>-<use>", key)``
+    (``bits`` wide, for samplers that need e.g. a 32-bit seed); ``use=None`` is the direct
+    rule, the key itself (the GP's one stream of standard normals).
+
+    Parameters
+    ----------
+    family : str
+        Prior family name.
+    use : str or None
+        ``"prior"`` (prior draws), ``"mcmc"`` (a sampler's seed), or None (direct).
+    key : int
+        The call's key, >= 0.
+    bits : int, default 63
+        Width of a derived seed (ignored by the direct rule).
+
+    Returns
+    -------
+    int
+    """
+    if use is None:
+        return int(key)
+    return derive_seed(f"{family}-{use}", int(key), bits=bits)
+
+
 def list_prior_families() -> list[str]:
     """Names of the registered prior families."""
     return list(PRIOR_FAMILIES)
 
 
-def make_prior(family: str, cov: Any, fidelity: str = "standard") -> Prior:
+def make_prior(family: str, cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELITY) -> Prior:
     """Build the prior ``family`` for the dataset ``cov`` (fit hyperparameters, set a).
 
     Parameters
@@ -127,8 +245,8 @@ def make_prior(family: str, cov: Any, fidelity: str = "standard") -> Prior:
         A key of :data:`PRIOR_FAMILIES` (``"gp"``, ``"hbart"``, ``"bnn"``).
     cov : udbench.data.Covariates
         The dataset's covariates, splits and real target.
-    fidelity : str, default "standard"
-        One of :data:`FIDELITIES`.
+    fidelity : Fidelity or str, default DEFAULT_FIDELITY
+        Preset; a name is converted with :meth:`Fidelity.parse`.
 
     Returns
     -------
@@ -140,7 +258,7 @@ def make_prior(family: str, cov: Any, fidelity: str = "standard") -> Prior:
         Unknown family or fidelity, or a family whose module is not installed yet.
     """
     check_choice("make_prior", "family", family, PRIOR_FAMILIES)
-    check_choice("make_prior", "fidelity", fidelity, FIDELITIES)
+    fidelity = Fidelity.parse("make_prior", fidelity)
     try:
         module = importlib.import_module(PRIOR_FAMILIES[family])
     except ModuleNotFoundError as err:

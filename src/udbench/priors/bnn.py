@@ -30,7 +30,7 @@ import numpy as np
 
 from udbench._seeding import make_rng
 from udbench._validation import check_array, check_choice, check_positive, param_error
-from udbench.priors.base import FIDELITIES, Posterior
+from udbench.priors.base import DEFAULT_FIDELITY, Fidelity, Posterior
 from udbench.priors.mcmc import MCMCPrior, NUTSDiagnostics
 
 #: Accepted values of ``chain_method`` (:func:`resolve_chain_method`).
@@ -205,7 +205,7 @@ class BNNPrior(MCMCPrior):
         The reference inputs (65 evaluation-pool rows, :func:`choose_reference_rows`).
     scale : float, default 1.0
         The scale constant a (target units), set by :func:`build_prior`.
-    fidelity : {"paper", "standard", "smoke"}, default "standard"
+    fidelity : Fidelity or str, default DEFAULT_FIDELITY
         NUTS preset (:data:`FIDELITY_SETTINGS`).
     n_hidden : int, default 50
     dataset : str, optional
@@ -223,7 +223,7 @@ class BNNPrior(MCMCPrior):
         self,
         X_ref: np.ndarray,
         scale: float = 1.0,
-        fidelity: str = "standard",
+        fidelity: Fidelity | str = DEFAULT_FIDELITY,
         *,
         n_hidden: int = N_HIDDEN,
         dataset: str | None = None,
@@ -437,7 +437,7 @@ class BNNPrior(MCMCPrior):
         # the sampler's figures, the same for every data set; R̂ and MCSE added per data set
         shared = NUTSDiagnostics(
             sampler="numpyro NUTS",
-            fidelity=self.fidelity,
+            fidelity=self.fidelity.value,
             chain_method=chain_method,
             n_chains=n_chains,
             n_warmup=int(cfg["n_warmup"]),
@@ -483,7 +483,7 @@ class BNNPrior(MCMCPrior):
         return out
 
 
-def build_prior(cov: Any, fidelity: str = "standard") -> BNNPrior:
+def build_prior(cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELITY) -> BNNPrior:
     """BNN prior for dataset ``cov``: reference inputs and scale constant a (SPEC §5).
 
     The R = 65 reference inputs are evaluation-pool rows (:func:`choose_reference_rows`);
@@ -493,13 +493,13 @@ def build_prior(cov: Any, fidelity: str = "standard") -> BNNPrior:
     Parameters
     ----------
     cov : udbench.data.Covariates
-    fidelity : {"paper", "standard", "smoke"}
+    fidelity : Fidelity or str
+        Checked by the prior's constructor.
 
     Returns
     -------
     BNNPrior
     """
-    check_choice("bnn.build_prior", "fidelity", fidelity, FIDELITIES)
     X_pool = np.asarray(cov.X, dtype=np.float64)[np.asarray(cov.eval_idx)]
     X_ref = X_pool[choose_reference_rows(X_pool.shape[0], cov.key)]
     unit = BNNPrior(X_ref, 1.0, fidelity, dataset=cov.key)

@@ -1,5 +1,6 @@
 """Shared pieces of the MCMC reference posteriors (HBART, BNN): SPEC §7 diagnostics and the
-seed-replacement rule for rejected instances.
+acceptance verdict of an instance (the seed-replacement rule that acts on it lives in
+:mod:`udbench.tasks.replacement`).
 
 Everything here works on plain arrays with explicit axes, ``draws`` of shape
 ``(n_chains, n_per_chain, m)`` (function values of f at m inputs, chains first).
@@ -9,8 +10,6 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -20,13 +19,10 @@ from udbench._validation import check_array, check_choice, param_error
 __all__ = [
     "MCSE_N_BATCHES",
     "RHAT_THRESHOLD",
-    "SeedReplacement",
     "acceptance",
     "batch_means_mcse_var",
     "function_space_rhat",
-    "generate_with_seed_replacement",
     "is_accepted",
-    "next_unused_seed",
     "rhat_iid_reference",
     "summarise_function_draws",
 ]
@@ -48,12 +44,14 @@ def sampler_settings(
 ) -> dict[str, Any]:
     """The MCMC settings of a fidelity preset, updated with user ``overrides``.
 
+    ``fidelity`` is trusted (a :class:`~udbench.priors.base.Fidelity` checked by the caller,
+    :class:`~udbench.priors.mcmc.MCMCPrior`); every preset table has every fidelity.
+
     Raises
     ------
     UdbenchError
-        Unknown ``fidelity`` or an override key that the preset does not have.
+        An override key that the preset does not have.
     """
-    check_choice(component, "fidelity", fidelity, list(presets))
     cfg = dict(presets[fidelity])
     for k, v in (overrides or {}).items():
         check_choice(component, "sampler_kwargs", k, cfg)
@@ -277,94 +275,3 @@ def acceptance(diagnostics: dict[str, Any], threshold: float = RHAT_THRESHOLD) -
             " use more draws per chain)"
         )
     return False, reason
-
-
-def next_unused_seed(used: Iterable[int]) -> int:
-    """The smallest non-negative integer seed larger than every seed in ``used``.
-
-    Seeds of a condition are 0..n_seeds−1; a rejected instance's seed is replaced by the
-    next seed after all seeds already taken (grid seeds and earlier replacements), so
-    the replacement never collides with a grid seed or another replacement.
-    """
-    values = [int(s) for s in used]
-    return max(values) + 1 if values else 0
-
-
-@dataclass(frozen=True)
-class SeedReplacement:
-    """One rejected instance: ``slot`` is the grid seed, ``rejected`` the seed that failed
-    (the grid seed or an earlier replacement), ``replacement`` the seed tried next and
-    ``reason`` why (e.g. ``"rhat_max=1.08 > 1.05"``)."""
-
-    slot: int
-    rejected: int
-    replacement: int
-    reason: str
-
-
-def generate_with_seed_replacement(
-    run: Callable[[int], T],
-    accepted: Callable[[T], tuple[bool, str]],
-    seeds: Sequence[int],
-    max_replacements: int = 10,
-    next_seed: Callable[[int, Sequence[int]], int] | None = None,
-) -> tuple[dict[int, tuple[int, T]], list[SeedReplacement]]:
-    """Generate one instance per grid seed, replacing rejected seeds (SPEC §7).
-
-    Seeds are processed in the order given (use increasing order). A result that
-    ``accepted`` rejects is discarded and the slot is retried with
-    :func:`next_unused_seed` of every seed taken so far (all grid seeds plus earlier
-    replacements), so the outcome is deterministic for a given grid and does not depend
-    on which other conditions exist.
-
-    Parameters
-    ----------
-    run : callable
-        ``run(seed) -> result`` generates the instance with that seed.
-    accepted : callable
-        ``accepted(result) -> (ok, reason)``; e.g. ``lambda post: (is_accepted(d), msg)``.
-    seeds : sequence of int
-        The condition's grid seeds (SPEC §6: 0..9).
-    max_replacements : int, default 10
-        Give up (raise) after this many replacements for one slot.
-    next_seed : callable, optional
-        ``next_seed(slot, taken) -> seed``: the replacement rule. Default
-        ``next_unused_seed(taken)`` (needs every slot of the condition in ``seeds``); the
-        task generator passes a per-slot rule so that one instance can be generated alone
-        (``udbench.tasks.generate.replacement_seed``).
-
-    Returns
-    -------
-    results : dict
-        ``{grid seed: (seed actually used, result)}``.
-    log : list of SeedReplacement
-        The replacements made, in order (to be recorded in the task files).
-
-    Raises
-    ------
-    UdbenchError
-        If a slot is still rejected after ``max_replacements`` replacements.
-    """
-    taken: list[int] = [int(s) for s in seeds]
-    results: dict[int, tuple[int, T]] = {}
-    log: list[SeedReplacement] = []
-    for slot in [int(s) for s in seeds]:
-        seed = slot
-        for attempt in range(int(max_replacements) + 1):
-            result = run(seed)
-            ok, reason = accepted(result)
-            if ok:
-                results[slot] = (seed, result)
-                break
-            if attempt == int(max_replacements):
-                raise param_error(
-                    "generate_with_seed_replacement",
-                    "seeds",
-                    f"give an accepted instance within {max_replacements} replacements",
-                    slot,
-                )
-            new = next_unused_seed(taken) if next_seed is None else int(next_seed(slot, taken))
-            taken.append(new)
-            log.append(SeedReplacement(slot, seed, new, reason))
-            seed = new
-    return results, log

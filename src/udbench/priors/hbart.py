@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from udbench._validation import check_array, check_choice, check_positive, param_error
-from udbench.priors.base import FIDELITIES, Posterior
+from udbench._validation import check_array, check_positive, param_error
+from udbench.priors.base import DEFAULT_FIDELITY, Fidelity, Posterior
 from udbench.priors.diagnostics import RHAT_THRESHOLD, rhat_iid_reference
 from udbench.priors.mcmc import HBARTDiagnostics, MCMCPrior
 
@@ -345,7 +345,7 @@ class HBARTPrior(MCMCPrior):
     ----------
     scale : float, default 1.0
         The scale constant a (target units), set by :func:`build_prior` per SPEC §5.
-    fidelity : {"paper", "standard", "smoke"}, default "standard"
+    fidelity : Fidelity or str, default DEFAULT_FIDELITY
         Sampler preset (:data:`FIDELITY_SETTINGS`).
     n_trees, max_depth, base, power, n_thresholds
         The tree prior (defaults: SPEC §5).
@@ -363,7 +363,7 @@ class HBARTPrior(MCMCPrior):
     def __init__(
         self,
         scale: float = 1.0,
-        fidelity: str = "standard",
+        fidelity: Fidelity | str = DEFAULT_FIDELITY,
         *,
         n_trees: int = 200,
         max_depth: int = 6,
@@ -487,7 +487,7 @@ class HBARTPrior(MCMCPrior):
         cfg = self.sampler_settings
         n_chains, per_chain = self._chain_layout("HBARTPrior.condition", n_draws)
         n_draws = n_chains * per_chain
-        if self.fidelity != "smoke" and per_chain >= 2:
+        if self.fidelity.is_reference and per_chain >= 2:
             iid_max = rhat_iid_reference(n_chains, per_chain, X_eval.shape[0])[1]
             if iid_max > RHAT_THRESHOLD:
                 warnings.warn(
@@ -559,7 +559,7 @@ class HBARTPrior(MCMCPrior):
         convergence, rhat_max_train, rhat_train = self._convergence(chains_eval, chains_train)
         diagnostics = HBARTDiagnostics(
             sampler="bartz BART MCMC",
-            fidelity=self.fidelity,
+            fidelity=self.fidelity.value,
             n_chains=n_chains,
             n_warmup=n_w,
             draws_per_chain=per_chain,
@@ -581,7 +581,7 @@ class HBARTPrior(MCMCPrior):
         )
 
 
-def build_prior(cov: Any, fidelity: str = "standard") -> HBARTPrior:
+def build_prior(cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELITY) -> HBARTPrior:
     """HBART prior for dataset ``cov`` with its scale constant a (SPEC §5).
 
     a = 1 / median over 100 unit-scale prior draws (key derived from ``("scale",
@@ -590,13 +590,13 @@ def build_prior(cov: Any, fidelity: str = "standard") -> HBARTPrior:
     Parameters
     ----------
     cov : udbench.data.Covariates
-    fidelity : {"paper", "standard", "smoke"}
+    fidelity : Fidelity or str
+        Checked by the prior's constructor.
 
     Returns
     -------
     HBARTPrior
     """
-    check_choice("hbart.build_prior", "fidelity", fidelity, FIDELITIES)
     unit = HBARTPrior(1.0, fidelity, dataset=cov.key)
     X_pool = np.asarray(cov.X)[np.asarray(cov.eval_idx)]
     a = unit._scale_from_pool(X_pool)

@@ -3,10 +3,11 @@ diagnostics records (SPEC §5, §7).
 
 :class:`MCMCPrior` holds the scale constant, the fidelity preset with its overrides
 (:attr:`MCMCPrior.sampler_settings`), the layout of the chains (D draws = chains × draws per
-chain, chain-major), the seed streams (``"<family>-prior"`` for prior draws,
-``"<family>-mcmc"`` for the sampler, ``("scale", dataset, family)`` for the scale constant)
-and the function-space convergence summary at the evaluation and training inputs. Each
-family adds its model and its sampler.
+chain, chain-major), the seed streams of the rule written in :mod:`udbench.priors.base`
+(``"<family>-prior"`` for prior draws and ``"<family>-mcmc"`` for the sampler, both from the
+call's key by :func:`~udbench.priors.base.call_seed`; ``("scale", dataset, family)`` for the
+scale constant) and the function-space convergence summary at the evaluation and training
+inputs. Each family adds its model and its sampler.
 
 The diagnostics of one posterior are a frozen record (:class:`MCMCDiagnostics`, with
 :class:`HBARTDiagnostics` and :class:`NUTSDiagnostics` for the two samplers);
@@ -24,7 +25,7 @@ import numpy as np
 
 from udbench._seeding import derive_seed
 from udbench._validation import param_error
-from udbench.priors.base import SCALE_N_DRAWS, scale_from_unit_draws
+from udbench.priors.base import SCALE_N_DRAWS, Fidelity, call_seed, scale_from_unit_draws
 from udbench.priors.diagnostics import sampler_settings, summarise_function_draws
 
 __all__ = [
@@ -167,12 +168,18 @@ class MCMCPrior:
     ----------
     scale : float
         The scale constant a (target units).
-    fidelity : {"paper", "standard", "smoke"}
+    fidelity : Fidelity or str
         Sampler preset (a key of :attr:`presets`).
     dataset : str, optional
         Dataset key, recorded in :attr:`settings`.
     sampler_kwargs : dict, optional
         Overrides of single settings of the preset; recorded in :attr:`settings`.
+
+    Raises
+    ------
+    UdbenchError
+        Unknown fidelity or an override key the preset does not have (checked here, once;
+        the methods trust :attr:`fidelity` and :attr:`sampler_settings`).
     """
 
     family: ClassVar[str]
@@ -190,9 +197,12 @@ class MCMCPrior:
         sampler_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self._scale = scale
-        self.fidelity = fidelity
+        self.fidelity = Fidelity.parse(type(self).__name__, fidelity)
         self.dataset = dataset
         self.sampler_kwargs = sampler_kwargs
+        self._sampler_settings = sampler_settings(
+            type(self).__name__, self.fidelity, self.presets, sampler_kwargs
+        )
 
     @property
     def scale(self) -> float:
@@ -201,10 +211,8 @@ class MCMCPrior:
 
     @property
     def sampler_settings(self) -> dict[str, Any]:
-        """The MCMC settings: the fidelity preset updated with ``sampler_kwargs``."""
-        return sampler_settings(
-            type(self).__name__, self.fidelity, self.presets, self.sampler_kwargs
-        )
+        """The MCMC settings: the fidelity preset updated with ``sampler_kwargs`` (a copy)."""
+        return dict(self._sampler_settings)
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -214,7 +222,7 @@ class MCMCPrior:
             "dataset": self.dataset,
             "scale": self.scale,
             **self._model_settings(),
-            "fidelity": self.fidelity,
+            "fidelity": self.fidelity.value,
             "sampler_overrides": sorted(self.sampler_kwargs or {}),
             "sampler": {**self._engine_settings(), **self.sampler_settings},
         }
@@ -234,11 +242,11 @@ class MCMCPrior:
     # -- shared steps of ``condition`` ----------------------------------------------
     def _prior_rng(self, key: int) -> np.random.Generator:
         """The stream of prior draws for ``key`` (``("<family>-prior", key)``)."""
-        return np.random.default_rng(derive_seed(f"{self.family}-prior", int(key)))
+        return np.random.default_rng(call_seed(self.family, "prior", key))
 
     def _sampler_seed(self, key: int) -> int:
         """The sampler's seed for ``key`` (``("<family>-mcmc", key)``, :attr:`seed_bits` bits)."""
-        return derive_seed(f"{self.family}-mcmc", int(key), bits=self.seed_bits)
+        return call_seed(self.family, "mcmc", key, bits=self.seed_bits)
 
     def _chain_layout(self, component: str, n_draws: int) -> tuple[int, int]:
         """``(n_chains, draws per chain)`` for D = ``n_draws`` kept draws.

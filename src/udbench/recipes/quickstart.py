@@ -42,6 +42,7 @@ QUICKSTART_METHODS: tuple[str, ...] = ("blr", "gp", "ngboost-bag", "catboost-ps"
 def quickstart_specs() -> list[Any]:
     """The quickstart's task specs (both coverages × :data:`QUICKSTART_NOISE`, seed 0)."""
     from udbench.design import COVERAGES
+    from udbench.priors import Fidelity
     from udbench.tasks import TaskSpec
 
     return [
@@ -51,7 +52,7 @@ def quickstart_specs() -> list[Any]:
             noise,
             coverage,
             0,
-            fidelity="smoke",
+            fidelity=Fidelity.SMOKE,
             n_draws=QUICKSTART_DRAWS,
         )
         for noise in QUICKSTART_NOISE

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import scipy.stats
 
 from udbench._seeding import make_rng
 from udbench._validation import check_array, param_error
@@ -144,6 +143,8 @@ def acceptance_checks(
         safe = np.maximum(var, np.finfo(float).tiny)
         z_mean = (mc_mean - point_mean) / np.sqrt(safe / D)
         z_var = (mc_var / safe - 1.0) / np.sqrt(2.0 / (D - 1))
+        import scipy.stats  # lazy: ~1 s to import, and ``udbench --help`` needs only the defaults
+
         # exact tests: the MC mean is normal; (D - 1)·σ̂²/σ² is χ²(D - 1) for independent draws
         p_mean = 2.0 * scipy.stats.norm.sf(np.abs(z_mean))
         chi = (D - 1) * mc_var / safe

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict, replace
 from functools import lru_cache
 from pathlib import Path
@@ -13,9 +12,15 @@ import numpy as np
 from udbench import __version__
 from udbench._threads import single_threaded
 from udbench._validation import param_error
-from udbench.priors.base import Prior, make_prior
-from udbench.priors.diagnostics import acceptance, generate_with_seed_replacement
+from udbench.priors.base import Fidelity, Prior, make_prior
+from udbench.priors.diagnostics import acceptance
 from udbench.tasks.checks import acceptance_checks
+from udbench.tasks.replacement import (
+    MAX_REPLACEMENTS,
+    REPLACEMENT_STRIDE,
+    generate_with_seed_replacement,
+    replacement_seed,
+)
 from udbench.tasks.spec import TaskSpec
 from udbench.tasks.taskfile import Task, read_task_meta, task_file_is_valid
 
@@ -31,28 +36,6 @@ __all__ = [
     "task_file_clash",
 ]
 
-#: Replacement seeds of grid seed s are s + k·REPLACEMENT_STRIDE, k = 1, 2, … (SPEC §7);
-#: grid seeds must therefore be below it.
-REPLACEMENT_STRIDE: int = 1000
-
-#: An instance still rejected after this many replacements is an error.
-MAX_REPLACEMENTS: int = 5
-
-
-def replacement_seed(slot: int, taken: Sequence[int]) -> int:
-    """The next unused seed for the rejected grid seed ``slot`` (SPEC §7).
-
-    The smallest ``slot + k·REPLACEMENT_STRIDE`` (k >= 1) not in ``taken``: 2 → 1002 →
-    2002 → … . Each grid seed has its own replacement sequence, so one instance can be
-    generated alone, in any order or in parallel, with the same result, and a replacement
-    never collides with a grid seed (< :data:`REPLACEMENT_STRIDE`) or with another grid
-    seed's replacements.
-    """
-    k = 1
-    while int(slot) + k * REPLACEMENT_STRIDE in {int(t) for t in taken}:
-        k += 1
-    return int(slot) + k * REPLACEMENT_STRIDE
-
 
 @lru_cache(maxsize=8)
 def get_covariates(dataset: str, data_dir: str | None = None) -> Any:
@@ -63,7 +46,9 @@ def get_covariates(dataset: str, data_dir: str | None = None) -> Any:
 
 
 @lru_cache(maxsize=16)
-def get_prior(family: str, dataset: str, fidelity: str, data_dir: str | None = None) -> Prior:
+def get_prior(
+    family: str, dataset: str, fidelity: Fidelity | str, data_dir: str | None = None
+) -> Prior:
     """The prior ``family`` bound to ``dataset`` (fitted once, cached per process and on disk)."""
     return make_prior(family, get_covariates(dataset, data_dir), fidelity)
 
@@ -225,7 +210,8 @@ def generate_task(
     ``seed_for("train")``, then :func:`make_task`. If the reference posterior fails
     :func:`udbench.priors.diagnostics.acceptance` (an MCMC family with any function-space split-R̂
     > 1.05 at the evaluation pool), the instance is discarded and regenerated with the
-    seed :func:`replacement_seed` (all streams: training sample, f*, noise, posterior).
+    seed :func:`~udbench.tasks.replacement.replacement_seed` (all streams: training sample,
+    f*, noise, posterior).
 
     The returned task keeps the requested ``spec`` (its ``task_id`` and file name name the
     grid seed, so re-running ``udbench generate`` skips it); the seed actually used and
@@ -238,7 +224,8 @@ def generate_task(
     at one thread, BLAS capped at one), so the task's bytes do not depend on the number of
     cores, the pinning or ``--jobs``; parallelism comes from generating instances side by side.
 
-    At ``smoke`` fidelity (tiny chains, not a reference posterior) nothing is replaced:
+    At a fidelity that is not a reference (``smoke``: tiny chains, see
+    :attr:`~udbench.priors.base.Fidelity.is_reference`) nothing is replaced:
     the instance is kept and the verdict recorded (``gated`` False, ``accepted``,
     ``reason``), so quick runs neither fail nor multiply their cost.
 
@@ -249,7 +236,7 @@ def generate_task(
     data_dir : str or Path, optional
         Raw-data folder (default ``$UDBENCH_DATA_DIR``, then the cache, then the embedded
         ``diabetes`` table).
-    max_replacements : int, default 5
+    max_replacements : int, default MAX_REPLACEMENTS
         Replacements tried before giving up.
 
     Returns
@@ -290,14 +277,13 @@ def generate_task(
             shell_eval=shell_eval,
         )
 
-    gated = spec.fidelity != "smoke"
+    gated = spec.fidelity.is_reference
     if gated:
         results, log = generate_with_seed_replacement(
             run,
             lambda task: acceptance(task.diagnostics["sampler"]),
             [spec.seed],
             max_replacements=max_replacements,
-            next_seed=replacement_seed,
         )
         used_seed, task = results[spec.seed]
         accepted, reason = True, ""

@@ -6,10 +6,16 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from udbench._seeding import derive_seed
-from udbench._validation import check_choice, param_error
-from udbench.priors.base import FIDELITIES
+from udbench._validation import param_error
+from udbench.priors.base import DEFAULT_FIDELITY, Fidelity
 
-__all__ = ["TaskSpec"]
+__all__ = ["DEFAULT_DRAWS", "MIN_DRAWS", "TaskSpec"]
+
+#: D, the posterior draws stored per task when none is named (task specs, ``udbench generate``).
+DEFAULT_DRAWS: int = 1000
+
+#: The smallest D a task accepts (the SBC ranks and the MCSE batches of SPEC §7 need it).
+MIN_DRAWS: int = 40
 
 
 @dataclass(frozen=True)
@@ -28,10 +34,20 @@ class TaskSpec:
         Coverage scenario (SPEC §3): ``"balanced"`` or ``"ood"``.
     seed : int
         Replicate number, >= 0.
-    fidelity : str, default "standard"
-        Prior fidelity preset; recorded, not part of the random streams.
-    n_draws : int, default 1000
-        D, the number of posterior draws stored; not part of the random streams.
+    fidelity : Fidelity or str, default DEFAULT_FIDELITY
+        Prior fidelity preset; recorded, not part of the random streams. A name is
+        converted to :class:`~udbench.priors.base.Fidelity` (which compares equal to it
+        and is written to task files as the plain name).
+    n_draws : int, default DEFAULT_DRAWS
+        D, the number of posterior draws stored (>= :data:`MIN_DRAWS`); not part of the
+        random streams.
+
+    Raises
+    ------
+    UdbenchError
+        A coordinate that is not a non-empty name without ``"__"``, a seed that is not an
+        integer >= 0, an unknown fidelity, or D not an integer >= :data:`MIN_DRAWS`. These
+        are checked here, once; the code below (task generation, the priors) trusts them.
 
     Notes
     -----
@@ -45,8 +61,8 @@ class TaskSpec:
     noise: str
     coverage: str
     seed: int
-    fidelity: str = "standard"
-    n_draws: int = 1000
+    fidelity: Fidelity = DEFAULT_FIDELITY
+    n_draws: int = DEFAULT_DRAWS
 
     def __post_init__(self) -> None:
         for name in ("dataset", "family", "noise", "coverage"):
@@ -55,11 +71,12 @@ class TaskSpec:
                 raise param_error("TaskSpec", name, "be a non-empty name without '__'", value)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise param_error("TaskSpec", "seed", "be an integer >= 0", self.seed)
-        check_choice("TaskSpec", "fidelity", self.fidelity, FIDELITIES)
+        object.__setattr__(self, "fidelity", Fidelity.parse("TaskSpec", self.fidelity))
+        rule = f"be an integer >= {MIN_DRAWS}"
         if isinstance(self.n_draws, bool) or not isinstance(self.n_draws, int):
-            raise param_error("TaskSpec", "n_draws", "be an integer >= 40", self.n_draws)
-        if self.n_draws < 40:
-            raise param_error("TaskSpec", "n_draws", "be an integer >= 40", self.n_draws)
+            raise param_error("TaskSpec", "n_draws", rule, self.n_draws)
+        if self.n_draws < MIN_DRAWS:
+            raise param_error("TaskSpec", "n_draws", rule, self.n_draws)
 
     @property
     def task_id(self) -> str:
@@ -73,8 +90,10 @@ class TaskSpec:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict of the fields."""
-        return asdict(self)
+        """JSON-ready dict of the fields (the fidelity as its plain name)."""
+        out = asdict(self)
+        out["fidelity"] = self.fidelity.value
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskSpec:

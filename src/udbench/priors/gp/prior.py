@@ -30,11 +30,13 @@ import numpy as np
 
 from udbench import __version__
 from udbench._seeding import derive_seed, make_rng
-from udbench._validation import UdbenchWarning, check_array, check_choice, param_error
+from udbench._validation import UdbenchWarning, check_array, param_error
 from udbench.priors.base import (
-    FIDELITIES,
+    DEFAULT_FIDELITY,
     SCALE_N_DRAWS,
+    Fidelity,
     Posterior,
+    call_seed,
     scale_from_unit_draws,
 )
 from udbench.priors.gp.fit import FIT_SETTINGS, fit_kernel
@@ -52,7 +54,9 @@ __all__ = ["GPPrior", "build_prior", "fit_cache_path"]
 
 
 def _normals(key: int, shape: tuple[int, ...]) -> np.ndarray:
-    return np.random.default_rng(int(key)).standard_normal(shape)
+    """The call's one stream of standard normals: the direct rule of the seed-stream
+    convention (:mod:`udbench.priors.base`), ``key`` itself seeds NumPy's PCG64."""
+    return np.random.default_rng(call_seed("gp", None, key)).standard_normal(shape)
 
 
 # --------------------------------------------------------------------------------------
@@ -288,7 +292,9 @@ def _write_json_atomic(path: Path, obj: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def build_prior(cov: Any, fidelity: str = "standard", *, use_cache: bool = True) -> GPPrior:
+def build_prior(
+    cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELITY, *, use_cache: bool = True
+) -> GPPrior:
     """Fit (or load from cache) the dataset's kernel and set the scale constant a.
 
     Steps (SPEC §5): choose at most ``max_rows`` candidate rows with a stream derived from
@@ -300,8 +306,8 @@ def build_prior(cov: Any, fidelity: str = "standard", *, use_cache: bool = True)
     Parameters
     ----------
     cov : udbench.data.Covariates
-    fidelity : str
-        One of :data:`~udbench.priors.base.FIDELITIES`; selects :data:`FIT_SETTINGS`.
+    fidelity : Fidelity or str, default DEFAULT_FIDELITY
+        Selects :data:`FIT_SETTINGS`.
     use_cache : bool
         Read and write the cache file.
 
@@ -309,7 +315,7 @@ def build_prior(cov: Any, fidelity: str = "standard", *, use_cache: bool = True)
     -------
     GPPrior
     """
-    check_choice("build_prior", "fidelity", fidelity, FIDELITIES)
+    fidelity = Fidelity.parse("build_prior", fidelity)
     fit_set = FIT_SETTINGS[fidelity]
     family = cov.spec.kernel_family
     if not family:
@@ -371,7 +377,7 @@ def build_prior(cov: Any, fidelity: str = "standard", *, use_cache: bool = True)
                 )
     settings = {
         "dataset": cov.key,
-        "fidelity": fidelity,
+        "fidelity": fidelity.value,
         "fit_settings": record["fit_settings"],
         "lml_initial": record["lml_initial"],
         "lml_final": record["lml_final"],
