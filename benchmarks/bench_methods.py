@@ -35,16 +35,12 @@ import jax
 import numpy as np
 
 from udbench._seeding import make_rng
+from udbench.methods.registry import REGISTRY
 
 N_TRAIN, N_PRED, DIM = 3136, 1500, 8
 
-CANDIDATES = {
-    "blr": "udbench.methods.blr:BLR",
-    "gp": "udbench.methods.gp:GP",
-    "ngboost-bag": "udbench.methods.ngboost_bag:NGBoostBag",
-    "catboost-ps": "udbench.methods.catboost_ps:CatBoostPS",
-    "nn-ens": "udbench.methods.nn_ens:NNEnsemble",
-}
+# every method udbench registers, name -> "module:Class" (the registry is the one list)
+CANDIDATES = dict(REGISTRY)
 
 
 def _data() -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:

@@ -24,32 +24,37 @@ from udbench.methods.gp import GP
 
 
 def test_registry_rows_and_names():
-    names = [row[0] for row in REGISTRY]
+    names = list(REGISTRY)
     assert names[:5] == ["blr", "gp", "ngboost-bag", "catboost-ps", "nn-ens"]
-    assert len(set(names)) == len(names)
-    targets = {row[0]: row[1] for row in REGISTRY}
-    assert targets["ngboost-bag"] == "udbench.methods.ngboost_bag:NGBoostBag"
-    assert targets["catboost-ps"] == "udbench.methods.catboost_ps:CatBoostPS"
-    assert targets["nn-ens"] == "udbench.methods.nn_ens:NNEnsemble"
+    assert all(name == name.lower() and ":" not in name for name in names)
+    assert REGISTRY["ngboost-bag"] == "udbench.methods.ngboost_bag:NGBoostBag"
+    assert REGISTRY["catboost-ps"] == "udbench.methods.catboost_ps:CatBoostPS"
+    assert REGISTRY["nn-ens"] == "udbench.methods.nn_ens:NNEnsemble"
 
 
-def test_registry_flags_agree_with_classes():
+def test_capabilities_come_from_the_classes():
+    # the registry holds only where a class lives; each row describes its class
     for info in list_methods():
         if not info.available:
             continue
         cls = get_method_class(info.name)
-        assert cls.name == info.name
-        assert cls.family == info.family
-        assert cls.constant_aleatoric == info.constant_aleatoric
-        assert cls.epistemic_from == info.epistemic_from
+        assert cls.name == info.name and info.target == REGISTRY[info.name]
+        assert info.source == "udbench"
+        assert info.family == cls.family in ("linear", "gp", "trees", "nn")
+        assert info.constant_aleatoric is cls.constant_aleatoric
+        assert info.epistemic_from == cls.epistemic_from in ("closed_form", "samples")
+        assert info.description == cls.description and "(paper " in cls.description
+    gp = {i.name: i for i in list_methods()}["gp"]
+    assert (gp.family, gp.constant_aleatoric, gp.epistemic_from) == ("gp", True, "closed_form")
 
 
 def test_unavailable_row_is_listed_not_raised(monkeypatch):
-    row = ("ghost", "udbench.methods.no_such_module:Ghost", "nn", False, "samples", "test row")
-    monkeypatch.setattr(registry_module, "REGISTRY", (*REGISTRY, row))
+    ghost = {"ghost": "udbench.methods.no_such_module:Ghost"}
+    monkeypatch.setattr(registry_module, "REGISTRY", {**REGISTRY, **ghost})
     infos = {i.name: i for i in list_methods()}
     assert infos["ghost"].available is False
     assert "No module named 'udbench.methods.no_such_module'" in infos["ghost"].error
+    assert infos["ghost"].family is None and infos["ghost"].description is None
     assert infos["blr"].available and infos["blr"].error is None
     with pytest.raises(UdbenchError, match="method 'ghost' is not available here"):
         get_method_class("ghost")

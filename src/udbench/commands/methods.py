@@ -14,24 +14,33 @@ from rich.table import Table
 
 def methods_command(
     as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
+    markdown: bool = typer.Option(
+        False, "--markdown", help="Print the Markdown table of README.md and docs/methods.md."
+    ),
 ) -> None:
-    """List the registered UQ methods: name, family, capability flags, availability."""
-    from udbench.methods.registry import list_methods
+    """List the registered UQ methods (udbench's and the user's): flags, availability."""
+    from udbench.methods.registry import list_methods, methods_markdown
 
     infos = list_methods()
     if as_json:
         typer.echo(json.dumps([i.to_dict() for i in infos], indent=2, ensure_ascii=False))
         return
+    if markdown:
+        typer.echo(methods_markdown(infos), nl=False)
+        return
     table = Table(title="udbench methods")
     for col in ("name", "family", "aleatoric", "epistemic", "available"):
         table.add_column(col)
     for i in infos:
+        if not i.available:
+            table.add_row(i.name, "?", "?", "?", "[red]no[/]")
+            continue
         table.add_row(
             i.name,
             i.family,
             "constant" if i.constant_aleatoric else "heteroscedastic",
-            i.epistemic_from.replace("_", " "),
-            "yes" if i.available else "[red]no[/]",
+            (i.epistemic_from or "").replace("_", " "),
+            "yes" if i.source == "udbench" else f"yes ({i.source})",
         )
     console = Console()
     console.print(table)

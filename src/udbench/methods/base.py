@@ -256,6 +256,9 @@ class BaseMethod(BaseEstimator):
         True if AU is constant in x (its AU correlations are undefined; SPEC §8).
     epistemic_from : str
         ``"samples"`` (spread of members/draws) or ``"closed_form"``.
+    description : str
+        One line for ``udbench methods`` and the docs tables, with the paper section that
+        describes the method.
     search_space : dict
         Hyperparameter search space for tuning (SPEC §9), name -> spec dict, e.g.
         ``{"type": "float", "low": 1e-4, "high": 1e-1, "log": True}``,
@@ -276,6 +279,7 @@ class BaseMethod(BaseEstimator):
     family: ClassVar[str] = "base"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "samples"
+    description: ClassVar[str] = ""
     search_space: ClassVar[dict[str, dict[str, Any]]] = {}
     param_constraints: ClassVar[dict[str, dict[str, Any]]] = {}
     smoke_params: ClassVar[dict[str, Any]] = {}

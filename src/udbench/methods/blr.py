@@ -64,6 +64,7 @@ class BLR(BaseMethod):
     family: ClassVar[str] = "linear"
     constant_aleatoric: ClassVar[bool] = True
     epistemic_from: ClassVar[str] = "closed_form"
+    description: ClassVar[str] = "Bayesian linear regression, evidence maximisation (paper C.1)"
     search_space: ClassVar[dict[str, dict[str, Any]]] = {
         "alpha_1": _HYPERPRIOR,
         "alpha_2": _HYPERPRIOR,

@@ -66,6 +66,9 @@ class CatBoostPS(BaseMethod):
     family: ClassVar[str] = "trees"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "samples"
+    description: ClassVar[str] = (
+        "CatBoost posterior-sampling members, RMSEWithUncertainty (paper C.3)"
+    )
     search_space: ClassVar[dict[str, dict[str, Any]]] = {
         "iterations": {"type": "int", "low": 100, "high": 600},
         "learning_rate": {"type": "float", "low": 0.01, "high": 0.3, "log": True},

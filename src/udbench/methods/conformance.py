@@ -18,15 +18,20 @@ check over it is reported failed with the reason, and the checks after it are re
 skipped (not run): the method's code cannot be stopped from outside its thread and may still
 be running, so the battery ends instead of hanging. Inputs (``random_state``, overrides,
 ``timeout``) are validated before any check runs.
+
+In a user's own pytest suite, :func:`parametrize_with_checks` turns the battery into one test
+per (method, check), as scikit-learn's ``sklearn.utils.estimator_checks.parametrize_with_checks``
+does; pytest is imported only when that helper is called.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +43,15 @@ from udbench._validation import UdbenchError, param_error
 from udbench.methods.base import BaseMethod, Prediction, check_hyperparameter
 from udbench.methods.registry import get_method_class
 
-__all__ = ["CHECKS", "DEFAULT_TIMEOUT", "CheckResult", "ConformanceReport", "check_method"]
+__all__ = [
+    "CHECKS",
+    "DEFAULT_TIMEOUT",
+    "CheckResult",
+    "ConformanceCheck",
+    "ConformanceReport",
+    "check_method",
+    "parametrize_with_checks",
+]
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 
@@ -641,3 +654,152 @@ def check_method(
             raise error
         report.results.append(CheckResult(name, status, message, time.perf_counter() - start))
     return report
+
+
+@dataclass(frozen=True)
+class ConformanceCheck:
+    """One check of the battery as a callable, the ``check`` of :func:`parametrize_with_checks`.
+
+    Calling it on a method runs :func:`check_method` with that single check and turns the
+    outcome into pytest's: a pass returns the :class:`CheckResult`, a failure raises
+    ``AssertionError`` with the check's reason, a skip calls ``pytest.skip`` with its reason.
+
+    Attributes
+    ----------
+    name : str
+        The check, one of :data:`CHECKS`.
+    params : dict
+        Overrides of the method's ``smoke_params`` (see :func:`check_method`).
+    random_state : int
+        The ``random_state`` of every fit.
+    timeout : float
+        Wall-clock limit of the check in seconds.
+    """
+
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    random_state: int = 0
+    timeout: float = DEFAULT_TIMEOUT
+
+    def __call__(self, method: str | type[BaseMethod]) -> CheckResult:
+        """Run the check on ``method`` (a registered name, an import path or a class).
+
+        Raises
+        ------
+        AssertionError
+            The check failed (the message names the method, the check and the reason).
+        pytest.skip.Exception
+            The check was skipped (the reason is the skip's).
+        UdbenchError
+            Invalid method or options (see :func:`check_method`).
+        """
+        report = check_method(
+            method,
+            params=self.params,
+            random_state=self.random_state,
+            checks=(self.name,),
+            timeout=self.timeout,
+        )
+        (result,) = report.results
+        if result.status == FAILED:
+            raise AssertionError(f"{report.method}: check {self.name!r} failed: {result.message}")
+        if result.status == SKIPPED:
+            import pytest  # only reached from a check run by pytest
+
+            pytest.skip(f"{report.method}: {self.name}: {result.message}")
+        return result
+
+
+def _method_label(method: str | type[BaseMethod]) -> str:
+    if isinstance(method, str):
+        return method.strip()
+    return str(getattr(method, "name", "") or "") or method.__qualname__
+
+
+def parametrize_with_checks(
+    methods: Iterable[str | type[BaseMethod]],
+    *,
+    checks: Iterable[str] | None = None,
+    params: dict[str, Any] | None = None,
+    random_state: int = 0,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Any:
+    """A pytest decorator running the conformance battery, one test per (method, check).
+
+    The counterpart of scikit-learn's ``parametrize_with_checks``::
+
+        from udbench.methods.conformance import parametrize_with_checks
+        from mypkg.mymod import MyMethod
+
+        @parametrize_with_checks([MyMethod, "gp"])
+        def test_udbench_conformance(method, check):
+            check(method)
+
+    Each test id is ``<method>-<check>`` (``my-method-determinism``), so ``pytest -k`` selects
+    one method or one check; a failed check fails its test with the reason, a skipped check
+    (e.g. ``constant_aleatoric_flag`` for a heteroscedastic method) is reported as skipped
+    with the reason. Every check builds fresh methods from the class's ``smoke_params``.
+    pytest is imported when this function is called, not when udbench is imported.
+
+    Parameters
+    ----------
+    methods : iterable of str or type
+        Registered names, import paths ``"package.module:ClassName"`` or ``BaseMethod``
+        subclasses. Each is resolved now (at collection), so an unknown name is an error
+        before any test runs.
+    checks : iterable of str, optional
+        A subset of :data:`CHECKS` (default: all, in battery order).
+    params : dict, optional
+        Overrides of every method's ``smoke_params`` (a key the method does not take is an
+        error when its checks run).
+    random_state : int, default 0
+        The ``random_state`` of every fit.
+    timeout : float, default :data:`DEFAULT_TIMEOUT`
+        Wall-clock limit of each check in seconds.
+
+    Returns
+    -------
+    pytest.MarkDecorator
+        ``pytest.mark.parametrize(("method", "check"), ...)``: ``method`` is what was given
+        (name, path or class), ``check`` a :class:`ConformanceCheck`.
+
+    Raises
+    ------
+    ImportError
+        pytest is not installed.
+    UdbenchError
+        An unknown method or check, or a method entry that is not a name, path or
+        ``BaseMethod`` subclass.
+    """
+    try:
+        import pytest
+    except ImportError as err:  # pragma: no cover - pytest is a test dependency
+        raise ImportError(
+            "udbench.methods.conformance.parametrize_with_checks needs pytest; "
+            "install it (pip install pytest) or call check_method instead"
+        ) from err
+    selected = CHECKS if checks is None else tuple(checks)
+    for name in selected:
+        if name not in CHECKS:
+            raise param_error(
+                "parametrize_with_checks", "checks", f"contain names from {list(CHECKS)}", name
+            )
+    entries = list(methods)
+    if not entries:
+        raise param_error("parametrize_with_checks", "methods", "name at least one method", [])
+    cases = []
+    for method in entries:
+        if isinstance(method, str):
+            get_method_class(method)  # unknown or unimportable: an error at collection
+        elif not (inspect.isclass(method) and issubclass(method, BaseMethod)):
+            raise param_error(
+                "parametrize_with_checks",
+                "methods",
+                "contain method names, import paths or BaseMethod subclasses",
+                method,
+            )
+        label = _method_label(method)
+        for name in selected:
+            check = ConformanceCheck(name, dict(params or {}), random_state, timeout)
+            cases.append(pytest.param(method, check, id=f"{label}-{name}"))
+    return pytest.mark.parametrize(("method", "check"), cases)

@@ -209,6 +209,7 @@ class GP(BaseMethod):
     family: ClassVar[str] = "gp"
     constant_aleatoric: ClassVar[bool] = True
     epistemic_from: ClassVar[str] = "closed_form"
+    description: ClassVar[str] = "Exact GP, Matérn-5/2 ARD + linear kernel, type-II ML (paper C.1)"
     search_space: ClassVar[dict[str, dict[str, Any]]] = {
         "init_lengthscale": {"type": "float", "low": 0.1, "high": 5.0, "log": True},
         "init_signal_variance": {"type": "float", "low": 0.1, "high": 5.0, "log": True},

@@ -64,6 +64,7 @@ class NGBoostBag(BaseMethod):
     family: ClassVar[str] = "trees"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "samples"
+    description: ClassVar[str] = "Bagged NGBoost ensemble, Gaussian members (paper C.3)"
     search_space: ClassVar[dict[str, dict[str, Any]]] = {
         "n_estimators": {"type": "int", "low": 200, "high": 800},
         "learning_rate": {"type": "float", "low": 0.005, "high": 0.1, "log": True},

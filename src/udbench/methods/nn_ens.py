@@ -67,6 +67,7 @@ class NNEnsemble(GaussianNNEnsemble):
     family: ClassVar[str] = "nn"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "samples"
+    description: ClassVar[str] = "Deep ensemble on the residual-MLP backbone (paper C.4)"
     search_space: ClassVar[dict[str, dict[str, Any]]] = {
         **NN_SEARCH_SPACE,
         "n_members": {"type": "categorical", "choices": [10]},

@@ -1,121 +1,118 @@
-"""The method registry: a table of data, one row per method (DESIGN.md "one registry per kind").
+"""The method registry: one line per method, name -> ``"module:Class"`` (DESIGN.md).
 
-Each row names a method (the paper's name in lower case), where its class lives
-(``module:Class``), its family and its capability flags. Adding a method is one new module
-plus one row here; ``udbench methods`` lists it without further edits. A row whose module
-cannot be imported (not written yet, or a missing optional dependency) is listed as
-unavailable with the import error; nothing else breaks.
+A method's capabilities — ``family``, ``constant_aleatoric``, ``epistemic_from``,
+``description``, ``smoke_params``, ``search_space`` — live only on its class
+(:class:`udbench.methods.BaseMethod`); the registry holds nothing but where each class
+lives, and everything else (``udbench methods``, the quickstart's methods, the benchmark's
+candidates, the tables of the README and docs/methods.md) is derived from it. Adding a
+method to udbench is one new module (plus its test) and one line in :data:`REGISTRY`. A line
+whose module cannot be imported (a missing optional dependency) is listed as unavailable
+with the import error; nothing else breaks.
 
-A user's own class plugs in by import path, ``package.module:ClassName``, anywhere a
-method name is accepted.
+A user's own method plugs in without editing udbench, three ways (docs/methods.md,
+"Adding a method"):
+
+- by import path, ``package.module:ClassName``, anywhere a method name is accepted;
+- registered under its name for this environment: the environment variable
+  ``UDBENCH_METHODS`` (:data:`ENV_VAR`), entries ``name=package.module:ClassName``
+  separated by commas or whitespace;
+- registered by an installed package: an entry point in the group ``udbench.methods``
+  (:data:`ENTRY_POINT_GROUP`), ``name = "package.module:ClassName"`` in its
+  ``[project.entry-points."udbench.methods"]`` table.
+
+A registered name must equal the class's ``name`` attribute (results are stored under
+it), and a user entry cannot take a name udbench already registers.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import re
 from dataclasses import asdict, dataclass
+from importlib import metadata
 from typing import Any
 
 from udbench._validation import UdbenchError, param_error
 from udbench.methods.base import BaseMethod
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
+    "ENV_VAR",
     "REGISTRY",
     "MethodInfo",
     "get_method_class",
     "list_methods",
     "make_method",
+    "methods_markdown",
     "parse_method_spec",
+    "registered_methods",
 ]
+
+#: udbench's methods, name -> ``"module:Class"``, in the order they are listed. One line per
+#: method; everything else about a method is read from its class.
+REGISTRY: dict[str, str] = {
+    "blr": "udbench.methods.blr:BLR",
+    "gp": "udbench.methods.gp:GP",
+    "ngboost-bag": "udbench.methods.ngboost_bag:NGBoostBag",
+    "catboost-ps": "udbench.methods.catboost_ps:CatBoostPS",
+    "nn-ens": "udbench.methods.nn_ens:NNEnsemble",
+}
+
+#: Environment variable registering a user's methods: ``name=module:Class`` entries.
+ENV_VAR = "UDBENCH_METHODS"
+#: Entry-point group in which installed packages register methods (``name = "module:Class"``).
+ENTRY_POINT_GROUP = "udbench.methods"
+
+_COMPONENT = "methods"
+_NAME = re.compile(r"[a-z0-9][a-z0-9_.+-]*")
 
 
 @dataclass(frozen=True)
 class MethodInfo:
-    """One registry row, with whether its class can be imported here.
+    """One registered method as its class describes it, with whether it can be imported here.
 
     Attributes
     ----------
     name : str
-        Registry name (``"gp"``), or the import path for a user class.
+        Registry name (``"gp"``).
     target : str
         ``"package.module:ClassName"``.
-    family : str
-        ``"linear"``, ``"gp"``, ``"trees"`` or ``"nn"`` (SPEC §8 grouping).
-    constant_aleatoric : bool
+    family : str or None
+        ``"linear"``, ``"gp"``, ``"trees"`` or ``"nn"`` (SPEC §8 grouping); the class's
+        ``family``. None when the class cannot be imported (the same for the three below).
+    constant_aleatoric : bool or None
         AU constant in x (its AU correlations are undefined, SPEC §8).
-    epistemic_from : str
+    epistemic_from : str or None
         ``"closed_form"`` or ``"samples"``.
-    description : str
+    description : str or None
         One line, with the paper section that describes the method.
     available : bool
-        Whether the class could be imported.
+        Whether the class could be imported (and its ``name`` matches the registry's).
     error : str or None
-        The import error when not available.
+        Why not, when not available.
+    source : str
+        Where it is registered: ``"udbench"``, ``"UDBENCH_METHODS"`` or
+        ``"entry point <distribution>"``.
     """
 
     name: str
     target: str
-    family: str
-    constant_aleatoric: bool
-    epistemic_from: str
-    description: str
+    family: str | None
+    constant_aleatoric: bool | None
+    epistemic_from: str | None
+    description: str | None
     available: bool = True
     error: str | None = None
+    source: str = "udbench"
 
     def to_dict(self) -> dict[str, Any]:
         """The row as a plain dict (for JSON)."""
         return asdict(self)
 
 
-#: The registry table: (name, target, family, constant_aleatoric, epistemic_from, description).
-REGISTRY: tuple[tuple[str, str, str, bool, str, str], ...] = (
-    (
-        "blr",
-        "udbench.methods.blr:BLR",
-        "linear",
-        True,
-        "closed_form",
-        "Bayesian linear regression, evidence maximisation (paper C.1)",
-    ),
-    (
-        "gp",
-        "udbench.methods.gp:GP",
-        "gp",
-        True,
-        "closed_form",
-        "Exact GP, Matérn-5/2 ARD + linear kernel, type-II ML (paper C.1)",
-    ),
-    (
-        "ngboost-bag",
-        "udbench.methods.ngboost_bag:NGBoostBag",
-        "trees",
-        False,
-        "samples",
-        "Bagged NGBoost ensemble, Gaussian members (paper C.3)",
-    ),
-    (
-        "catboost-ps",
-        "udbench.methods.catboost_ps:CatBoostPS",
-        "trees",
-        False,
-        "samples",
-        "CatBoost posterior-sampling members, RMSEWithUncertainty (paper C.3)",
-    ),
-    (
-        "nn-ens",
-        "udbench.methods.nn_ens:NNEnsemble",
-        "nn",
-        False,
-        "samples",
-        "Deep ensemble on the residual-MLP backbone (paper C.4)",
-    ),
-)
-
-_COMPONENT = "methods"
-
-
-def _import_target(target: str, parameter: str) -> type:
+def _import_target(target: str, parameter: str) -> type[BaseMethod]:
     """Import ``module:Class``; raise UdbenchError on a malformed path or a missing class."""
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr or ":" in attr:
@@ -141,29 +138,145 @@ def _import_target(target: str, parameter: str) -> type:
     return obj
 
 
-def _rows() -> dict[str, tuple[str, str, str, bool, str, str]]:
-    return {row[0]: row for row in REGISTRY}
+def _user_entries() -> list[tuple[str, str, str, str | None]]:
+    """The user's registrations: ``(name, target, source, problem)``, entry points first.
+
+    ``problem`` is why the entry cannot be used (a malformed or clashing name), else None.
+
+    Raises
+    ------
+    UdbenchError
+        ``UDBENCH_METHODS`` holds an entry that is not ``name=module:Class``.
+    """
+    entries: list[tuple[str, str, str]] = []
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep, "dist", None)
+        entries.append((ep.name, ep.value, f"entry point {getattr(dist, 'name', '?')}"))
+    for item in os.environ.get(ENV_VAR, "").replace(",", " ").split():
+        name, eq, target = item.partition("=")
+        if not eq or not name.strip() or ":" not in target:
+            raise param_error(ENV_VAR, "entry", "be 'name=package.module:ClassName'", item)
+        entries.append((name.strip(), target.strip(), ENV_VAR))
+    out: list[tuple[str, str, str, str | None]] = []
+    taken: dict[str, str] = {name: "udbench" for name in REGISTRY}
+    for name, target, source in entries:
+        key = name.lower()
+        problem = None
+        if not _NAME.fullmatch(key):
+            problem = (
+                f"{source}: method name {name!r} must be lower case letters, digits and "
+                f"'-', '_', '.', '+' (no ':', ',' or '=')"
+            )
+        elif key in taken:
+            problem = f"{source}: method name {key!r} is already registered by {taken[key]}"
+        else:
+            taken[key] = source
+        out.append((key, target, source, problem))
+    return out
+
+
+def registered_methods() -> dict[str, str]:
+    """Every usable registration, name -> ``"module:Class"``: udbench's, then the user's.
+
+    Returns
+    -------
+    dict
+        :data:`REGISTRY` followed by the entry points of :data:`ENTRY_POINT_GROUP` and the
+        entries of ``$UDBENCH_METHODS`` (a user entry with a malformed name or a name
+        already taken is left out; :func:`list_methods` shows why).
+
+    Raises
+    ------
+    UdbenchError
+        ``UDBENCH_METHODS`` is malformed.
+    """
+    out = dict(REGISTRY)
+    out.update({n: t for n, t, _, problem in _user_entries() if problem is None})
+    return out
+
+
+def _load(name: str, target: str) -> type[BaseMethod]:
+    """Import a registered class and check that its ``name`` is the registered one."""
+    cls = _import_target(target, "name")
+    if cls.name != name:
+        raise UdbenchError(
+            f"{_COMPONENT}: {target} is registered as {name!r} but its class attribute "
+            f"'name' is {cls.name!r}; they must agree (results are stored under the name)"
+        )
+    return cls
 
 
 def list_methods() -> list[MethodInfo]:
-    """All registered methods, in registry order, each with its availability.
+    """All registered methods (udbench's, then the user's), each as its class describes it.
 
     Returns
     -------
     list of MethodInfo
-        One per registry row; a row whose module cannot be imported has
-        ``available=False`` and the import error in ``error`` (this function never raises
-        for such a row).
+        One per registration; one whose class cannot be imported (or whose ``name``
+        disagrees, or whose user name is malformed or taken) has ``available=False``, the
+        reason in ``error`` and None for the class's attributes (this function never
+        raises for such a row).
+
+    Raises
+    ------
+    UdbenchError
+        ``UDBENCH_METHODS`` is malformed.
     """
+    rows = [(n, t, "udbench", None) for n, t in REGISTRY.items()] + _user_entries()
     out = []
-    for name, target, family, const_au, eu_from, desc in REGISTRY:
+    for name, target, source, problem in rows:
         try:
-            _import_target(target, "name")
-            ok, error = True, None
+            if problem is not None:
+                raise UdbenchError(problem)
+            cls = _load(name, target)
         except Exception as err:  # any import-time failure makes the row unavailable
-            ok, error = False, str(err)
-        out.append(MethodInfo(name, target, family, const_au, eu_from, desc, ok, error))
+            out.append(MethodInfo(name, target, None, None, None, None, False, str(err), source))
+            continue
+        out.append(
+            MethodInfo(
+                name,
+                target,
+                cls.family,
+                bool(cls.constant_aleatoric),
+                cls.epistemic_from,
+                cls.description,
+                True,
+                None,
+                source,
+            )
+        )
     return out
+
+
+def methods_markdown(infos: list[MethodInfo] | None = None) -> str:
+    """The registered methods as a Markdown table (``udbench methods --markdown``).
+
+    Columns: name, class, family, AU (constant / heteroscedastic), EU source, description.
+    The tables of README.md and docs/methods.md are this text (a test compares them).
+
+    Parameters
+    ----------
+    infos : list of MethodInfo, optional
+        Default: :func:`list_methods`.
+
+    Returns
+    -------
+    str
+        The table, one line per method, ending with a newline.
+    """
+    infos = list_methods() if infos is None else infos
+    lines = [
+        "| name | class | family | AU | EU | description |",
+        "|---|---|---|---|---|---|",
+    ]
+    for i in infos:
+        if not i.available:
+            lines.append(f"| `{i.name}` | `{i.target}` | ? | ? | ? | unavailable: {i.error} |")
+            continue
+        au = "constant" if i.constant_aleatoric else "heteroscedastic"
+        eu = (i.epistemic_from or "").replace("_", " ")
+        lines.append(f"| `{i.name}` | `{i.target}` | {i.family} | {au} | {eu} | {i.description} |")
+    return "\n".join(lines) + "\n"
 
 
 def get_method_class(name_or_import_path: str) -> type[BaseMethod]:
@@ -172,7 +285,8 @@ def get_method_class(name_or_import_path: str) -> type[BaseMethod]:
     Parameters
     ----------
     name_or_import_path : str
-        A registry name (``"gp"``, case-insensitive) or ``"package.module:ClassName"``.
+        A registered name (``"gp"``, case-insensitive; udbench's or the user's, see the
+        module docstring) or ``"package.module:ClassName"``.
 
     Returns
     -------
@@ -183,8 +297,9 @@ def get_method_class(name_or_import_path: str) -> type[BaseMethod]:
     ------
     UdbenchError
         Unknown name (the message lists the registered ones), a registered method whose
-        module cannot be imported (with the import error), a malformed import path, or a
-        class that is not a ``BaseMethod``.
+        module cannot be imported (with the import error) or whose class's ``name`` differs
+        from the registered one, a malformed import path, or a class that is not a
+        ``BaseMethod``.
     """
     if not isinstance(name_or_import_path, str) or not name_or_import_path.strip():
         raise param_error(
@@ -193,12 +308,12 @@ def get_method_class(name_or_import_path: str) -> type[BaseMethod]:
     text = name_or_import_path.strip()
     if ":" in text:
         return _import_target(text, "name")
-    rows = _rows()
     key = text.lower()
+    rows = REGISTRY if key in REGISTRY else registered_methods()
     if key not in rows:
         raise param_error(_COMPONENT, "name", f"be one of {sorted(rows)} or 'module:Class'", text)
     try:
-        return _import_target(rows[key][1], "name")
+        return _load(key, rows[key])
     except UdbenchError as err:
         raise UdbenchError(f"{_COMPONENT}: method {key!r} is not available here: {err}") from err
 
@@ -220,7 +335,7 @@ def parse_method_spec(spec: str) -> tuple[str, dict[str, str]]:
     text = spec.strip()
     head, sep, rest = text.partition(":")
     first = rest.partition(":")[0]
-    if sep and first and "=" not in first and head.lower() not in _rows():
+    if sep and first and "=" not in first and head.lower() not in registered_methods():
         # import path: module:Class[:overrides]
         cls_part, sep2, rest = rest.partition(":")
         name, overrides_text = f"{head}:{cls_part}", rest if sep2 else ""

@@ -20,6 +20,8 @@ from typing import Any
 
 import pandas as pd
 
+from udbench.methods.registry import REGISTRY
+
 __all__ = [
     "QUICKSTART_DATASET",
     "QUICKSTART_DRAWS",
@@ -35,8 +37,9 @@ QUICKSTART_DATASET = "diabetes"
 QUICKSTART_NOISE: tuple[str, ...] = ("homoscedastic", "smooth-monotone")
 #: Posterior draws stored per quickstart task.
 QUICKSTART_DRAWS = 200
-#: Methods run by the quickstart (registry names), with their smoke configurations.
-QUICKSTART_METHODS: tuple[str, ...] = ("blr", "gp", "ngboost-bag", "catboost-ps", "nn-ens")
+#: Methods run by the quickstart, with their smoke configurations: every method udbench
+#: registers (:data:`udbench.methods.registry.REGISTRY`, in its order; not the user's).
+QUICKSTART_METHODS: tuple[str, ...] = tuple(REGISTRY)
 
 
 def quickstart_specs() -> list[Any]:
