@@ -112,13 +112,12 @@ def main() -> None:
                 [TrivialMethod(tag=-1)],
                 tmp / f"warm{n_workers}",
                 client=client,
-                progress=False,
             )
         for rep in range(N_REPEAT):
             for n_workers, client in clients.items():
                 out = tmp / f"burn{n_workers}-{rep}"
                 t0 = time.perf_counter()
-                s = run_benchmark(paths, burn, out, client=client, progress=False)
+                s = run_benchmark(paths, burn, out, client=client)
                 wall = time.perf_counter() - t0
                 assert s.n_ok == n_cpu, s.failures[:3]
                 df = read_results(out)
@@ -152,9 +151,9 @@ def main() -> None:
 
     trivial = [TrivialMethod(tag=i) for i in range(N_TRIVIAL_CONFIGS)]
     n_triv = N_TASKS * N_TRIVIAL_CONFIGS
-    run_benchmark(paths, trivial[:1], tmp / "triv-warm", workers=0, progress=False)
+    run_benchmark(paths, trivial[:1], tmp / "triv-warm", workers=0)
     t0 = time.perf_counter()
-    s = run_benchmark(paths, trivial, tmp / "triv", workers=0, progress=False)
+    s = run_benchmark(paths, trivial, tmp / "triv", workers=0)
     runner_s = time.perf_counter() - t0
     assert s.n_ok == n_triv
     t0 = time.perf_counter()

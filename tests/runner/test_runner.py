@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from _fakes import BadMethod, KnnMethod, MeanMethod, load_fake_task, make_fake_task, save_fake_task
+from _fakes import BadMethod, KnnMethod, MeanMethod, make_fake_task, save_fake_task
 
 from udbench._validation import UdbenchError
 from udbench.evaluation.metrics import instance_metrics, spearman
@@ -21,6 +21,7 @@ from udbench.evaluation.runner import (
 from udbench.evaluation.store import ResultsStore, config_hash, read_results
 from udbench.methods.base import Prediction
 from udbench.risk import oracle_targets
+from udbench.tasks import Task
 
 
 @pytest.fixture
@@ -33,8 +34,7 @@ def task_dir(tmp_path):
 
 def _run(task_dir, out, methods, **kw):
     kw.setdefault("workers", 0)
-    kw.setdefault("progress", False)
-    return run_benchmark([task_dir], methods, out, loader=load_fake_task, **kw)
+    return run_benchmark([task_dir], methods, out, **kw)
 
 
 def test_end_to_end_stored_metrics_equal_recomputed(task_dir, tmp_path):
@@ -45,7 +45,7 @@ def test_end_to_end_stored_metrics_equal_recomputed(task_dir, tmp_path):
     assert len(df) == 4 and set(df["status"]) == {"ok"}
     store = ResultsStore(out)
     for row in df.itertuples():
-        task = load_fake_task(row.task_path)
+        task = Task.load(row.task_path)
         pred_df = store.read_predictions(row.cell_key)
         np.testing.assert_array_equal(pred_df["eval_idx"], task.eval_idx)
         pred = Prediction(
