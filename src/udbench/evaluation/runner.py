@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -50,6 +50,9 @@ from udbench.methods.base import BaseMethod, MethodOutputError, Prediction
 from udbench.methods.configs import MethodConfig, resolve_method, resolve_methods
 from udbench.tasks import Task
 from udbench.tasks.discovery import TASK_SUFFIXES, find_task_files, task_identity
+
+if TYPE_CHECKING:
+    from udbench.evaluation.isolation import ChildResult
 
 __all__ = [
     "METRIC_KEYS",
@@ -402,7 +405,7 @@ def _crashed(cell: Cell, err: BaseException) -> CellOutcome:
 
 
 # ------------------------------------------------------------------------------ running
-def _isolated_outcome(cell: Cell, res: Any, timeout: float | None) -> CellOutcome:
+def _isolated_outcome(cell: Cell, res: ChildResult, timeout: float | None) -> CellOutcome:
     """The outcome of a cell run by :func:`udbench.evaluation.isolation.run_in_child`.
 
     A cell over its time limit (its process was killed at the deadline) or whose process died
@@ -426,7 +429,9 @@ def _isolated_outcome(cell: Cell, res: Any, timeout: float | None) -> CellOutcom
     return CellOutcome(row=row, timed_out=res.timed_out)
 
 
-def _outcome(cell: Cell, result: Any, timeout: float | None) -> CellOutcome:
+def _outcome(
+    cell: Cell, result: CellOutcome | Failed | ChildResult, timeout: float | None
+) -> CellOutcome:
     """The outcome of a cell from what the :class:`~udbench.evaluation.executor.Executor` gave."""
     if isinstance(result, CellOutcome):
         return result

@@ -101,7 +101,7 @@ class MethodConfig:
     @property
     def constant_aleatoric(self) -> bool:
         """Whether the method's AU is constant in x (SPEC §8)."""
-        return bool(getattr(type(self.estimator), "constant_aleatoric", False))
+        return bool(type(self.estimator).constant_aleatoric)
 
 
 def _override_text(est: BaseMethod) -> str:
@@ -152,7 +152,7 @@ def resolve_method(spec: str | BaseMethod, label: str | None = None) -> MethodCo
         extra = None
     else:
         raise param_error("udbench run", "methods", "be a method spec string or a BaseMethod", spec)
-    cls_name = str(getattr(type(est), "name", "") or "")
+    cls_name = str(type(est).name or "")
     if cls_name and cls_name != "base":
         name = cls_name
     else:
