@@ -41,7 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
-from udbench.evaluation.runner import run_benchmark, score_prediction
+from udbench.evaluation.runner import run_benchmark
+from udbench.evaluation.scoring import score_prediction
 from udbench.evaluation.store import read_results
 from udbench.methods.base import BaseMethod, Prediction
 

@@ -4,7 +4,7 @@
 An :class:`Executor` maps a module-level function over items and yields ``(item, result)``
 as each finishes (not in submission order). It runs
 
-- *inline*, in the calling process, in order (``workers=0``; ``udbench generate -j 1``);
+- *inline*, in the calling process, in order (``workers=0``; ``udbench generate --workers 1``);
 - on *Dask* distributed: a local cluster (``workers``), a running scheduler (``scheduler``),
   a cluster described by a file, e.g. SLURM through dask-jobqueue (``cluster_config``), or a
   :class:`distributed.Client` given by the caller (:func:`udbench.evaluation.cluster.dask_client`
