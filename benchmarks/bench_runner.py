@@ -159,21 +159,22 @@ print(json.dumps({"src": udbench.__file__, "runner_ms": 1000 * min(runner) / n,
 """
 
 
-def _old_tree(rev: str) -> Path:
-    """A git worktree of ``rev`` in a temporary folder (created once per commit)."""
+def _old_tree(rev: str) -> tuple[Path, bool]:
+    """A git worktree of ``rev`` in a temporary folder, and whether it was created here."""
     repo = Path(__file__).resolve().parents[1]
     commit = subprocess.run(
         ["git", "rev-parse", rev], cwd=repo, capture_output=True, text=True, check=True
     ).stdout.strip()
     tree = Path(tempfile.gettempdir()) / f"udbench-bench-old-{commit[:12]}"
-    if not (tree / "src" / "udbench").is_dir():
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", "-f", str(tree), commit],
-            cwd=repo,
-            check=True,
-            capture_output=True,
-        )
-    return tree
+    if (tree / "src" / "udbench").is_dir():
+        return tree, False
+    subprocess.run(
+        ["git", "worktree", "add", "--detach", "-f", str(tree), commit],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+    return tree, True
 
 
 def _overhead(src: Path, paths: list[Path], tmp: Path) -> dict[str, float]:
@@ -194,7 +195,25 @@ def _overhead(src: Path, paths: list[Path], tmp: Path) -> dict[str, float]:
 
 def compare(rev: str, paths: list[Path], tmp: Path) -> float:
     """Overhead per cell of this tree over that of ``rev``; prints both and the ratio."""
-    trees = {"old": _old_tree(rev) / "src", "new": Path(__file__).resolve().parents[1] / "src"}
+    old, created = _old_tree(rev)
+    try:
+        return _compare(
+            rev,
+            {"old": old / "src", "new": Path(__file__).resolve().parents[1] / "src"},
+            paths,
+            tmp,
+        )
+    finally:
+        if created:  # leave no worktree behind
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(old)],
+                cwd=Path(__file__).resolve().parents[1],
+                check=False,
+                capture_output=True,
+            )
+
+
+def _compare(rev: str, trees: dict[str, Path], paths: list[Path], tmp: Path) -> float:
     best: dict[str, dict[str, float]] = {}
     for i in range(N_COMPARE):
         order = ["old", "new"] if i % 2 == 0 else ["new", "old"]  # neither side always first
