@@ -70,7 +70,10 @@ LAYERS: tuple[Layer, ...] = (
     # what methods share: the base class, private helpers (methods/_*.py), the NN backbone
     Layer("method toolkit", ("methods.base", "methods._*", "methods.nn")),
     Layer("methods", ("methods.*",), independent=True),  # one method per module
-    Layer("method registry", ("methods", "methods.registry", "methods.conformance")),
+    # the registry, the conformance battery, method specs resolved and hashed (methods.configs)
+    Layer(
+        "method registry", ("methods", "methods.registry", "methods.conformance", "methods.configs")
+    ),
     Layer("evaluation", ("evaluation",)),  # run loop, store, scoring, leaderboard, cluster
     Layer("report", ("report",)),
     Layer("analyses and tuning", ("analyses", "tuning")),

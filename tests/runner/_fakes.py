@@ -1,60 +1,22 @@
-"""Small fakes for the runner tests: a task file format and trivial methods.
+"""Small fakes for the runner tests: tiny real tasks and trivial methods.
 
-The fake task carries exactly the arrays of ``docs/interfaces.md`` (``Task``) with tiny sizes;
-its loader is a plain module-level function so that Dask workers can import it.
+The tasks are real :class:`udbench.tasks.Task` objects (the runner takes no other format),
+with tiny sizes and arrays built in closed form here, so no prior is fitted.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from udbench._seeding import make_rng
 from udbench.methods.base import BaseMethod, Prediction
+from udbench.tasks import Task, TaskSpec
 
-ARRAYS = (
-    "X_train",
-    "y_train",
-    "train_idx",
-    "noise_var_train",
-    "f_train",
-    "X_eval",
-    "eval_idx",
-    "noise_var_eval",
-    "f_eval",
-    "post_mean",
-    "post_var",
-    "shell_eval",
-)
-
-
-@dataclass(frozen=True)
-class FakeSpec:
-    dataset: str
-    family: str
-    noise: str
-    coverage: str
-    seed: int
-    fidelity: str = "smoke"
-    n_draws: int = 10
-
-    @property
-    def task_id(self) -> str:
-        return f"{self.dataset}__{self.family}__{self.noise}__{self.coverage}__s{self.seed}"
-
-
-class FakeTask:
-    def __init__(self, spec: FakeSpec, arrays: dict[str, np.ndarray]) -> None:
-        self.spec = spec
-        self.version = "fake-1"
-        self.diagnostics: dict[str, float] = {}
-        for k, v in arrays.items():
-            setattr(self, k, v)
+N_DRAWS = 40  # posterior draws per fake task (TaskSpec's minimum)
 
 
 def make_fake_task(
@@ -65,8 +27,8 @@ def make_fake_task(
     d: int = 3,
     noise: str = "smooth-monotone",
     dataset: str = "toy",
-) -> FakeTask:
-    """A task with a smooth f*, a Gaussian-ish posterior and shells 0..4 (12 points each)."""
+) -> Task:
+    """A task with a smooth f*, a Gaussian posterior and shells 0..4 (12 points each)."""
     rng = make_rng("fake-task", dataset, noise, seed)
     X = rng.uniform(size=(n_train + n_eval, d))
     f = np.sin(3.0 * X[:, 0]) + X[:, 1] ** 2
@@ -77,39 +39,33 @@ def make_fake_task(
     post_var = 0.01 + 0.2 * dist**2
     post_mean = f[n_train:] + rng.normal(size=n_eval) * np.sqrt(post_var)
     shells = np.repeat(np.arange(5), int(np.ceil(n_eval / 5)))[:n_eval]
-    arrays = {
+    draws = post_mean + np.sqrt(post_var) * rng.standard_normal((N_DRAWS, n_eval))
+    arrays: dict[str, np.ndarray | None] = {
+        "train_idx": np.arange(n_train, dtype=np.int64),
         "X_train": X[:n_train],
         "y_train": y,
-        "train_idx": np.arange(n_train),
         "noise_var_train": noise_var[:n_train],
         "f_train": f[:n_train],
+        "eval_idx": np.arange(n_train, n_train + n_eval, dtype=np.int64),
         "X_eval": X[n_train:],
-        "eval_idx": np.arange(n_train, n_train + n_eval),
         "noise_var_eval": noise_var[n_train:],
         "f_eval": f[n_train:],
+        "shell_eval": shells.astype(np.int64),
         "post_mean": post_mean,
         "post_var": post_var,
-        "shell_eval": shells,
+        "sbc_rank": np.zeros(n_eval, dtype=np.int64),
+        "mcse_var_rel": np.zeros(n_eval),
+        "draws": draws,
+        "draws_train": None,
     }
-    return FakeTask(FakeSpec(dataset, "gp", noise, "balanced", seed), arrays)
+    spec = TaskSpec(dataset, "gp", noise, "balanced", seed, fidelity="smoke", n_draws=N_DRAWS)
+    return Task(spec, arrays, diagnostics={}, prior={"family": "fake"})
 
 
-def save_fake_task(task: FakeTask, folder: Path) -> Path:
+def save_fake_task(task: Task, folder: Path) -> Path:
+    """Save ``task`` as ``<folder>/<task id>.npz``; return the path."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{task.spec.task_id}.npz"
-    np.savez(
-        path,
-        spec=json.dumps(asdict(task.spec)),
-        **{k: getattr(task, k) for k in ARRAYS},
-    )
-    return path
-
-
-def load_fake_task(path: Path) -> FakeTask:
-    with np.load(path, allow_pickle=False) as data:
-        spec = FakeSpec(**json.loads(str(data["spec"])))
-        arrays = {k: np.array(data[k]) for k in ARRAYS}
-    return FakeTask(spec, arrays)
+    return task.save(folder / f"{task.spec.task_id}.npz")
 
 
 class MeanMethod(BaseMethod):

@@ -12,7 +12,6 @@ from _fakes import (
     KnnMethod,
     MeanMethod,
     fit_log,
-    load_fake_task,
     make_fake_task,
     save_fake_task,
 )
@@ -45,7 +44,7 @@ def _table(out):
 
 def test_two_workers_equal_one_worker_and_inline(client, task_dir, tmp_path):
     methods = [MeanMethod(), KnnMethod(k=3)]
-    kw = {"loader": load_fake_task, "progress": False}
+    kw: dict[str, object] = {}
     s2 = run_benchmark([task_dir], methods, tmp_path / "two", client=client, **kw)
     assert (s2.n_ok, s2.n_failed) == (6, 0)
     # one worker: a 1-worker cluster from a cluster file (threads, so it starts fast)
@@ -79,8 +78,6 @@ def test_timeout_on_dask_is_a_failed_row_and_the_run_goes_on(client, tmp_path):
         tmp_path / "res",
         client=client,
         timeout=0.5,
-        loader=load_fake_task,
-        progress=False,
     )
     assert (s.n_ok, s.n_failed) == (1, 1)
     assert s.failures[0][1] == "timeout: fit + predict exceeded 0.5 s"
@@ -117,8 +114,6 @@ def test_timed_out_cell_runs_once_and_its_process_is_killed(client, one_task, tm
         tmp_path / "res",
         client=client,
         timeout=1.0,
-        loader=load_fake_task,
-        progress=False,
     )
     assert (s.n_ok, s.n_failed) == (1, 1)
     assert s.failures[0][1] == "timeout: fit + predict exceeded 1 s"
@@ -145,8 +140,6 @@ def test_cell_that_ends_its_process_costs_one_cell(client, one_task, tmp_path):
         tmp_path / "res",
         client=client,
         timeout=60.0,
-        loader=load_fake_task,
-        progress=False,
     )
     assert (s.n_ok, s.n_failed) == (1, 2)
     assert sorted(r for _, r in s.failures) == [
@@ -162,8 +155,6 @@ def test_cell_that_ends_its_process_costs_one_cell(client, one_task, tmp_path):
         [FaultyMethod(fault="exit", busy_s=1.0)],
         tmp_path / "res2",
         client=client,
-        loader=load_fake_task,
-        progress=False,
     )
     assert s.failures[0][1] == "the cell's process died: exit code 3"
     assert _worker_pids(client) == pids
@@ -210,8 +201,6 @@ def test_running_scheduler_by_address(client, task_dir, tmp_path):
         [MeanMethod()],
         tmp_path / "res",
         scheduler=client.scheduler.address,
-        loader=load_fake_task,
-        progress=False,
     )
     assert (s.n_ok, s.n_failed) == (3, 0)
     with pytest.raises(UdbenchError, match="'scheduler' must not be combined with --cluster"):

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from _fakes import KnnMethod, MeanMethod, load_fake_task, make_fake_task, save_fake_task
+from _fakes import KnnMethod, MeanMethod, make_fake_task, save_fake_task
 
 from udbench._validation import UdbenchError
 from udbench.cli import main
@@ -137,8 +137,6 @@ def fake_results(tmp_path_factory):
         [MeanMethod(), KnnMethod()],
         root / "res",
         workers=0,
-        loader=load_fake_task,
-        progress=False,
     )
     return root / "res"
 

@@ -22,7 +22,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from _fakes import load_fake_task, make_fake_task, save_fake_task
+from _fakes import make_fake_task, save_fake_task
 
 from udbench.evaluation.runner import (
     METRIC_KEYS,
@@ -72,7 +72,7 @@ def test_metrics_do_not_depend_on_workers_or_pinning(diabetes_task, tmp_path, mo
     # unpinned workers inherit this environment: 4 BLAS threads unless udbench fixes them
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.setenv(name, "4")
-    kw = {"progress": False}
+    kw: dict[str, object] = {}
     runs = {
         "2 pinned": dict(workers=2),
         "1 pinned": dict(workers=1),
@@ -90,7 +90,7 @@ def test_metrics_do_not_depend_on_workers_or_pinning(diabetes_task, tmp_path, mo
         from udbench.methods import get_method_class, make_method
         m = [("nn-ens", make_method("nn-ens", **get_method_class("nn-ens").smoke_params))]
         s = run_benchmark([{str(diabetes_task)!r}], ["gp", *m], {str(tmp_path / "inline")!r},
-                          workers=0, progress=False)
+                          workers=0)
         assert s.n_ok == 2, s.failures
         """
     )
@@ -129,11 +129,11 @@ def test_a_cell_runs_with_one_blas_thread_and_restores_the_limits(tmp_path):
     from threadpoolctl import threadpool_info, threadpool_limits
 
     path = save_fake_task(make_fake_task(0), tmp_path)
-    (cell,), _ = plan_cells([path], resolve_methods([_ThreadProbe()]), loader=load_fake_task)
+    (cell,), _ = plan_cells([path], resolve_methods([_ThreadProbe()]))
     _ThreadProbe.seen.clear()
     with threadpool_limits(limits=2):
         before = [p["num_threads"] for p in threadpool_info()]
-        outcome = evaluate_cell(cell, loader=load_fake_task)
+        outcome = evaluate_cell(cell)
         after = [p["num_threads"] for p in threadpool_info()]
     assert outcome.row["status"] == "ok", outcome.row["error"]
     # numpy's and SciPy's OpenBLAS (JAX's CPU LAPACK calls SciPy's) at least

@@ -68,7 +68,6 @@ def test_end_to_end_real_task_files_and_methods(task_dir, tmp_path):
         out,
         workers=0,
         keep_predictions=True,
-        progress=False,
     )
     assert (s.n_ok, s.n_failed) == (4, 0), s.failures
     df = read_results(out)

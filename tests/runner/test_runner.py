@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from _fakes import BadMethod, KnnMethod, MeanMethod, load_fake_task, make_fake_task, save_fake_task
+from _fakes import BadMethod, KnnMethod, MeanMethod, make_fake_task, save_fake_task
 
 from udbench._validation import UdbenchError
 from udbench.evaluation.metrics import instance_metrics, spearman
@@ -21,6 +21,7 @@ from udbench.evaluation.runner import (
 from udbench.evaluation.store import ResultsStore, config_hash, read_results
 from udbench.methods.base import Prediction
 from udbench.risk import oracle_targets
+from udbench.tasks import Task
 
 
 @pytest.fixture
@@ -33,8 +34,7 @@ def task_dir(tmp_path):
 
 def _run(task_dir, out, methods, **kw):
     kw.setdefault("workers", 0)
-    kw.setdefault("progress", False)
-    return run_benchmark([task_dir], methods, out, loader=load_fake_task, **kw)
+    return run_benchmark([task_dir], methods, out, **kw)
 
 
 def test_end_to_end_stored_metrics_equal_recomputed(task_dir, tmp_path):
@@ -45,7 +45,7 @@ def test_end_to_end_stored_metrics_equal_recomputed(task_dir, tmp_path):
     assert len(df) == 4 and set(df["status"]) == {"ok"}
     store = ResultsStore(out)
     for row in df.itertuples():
-        task = load_fake_task(row.task_path)
+        task = Task.load(row.task_path)
         pred_df = store.read_predictions(row.cell_key)
         np.testing.assert_array_equal(pred_df["eval_idx"], task.eval_idx)
         pred = Prediction(
@@ -230,3 +230,31 @@ def test_store_files_get_the_usual_permissions(tmp_path):
     assert stat.S_IMODE(part.stat().st_mode) == 0o666 & ~umask
     store.compact()
     assert stat.S_IMODE((tmp_path / "results.parquet").stat().st_mode) == 0o666 & ~umask
+
+
+def test_on_cell_callback_sees_every_stored_row_and_the_counts(task_dir, tmp_path):
+    calls: list[tuple[int, int, str | None, str | None]] = []
+
+    def on_cell(done, total, row):  # type: ignore[no-untyped-def]
+        calls.append((done, total, None if row is None else row["status"], row and row["method"]))
+
+    out = tmp_path / "res"
+    summary = _run(task_dir, out, [MeanMethod(), BadMethod(kind="nan")], on_cell=on_cell)
+    assert calls[0] == (0, 4, None, None)  # once planned, before any cell
+    assert [c[:2] for c in calls[1:]] == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    statuses = sorted(c[2] for c in calls[1:])
+    assert statuses == ["failed", "failed", "ok", "ok"] and summary.n_failed == 2
+    # a re-run has nothing to do: no call at all
+    calls.clear()
+    _run(task_dir, out, [MeanMethod(), BadMethod(kind="nan")], on_cell=on_cell)
+    assert calls == []
+
+
+def test_the_runner_reads_only_task_files(task_dir, tmp_path):
+    """No stand-in format: a file that is not a udbench task file is a failed cell."""
+    bogus = task_dir / "bogus.npz"
+    np.savez(bogus, X_train=np.zeros((3, 2)))
+    s = _run(task_dir, tmp_path / "res", [MeanMethod()])
+    assert (s.n_ok, s.n_failed) == (2, 1)
+    ((key, reason),) = s.failures
+    assert key.startswith("bogus|") and reason.startswith("task file could not be read")

@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from _fakes import KnnMethod, MeanMethod, load_fake_task, make_fake_task, save_fake_task
+from _fakes import KnnMethod, MeanMethod, make_fake_task, save_fake_task
 
 from udbench._validation import UdbenchError
 from udbench.cli import main
@@ -27,9 +27,7 @@ COLS = ["cell_key", "status", "rho_eu_risk", "rho_eu_var", "rho_au", "rmse", "me
 
 
 def _run(tasks, out):
-    return run_benchmark(
-        [tasks], [MeanMethod(), KnnMethod()], out, workers=0, loader=load_fake_task, progress=False
-    )
+    return run_benchmark([tasks], [MeanMethod(), KnnMethod()], out, workers=0)
 
 
 @pytest.fixture(scope="module")

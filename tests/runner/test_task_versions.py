@@ -7,7 +7,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from _fakes import KnnMethod, MeanMethod, load_fake_task, make_fake_task, save_fake_task
+from _fakes import KnnMethod, MeanMethod, make_fake_task, save_fake_task
 
 from udbench._validation import UdbenchError
 from udbench.evaluation.leaderboard import TaskVersionWarning, leaderboard, select_task_versions
@@ -17,8 +17,7 @@ from udbench.evaluation.store import read_results
 
 def _run(tasks, out, methods, **kw):
     kw.setdefault("workers", 0)
-    kw.setdefault("progress", False)
-    return run_benchmark(tasks, methods, out, loader=load_fake_task, **kw)
+    return run_benchmark(tasks, methods, out, **kw)
 
 
 def test_same_task_id_with_other_content_in_one_run_is_an_error(tmp_path) -> None:
@@ -88,9 +87,9 @@ def test_select_task_versions_keeps_the_newest_and_legacy_rows_as_one_version() 
 def test_cell_of_a_file_changed_after_planning_fails_clearly(tmp_path) -> None:
     path = save_fake_task(make_fake_task(0, n_train=30), tmp_path)
     mc = resolve_method(MeanMethod())
-    (cell,), _ = plan_cells([path], [mc], loader=load_fake_task)
+    (cell,), _ = plan_cells([path], [mc])
     assert cell.task_sha256 is not None and cell.key.endswith("|" + cell.task_sha256[:16])
     save_fake_task(make_fake_task(0, n_train=31), tmp_path)
-    row = evaluate_cell(cell, loader=load_fake_task).row
+    row = evaluate_cell(cell).row
     assert row["status"] == "failed" and "changed since the run was planned" in row["error"]
     assert np.isnan(row["rho_eu_risk"])

@@ -136,6 +136,7 @@ def register(app: typer.Typer) -> None:
         """
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
+        from udbench.commands._progress import cell_progress
         from udbench.evaluation.runner import run_benchmark
 
         check_out_dir("udbench run", out)
@@ -147,19 +148,20 @@ def register(app: typer.Typer) -> None:
             if cluster_config is not None:
                 load_cluster_config(cluster_config)
         task_args, specs = _split_tasks_and_methods(tasks, methods)
-        summary = run_benchmark(
-            task_args,
-            specs,
-            out,
-            workers=workers,
-            scheduler=scheduler,
-            cluster_config=cluster_config,
-            pin=pin,
-            timeout=timeout,
-            keep_predictions=keep_predictions,
-            retry_failed=retry_failed,
-            progress=progress,
-        )
+        with cell_progress(progress) as on_cell:
+            summary = run_benchmark(
+                task_args,
+                specs,
+                out,
+                workers=workers,
+                scheduler=scheduler,
+                cluster_config=cluster_config,
+                pin=pin,
+                timeout=timeout,
+                keep_predictions=keep_predictions,
+                retry_failed=retry_failed,
+                on_cell=on_cell,
+            )
         console = Console()
         console.print(
             f"{summary.n_cells} cells: {summary.n_ok} ok, {summary.n_failed} failed, "
@@ -224,10 +226,12 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Offline demo on the embedded diabetes table: tasks, five methods, leaderboard, report."""
+        from udbench.commands._progress import cell_progress
         from udbench.recipes.quickstart import quickstart
 
         check_out_dir("udbench quickstart", out)
         console = _console()
-        board, report = quickstart(out, workers=workers, console=console)
+        with cell_progress(console=console) as on_cell:
+            board, report = quickstart(out, workers=workers, console=console, on_cell=on_cell)
         _print_board(board, console)
         console.print(f"report written to {report}", highlight=False)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +106,21 @@ def generate_command(
     out: Path = typer.Option(
         Path("udbench-out/tasks"), "--out", help="Output folder.", parser=out_path
     ),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="Instances generated in parallel."),
+    jobs: int = typer.Option(
+        1,
+        "--workers",
+        "-w",
+        "--jobs",
+        "-j",
+        help="Local worker processes generating instances in parallel (Dask); 1 or 0: in this "
+        "process.",
+    ),
+    scheduler: str | None = typer.Option(
+        None, "--scheduler", help="Address of a running Dask scheduler (tcp://host:8786)."
+    ),
+    cluster_config: Path | None = typer.Option(
+        None, "--cluster-config", help="YAML/TOML file naming a cluster class (e.g. SLURM)."
+    ),
     max_replacements: int = typer.Option(
         MAX_REPLACEMENTS,
         "--max-replacements",
@@ -131,8 +143,15 @@ def generate_command(
     """
     from udbench.tasks.generate import get_covariates, get_prior, task_file_clash
 
-    if jobs < 1:
-        raise param_error("generate", "jobs", "be >= 1", jobs)
+    if jobs < 0:
+        raise param_error("generate", "workers", "be >= 0", jobs)
+    if scheduler is not None or cluster_config is not None:  # fail fast, before any work
+        from udbench.evaluation.cluster import check_scheduler_address, load_cluster_config
+
+        if scheduler is not None:
+            check_scheduler_address(scheduler)
+        if cluster_config is not None:
+            load_cluster_config(cluster_config)
     if max_replacements < 0:
         raise param_error("generate", "max-replacements", "be >= 0", max_replacements)
     check_data_dir("generate", data_dir)
@@ -182,23 +201,33 @@ def generate_command(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=console) as bar:
+    from udbench.evaluation.executor import Executor, Failed
+
+    # the same executor as ``udbench run``: inline, a local Dask cluster, a scheduler or a
+    # cluster file (SLURM); local workers are neither pinned nor capped at one thread, so an
+    # instance is the same bits whichever local process made it
+    executor = Executor(
+        workers=0 if jobs <= 1 else jobs,
+        scheduler=scheduler,
+        cluster_config=cluster_config,
+        pin=False if scheduler is None and cluster_config is None else None,
+        cap_threads=False,
+    )
+    with Progress(*columns, console=console) as bar, executor:
         progress = bar.add_task("generating", total=len(todo))
-        if jobs == 1:
-            for spec in todo:
-                _, err = _run_one(spec, str(out), dd, max_replacements)
-                if err:
-                    failures.append((spec.task_id, err))
-                bar.advance(progress)
-        else:
-            ctx = multiprocessing.get_context("spawn")  # JAX is not fork-safe
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-                futures = [pool.submit(_run_one, s, str(out), dd, max_replacements) for s in todo]
-                for fut in as_completed(futures):
-                    task_id, err = fut.result()
-                    if err:
-                        failures.append((task_id, err))
-                    bar.advance(progress)
+        stream = executor.map_unordered(
+            _run_one,
+            todo,
+            name="udbench-generate",
+            out=str(out),
+            data_dir=dd,
+            max_replacements=max_replacements,
+        )
+        for spec, result in stream:
+            err = f"worker failed: {result.error}" if isinstance(result, Failed) else result[1]
+            if err:
+                failures.append((spec.task_id, err))
+            bar.advance(progress)
     for task_id, err in failures:
         console.print(f"[red]failed[/] {escape(task_id)}: {escape(err)}", highlight=False)
     if failures:

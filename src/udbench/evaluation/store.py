@@ -29,7 +29,6 @@ many cells in one file: if it cannot be read, reading stops with a one-line
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import tempfile
@@ -38,18 +37,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from udbench._validation import UdbenchError, UdbenchWarning, param_error
+from udbench.methods.configs import canonical_config, config_hash
 
 __all__ = [
     "COMPACTED_FILE",
     "QUARANTINE",
     "ResultsStore",
     "StoreWarning",
+    "canonical_config",
     "cell_key",
     "config_hash",
     "read_results",
@@ -62,48 +62,6 @@ _PREDICTIONS = "predictions"
 #: Sub-folder of ``cells/`` that unreadable or conflicting part files are moved to.
 QUARANTINE = "quarantine"
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
-
-
-def _jsonable(value: Any) -> Any:
-    """Map a hyperparameter value to a JSON-serialisable, order-stable form."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return repr(value)
-
-
-def canonical_config(method: str, params: Mapping[str, Any]) -> str:
-    """Return the canonical JSON text of a method configuration (sorted keys, no spaces).
-
-    ``random_state`` is excluded: the seed is derived per cell, it is not part of the
-    configuration.
-    """
-    clean = {k: _jsonable(v) for k, v in params.items() if k != "random_state"}
-    return json.dumps({"method": method, "params": clean}, sort_keys=True, separators=(",", ":"))
-
-
-def config_hash(method: str, params: Mapping[str, Any]) -> str:
-    """Return a 12-hex-digit BLAKE2b hash of :func:`canonical_config` (stable across platforms).
-
-    Parameters
-    ----------
-    method : str
-        The method's name.
-    params : mapping
-        All of its hyperparameters (defaults included), as ``get_params(deep=False)`` gives.
-
-    Returns
-    -------
-    str
-        Identical for identical configurations; any changed hyperparameter changes it.
-    """
-    text = canonical_config(method, params)
-    return hashlib.blake2b(text.encode(), digest_size=6).hexdigest()
 
 
 def cell_key(task_id: str, method: str, chash: str, task_sha256: str | None = None) -> str:

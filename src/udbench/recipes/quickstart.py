@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from udbench.methods.registry import REGISTRY
+if TYPE_CHECKING:
+    from udbench.evaluation.runner import CellCallback
 
 __all__ = [
     "QUICKSTART_DATASET",
@@ -69,7 +71,7 @@ def quickstart(
     workers: int | None = None,
     methods: tuple[str, ...] = QUICKSTART_METHODS,
     console: Any = None,
-    progress: bool = True,
+    on_cell: CellCallback | None = None,
 ) -> tuple[pd.DataFrame, Path]:
     """Generate the quickstart tasks, run the methods, and write the report.
 
@@ -83,8 +85,9 @@ def quickstart(
         Registry names; each runs with its class's ``smoke_params``.
     console : rich.console.Console, optional
         Where to print progress messages (nothing printed when None).
-    progress : bool, default True
-        Show the runner's progress bar.
+    on_cell : callable, optional
+        Progress callback of :func:`udbench.evaluation.runner.run_benchmark`
+        (``udbench quickstart`` draws a progress bar with it).
 
     Returns
     -------
@@ -127,7 +130,7 @@ def quickstart(
         estimators,
         root / "results",
         workers=workers,
-        progress=progress,
+        on_cell=on_cell,
     )
     results = read_results(root / "results")
     board = leaderboard(results)

@@ -1,0 +1,105 @@
+"""Scoring one cell: the oracle targets of a task and the metrics of one prediction on it.
+
+:func:`score_prediction` computes the oracle targets of SPEC §1
+(:func:`udbench.risk.oracle_targets`) from the task's reference posterior, ground truth and
+noise, the per-instance metrics of SPEC §10
+(:func:`udbench.evaluation.metrics.instance_metrics`) and the Spearman ρ of EU with EU*_risk
+and EU*_var inside each coverage shell (SPEC §3). The run loop
+(:mod:`udbench.evaluation.runner`) stores what it returns as the metric columns of a row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from udbench.data import N_SHELLS
+from udbench.methods.base import Prediction
+from udbench.tasks import Task
+
+__all__ = ["METRIC_KEYS", "N_SHELLS", "score_prediction"]
+
+#: Per-instance metrics stored in every row (SPEC §10; ``instance_metrics`` keys).
+METRIC_KEYS: tuple[str, ...] = (
+    "rho_eu_risk",
+    "rho_eu_var",
+    "rho_eu_point",
+    "rho_au",
+    "delta_ent_risk",
+    "delta_ent_var",
+    "delta_ent_point",
+    "rmse",
+    "nmse",
+)
+
+
+def _per_shell(
+    epistemic: np.ndarray, eu_risk: np.ndarray, eu_var: np.ndarray, shell: np.ndarray
+) -> dict[str, float]:
+    from udbench.evaluation.metrics import spearman
+
+    out: dict[str, float] = {}
+    for s in range(N_SHELLS):
+        m = shell == s
+        risk = var = float("nan")
+        if int(m.sum()) >= 3:
+            risk = float(spearman(epistemic[m], eu_risk[m]).value)
+            var = float(spearman(epistemic[m], eu_var[m]).value)
+        out[f"rho_eu_risk_shell{s}"] = risk
+        out[f"rho_eu_var_shell{s}"] = var
+    return out
+
+
+def score_prediction(
+    task: Task, pred: Prediction, *, constant_aleatoric: bool = False
+) -> tuple[dict[str, float], str | None]:
+    """Oracle targets and per-instance metrics of one prediction on one task.
+
+    Parameters
+    ----------
+    task : Task
+        With ``post_mean``, ``post_var``, ``noise_var_eval``, ``f_eval``, ``shell_eval``
+        (each shape (n_eval,)).
+    pred : Prediction
+        The method's validated prediction at ``task.X_eval``.
+    constant_aleatoric : bool, default False
+        The method's AU is constant in x by construction (SPEC §8): its AU correlations and
+        Δ_ent are NaN with that reason.
+
+    Returns
+    -------
+    metrics : dict
+        :data:`METRIC_KEYS` (from :func:`udbench.evaluation.metrics.instance_metrics`,
+        SPEC §10) plus ``rho_eu_risk_shell{s}`` and ``rho_eu_var_shell{s}`` for s = 0…4.
+    notes : str or None
+        Reasons for undefined metrics, if ``instance_metrics`` gave any.
+    """
+    from udbench.evaluation.metrics import instance_metrics
+    from udbench.risk import oracle_targets
+
+    targets = oracle_targets(
+        np.asarray(pred.mean, dtype=np.float64),
+        np.asarray(task.post_mean, dtype=np.float64),
+        np.asarray(task.post_var, dtype=np.float64),
+        np.asarray(task.noise_var_eval, dtype=np.float64),
+        np.asarray(task.f_eval, dtype=np.float64),
+    )
+    raw = instance_metrics(pred, targets, constant_aleatoric=constant_aleatoric)
+    metrics: dict[str, float] = {}
+    notes: list[str] = []
+    for k, v in dict(raw).items():
+        if isinstance(v, int | float | np.floating | np.integer) and not isinstance(v, bool):
+            metrics[str(k)] = float(v)
+        elif k == "nan_reasons":
+            if v:
+                notes.append(str(v))
+        elif v is not None:
+            notes.append(f"{k}: {v}")
+    metrics.update(
+        _per_shell(
+            np.asarray(pred.epistemic, dtype=np.float64),
+            np.asarray(targets.eu_risk, dtype=np.float64),
+            np.asarray(targets.eu_var, dtype=np.float64),
+            np.asarray(task.shell_eval),
+        )
+    )
+    return metrics, ("; ".join(notes) if notes else None)

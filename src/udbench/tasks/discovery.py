@@ -1,0 +1,100 @@
+"""Finding task files: task arguments (files, folders, globs) expanded, and a file's identity.
+
+Used by ``udbench run`` (and, later, tuning) to turn what a user names into the sorted list
+of task files to run, and to key each file by (task id, content checksum) before any array is
+read (:meth:`udbench.tasks.Task.load` reads the metadata only).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from udbench._validation import param_error
+from udbench.tasks.taskfile import Task
+
+__all__ = ["TASK_SUFFIXES", "find_task_files", "task_identity"]
+
+#: Suffixes of task files picked up when a task argument is a directory.
+TASK_SUFFIXES: tuple[str, ...] = (".npz",)
+
+
+def find_task_files(patterns: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """Expand task arguments (files, directories, globs) into a sorted list of task files.
+
+    Parameters
+    ----------
+    patterns : sequence of str or Path
+        Each one a task file, a directory (its files ending in :data:`TASK_SUFFIXES`,
+        searched recursively) or a glob pattern (``**`` allowed).
+
+    Returns
+    -------
+    list of Path
+        Unique files, sorted.
+
+    Raises
+    ------
+    UdbenchError
+        If no pattern is given, or one matches no file.
+    """
+    if not patterns:
+        raise param_error("udbench run", "tasks", "name at least one task file or folder", [])
+    found: dict[str, Path] = {}
+    for pat in patterns:
+        text = os.fspath(pat)
+        p = Path(text)
+        matches: list[Path]
+        if p.is_dir():
+            matches = [
+                q
+                for q in sorted(p.rglob("*"))
+                if q.is_file() and q.suffix in TASK_SUFFIXES and not q.name.startswith(".")
+            ]
+            if not matches:
+                raise param_error(
+                    "udbench run",
+                    "tasks",
+                    f"be a folder holding task files ({', '.join(TASK_SUFFIXES)})",
+                    text,
+                )
+        elif p.is_file():
+            matches = [p]
+        elif glob.has_magic(text):
+            matches = [
+                Path(q) for q in sorted(glob.glob(text, recursive=True)) if Path(q).is_file()
+            ]
+            if not matches:
+                raise param_error("udbench run", "tasks", "be a glob matching task files", text)
+        else:
+            raise param_error(
+                "udbench run", "tasks", "be an existing task file, folder or glob", text
+            )
+        for q in matches:
+            found.setdefault(str(q.resolve()), q)
+    return sorted(found.values(), key=lambda q: str(q))
+
+
+def task_identity(path: str | os.PathLike[str]) -> tuple[str, str | None]:
+    """(task id, content checksum) of a task file, from its metadata only.
+
+    Parameters
+    ----------
+    path : str or Path
+        A task file.
+
+    Returns
+    -------
+    task_id : str
+        :attr:`udbench.tasks.TaskSpec.task_id`, or the file name up to its first dot when the
+        file cannot be read (the runner then stores the cell as failed under that id).
+    content_sha256 : str or None
+        :attr:`udbench.tasks.Task.content_sha256` (covers every array); None if unreadable.
+    """
+    try:
+        task = Task.load(Path(path))
+        return task.spec.task_id, task.content_sha256
+    except Exception:
+        return Path(path).name.split(".")[0], None
