@@ -21,7 +21,7 @@ pinned or unpinned local worker with any share of cores, a remote worker, or in-
   for the duration of a cell.
 
 Parallelism comes from running cells side by side (one worker process per core by default),
-not from threads inside a cell. Guarantee (tested in ``tests/runner/test_placement.py``):
+not from threads inside a cell. Guarantee (tested in ``tests/evaluation/test_placement.py``):
 on one machine and software stack (Linux, CPU backend) a cell's metrics are the same,
 bitwise in practice and asserted to 1e-12, for any number of workers, with pinning on or
 off, and in-process, provided udbench creates the JAX backend (see :func:`fix_xla_threads`).

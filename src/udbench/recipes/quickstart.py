@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from udbench.methods.registry import REGISTRY
+
 if TYPE_CHECKING:
     from udbench.evaluation.runner import CellCallback
 

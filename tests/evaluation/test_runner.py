@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from _fakes import BadMethod, KnnMethod, MeanMethod, make_fake_task, save_fake_task
 
+from _fakes import BadMethod, KnnMethod, MeanMethod, make_fake_task, save_fake_task
 from udbench._validation import UdbenchError
 from udbench.evaluation.metrics import instance_metrics, spearman
 from udbench.evaluation.runner import (

@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
-from _fakes import fit_log
 from distributed import Client
 from test_real import _real_format_task
 
+from _fakes import fit_log
 from udbench.evaluation.store import read_results
 
 HERE = Path(__file__).resolve().parent
@@ -48,7 +48,10 @@ def scheduler(tmp_path_factory):
     sched_file = folder / "scheduler.json"
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        # test_real sits here, _fakes one folder up (tests/)
+        "PYTHONPATH": os.pathsep.join(
+            [str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")]
+        ),
     }
     procs: list[subprocess.Popen] = []
 
@@ -117,7 +120,7 @@ def _udbench(*args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=HERE,
+        cwd=HERE.parent,  # tests/: the CLI imports _fakes from its current folder
     )
 
 

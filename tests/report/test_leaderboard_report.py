@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from _fakes import KnnMethod, MeanMethod, make_fake_task, save_fake_task
 
+from _fakes import KnnMethod, MeanMethod, make_fake_task, save_fake_task
 from udbench._validation import UdbenchError
 from udbench.cli import main
 from udbench.evaluation.leaderboard import leaderboard, leaderboard_records

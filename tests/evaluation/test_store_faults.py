@@ -9,8 +9,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from _fakes import KnnMethod, MeanMethod, make_fake_task, save_fake_task
 
+from _fakes import KnnMethod, MeanMethod, make_fake_task, save_fake_task
 from udbench._validation import UdbenchError
 from udbench.cli import main
 from udbench.evaluation.runner import run_benchmark

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _fakes import make_fake_task, save_fake_task
 
+from _fakes import make_fake_task, save_fake_task
 from udbench._validation import UdbenchError, check_writable
 from udbench.cli import main
 

@@ -22,8 +22,8 @@ import textwrap
 
 import numpy as np
 import pytest
-from _fakes import make_fake_task, save_fake_task
 
+from _fakes import make_fake_task, save_fake_task
 from udbench.evaluation.runner import (
     METRIC_KEYS,
     N_SHELLS,

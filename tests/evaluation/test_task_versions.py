@@ -7,8 +7,8 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from _fakes import KnnMethod, MeanMethod, make_fake_task, save_fake_task
 
+from _fakes import KnnMethod, MeanMethod, make_fake_task, save_fake_task
 from udbench._validation import UdbenchError
 from udbench.evaluation.leaderboard import TaskVersionWarning, leaderboard, select_task_versions
 from udbench.evaluation.runner import evaluate_cell, plan_cells, resolve_method, run_benchmark

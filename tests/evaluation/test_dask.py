@@ -7,6 +7,7 @@ import os
 
 import pandas as pd
 import pytest
+
 from _fakes import (
     FaultyMethod,
     KnnMethod,
@@ -15,7 +16,6 @@ from _fakes import (
     make_fake_task,
     save_fake_task,
 )
-
 from udbench._validation import UdbenchError
 from udbench.evaluation.cluster import core_sets, dask_client, load_cluster_config, thread_env
 from udbench.evaluation.runner import METRIC_KEYS, run_benchmark

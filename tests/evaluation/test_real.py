@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from _fakes import make_fake_task
 
+from _fakes import make_fake_task
 from udbench.cli import main
 from udbench.evaluation.metrics import instance_metrics
 from udbench.evaluation.runner import METRIC_KEYS, run_benchmark
