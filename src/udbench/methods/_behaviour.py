@@ -34,10 +34,10 @@ Checks, in order (:data:`BEHAVIOUR_CHECKS`):
     ≤ :data:`MAX_AFFINE_ERROR`.
 
 Thresholds are written once here, the same for every method; they were set from the values
-the five methods registered first (blr, gp, ngboost-bag, catboost-ps, nn-ens, smoke
-configurations) measure, with a margin (docs/methods.md, "The behaviour battery", has the
-table). A method that cannot pass a check by its nature is skipped with the reason, never
-held to a weaker threshold.
+the five methods registered first (blr, gp, ngboost-bag, catboost-ps, nn-ens; smoke
+configurations, nn-ens also with ``n_epochs=200``) measure, with a margin
+(docs/methods.md, "The behaviour battery", has the table). A method that cannot pass a
+check by its nature is skipped with the reason, never held to a weaker threshold.
 """
 
 from __future__ import annotations

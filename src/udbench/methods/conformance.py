@@ -19,6 +19,9 @@ skipped (not run): the method's code cannot be stopped from outside its thread a
 be running, so the battery ends instead of hanging. Inputs (``random_state``, overrides,
 ``timeout``) are validated before any check runs.
 
+Beside this contract battery, :func:`check_behaviour` runs the behaviour battery (semantic
+checks of AU and EU with measured value, threshold and verdict; :mod:`udbench.methods._behaviour`).
+
 In a user's own pytest suite, :func:`parametrize_with_checks` turns the battery into one test
 per (method, check), as scikit-learn's ``sklearn.utils.estimator_checks.parametrize_with_checks``
 does; pytest is imported only when that helper is called.
