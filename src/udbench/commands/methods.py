@@ -64,6 +64,12 @@ def check_method_command(
         "remaining checks are skipped.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    behaviour: bool = typer.Option(
+        False,
+        "--behaviour",
+        help="Run the behaviour battery (semantic checks of AU/EU: value, threshold, verdict) "
+        "instead of the contract battery; --timeout does not apply.",
+    ),
 ) -> None:
     """Run the conformance battery on a method; exit status 1 if any check failed.
 
@@ -82,6 +88,9 @@ def check_method_command(
         built = make_method(f"{cls.__module__}:{cls.__qualname__}:{params}")
         keys = {p.split("=", 1)[0].strip() for p in params.split(",") if p.strip()}
         overrides = {k: v for k, v in built.get_params(deep=False).items() if k in keys}
+    if behaviour:
+        _behaviour(method, overrides, random_state, as_json)
+        return
     report = check_method(method, params=overrides, random_state=random_state, timeout=timeout)
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
@@ -92,6 +101,27 @@ def check_method_command(
             note = f" — {r.message}" if r.message else ""
             console.print(
                 f"[{style[r.status]}]{r.status:>7}[/] {r.name} ({r.seconds:.2f}s){note}",
+                highlight=False,
+            )
+        console.print(report.summary(), highlight=False)
+    if not report.ok:
+        raise typer.Exit(code=1)
+
+
+def _behaviour(method: str, overrides: dict[str, Any], random_state: int, as_json: bool) -> None:
+    from udbench.methods.conformance import check_behaviour
+
+    report = check_behaviour(method, params=overrides, random_state=random_state)
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        console = Console()
+        style = {"passed": "green", "failed": "bold red", "skipped": "yellow"}
+        for r in report.results:
+            value = "—" if r.value is None else f"{r.value:.3g}"
+            console.print(
+                f"[{style[r.status]}]{r.status:>7}[/] {r.name}: {value} (needs {r.rule} "
+                f"{r.threshold:g}) ({r.seconds:.2f}s) — {r.message}",
                 highlight=False,
             )
         console.print(report.summary(), highlight=False)

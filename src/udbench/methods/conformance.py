@@ -19,6 +19,9 @@ skipped (not run): the method's code cannot be stopped from outside its thread a
 be running, so the battery ends instead of hanging. Inputs (``random_state``, overrides,
 ``timeout``) are validated before any check runs.
 
+Beside this contract battery, :func:`check_behaviour` runs the behaviour battery (semantic
+checks of AU and EU with measured value, threshold and verdict; :mod:`udbench.methods._behaviour`).
+
 In a user's own pytest suite, :func:`parametrize_with_checks` turns the battery into one test
 per (method, check), as scikit-learn's ``sklearn.utils.estimator_checks.parametrize_with_checks``
 does; pytest is imported only when that helper is called.
@@ -40,15 +43,19 @@ from sklearn.base import clone
 
 from udbench._seeding import make_rng
 from udbench._validation import UdbenchError, param_error
+from udbench.methods._behaviour import BEHAVIOUR_CHECKS, BehaviourReport, run_behaviour
 from udbench.methods.base import BaseMethod, Prediction, check_hyperparameter
 from udbench.methods.registry import get_method_class
 
 __all__ = [
+    "BEHAVIOUR_CHECKS",
     "CHECKS",
     "DEFAULT_TIMEOUT",
+    "BehaviourReport",
     "CheckResult",
     "ConformanceCheck",
     "ConformanceReport",
+    "check_behaviour",
     "check_method",
     "parametrize_with_checks",
 ]
@@ -654,6 +661,72 @@ def check_method(
             raise error
         report.results.append(CheckResult(name, status, message, time.perf_counter() - start))
     return report
+
+
+def check_behaviour(
+    cls_or_name: str | type[BaseMethod],
+    *,
+    params: dict[str, Any] | None = None,
+    random_state: int = 0,
+    checks: tuple[str, ...] | None = None,
+) -> BehaviourReport:
+    """Run the behaviour battery (semantic checks of AU and EU) on a method class.
+
+    The checks, their problems and thresholds are described in
+    :mod:`udbench.methods._behaviour` and docs/methods.md ("The behaviour battery"); each
+    result carries the measured value, the threshold and passed/failed/skipped.
+
+    Parameters
+    ----------
+    cls_or_name : str or type
+        A ``BaseMethod`` subclass, a registry name or an import path ``"module:Class"``.
+    params : dict, optional
+        Overrides of the class's ``smoke_params``.
+    random_state : int, default 0
+        The ``random_state`` of every fit.
+    checks : tuple of str, optional
+        A subset of :data:`BEHAVIOUR_CHECKS` (default: all, in order).
+
+    Returns
+    -------
+    BehaviourReport
+
+    Raises
+    ------
+    UdbenchError
+        Unknown method or check name; ``random_state`` or an override the method rejects.
+    """
+    if isinstance(cls_or_name, str):
+        label = cls_or_name
+        cls = get_method_class(cls_or_name)
+    elif isinstance(cls_or_name, type) and issubclass(cls_or_name, BaseMethod):
+        cls = cls_or_name
+        label = f"{cls.__module__}:{cls.__qualname__}"
+    else:
+        raise param_error(
+            "check_behaviour",
+            "cls_or_name",
+            "be a BaseMethod subclass or a method name",
+            cls_or_name,
+        )
+    for name in checks or ():
+        if name not in BEHAVIOUR_CHECKS:
+            raise param_error(
+                "check_behaviour", "checks", f"contain names from {list(BEHAVIOUR_CHECKS)}", name
+            )
+    if isinstance(random_state, bool) or not isinstance(random_state, int) or random_state < 0:
+        raise param_error("check_behaviour", "random_state", "be an integer >= 0", random_state)
+    problem = _input_problem(cls, params or {}, random_state)
+    if problem:
+        raise UdbenchError(f"check_behaviour: {problem}")
+    used = {**cls.smoke_params, **(params or {})}
+    return run_behaviour(
+        cls,
+        label=label,
+        params=used,
+        random_state=random_state,
+        checks=None if checks is None else tuple(checks),
+    )
 
 
 @dataclass(frozen=True)
