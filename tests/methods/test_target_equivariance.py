@@ -42,11 +42,12 @@ def test_outputs_are_equivariant_over_target_scales(name: str) -> None:
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * want.max(), err_msg=field)
 
 
-@pytest.mark.parametrize("name", [n for n in AVAILABLE if n != "ngboost-bag"])
+@pytest.mark.parametrize("name", [n for n in AVAILABLE if n not in ("ngboost-bag", "ngboost-nig")])
 def test_outputs_follow_a_large_offset(name: str) -> None:
     # y + b is rounded to ulp(b): the standardised targets differ by ~ulp(b)/sd(y) ~ 1e-10
     # here; methods that depend continuously on the targets agree to rtol 1e-4. (NGBoost's
-    # greedy splits break exact gain ties on such differences: docs/methods.md.)
+    # greedy splits break exact gain ties on such differences, in both NGBoost methods:
+    # docs/methods.md; the battery's target_units check bounds them by another seed's change.)
     X, y = _data()
     b = 1e6
     ref = _fit_predict(name, X, y)

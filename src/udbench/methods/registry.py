@@ -58,6 +58,7 @@ REGISTRY: dict[str, str] = {
     "ngboost-bag": "udbench.methods.ngboost_bag:NGBoostBag",
     "catboost-ps": "udbench.methods.catboost_ps:CatBoostPS",
     "nn-ens": "udbench.methods.nn_ens:NNEnsemble",
+    "ngboost-nig": "udbench.methods.ngboost_nig:NGBoostNIG",
 }
 
 #: Environment variable registering a user's methods: ``name=module:Class`` entries.

@@ -1,0 +1,338 @@
+"""NGBoost-NIG: NGBoost with a Normal-Inverse-Gamma predictive distribution (paper App. C.3).
+
+ngboost ships no NIG distribution, so this module defines one, :class:`NIG`, as an ngboost
+``RegressionDistn`` with a log-score implementation, :class:`NIGLogScore`.
+
+Parameterisation (the paper's, four internal parameters θ per point, boosted jointly)::
+
+    μ = θ₁,   λ = exp θ₂,   α = exp θ₃ + 1,   β = exp θ₄
+
+Score. The NIG's marginal of y is a Student-t with ν = 2α degrees of freedom, location μ and
+scale² s² = β(1 + λ)/(λα) (Amini et al., NeurIPS 2020, eq. 8). With Ω = ν s² = 2β(1 + λ)/λ and
+r = y − μ, the log score (negative log density) is
+
+    L = lnΓ(α) − lnΓ(α + ½) + ½ ln π − α ln Ω + (α + ½) ln(Ω + r²).
+
+It depends on (λ, β) only through Ω: λ and β are not separately identifiable from y, so the
+Fisher information in θ has rank 3 (null direction (0, 1, 0, 1/(1+λ))). This is a property
+of the method (the split of Ω between AU and EU is set by the initial values and the path of
+the boosting), documented in docs/methods.md.
+
+Gradient (exact) via the identifiable coordinates η = (μ, α, ω = ln Ω), with w = Ω/(Ω + r²):
+
+    ∂L/∂μ = −(2α + 1) r/(Ω + r²),  ∂L/∂α = ψ(α) − ψ(α + ½) − ln w,  ∂L/∂ω = −α + (α + ½) w,
+
+and the chain rule dα/dθ₃ = α − 1, dω/dθ₂ = −1/(1 + λ), dω/dθ₄ = 1.
+
+Fisher information (closed form). Under the model w ~ Beta(α, ½), which gives
+
+    I_μμ = 2α(2α + 1)/((2α + 3) Ω),  I_αα = ψ′(α) − ψ′(α + ½),
+    I_αω = −1/(2α + 1),              I_ωω = α/(2α + 3),   I_μα = I_μω = 0,
+
+and I_θ = Jᵀ I_η J with J = ∂η/∂θ (rank 3). The natural gradient is damped,
+δ = (I_θ + εI)⁻¹ ∇_θ L with ε = 1e-2 (:data:`FISHER_DAMPING`): ∇_θ L is orthogonal to the null
+direction, so δ is too (as the Moore–Penrose solution, its ε → 0 limit), and ε bounds the step
+along ln(α − 1), whose information vanishes as α → 1 and as α → ∞.
+
+Outputs per point (standardised units, mapped back by :class:`BaseMethod`): â = μ,
+AU = β/(α − 1) = exp(θ₄ − θ₃), EU = β/(λ(α − 1)) = exp(θ₄ − θ₃ − θ₂) (computed in log space).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from ngboost.distns.distn import RegressionDistn
+from ngboost.scores import LogScore
+from scipy.special import digamma, gammaln, polygamma
+from scipy.stats import t as student_t
+
+from udbench.methods.base import BaseMethod, Prediction
+
+__all__ = ["FISHER_DAMPING", "NIG", "NGBoostNIG", "NIGLogScore", "nig_uncertainties"]
+
+#: Damping ε of the natural gradient, (I_θ + εI)⁻¹ ∇L (standardised target units). The Fisher
+#: information of the ln(α − 1) coordinate vanishes as α → 1 (like (α − 1)²) and as α → ∞
+#: (the Student-t tends to a Normal), so the undamped natural step diverges there (measured:
+#: θ₃ jumped to −2e7 and the next gradient was infinite). 1e-2 is chosen here from a toy
+#: comparison of 1e-3, 1e-2, 1e-1 (docs/methods.md).
+FISHER_DAMPING = 1e-2
+
+
+def _eta(params: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(μ, λ, α, Ω) from internal parameters θ of shape (4, n)."""
+    mu, t2, t3, t4 = params
+    lam = np.exp(t2)
+    alpha = np.exp(t3) + 1.0
+    # Ω = 2β(1 + λ)/λ = 2 exp(θ₄) (1 + exp(−θ₂)), in log space for range
+    omega = 2.0 * np.exp(t4 + np.logaddexp(0.0, -t2))
+    return mu, lam, alpha, omega
+
+
+class NIGLogScore(LogScore):
+    """Log score of :class:`NIG` (negative log Student-t marginal), gradient, Fisher information.
+
+    ``score(Y)``, ``d_score(Y)`` and ``metric()`` follow ngboost's conventions: arrays over the
+    n points of the distribution, gradients w.r.t. the internal parameters θ, shape (n, 4), the
+    metric (Fisher information in θ) shape (n, 4, 4). Formulas: module docstring.
+    """
+
+    # attributes set by NIG.__init__
+    loc: np.ndarray
+    lam: np.ndarray
+    alpha: np.ndarray
+    omega: np.ndarray
+
+    def score(self, Y: np.ndarray) -> np.ndarray:
+        """Negative log density of the Student-t marginal at Y, shape (n,)."""
+        a = self.alpha
+        r2 = (Y - self.loc) ** 2
+        return (
+            gammaln(a)
+            - gammaln(a + 0.5)
+            + 0.5 * np.log(np.pi)
+            + 0.5 * np.log(self.omega)
+            + (a + 0.5) * np.log1p(r2 / self.omega)
+        )
+
+    def _d_eta(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """∂L/∂μ, ∂L/∂α, ∂L/∂ω (ω = ln Ω), each shape (n,)."""
+        a, om = self.alpha, self.omega
+        r = Y - self.loc
+        u = r * r / om
+        w = 1.0 / (1.0 + u)
+        d_mu = -(2.0 * a + 1.0) * (r / om) * w
+        d_a = digamma(a) - digamma(a + 0.5) + np.log1p(u)
+        d_om = -a + (a + 0.5) * w
+        return d_mu, d_a, d_om
+
+    def _jacobian_terms(self) -> tuple[np.ndarray, np.ndarray]:
+        """dα/dθ₃ = α − 1 and dω/dθ₂ = −1/(1 + λ), shape (n,) each."""
+        return self.alpha - 1.0, -1.0 / (1.0 + self.lam)
+
+    def d_score(self, Y: np.ndarray) -> np.ndarray:
+        """Gradient of the score w.r.t. θ = (μ, ln λ, ln(α − 1), ln β), shape (n, 4)."""
+        d_mu, d_a, d_om = self._d_eta(Y)
+        da_dt3, dom_dt2 = self._jacobian_terms()
+        return np.stack([d_mu, d_om * dom_dt2, d_a * da_dt3, d_om], axis=-1)
+
+    def fisher_eta(self) -> np.ndarray:
+        """Fisher information in η = (μ, α, ln Ω), shape (n, 3, 3) (closed form)."""
+        a, n = self.alpha, self.alpha.shape[0]
+        F = np.zeros((n, 3, 3))
+        F[:, 0, 0] = 2.0 * a * (2.0 * a + 1.0) / ((2.0 * a + 3.0) * self.omega)
+        F[:, 1, 1] = polygamma(1, a) - polygamma(1, a + 0.5)
+        F[:, 1, 2] = F[:, 2, 1] = -1.0 / (2.0 * a + 1.0)
+        F[:, 2, 2] = a / (2.0 * a + 3.0)
+        return F
+
+    def metric(self) -> np.ndarray:  # type: ignore[override]
+        """Fisher information in θ, Jᵀ I_η J, shape (n, 4, 4) (rank 3, see module docstring)."""
+        da_dt3, dom_dt2 = self._jacobian_terms()
+        n = da_dt3.shape[0]
+        J = np.zeros((n, 3, 4))
+        J[:, 0, 0] = 1.0
+        J[:, 1, 2] = da_dt3
+        J[:, 2, 1] = dom_dt2
+        J[:, 2, 3] = 1.0
+        return np.einsum("nki,nkl,nlj->nij", J, self.fisher_eta(), J)
+
+    def natural_d_score(self, Y: np.ndarray) -> np.ndarray:
+        """Damped natural gradient (I_θ + εI)⁻¹ ∇_θ L, ε = :data:`FISHER_DAMPING`, shape (n, 4).
+
+        ∇_θ L has no component along the null direction of I_θ, so neither has the result
+        (as the Moore–Penrose solution); ε bounds the step along the directions whose Fisher
+        information vanishes (α → 1 and α → ∞ in the ln(α − 1) coordinate).
+        """
+        F = self.metric()
+        F = F + FISHER_DAMPING * np.eye(4)[None, :, :]
+        return np.linalg.solve(F, self.d_score(Y)[..., None])[..., 0]
+
+    def grad(self, Y: np.ndarray, natural: bool = True) -> np.ndarray:
+        """Gradient (``natural=False``) or natural gradient of the score, shape (n, 4)."""
+        return self.natural_d_score(Y) if natural else self.d_score(Y)
+
+
+class NIG(RegressionDistn):
+    """Normal-Inverse-Gamma distribution for ngboost, internal parameters θ of shape (4, n).
+
+    μ = θ₁, λ = exp θ₂, α = exp θ₃ + 1, β = exp θ₄ (paper App. C.3). Only the log score is
+    implemented (:class:`NIGLogScore`).
+    """
+
+    n_params = 4
+    scores: ClassVar[list[type]] = [NIGLogScore]
+
+    def __init__(self, params: np.ndarray) -> None:
+        super().__init__(params)
+        self.params_arr = np.asarray(params, dtype=np.float64)
+        self.loc, self.lam, self.alpha, self.omega = _eta(self.params_arr)
+
+    @staticmethod
+    def fit(Y: np.ndarray) -> np.ndarray:
+        """Initial θ (chosen here): μ = mean(Y), λ = 1, α = 2, β = var(Y)/2.
+
+        With α = 2 and λ = 1 the marginal variance β(1 + λ)/(λ(α − 1)) = AU + EU equals
+        var(Y) and AU = EU; var(Y) is floored at 1e-12 (a near-constant standardised target).
+        """
+        Y = np.asarray(Y, dtype=np.float64)
+        var = max(float(np.var(Y)), 1e-12)
+        return np.array([float(np.mean(Y)), 0.0, 0.0, np.log(var / 2.0)])
+
+    def sample(self, m: int) -> np.ndarray:
+        """m draws of y per point from the Student-t marginal, shape (m, n)."""
+        return np.stack([self.rvs() for _ in range(m)])
+
+    def rvs(self, random_state: Any = None) -> np.ndarray:
+        """One draw of y per point from the Student-t marginal, shape (n,)."""
+        scale = np.sqrt(self.omega / (2.0 * self.alpha))
+        return np.asarray(
+            student_t.rvs(df=2.0 * self.alpha, loc=self.loc, scale=scale, random_state=random_state)
+        )
+
+    def mean(self) -> np.ndarray:
+        """μ, shape (n,)."""
+        return np.asarray(self.loc)
+
+    @property
+    def params(self) -> dict[str, np.ndarray]:
+        """μ, λ, α, β per point."""
+        return {
+            "mu": self.loc,
+            "lam": self.lam,
+            "alpha": self.alpha,
+            "beta": np.exp(self.params_arr[3]),
+        }
+
+
+def nig_uncertainties(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Prediction, AU and EU from NIG internal parameters.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (n, 4)
+        (μ, ln λ, ln(α − 1), ln β) per point.
+
+    Returns
+    -------
+    mean, aleatoric, epistemic : ndarray, shape (n,) each
+        μ, β/(α − 1) and β/(λ(α − 1)) (METHODS.md; Amini et al. 2020), computed in log space.
+    """
+    theta = np.asarray(theta, dtype=np.float64)
+    mu, t2, t3, t4 = theta.T
+    return mu.copy(), np.exp(t4 - t3), np.exp(t4 - t3 - t2)
+
+
+class NGBoostNIG(BaseMethod):
+    """NGBoost with a Normal-Inverse-Gamma predictive distribution (NGBoost-NIG; paper C.3).
+
+    Parameters
+    ----------
+    n_estimators : int, default 500
+        Boosting iterations.
+    learning_rate : float, default 0.0224
+        NGBoost learning rate.
+    max_depth : int, default 4
+        Depth of the regression-tree base learners (one tree per NIG parameter and iteration).
+    minibatch_frac : float, default 0.75
+        Fraction of rows used in each boosting iteration.
+    col_sample : float, default 0.75
+        Fraction of columns used in each boosting iteration.
+    natural_gradient : bool, default True
+        Precondition by the closed-form Fisher information (damped natural gradient, see
+        :class:`NIGLogScore`) or use the plain gradient (both in the search space; measured
+        trade-off in docs/methods.md).
+    random_state : int or None, default 0
+        Root seed of the tree and row/column subsampling seeds.
+
+    Notes
+    -----
+    Outputs: â = μ, AU = β/(α − 1), EU = β/(λ(α − 1)) (so EU/AU = 1/λ). The search space is
+    NGBoost-Bag's boosting part (chosen here; the paper gives none for NGBoost-NIG). A
+    constant training target is predicted as that constant with AU = EU = 0.
+    """
+
+    name: ClassVar[str] = "ngboost-nig"
+    family: ClassVar[str] = "trees"
+    constant_aleatoric: ClassVar[bool] = False
+    epistemic_from: ClassVar[str] = "closed_form"
+    description: ClassVar[str] = "NGBoost with a Normal-Inverse-Gamma distribution (paper C.3)"
+    search_space: ClassVar[dict[str, dict[str, Any]]] = {
+        "n_estimators": {"type": "int", "low": 200, "high": 800},
+        "learning_rate": {"type": "float", "low": 0.005, "high": 0.1, "log": True},
+        "max_depth": {"type": "int", "low": 2, "high": 6},
+        "minibatch_frac": {"type": "float", "low": 0.5, "high": 1.0},
+        "col_sample": {"type": "float", "low": 0.5, "high": 1.0},
+        "natural_gradient": {"type": "categorical", "choices": [True, False]},
+    }
+    param_constraints: ClassVar[dict[str, dict[str, Any]]] = {
+        "n_estimators": {"type": "int", "low": 1},
+        "learning_rate": {"type": "float", "low": 0.0, "low_open": True},
+        "max_depth": {"type": "int", "low": 1},
+        "minibatch_frac": {"type": "float", "low": 0.0, "low_open": True, "high": 1.0},
+        "col_sample": {"type": "float", "low": 0.0, "low_open": True, "high": 1.0},
+        "natural_gradient": {"type": "bool"},
+    }
+    smoke_params: ClassVar[dict[str, Any]] = {
+        "n_estimators": 30,
+        "learning_rate": 0.1,
+        "max_depth": 2,
+    }
+
+    def __init__(
+        self,
+        n_estimators: int = 500,
+        learning_rate: float = 0.0224,
+        max_depth: int = 4,
+        minibatch_frac: float = 0.75,
+        col_sample: float = 0.75,
+        natural_gradient: bool = True,
+        random_state: int | None = 0,
+    ) -> None:
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.minibatch_frac = minibatch_frac
+        self.col_sample = col_sample
+        self.natural_gradient = natural_gradient
+        self.random_state = random_state
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        from ngboost import NGBRegressor
+        from sklearn.tree import DecisionTreeRegressor
+
+        # As NGBoost-Bag: greedy tree splits flip on rounding-level differences of the
+        # standardised targets, which would break invariance to the units of y.
+        target = np.round(y, 12)
+        if np.ptp(target) == 0.0:
+            self.model_: Any = float(target[0])
+            return
+        seed = self._seed("ngboost", bits=31)
+        base = DecisionTreeRegressor(
+            criterion="squared_error", max_depth=int(self.max_depth), random_state=seed
+        )
+        model = NGBRegressor(
+            Dist=NIG,
+            Score=LogScore,
+            Base=base,
+            natural_gradient=bool(self.natural_gradient),
+            n_estimators=int(self.n_estimators),
+            learning_rate=float(self.learning_rate),
+            minibatch_frac=float(self.minibatch_frac),
+            col_sample=float(self.col_sample),
+            verbose=False,
+            random_state=seed,
+        )
+        # NGBoost's line search first scales a step up until the score is no longer finite
+        # (exp overflow of θ) and then backs off: those trial overflows are expected.
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            self.model_ = model.fit(X, target)
+
+    def _predict(self, X: np.ndarray) -> Prediction:
+        if isinstance(self.model_, float):
+            zeros = np.zeros(X.shape[0])
+            return Prediction(mean=zeros + self.model_, aleatoric=zeros, epistemic=zeros.copy())
+        theta = self.model_.pred_param(X)
+        mean, au, eu = nig_uncertainties(theta)
+        return Prediction(mean=mean, aleatoric=au, epistemic=eu)
