@@ -15,7 +15,7 @@ from udbench.cli import main
 from udbench.evaluation.metrics import instance_metrics
 from udbench.evaluation.runner import METRIC_KEYS, run_benchmark
 from udbench.evaluation.store import ResultsStore, read_results
-from udbench.methods import get_method_class, make_method
+from udbench.methods import REGISTRY, get_method_class, make_method
 from udbench.methods.base import Prediction
 from udbench.risk import oracle_targets
 from udbench.tasks import Task, TaskSpec, generate_task
@@ -199,10 +199,10 @@ def test_generated_tasks_on_two_dask_workers_via_cli(tmp_path, capsys):
 def test_quickstart_end_to_end(tmp_path, capsys):
     code, text = _cli(capsys, "quickstart", "--out", str(tmp_path / "qs"))
     assert code == 0, text
-    for name in ("blr", "gp", "ngboost-bag", "catboost-ps", "nn-ens"):
+    for name in ("blr", "gp", "ngboost-bag", "catboost-ps", "catboost-kgb", "nn-ens"):
         assert name in text
     df = read_results(tmp_path / "qs" / "results")
-    assert len(df) == 20 and (df["status"] == "ok").all()
+    assert len(df) == 4 * len(REGISTRY) and (df["status"] == "ok").all()
     assert (tmp_path / "qs" / "report" / "report.html").is_file()
 
 

@@ -57,6 +57,7 @@ REGISTRY: dict[str, str] = {
     "gp": "udbench.methods.gp:GP",
     "ngboost-bag": "udbench.methods.ngboost_bag:NGBoostBag",
     "catboost-ps": "udbench.methods.catboost_ps:CatBoostPS",
+    "catboost-kgb": "udbench.methods.catboost_kgb:CatBoostKGB",
     "nn-ens": "udbench.methods.nn_ens:NNEnsemble",
     "ngboost-nig": "udbench.methods.ngboost_nig:NGBoostNIG",
 }
