@@ -138,13 +138,13 @@ class BehaviourResult:
     seconds: float = 0.0
 
 
-@dataclass
-class BehaviourReport:
-    """All behaviour-check results for one method (see :func:`run_behaviour`)."""
+class CheckTally:
+    """Counts of a battery's results by status; shared by the contract and behaviour reports.
 
-    method: str
-    params: dict[str, Any]
-    results: list[BehaviourResult] = field(default_factory=list)
+    A subclass has a ``results`` list whose items have a ``status`` (passed/failed/skipped).
+    """
+
+    results: list[Any]
 
     def _count(self, status: str) -> int:
         return sum(r.status == status for r in self.results)
@@ -168,6 +168,15 @@ class BehaviourReport:
     def ok(self) -> bool:
         """True when no check failed."""
         return self.n_failed == 0
+
+
+@dataclass
+class BehaviourReport(CheckTally):
+    """All behaviour-check results for one method (see :func:`run_behaviour`)."""
+
+    method: str
+    params: dict[str, Any]
+    results: list[BehaviourResult] = field(default_factory=list)
 
     def summary(self) -> str:
         """``"<method>: N passed, N failed, N skipped (behaviour)"``."""

@@ -43,7 +43,12 @@ from sklearn.base import clone
 
 from udbench._seeding import make_rng
 from udbench._validation import UdbenchError, param_error
-from udbench.methods._behaviour import BEHAVIOUR_CHECKS, BehaviourReport, run_behaviour
+from udbench.methods._behaviour import (
+    BEHAVIOUR_CHECKS,
+    BehaviourReport,
+    CheckTally,
+    run_behaviour,
+)
 from udbench.methods.base import BaseMethod, Prediction, check_hyperparameter
 from udbench.methods.registry import get_method_class
 
@@ -89,7 +94,7 @@ class CheckResult:
 
 
 @dataclass
-class ConformanceReport:
+class ConformanceReport(CheckTally):
     """All check results for one method.
 
     Attributes
@@ -105,29 +110,6 @@ class ConformanceReport:
     method: str
     params: dict[str, Any]
     results: list[CheckResult] = field(default_factory=list)
-
-    def _count(self, status: str) -> int:
-        return sum(r.status == status for r in self.results)
-
-    @property
-    def n_passed(self) -> int:
-        """Number of passed checks."""
-        return self._count(PASSED)
-
-    @property
-    def n_failed(self) -> int:
-        """Number of failed checks."""
-        return self._count(FAILED)
-
-    @property
-    def n_skipped(self) -> int:
-        """Number of skipped checks."""
-        return self._count(SKIPPED)
-
-    @property
-    def ok(self) -> bool:
-        """True when no check failed."""
-        return self.n_failed == 0
 
     def failed(self) -> list[CheckResult]:
         """The failed checks."""
