@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from udbench.methods._ensemble import aggregate_members, bagging_rows, member_moments
+from udbench.methods._ngboost import ngboost_regressor
 from udbench.methods.base import BaseMethod, Prediction
 
 __all__ = ["NGBoostBag"]
@@ -123,10 +124,7 @@ class NGBoostBag(BaseMethod):
         self.random_state = random_state
 
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
-        from ngboost import NGBRegressor
         from ngboost.distns import Normal
-        from ngboost.scores import LogScore
-        from sklearn.tree import DecisionTreeRegressor
 
         # the member targets: standardised (BaseMethod) or back in target units
         if self.standardize_y:
@@ -147,21 +145,7 @@ class NGBoostBag(BaseMethod):
                 members.append(float(ym[0]))
                 continue
             seed = self._seed("member", m, "ngboost", bits=31)
-            base = DecisionTreeRegressor(
-                criterion="squared_error", max_depth=int(self.max_depth), random_state=seed
-            )
-            reg = NGBRegressor(
-                Dist=Normal,
-                Score=LogScore,
-                Base=base,
-                natural_gradient=bool(self.natural_gradient),
-                n_estimators=int(self.n_estimators),
-                learning_rate=float(self.learning_rate),
-                minibatch_frac=float(self.minibatch_frac),
-                col_sample=float(self.col_sample),
-                verbose=False,
-                random_state=seed,
-            )
+            reg = ngboost_regressor(Normal, self, seed)
             members.append(reg.fit(X[rows], ym))
         self.members_ = members
         self.target_loc_ = t_loc

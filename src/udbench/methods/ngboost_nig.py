@@ -48,6 +48,7 @@ from ngboost.scores import LogScore
 from scipy.special import digamma, gammaln, polygamma
 from scipy.stats import t as student_t
 
+from udbench.methods._ngboost import ngboost_regressor
 from udbench.methods.base import BaseMethod, Prediction
 
 __all__ = ["FISHER_DAMPING", "NIG", "NGBoostNIG", "NIGLogScore", "nig_uncertainties"]
@@ -299,9 +300,6 @@ class NGBoostNIG(BaseMethod):
         self.random_state = random_state
 
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
-        from ngboost import NGBRegressor
-        from sklearn.tree import DecisionTreeRegressor
-
         # As NGBoost-Bag: greedy tree splits flip on rounding-level differences of the
         # standardised targets, which would break invariance to the units of y.
         target = np.round(y, 12)
@@ -309,21 +307,7 @@ class NGBoostNIG(BaseMethod):
             self.model_: Any = float(target[0])
             return
         seed = self._seed("ngboost", bits=31)
-        base = DecisionTreeRegressor(
-            criterion="squared_error", max_depth=int(self.max_depth), random_state=seed
-        )
-        model = NGBRegressor(
-            Dist=NIG,
-            Score=LogScore,
-            Base=base,
-            natural_gradient=bool(self.natural_gradient),
-            n_estimators=int(self.n_estimators),
-            learning_rate=float(self.learning_rate),
-            minibatch_frac=float(self.minibatch_frac),
-            col_sample=float(self.col_sample),
-            verbose=False,
-            random_state=seed,
-        )
+        model = ngboost_regressor(NIG, self, seed)
         # NGBoost's line search first scales a step up until the score is no longer finite
         # (exp overflow of θ) and then backs off: those trial overflows are expected.
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):

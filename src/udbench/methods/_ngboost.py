@@ -1,0 +1,51 @@
+"""The NGBoost regressor the NGBoost-based methods share (paper C.3).
+
+NGBoost-Bag (Gaussian members) and NGBoost-NIG (Normal-Inverse-Gamma) boost the same way and
+differ only in the distribution, so the regressor is configured here once from the method's
+boosting hyperparameters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ngboost_regressor"]
+
+
+def ngboost_regressor(dist: Any, method: Any, seed: int) -> Any:
+    """An unfitted ``ngboost.NGBRegressor`` with a depth-limited regression-tree base learner.
+
+    Parameters
+    ----------
+    dist : type
+        The ngboost distribution class (e.g. ``ngboost.distns.Normal``); scored by its log
+        score (``ngboost.scores.LogScore``).
+    method : BaseMethod
+        Supplies ``max_depth``, ``natural_gradient``, ``n_estimators``, ``learning_rate``,
+        ``minibatch_frac`` and ``col_sample`` (validated by the method's constructor).
+    seed : int
+        Seed of the tree base learner and of NGBoost's subsampling.
+
+    Returns
+    -------
+    ngboost.NGBRegressor
+    """
+    from ngboost import NGBRegressor
+    from ngboost.scores import LogScore
+    from sklearn.tree import DecisionTreeRegressor
+
+    base = DecisionTreeRegressor(
+        criterion="squared_error", max_depth=int(method.max_depth), random_state=seed
+    )
+    return NGBRegressor(
+        Dist=dist,
+        Score=LogScore,
+        Base=base,
+        natural_gradient=bool(method.natural_gradient),
+        n_estimators=int(method.n_estimators),
+        learning_rate=float(method.learning_rate),
+        minibatch_frac=float(method.minibatch_frac),
+        col_sample=float(method.col_sample),
+        verbose=False,
+        random_state=seed,
+    )
