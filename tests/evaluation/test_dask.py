@@ -69,6 +69,15 @@ def test_workers_are_pinned_to_disjoint_cores(client):
     assert {threads for _, threads in info.values()} == {"1"}
 
 
+def test_several_local_workers_do_not_preallocate_a_shared_gpu(client):
+    """Two JAX processes on one GPU: neither may take 75 % of its memory up front."""
+    from udbench.evaluation.cluster import GPU_PREALLOCATE_VAR
+
+    got = client.run(lambda: os.environ.get(GPU_PREALLOCATE_VAR))
+    expected = os.environ.get(GPU_PREALLOCATE_VAR, "false")  # a user's own setting wins
+    assert set(got.values()) == {expected}
+
+
 def test_timeout_on_dask_is_a_failed_row_and_the_run_goes_on(client, tmp_path):
     folder = tmp_path / "tasks"
     save_fake_task(make_fake_task(0), folder)

@@ -90,6 +90,11 @@ def core_sets(n_workers: int, cores: list[int] | None = None) -> list[list[int]]
     return out
 
 
+#: JAX's switch for taking most of a GPU's memory up front; set to "false" for local workers
+#: when there are several (they share the device), unless the user set it.
+GPU_PREALLOCATE_VAR = "XLA_PYTHON_CLIENT_PREALLOCATE"
+
+
 def thread_env(n_threads: int) -> dict[str, str]:
     """Environment capping every BLAS/OpenMP pool at ``n_threads`` (set before spawn)."""
     return {name: str(int(n_threads)) for name in THREAD_ENV_VARS}
@@ -351,6 +356,10 @@ def dask_client(
     sets = core_sets(n)
     # one compute thread per cell, pinned or not: results must not depend on placement
     env = thread_env(CELL_THREADS) if cap_threads else {}
+    # several workers on one GPU: each JAX process would otherwise take 75 % of the device's
+    # memory at its first allocation and starve the others (a user's own setting wins)
+    if n > 1:
+        env[GPU_PREALLOCATE_VAR] = os.environ.get(GPU_PREALLOCATE_VAR, "false")
     # Dask's nannies cap OMP/MKL/OpenBLAS at one thread by default (and leave the cap in this
     # process's environment); uncapped workers inherit this process's settings instead, and
     # this process's environment is put back as it was
