@@ -47,7 +47,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.stats import spearmanr
@@ -144,7 +144,28 @@ class CheckTally:
     A subclass has a ``results`` list whose items have a ``status`` (passed/failed/skipped).
     """
 
+    method: str
+    params: dict[str, Any]
     results: list[Any]
+    #: Appended to :meth:`summary` (e.g. ``" (behaviour)"``).
+    summary_suffix: ClassVar[str] = ""
+
+    def summary(self) -> str:
+        """``"<method>: N passed, N failed, N skipped"`` plus :attr:`summary_suffix`."""
+        return (
+            f"{self.method}: {self.n_passed} passed, {self.n_failed} failed, "
+            f"{self.n_skipped} skipped{self.summary_suffix}"
+        )
+
+    def _counts_dict(self) -> dict[str, Any]:
+        """The report's method, parameters (as ``repr``) and counts, for :meth:`to_dict`."""
+        return {
+            "method": self.method,
+            "params": {k: repr(v) for k, v in self.params.items()},
+            "passed": self.n_passed,
+            "failed": self.n_failed,
+            "skipped": self.n_skipped,
+        }
 
     def _count(self, status: str) -> int:
         return sum(r.status == status for r in self.results)
@@ -178,21 +199,12 @@ class BehaviourReport(CheckTally):
     params: dict[str, Any]
     results: list[BehaviourResult] = field(default_factory=list)
 
-    def summary(self) -> str:
-        """``"<method>: N passed, N failed, N skipped (behaviour)"``."""
-        return (
-            f"{self.method}: {self.n_passed} passed, {self.n_failed} failed, "
-            f"{self.n_skipped} skipped (behaviour)"
-        )
+    summary_suffix: ClassVar[str] = " (behaviour)"
 
     def to_dict(self) -> dict[str, Any]:
         """The report as plain data (for JSON)."""
         return {
-            "method": self.method,
-            "params": {k: repr(v) for k, v in self.params.items()},
-            "passed": self.n_passed,
-            "failed": self.n_failed,
-            "skipped": self.n_skipped,
+            **self._counts_dict(),
             "results": [
                 {
                     "name": r.name,

@@ -9,7 +9,33 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ngboost_regressor"]
+__all__ = [
+    "BOOSTING_CONSTRAINTS",
+    "BOOSTING_SEARCH_SPACE",
+    "BOOSTING_SMOKE_PARAMS",
+    "ngboost_regressor",
+]
+
+#: Search space of the boosting hyperparameters (paper C.3, NGBoost-Bag's; NGBoost-NIG reuses it).
+BOOSTING_SEARCH_SPACE: dict[str, dict[str, Any]] = {
+    "n_estimators": {"type": "int", "low": 200, "high": 800},
+    "learning_rate": {"type": "float", "low": 0.005, "high": 0.1, "log": True},
+    "max_depth": {"type": "int", "low": 2, "high": 6},
+    "minibatch_frac": {"type": "float", "low": 0.5, "high": 1.0},
+    "col_sample": {"type": "float", "low": 0.5, "high": 1.0},
+    "natural_gradient": {"type": "categorical", "choices": [True, False]},
+}
+#: Valid values of the boosting hyperparameters (checked by the method's constructor).
+BOOSTING_CONSTRAINTS: dict[str, dict[str, Any]] = {
+    "n_estimators": {"type": "int", "low": 1},
+    "learning_rate": {"type": "float", "low": 0.0, "low_open": True},
+    "max_depth": {"type": "int", "low": 1},
+    "minibatch_frac": {"type": "float", "low": 0.0, "low_open": True, "high": 1.0},
+    "col_sample": {"type": "float", "low": 0.0, "low_open": True, "high": 1.0},
+    "natural_gradient": {"type": "bool"},
+}
+#: Smoke settings of the boosting part (seconds per fit).
+BOOSTING_SMOKE_PARAMS: dict[str, Any] = {"n_estimators": 30, "learning_rate": 0.1, "max_depth": 2}
 
 
 def ngboost_regressor(dist: Any, method: Any, seed: int) -> Any:

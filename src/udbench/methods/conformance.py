@@ -115,21 +115,10 @@ class ConformanceReport(CheckTally):
         """The failed checks."""
         return [r for r in self.results if r.status == FAILED]
 
-    def summary(self) -> str:
-        """``"<method>: N passed, N failed, N skipped"``."""
-        return (
-            f"{self.method}: {self.n_passed} passed, {self.n_failed} failed, "
-            f"{self.n_skipped} skipped"
-        )
-
     def to_dict(self) -> dict[str, Any]:
         """The report as plain data (for JSON)."""
         return {
-            "method": self.method,
-            "params": {k: repr(v) for k, v in self.params.items()},
-            "passed": self.n_passed,
-            "failed": self.n_failed,
-            "skipped": self.n_skipped,
+            **self._counts_dict(),
             "results": [
                 {"name": r.name, "status": r.status, "message": r.message, "seconds": r.seconds}
                 for r in self.results

@@ -14,7 +14,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from udbench.methods._ensemble import aggregate_members, bagging_rows, member_moments
-from udbench.methods._ngboost import ngboost_regressor
+from udbench.methods._ngboost import (
+    BOOSTING_CONSTRAINTS,
+    BOOSTING_SEARCH_SPACE,
+    BOOSTING_SMOKE_PARAMS,
+    ngboost_regressor,
+)
 from udbench.methods.base import BaseMethod, Prediction
 
 __all__ = ["NGBoostBag"]
@@ -67,33 +72,21 @@ class NGBoostBag(BaseMethod):
     epistemic_from: ClassVar[str] = "samples"
     description: ClassVar[str] = "Bagged NGBoost ensemble, Gaussian members (paper C.3)"
     search_space: ClassVar[dict[str, dict[str, Any]]] = {
-        "n_estimators": {"type": "int", "low": 200, "high": 800},
-        "learning_rate": {"type": "float", "low": 0.005, "high": 0.1, "log": True},
-        "max_depth": {"type": "int", "low": 2, "high": 6},
-        "minibatch_frac": {"type": "float", "low": 0.5, "high": 1.0},
-        "col_sample": {"type": "float", "low": 0.5, "high": 1.0},
-        "natural_gradient": {"type": "categorical", "choices": [True, False]},
+        **BOOSTING_SEARCH_SPACE,
         "n_regressors": {"type": "int", "low": 5, "high": 25},
         "sample_fraction": {"type": "float", "low": 0.6, "high": 0.95},
         "replace": {"type": "categorical", "choices": [True, False]},
         "standardize_y": {"type": "categorical", "choices": [True, False]},
     }
     param_constraints: ClassVar[dict[str, dict[str, Any]]] = {
-        "n_estimators": {"type": "int", "low": 1},
-        "learning_rate": {"type": "float", "low": 0.0, "low_open": True},
-        "max_depth": {"type": "int", "low": 1},
-        "minibatch_frac": {"type": "float", "low": 0.0, "low_open": True, "high": 1.0},
-        "col_sample": {"type": "float", "low": 0.0, "low_open": True, "high": 1.0},
-        "natural_gradient": {"type": "bool"},
+        **BOOSTING_CONSTRAINTS,
         "n_regressors": {"type": "int", "low": 1},
         "sample_fraction": {"type": "float", "low": 0.0, "low_open": True, "high": 1.0},
         "replace": {"type": "bool"},
         "standardize_y": {"type": "bool"},
     }
     smoke_params: ClassVar[dict[str, Any]] = {
-        "n_estimators": 30,
-        "learning_rate": 0.1,
-        "max_depth": 2,
+        **BOOSTING_SMOKE_PARAMS,
         "n_regressors": 3,
     }
 

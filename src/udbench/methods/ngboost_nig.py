@@ -48,7 +48,12 @@ from ngboost.scores import LogScore
 from scipy.special import digamma, gammaln, polygamma
 from scipy.stats import t as student_t
 
-from udbench.methods._ngboost import ngboost_regressor
+from udbench.methods._ngboost import (
+    BOOSTING_CONSTRAINTS,
+    BOOSTING_SEARCH_SPACE,
+    BOOSTING_SMOKE_PARAMS,
+    ngboost_regressor,
+)
 from udbench.methods.base import BaseMethod, Prediction
 
 __all__ = ["FISHER_DAMPING", "NIG", "NGBoostNIG", "NIGLogScore", "nig_uncertainties"]
@@ -260,25 +265,13 @@ class NGBoostNIG(BaseMethod):
     epistemic_from: ClassVar[str] = "closed_form"
     description: ClassVar[str] = "NGBoost with a Normal-Inverse-Gamma distribution (paper C.3)"
     search_space: ClassVar[dict[str, dict[str, Any]]] = {
-        "n_estimators": {"type": "int", "low": 200, "high": 800},
-        "learning_rate": {"type": "float", "low": 0.005, "high": 0.1, "log": True},
-        "max_depth": {"type": "int", "low": 2, "high": 6},
-        "minibatch_frac": {"type": "float", "low": 0.5, "high": 1.0},
-        "col_sample": {"type": "float", "low": 0.5, "high": 1.0},
-        "natural_gradient": {"type": "categorical", "choices": [True, False]},
+        **BOOSTING_SEARCH_SPACE,
     }
     param_constraints: ClassVar[dict[str, dict[str, Any]]] = {
-        "n_estimators": {"type": "int", "low": 1},
-        "learning_rate": {"type": "float", "low": 0.0, "low_open": True},
-        "max_depth": {"type": "int", "low": 1},
-        "minibatch_frac": {"type": "float", "low": 0.0, "low_open": True, "high": 1.0},
-        "col_sample": {"type": "float", "low": 0.0, "low_open": True, "high": 1.0},
-        "natural_gradient": {"type": "bool"},
+        **BOOSTING_CONSTRAINTS,
     }
     smoke_params: ClassVar[dict[str, Any]] = {
-        "n_estimators": 30,
-        "learning_rate": 0.1,
-        "max_depth": 2,
+        **BOOSTING_SMOKE_PARAMS,
     }
 
     def __init__(
