@@ -204,14 +204,13 @@ def generate_command(
     from udbench.evaluation.executor import Executor, Failed
 
     # the same executor as ``udbench run``: inline, a local Dask cluster, a scheduler or a
-    # cluster file (SLURM); local workers are neither pinned nor capped at one thread, so an
-    # instance is the same bits whichever local process made it
+    # cluster file (SLURM); each instance is made with one compute thread (generate_task), so
+    # it is the same bits whichever process made it
     executor = Executor(
         workers=0 if jobs <= 1 else jobs,
         scheduler=scheduler,
         cluster_config=cluster_config,
         pin=False if scheduler is None and cluster_config is None else None,
-        cap_threads=False,
     )
     with Progress(*columns, console=console) as bar, executor:
         progress = bar.add_task("generating", total=len(todo))

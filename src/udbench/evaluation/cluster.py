@@ -31,7 +31,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import dask
 from distributed import WorkerPlugin
 
 from udbench._threads import CELL_THREADS
@@ -263,7 +262,6 @@ def dask_client(
     cluster_config: str | os.PathLike[str] | None = None,
     pin: bool | None = None,
     threads_per_worker: int = 1,
-    cap_threads: bool = True,
 ) -> Iterator[Any]:
     """Yield a ``distributed.Client`` for a run and close what was started afterwards.
 
@@ -280,10 +278,6 @@ def dask_client(
         Pin workers to cores. Default: True for a LocalCluster, the
         file's ``pin`` (default False) for a cluster file, False for a scheduler address.
     threads_per_worker : int, default 1
-    cap_threads : bool, default True
-        Start local workers with BLAS/OpenMP thread pools of one thread (:func:`thread_env`),
-        as cells need. False leaves them as in this process (``udbench generate``, whose
-        instances must not depend on where they were generated).
 
     Raises
     ------
@@ -355,29 +349,24 @@ def dask_client(
     do_pin = True if pin is None else bool(pin)
     sets = core_sets(n)
     # one compute thread per cell, pinned or not: results must not depend on placement
-    env = thread_env(CELL_THREADS) if cap_threads else {}
+    env = thread_env(CELL_THREADS)
     # several workers on one GPU: each JAX process would otherwise take 75 % of the device's
     # memory at its first allocation and starve the others (a user's own setting wins)
     if n > 1:
         env[GPU_PREALLOCATE_VAR] = os.environ.get(GPU_PREALLOCATE_VAR, "false")
-    # Dask's nannies cap OMP/MKL/OpenBLAS at one thread by default (and leave the cap in this
-    # process's environment); uncapped workers inherit this process's settings instead, and
-    # this process's environment is put back as it was
-    spawn_env = dict(dask.config.get("distributed.nanny.pre-spawn-environ") or {})
-    if not cap_threads:
-        spawn_env = {k: v for k, v in spawn_env.items() if k not in THREAD_ENV_VARS}
+    # Dask's nannies leave their OMP/MKL/OpenBLAS cap in this process's environment: put it
+    # back as it was
     saved = {k: os.environ.get(k) for k in THREAD_ENV_VARS}
     try:
-        with dask.config.set({"distributed.nanny.pre-spawn-environ": spawn_env}):
-            cluster = LocalCluster(
-                n_workers=n,
-                threads_per_worker=threads_per_worker,
-                processes=True,
-                dashboard_address=None,
-                # the scheduler's small HTTP server (health, metrics) on a free port, not 8787
-                scheduler_kwargs={"dashboard_address": ":0"},
-                env=env,
-            )
+        cluster = LocalCluster(
+            n_workers=n,
+            threads_per_worker=threads_per_worker,
+            processes=True,
+            dashboard_address=None,
+            # the scheduler's small HTTP server (health, metrics) on a free port, not 8787
+            scheduler_kwargs={"dashboard_address": ":0"},
+            env=env,
+        )
     finally:
         for k, v in saved.items():
             if v is None:

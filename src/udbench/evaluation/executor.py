@@ -71,10 +71,6 @@ class Executor:
     client : distributed.Client, optional
         An existing client to submit to (overrides ``workers``/``scheduler``/``cluster_config``;
         not closed on exit).
-    cap_threads : bool, default True
-        Local workers compute with one BLAS/OpenMP thread (cells); False leaves their thread
-        pools as in this process (task generation; see
-        :func:`~udbench.evaluation.cluster.dask_client`).
 
     Raises
     ------
@@ -90,7 +86,6 @@ class Executor:
         cluster_config: str | os.PathLike[str] | None = None,
         pin: bool | None = None,
         client: Any = None,
-        cap_threads: bool = True,
     ) -> None:
         from udbench._validation import param_error
 
@@ -101,7 +96,6 @@ class Executor:
         self.cluster_config = cluster_config
         self.pin = pin
         self.client = client
-        self.cap_threads = cap_threads
         self._stack = ExitStack()
 
     @property
@@ -124,7 +118,6 @@ class Executor:
                     scheduler=self.scheduler,
                     cluster_config=self.cluster_config,
                     pin=self.pin,
-                    cap_threads=self.cap_threads,
                 )
             )
         return self
