@@ -102,7 +102,7 @@ def test_cli_run_resume_and_corrupt_task_file(task_dir, tmp_path, capsys):
     (task_dir / "broken.npz").write_bytes(b"PK\x03\x04 truncated")
     out = str(tmp_path / "res")
     code, text = _cli(capsys, "run", str(task_dir), "-m", "blr", "--out", out, "-w", "0")
-    assert code == 0 and "3 cells: 2 ok, 1 failed, 0 already finished" in text
+    assert code == 3 and "3 cells: 2 ok, 1 failed, 0 already finished" in text  # all stored
     assert "failed broken|blr|" in text and "task file could not be read: UdbenchError" in text
     assert "Traceback" not in text
     code, text = _cli(capsys, "run", str(task_dir), "--methods", "blr", "--out", out, "-w", "0")
@@ -111,7 +111,7 @@ def test_cli_run_resume_and_corrupt_task_file(task_dir, tmp_path, capsys):
     code, text = _cli(
         capsys, "run", str(task_dir), "--out", out, "-w", "0", "--methods", "blr:max_iter=50", "blr"
     )
-    assert code == 0 and "6 cells: 2 ok, 1 failed, 3 already finished" in text
+    assert code == 3 and "6 cells: 2 ok, 1 failed, 3 already finished" in text
     df = read_results(out)
     assert len(df) == 6 and df["cell_key"].is_unique
     assert set(df["method_label"]) == {"blr", "blr:max_iter=50"}

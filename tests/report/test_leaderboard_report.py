@@ -172,7 +172,7 @@ def test_cli_leaderboard_json_csv_and_report(fake_results, tmp_path, capsys):
     assert all(r["n_valid"] == 3 and r["n_failed"] == 0 for r in recs)
     assert main(["leaderboard", str(fake_results), "--csv", "--n-resamples", "100"]) == 0
     csv = capsys.readouterr().out.splitlines()
-    assert csv[0].startswith("method,rank,mean_rank,n_valid,n_failed") and len(csv) == 3
+    assert csv[0].startswith("method,rank,rank_value,mean_rank,n_valid,n_failed") and len(csv) == 3
     assert main(["leaderboard", str(fake_results), "--n-resamples", "100"]) == 0
     assert "fake-knn" in capsys.readouterr().out
     assert main(["report", str(fake_results), "--out", str(tmp_path / "r")]) == 0

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from udbench.commands._options import check_out_dir, out_path
 
@@ -18,6 +17,11 @@ _METHODS_HELP = (
     "Method spec: registry name or import path with optional overrides, e.g. "
     "'nn-ens:n_members=5,lr=0.01'. Repeat the option, or list several after it."
 )
+
+
+#: Exit status of ``udbench run`` when every cell was stored but at least one failed (0: all
+#: ok; 2: a user error before any work; 130: interrupted).
+EXIT_CELLS_FAILED = 3
 
 
 def _split_tasks_and_methods(tasks: list[str], methods: list[str]) -> tuple[list[str], list[str]]:
@@ -42,52 +46,9 @@ def _split_tasks_and_methods(tasks: list[str], methods: list[str]) -> tuple[list
 
 
 def _console() -> Console:
-    """A console; when not writing to a terminal, wide enough for the leaderboard."""
+    """A console; when not writing to a terminal, 100 columns (the table never needs more)."""
     console = Console()
-    return console if console.is_terminal else Console(width=200)
-
-
-def _print_board(board, console: Console) -> None:  # type: ignore[no-untyped-def]
-    import math
-
-    from pandas import NA as _NA
-
-    def fmt(r: dict, m: str) -> str:
-        v, lo, hi = r[m], r[f"{m}_low"], r[f"{m}_high"]
-        if m in ("rho_au", "delta_ent_risk") and r.get("constant_aleatoric"):
-            return "n/a (const. AU)"
-        if v is None or not math.isfinite(v):
-            return "–"
-        if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
-            return f"{v:.3f}"
-        return f"{v:.3f} [{lo:.2f}, {hi:.2f}]"
-
-    table = Table(title="udbench leaderboard (mean over instances, 95% bootstrap interval)")
-    heads = [
-        ("rank", "rank"),
-        ("method", "method"),
-        ("ρ EU·EU*risk", "rho_eu_risk"),
-        ("ρ EU·EU*var", "rho_eu_var"),
-        ("ρ EU·EU*point", "rho_eu_point"),
-        ("ρ AU·AU*", "rho_au"),
-        ("Δ_ent", "delta_ent_risk"),
-        ("RMSE vs f*", "rmse"),
-        ("valid", "n_valid"),
-        ("failed", "n_failed"),
-    ]
-    for h, _ in heads:
-        table.add_column(h, justify="left" if h == "method" else "right", no_wrap=h == "method")
-    for r in board.to_dict(orient="records"):
-        row = []
-        for _, key in heads:
-            if key == "rank" and r[key] is _NA:
-                row.append("–")
-            elif key in ("rank", "method", "n_valid", "n_failed"):
-                row.append(str(r[key]))
-            else:
-                row.append(fmt(r, key))
-        table.add_row(*row)
-    console.print(table)
+    return console if console.is_terminal else Console(width=100)
 
 
 def register(app: typer.Typer) -> None:
@@ -130,9 +91,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Fit every method on every task, score it against the oracle, store one row per cell.
 
-        A re-run with the same --out skips finished cells. A user's method class is imported
-        from the current directory too (as ``udbench check-method`` does); local workers inherit
-        it.
+        A re-run with the same --out skips finished cells (--retry-failed: and re-runs the
+        failed ones). A user's method class is imported from the current directory too (as
+        ``udbench check-method`` does); local workers inherit it. Exit status: 0 all cells ok,
+        3 some cells failed (all stored), 2 a user error, 130 interrupted.
         """
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
@@ -177,29 +139,78 @@ def register(app: typer.Typer) -> None:
             highlight=False,
             markup=False,
         )
+        if summary.n_failed:
+            console.print(
+                f"{summary.n_failed} cell(s) failed (stored as failed, with their reasons); "
+                "re-run with --retry-failed to try them again · exit status "
+                f"{EXIT_CELLS_FAILED}",
+                highlight=False,
+                markup=False,
+            )
+            raise typer.Exit(EXIT_CELLS_FAILED)
 
     @app.command("leaderboard")
     def leaderboard_cmd(
         results: Path = typer.Argument(..., help="Results directory (or Parquet file)."),
         as_json: bool = typer.Option(False, "--json", help="Print JSON (a list of objects)."),
-        as_csv: bool = typer.Option(False, "--csv", help="Print CSV."),
-        rank_by: str = typer.Option("rho_eu_risk", "--by", help="Metric to rank by."),
+        as_csv: bool = typer.Option(False, "--csv", help="Print CSV (every column)."),
+        rank_by: str = typer.Option(
+            "rho_eu_risk", "--by", help="Metric that ranks (rho_eu_risk, rho_au, rmse, …)."
+        ),
+        rank_stat: str = typer.Option(
+            "mean",
+            "--rank-stat",
+            help="Ranking statistic over the common instances: mean or mean_rank.",
+        ),
+        columns: str | None = typer.Option(
+            None,
+            "--columns",
+            help="Comma-separated columns: rank_value, mean_rank, rho_eu_risk, rho_eu_var, "
+            "rho_eu_point, rho_au, delta_ent_risk, rmse, n "
+            "(default rho_eu_risk,rho_au,delta_ent_risk,rmse,n).",
+        ),
+        intervals: bool = typer.Option(
+            False, "--intervals", help="Show [low, high] intervals instead of ±half-width."
+        ),
+        dataset: list[str] = typer.Option([], "--dataset", help="Only these datasets."),
+        family: list[str] = typer.Option([], "--family", help="Only these oracle families."),
+        noise: list[str] = typer.Option([], "--noise", help="Only these noise modes."),
+        coverage: list[str] = typer.Option([], "--coverage", help="Only these coverages."),
+        method: list[str] = typer.Option([], "--method", help="Only these method labels."),
         n_resamples: int = typer.Option(2000, "--n-resamples", help="Bootstrap replicates."),
     ) -> None:
-        """Per method: mean ρ of EU/AU with the oracle targets, Δ_ent, RMSE, intervals, rank."""
+        """Per method: mean ρ of EU/AU with the oracle targets, Δ_ent, RMSE, intervals, rank.
+
+        Filters repeat (--noise homoscedastic --noise linear) and combine (AND). The rank and
+        what it is computed on are printed under the table.
+        """
         from udbench._validation import param_error
-        from udbench.evaluation.leaderboard import leaderboard, leaderboard_records
+        from udbench.commands._board import parse_columns, print_board
+        from udbench.evaluation.leaderboard import (
+            filter_results,
+            leaderboard,
+            leaderboard_records,
+        )
         from udbench.evaluation.store import read_results
 
         if as_json and as_csv:
             raise param_error("udbench leaderboard", "--json/--csv", "be given alone", "both")
-        board = leaderboard(read_results(results), rank_by=rank_by, n_resamples=n_resamples)
+        cols = parse_columns(columns)
+        rows = filter_results(
+            read_results(results),
+            dataset=dataset,
+            family=family,
+            noise=noise,
+            coverage=coverage,
+            method=method,
+        )
+        board = leaderboard(rows, rank_by=rank_by, rank_stat=rank_stat, n_resamples=n_resamples)
         if as_json:
             typer.echo(json.dumps(leaderboard_records(board), indent=2))
         elif as_csv:
             board.to_csv(sys.stdout, index=False)
         else:
-            _print_board(board, _console())
+            print_board(board, _console(), cols, intervals=intervals)
 
     @app.command("report")
     def report_cmd(
@@ -226,6 +237,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Offline demo on the embedded diabetes table: tasks, five methods, leaderboard, report."""
+        from udbench.commands._board import print_board
         from udbench.commands._progress import cell_progress
         from udbench.recipes.quickstart import quickstart
 
@@ -233,5 +245,5 @@ def register(app: typer.Typer) -> None:
         console = _console()
         with cell_progress(console=console) as on_cell:
             board, report = quickstart(out, workers=workers, console=console, on_cell=on_cell)
-        _print_board(board, console)
+        print_board(board, console)
         console.print(f"report written to {report}", highlight=False)

@@ -14,12 +14,23 @@ Per method (one entry per method configuration, labelled as given to ``udbench r
   (:func:`udbench.evaluation.metrics.bootstrap_ci`), and the number of instances behind it;
 - ``n_valid`` / ``n_failed`` cells, ``mean_rank`` and ``rank``.
 
-Rank: on every instance where all methods have a finite ρ(EU, EU*_risk), methods are ranked
-(1 = highest ρ, ties share the average rank); ``mean_rank`` is the mean over those instances
-(:func:`udbench.evaluation.metrics.mean_ranks`) and ``rank`` orders the mean ranks (1 = best,
-ties share the lower rank). When no instance has every method, ``rank`` orders the mean ρ.
-A method whose ranking metric is undefined on every instance (e.g. ρ(AU, AU*) for a method
-with constant AU) gets no rank (``<NA>``; ``null`` in JSON) and is listed last.
+Rank (SPEC §10 "method ranks"): methods are ranked on the *common instances* — those where
+every method has a finite value of the ranking metric (``rank_by``, default ρ(EU, EU*_risk))
+— by one of two statistics (``rank_stat``), stored as the column ``rank_value``:
+
+- ``"mean"`` (default): the mean of the metric over the common instances. With complete
+  results this is the mean shown beside it, so rank and table agree by construction;
+- ``"mean_rank"``: the mean per-instance rank (1 = highest ρ, ties share the average rank;
+  :func:`udbench.evaluation.metrics.mean_ranks`), the statistic of rank-based analyses.
+
+``mean_rank`` is always reported as well; ``rank`` orders ``rank_value`` (1 = best, ties share
+the lower rank). When no instance has every method, ``rank_value`` falls back to each method's
+own mean, and the note says so. A method whose ranking metric is undefined on every instance
+(e.g. ρ(AU, AU*) for a method with constant AU) gets no rank (``<NA>``; ``null`` in JSON) and
+is listed last. ``board.attrs["ranking"]`` holds one line saying what ranks and on how many
+instances; ``board.attrs["partial"]`` one line when methods have different numbers of valid
+instances (partial results: the means use each method's own instances, the ranks only the
+common ones), else None.
 
 Task versions: rows carry the content checksum of the task file they evaluated
 (``task_sha256``). When a results folder holds rows of two versions of one task id (the task
@@ -40,11 +51,16 @@ import numpy as np
 import pandas as pd
 
 from udbench._validation import UdbenchError, UdbenchWarning, check_choice, param_error
+from udbench.evaluation.metrics import mean_ranks
 
 __all__ = [
+    "FILTER_COLUMNS",
     "HOMOSCEDASTIC",
     "LEADERBOARD_METRICS",
+    "METRIC_LABELS",
+    "RANK_STATS",
     "TaskVersionWarning",
+    "filter_results",
     "leaderboard",
     "leaderboard_records",
     "select_task_versions",
@@ -59,6 +75,20 @@ LEADERBOARD_METRICS: tuple[str, ...] = (
     "delta_ent_risk",
     "rmse",
 )
+#: Short readable names of the metrics (terminal, report, notes).
+METRIC_LABELS: dict[str, str] = {
+    "rho_eu_risk": "ρ(EU, EU*_risk)",
+    "rho_eu_var": "ρ(EU, EU*_var)",
+    "rho_eu_point": "ρ(EU, EU*_point)",
+    "rho_au": "ρ(AU, AU*)",
+    "delta_ent_risk": "Δ_ent (risk)",
+    "rmse": "RMSE vs f*",
+    "nmse": "NMSE vs f*",
+}
+#: Statistics a leaderboard can rank by (see the module docstring).
+RANK_STATS: tuple[str, ...] = ("mean", "mean_rank")
+#: Task coordinates (and the method) a results table can be filtered by.
+FILTER_COLUMNS: tuple[str, ...] = ("dataset", "family", "noise", "coverage", "method")
 #: Metrics restricted to heteroscedastic noise and heteroscedastic-AU methods (SPEC §10).
 _AU_METRICS = frozenset({"rho_au", "delta_ent_risk", "delta_ent_var", "delta_ent_point"})
 #: The noise mode whose AU* is constant.
@@ -141,11 +171,69 @@ def _interval(values: np.ndarray, seed: str, confidence: float, n_resamples: int
     return res.estimate, res.low, res.high, int(vals.size)
 
 
+def filter_results(results: pd.DataFrame, **levels: Sequence[str] | None) -> pd.DataFrame:
+    """Keep the rows whose task coordinates lie in the given levels (the others: any).
+
+    Parameters
+    ----------
+    results : DataFrame
+        Rows as stored by ``udbench run``.
+    **levels : sequence of str or None
+        Keyword per column of :data:`FILTER_COLUMNS` (``dataset``, ``family`` — the oracle's
+        prior family —, ``noise``, ``coverage``, ``method`` — the method label as given to
+        ``udbench run``, or the method's registry name): the values to keep, compared as
+        strings. None or empty keeps all.
+
+    Returns
+    -------
+    DataFrame
+        The selected rows (a view-safe copy), index unchanged.
+
+    Raises
+    ------
+    UdbenchError
+        An unknown keyword; a column the results do not have; a value that matches no row
+        (the message lists the values present), or a selection that leaves no row.
+    """
+    keep = pd.Series(True, index=results.index)
+    for col, wanted in levels.items():
+        check_choice("filter_results", "column", col, list(FILTER_COLUMNS))
+        if not wanted:
+            continue
+        columns = [col]
+        if col == "method":  # a method's label as given to `udbench run`, or its name
+            columns = list(dict.fromkeys([_label_column(results), "method"]))
+        missing = [c for c in columns if c not in results.columns]
+        if missing:
+            raise param_error(
+                "filter_results", col, f"be a column of the results ({missing[0]!r})", "absent"
+            )
+        present = [results[c].astype(str) for c in columns]
+        levels_present = sorted(set().union(*(p.unique() for p in present)))
+        unknown = [str(w) for w in wanted if str(w) not in levels_present]
+        if unknown:
+            raise param_error(
+                "filter_results",
+                col,
+                f"name values present in the results ({', '.join(levels_present)})",
+                ", ".join(unknown),
+            )
+        wanted_str = [str(w) for w in wanted]
+        match = pd.Series(False, index=results.index)
+        for p in present:
+            match |= p.isin(wanted_str)
+        keep &= match
+    if not keep.any():
+        raise UdbenchError("filter_results: no results row matches the filters together")
+    return results[keep.to_numpy()].copy()
+
+
 def leaderboard(
     results: pd.DataFrame,
     *,
     metrics: Sequence[str] = LEADERBOARD_METRICS,
     rank_by: str = "rho_eu_risk",
+    rank_stat: str = "mean",
     confidence: float = 0.95,
     n_resamples: int = 2000,
 ) -> pd.DataFrame:
@@ -159,6 +247,8 @@ def leaderboard(
         Per-instance metric columns to average (default :data:`LEADERBOARD_METRICS`).
     rank_by : str, default "rho_eu_risk"
         The metric methods are ranked by (higher is better, except ``rmse``/``nmse``).
+    rank_stat : {"mean", "mean_rank"}, default "mean"
+        The statistic of ``rank_by`` over the common instances that ranks (module docstring).
     confidence : float, default 0.95
         Nominal coverage of the bootstrap intervals.
     n_resamples : int, default 2000
@@ -167,13 +257,14 @@ def leaderboard(
     Returns
     -------
     DataFrame
-        Sorted by rank; columns ``method, rank, mean_rank, n_valid, n_failed`` and, per
-        metric ``m``, ``m`` (mean), ``m_low``, ``m_high`` (interval) and ``m_n`` (instances).
+        Sorted by rank; columns ``method, rank, rank_value, mean_rank, n_valid, n_failed``
+        and, per metric ``m``, ``m`` (mean), ``m_low``, ``m_high`` (interval) and ``m_n``
+        (instances). ``attrs["ranking"]``, ``attrs["partial"]``: notes (module docstring).
 
     Raises
     ------
     UdbenchError
-        Empty table, missing columns, unknown ``rank_by``.
+        Empty table, missing columns, unknown ``rank_by`` or ``rank_stat``.
     """
     if results is None or len(results) == 0:
         raise UdbenchError("leaderboard: the results table is empty")
@@ -181,6 +272,7 @@ def leaderboard(
         if col not in results.columns:
             raise param_error("leaderboard", "results", f"have a {col!r} column", list(results))
     check_choice("leaderboard", "rank_by", rank_by, list(metrics))
+    check_choice("leaderboard", "rank_stat", rank_stat, list(RANK_STATS))
     results, note = select_task_versions(results)
     if note:
         warnings.warn(note, TaskVersionWarning, stacklevel=2)
@@ -214,41 +306,79 @@ def leaderboard(
         rows.append(row)
     board = pd.DataFrame(rows)
     # the ranking sees the same instances as the metric's mean (AU metrics: heteroscedastic
-    # noise modes and heteroscedastic-AU methods only)
+    # noise modes and heteroscedastic-AU methods only), restricted to the common ones
     rank_rows = ok & au_ok if rank_by in _AU_METRICS else ok
-    board["mean_rank"] = _mean_ranks(df[rank_rows], label, rank_by, list(board["method"]))
     higher = rank_by not in ("rmse", "nmse")
-    if board["mean_rank"].notna().any():
-        key = board["mean_rank"]
+    methods = list(board["method"])
+    common = _common_table(df[rank_rows], label, rank_by, methods)
+    board["mean_rank"] = np.nan
+    board["rank_value"] = np.nan
+    n_common = 0 if common is None else len(common)
+    name = METRIC_LABELS.get(rank_by, rank_by)
+    if common is not None:
+        cols = [methods.index(m) for m in common.columns]
+        board.loc[cols, "mean_rank"] = mean_ranks(common.to_numpy(), higher_is_better=higher)
+        if rank_stat == "mean_rank":
+            board["rank_value"] = board["mean_rank"]
+        else:
+            board.loc[cols, "rank_value"] = common.mean(axis=0).to_numpy()
+        what = "mean per-instance rank of" if rank_stat == "mean_rank" else "mean"
+        ranking = (
+            f"rank: {what} {name} over the {n_common} instance(s) where every ranked method "
+            "has a value (1 = best)"
+        )
     else:
-        key = -board[rank_by] if higher else board[rank_by]
+        board["rank_value"] = board[rank_by]
+        ranking = (
+            f"rank: each method's own mean {name} — no instance has a value for every "
+            "method, so the ranks do not compare methods on the same instances"
+        )
+    ascending = rank_stat == "mean_rank" or not higher
+    key = board["rank_value"] if ascending else -board["rank_value"]
     # a method whose ranking metric is undefined everywhere (e.g. ρ(AU, AU*) of a
     # constant-AU method) is left unranked (rank <NA>), not put last
     board["rank"] = key.rank(method="min", na_option="keep").astype("Int64")
     board = board.sort_values(["rank", "method"], kind="stable").reset_index(drop=True)
-    first = ["method", "rank", "mean_rank", "n_valid", "n_failed"]
-    return board[first + [c for c in board.columns if c not in first]]
+    first = ["method", "rank", "rank_value", "mean_rank", "n_valid", "n_failed"]
+    board = board[first + [c for c in board.columns if c not in first]]
+    board.attrs["ranking"] = ranking
+    board.attrs["partial"] = _partial_note(board, n_common)
+    return board
 
 
-def _mean_ranks(ok: pd.DataFrame, label: str, metric: str, methods: list[str]) -> pd.Series:
-    """Mean per-instance rank of each method over instances where every method has a value."""
-    from udbench.evaluation.metrics import mean_ranks
+def _partial_note(board: pd.DataFrame, n_common: int) -> str | None:
+    """One line when methods have different numbers of valid instances, else None."""
+    counts = dict(zip(board["method"], board["n_valid"], strict=True))
+    if len(set(counts.values())) <= 1:
+        return None
+    most = max(counts.values())
+    fewer = sorted((n, m) for m, n in counts.items() if n < most)
+    shown = ", ".join(f"{m} {n}" for n, m in fewer[:5]) + (", …" if len(fewer) > 5 else "")
+    return (
+        f"partial results: {len(fewer)} method(s) have fewer valid instances than the "
+        f"{most} of the others ({shown}); "
+        f"the means use each method's own valid instances, the ranks only the {n_common} "
+        "common to every ranked method"
+    )
 
-    out = pd.Series(np.nan, index=range(len(methods)))
+
+def _common_table(
+    ok: pd.DataFrame, label: str, metric: str, methods: list[str]
+) -> pd.DataFrame | None:
+    """Instances × methods of ``metric`` where every method defined somewhere has a value.
+
+    Methods whose metric is undefined on every instance are left out (they get no rank);
+    None when fewer than two methods are left or no instance is complete.
+    """
     if len(methods) < 2 or ok.empty:
-        return out
+        return None
     wide = ok.pivot_table(index="task_id", columns=label, values=metric, aggfunc="mean")
     wide = wide.reindex(columns=methods)
-    # rank only the methods for which the metric is defined somewhere
-    defined = [i for i, m in enumerate(methods) if wide[m].notna().any()]
+    defined = [m for m in methods if wide[m].notna().any()]
     if len(defined) < 2:
-        return out
-    complete = wide.iloc[:, defined].dropna(axis=0, how="any")
-    if complete.empty:
-        return out
-    ranks = mean_ranks(complete.to_numpy(), higher_is_better=metric not in ("rmse", "nmse"))
-    out.iloc[defined] = pd.Series(np.asarray(ranks, dtype=float), index=out.index[defined])
-    return out
+        return None
+    complete = wide[defined].dropna(axis=0, how="any")
+    return None if complete.empty else complete
 
 
 def leaderboard_records(board: pd.DataFrame) -> list[dict[str, Any]]:

@@ -124,7 +124,7 @@ def _interval_plot(board: pd.DataFrame, metrics: list[tuple[str, str]], title: s
     ax.axvline(0.0, color="#999", lw=0.8)
     ax.set_yticks(ypos, methods)
     ax.set_xlabel(xlabel)
-    ax.set_title(title)
+    ax.set_title(title, fontsize="medium", wrap=True)
     if k > 1:
         ax.legend(loc="best", fontsize="small")
     ax.grid(axis="x", alpha=0.3)
@@ -154,6 +154,12 @@ def _shell_plot(shells: pd.DataFrame):
     return fig
 
 
+def _sentence(text: Any) -> str:
+    """``text`` with its first letter upper-cased (str.capitalize would lower the rest)."""
+    text = str(text)
+    return text[:1].upper() + text[1:]
+
+
 def _fmt(v: Any, lo: Any = None, hi: Any = None) -> str:
     if v is None or (isinstance(v, float) and not np.isfinite(v)):
         return "–"
@@ -167,6 +173,7 @@ def _board_html(board: pd.DataFrame) -> str:
     heads = [
         "rank",
         "method",
+        "mean rank",
         "ρ(EU, EU*_risk)",
         "ρ(EU, EU*_var)",
         "ρ(EU, EU*_point)",
@@ -179,6 +186,7 @@ def _board_html(board: pd.DataFrame) -> str:
     out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads) + "</tr>"]
     for r in board.to_dict(orient="records"):
         cells = ["–" if r["rank"] is pd.NA else str(r["rank"]), html.escape(str(r["method"]))]
+        cells.append(_fmt(r["mean_rank"], None, None) if pd.notna(r["mean_rank"]) else "–")
         for m in LEADERBOARD_METRICS:
             if m in ("rho_au", "delta_ent_risk") and r.get("constant_aleatoric"):
                 cells.append("n/a (constant AU)")
@@ -228,7 +236,9 @@ def write_report(
     if note:
         warnings.warn(note, TaskVersionWarning, stacklevel=2)
     board = leaderboard(results, confidence=confidence, n_resamples=n_resamples)
+    # every table and figure lists the methods in the leaderboard's rank order
     shells = shell_table(results)
+    shells = shells.reindex([m for m in board["method"] if m in set(shells.index)])
 
     figures: list[tuple[str, str, bytes]] = []
     eu = [("rho_eu_risk", "EU*_risk"), ("rho_eu_var", "EU*_var"), ("rho_eu_point", "EU*_point")]
@@ -244,6 +254,8 @@ def write_report(
         )
     )
     au_board = board[~board["constant_aleatoric"].astype(bool)]
+    left_out = [str(m) for m in board.loc[board["constant_aleatoric"].astype(bool), "method"]]
+    au_suffix = f" — not shown (constant AU): {', '.join(left_out)}" if left_out else ""
     if len(au_board) and au_board["rho_au"].notna().any():
         figures.append(
             (
@@ -253,7 +265,7 @@ def write_report(
                     _interval_plot(
                         au_board,
                         [("rho_au", "AU*")],
-                        "Mean Spearman ρ of AU with AU* (heteroscedastic noise)",
+                        "Mean Spearman ρ of AU with AU* (heteroscedastic noise)" + au_suffix,
                         "mean ρ over instances",
                     )
                 ),
@@ -267,7 +279,7 @@ def write_report(
                     _interval_plot(
                         au_board,
                         [("delta_ent_risk", "Δ_ent")],
-                        "Excess entanglement ρ(EU, AU) − ρ(EU*_risk, AU*)",
+                        "Excess entanglement ρ(EU, AU) − ρ(EU*_risk, AU*)" + au_suffix,
                         "mean Δ_ent over instances",
                     )
                 ),
@@ -304,9 +316,14 @@ def write_report(
     parts.append(
         "<p class='note'>Means over instances with "
         f"{confidence:.0%} percentile bootstrap intervals (resampling instances). ρ(AU, AU*) and "
-        "Δ_ent use heteroscedastic noise modes and heteroscedastic-AU methods only. Rank: mean "
-        "per-instance rank of ρ(EU, EU*_risk) over instances where every method is valid.</p>"
+        "Δ_ent use heteroscedastic noise modes and heteroscedastic-AU methods only. "
+        f"{html.escape(_sentence(board.attrs['ranking']))}; figures list the methods "
+        "in rank order.</p>"
     )
+    if board.attrs.get("partial"):
+        parts.append(
+            f"<p class='note'><b>{html.escape(_sentence(board.attrs['partial']))}.</b></p>"
+        )
     parts.append(_board_html(board))
     for name, caption, data in figures:
         b64 = base64.b64encode(data).decode()

@@ -1,0 +1,216 @@
+"""The leaderboard as a terminal table: compact by default, every value whole at 80 columns.
+
+A value is shown as ``mean±h``, h the half-width of its 95 % percentile bootstrap interval
+((high − low)/2; the interval itself, which need not be symmetric, with ``--intervals``).
+Columns are chosen with ``--columns`` from :data:`BOARD_COLUMNS`; the default set
+(:data:`DEFAULT_COLUMNS`) fits an 80-column terminal with method names of up to 14
+characters (longer names fold onto a second line, never cut).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from udbench._validation import param_error
+
+__all__ = ["BOARD_COLUMNS", "DEFAULT_COLUMNS", "board_table", "parse_columns", "print_board"]
+
+#: Column key -> (header, leaderboard column). ``n`` shows valid cells (and failed, if any).
+BOARD_COLUMNS: dict[str, tuple[str, str]] = {
+    "rank": ("rank", "rank"),
+    "method": ("method", "method"),
+    "rank_value": ("ranked on", "rank_value"),
+    "mean_rank": ("mean rank", "mean_rank"),
+    "rho_eu_risk": ("ρ EU·risk", "rho_eu_risk"),
+    "rho_eu_var": ("ρ EU·var", "rho_eu_var"),
+    "rho_eu_point": ("ρ EU·point", "rho_eu_point"),
+    "rho_au": ("ρ AU·AU*", "rho_au"),
+    "delta_ent_risk": ("Δ_ent", "delta_ent_risk"),
+    "rmse": ("RMSE", "rmse"),
+    "n": ("valid", "n_valid"),
+}
+#: The default columns (``rank`` and ``method`` are always shown).
+DEFAULT_COLUMNS: tuple[str, ...] = ("rho_eu_risk", "rho_au", "delta_ent_risk", "rmse", "n")
+_AU_COLUMNS = frozenset({"rho_au", "delta_ent_risk"})
+_LEGEND = {
+    "rho_eu_risk": "ρ EU·risk = Spearman ρ(EU, EU*_risk)",
+    "rho_eu_var": "ρ EU·var = ρ(EU, EU*_var)",
+    "rho_eu_point": "ρ EU·point = ρ(EU, EU*_point)",
+    "rho_au": "ρ AU·AU* = ρ(AU, AU*) (heteroscedastic noise)",
+    "delta_ent_risk": "Δ_ent = ρ(EU, AU) − ρ(EU*_risk, AU*)",
+    "rmse": "RMSE of the prediction vs f* (target units)",
+}
+
+
+def parse_columns(text: str | None) -> list[str]:
+    """The columns named in ``--columns`` (comma-separated keys of :data:`BOARD_COLUMNS`).
+
+    ``rank`` and ``method`` come first whether named or not; None gives the default set.
+
+    Raises
+    ------
+    UdbenchError
+        An unknown column name (the message lists the known ones).
+    """
+    if text is None:
+        chosen = list(DEFAULT_COLUMNS)
+    else:
+        chosen = [c.strip() for c in text.split(",") if c.strip()]
+        unknown = [c for c in chosen if c not in BOARD_COLUMNS]
+        if unknown or not chosen:
+            raise param_error(
+                "udbench leaderboard",
+                "--columns",
+                f"be comma-separated names among {', '.join(BOARD_COLUMNS)}",
+                text,
+            )
+    return ["rank", "method"] + [c for c in dict.fromkeys(chosen) if c not in ("rank", "method")]
+
+
+def _finite(v: Any) -> bool:
+    """True for a finite number (Python or NumPy); False for None, NaN, ±inf and pandas.NA."""
+    try:
+        return math.isfinite(float(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def _significant(v: float, digits: int) -> str:
+    """``v`` to ``digits`` significant digits, positional (1030, 0.0412), never 1.03e+03."""
+    if v == 0 or 1e-4 <= abs(v) < 1e7:
+        return str(np.format_float_positional(v, precision=digits, fractional=False, trim="-"))
+    return f"{v:.{digits - 1}e}"
+
+
+def _number(v: float, key: str) -> str:
+    if key == "rmse":
+        return _significant(v, 3)
+    if key == "mean_rank":
+        return f"{v:.2f}"
+    return f"{v:.3f}"
+
+
+def _rmse_scale(board: Any) -> int:
+    """Power of ten the RMSE column is shown in: 0 unless its values are huge or tiny.
+
+    Positional numbers stay short for 1e-4 ≤ RMSE < 1e5; outside, the column shows
+    RMSE / 10^k (header ``RMSE/1ek``) so the values stay short instead of ``1.62e+10±4.6e+09``.
+    """
+    values = np.abs(np.asarray(board["rmse"], dtype=float))
+    values = values[np.isfinite(values) & (values > 0)]
+    if values.size == 0:
+        return 0
+    k = int(np.floor(np.log10(values.max())))
+    return k if (k >= 5 or k <= -4) else 0
+
+
+def _cell(r: dict[str, Any], key: str, intervals: bool, rmse_scale: int = 0) -> str:
+    col = BOARD_COLUMNS[key][1]
+    v: Any = r.get(col)
+    if key == "rmse" and rmse_scale:
+        r = {
+            k: (float(r[k]) / 10.0**rmse_scale if _finite(r.get(k)) else r.get(k))
+            for k in ("rmse", "rmse_low", "rmse_high")
+        }
+        v = r["rmse"]
+    if key == "rank":
+        return "–" if not _finite(v) else str(int(v))
+    if key == "method":
+        return str(v)
+    if key == "n":
+        failed = int(r.get("n_failed") or 0)  # type: ignore[arg-type]
+        return f"{int(v)}" + (f" ({failed}✗)" if failed else "")
+    if key in _AU_COLUMNS and r.get("constant_aleatoric"):
+        return "const."
+    if not _finite(v):
+        return "–"
+    text = _number(float(v), key)
+    lo: Any = r.get(f"{col}_low")
+    hi: Any = r.get(f"{col}_high")
+    if key == "rank_value":
+        return f"{float(v):.2f}" if r.get("rank_value") == r.get("mean_rank") else text
+    if key == "mean_rank" or not (_finite(lo) and _finite(hi)):
+        return text
+    if intervals:
+        return f"{text} [{_number(float(lo), key)}, {_number(float(hi), key)}]"
+    half = (float(hi) - float(lo)) / 2.0
+    return f"{text}±{_significant(half, 2)}" if key == "rmse" else f"{text}±{half:.2f}"
+
+
+def board_table(
+    board: Any, columns: list[str] | None = None, *, intervals: bool = False
+) -> tuple[Table, list[str]]:
+    """The rich table of a leaderboard and the note lines printed under it.
+
+    Parameters
+    ----------
+    board : DataFrame
+        From :func:`udbench.evaluation.leaderboard.leaderboard` (its ``attrs`` notes are used).
+    columns : list of str, optional
+        Keys of :data:`BOARD_COLUMNS` (:func:`parse_columns`); default the compact set. The
+        ranking statistic's column (``ranked on``) is added when it is not the mean shown
+        (mean-rank ranking, or partial results).
+    intervals : bool, default False
+        Show ``mean [low, high]`` instead of ``mean±half-width``.
+    """
+    cols = parse_columns(None) if columns is None else list(columns)
+    if len(board) == 0 or "method" not in board.columns:
+        empty = Table(title="udbench leaderboard · no results")
+        return empty, []
+    ranking = str(board.attrs.get("ranking") or "")
+    partial = board.attrs.get("partial")
+    by_mean_rank = "mean per-instance rank" in ranking
+    if (by_mean_rank or partial) and "rank_value" not in cols and "mean_rank" not in cols:
+        cols.insert(2, "rank_value")
+    table = Table(
+        title="udbench leaderboard · mean over instances"
+        + (" [95% interval]" if intervals else " ± half 95% interval"),
+        box=None,
+        header_style="bold underline",
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1),
+        collapse_padding=True,
+    )
+    widest = max([len(str(m)) for m in board["method"]] + [6])
+    scale = _rmse_scale(board) if "rmse" in cols else 0
+    for key in cols:
+        header = BOARD_COLUMNS[key][0]
+        if key == "rmse" and scale:
+            header = f"RMSE/1e{scale}"
+        if key == "rank_value":  # the statistic that ranks, named by what it is
+            header = "mean rank" if by_mean_rank else "common"
+        if key == "method":
+            table.add_column(header, justify="left", overflow="fold", min_width=min(widest, 14))
+        else:
+            table.add_column(header, justify="right", no_wrap=True)
+    for r in board.to_dict(orient="records"):
+        table.add_row(*(_cell(r, key, intervals, scale) for key in cols))
+    notes = [ranking] if ranking else []
+    if partial:
+        notes.append(str(partial))
+    legend = [_LEGEND[c] for c in cols if c in _LEGEND]
+    if any(c in _AU_COLUMNS for c in cols) and bool(board["constant_aleatoric"].any()):
+        legend.append("const. = constant-AU method: ρ(AU, AU*) and Δ_ent undefined (SPEC §8)")
+    if "rank_value" in cols and not by_mean_rank:
+        legend.append("common = mean over the instances common to every method (ranks)")
+    if "n" in cols and bool((board["n_failed"] > 0).any()):
+        legend.append("valid = instances scored; (k✗) = k failed cells")
+    if legend:
+        notes.append(" · ".join(legend))
+    return table, notes
+
+
+def print_board(
+    board: Any, console: Console, columns: list[str] | None = None, *, intervals: bool = False
+) -> None:
+    """Print :func:`board_table` and its notes (soft-wrapped lines, never cut)."""
+    table, notes = board_table(board, columns, intervals=intervals)
+    console.print(table)
+    for line in notes:
+        console.print(line, highlight=False, markup=False, style="dim")

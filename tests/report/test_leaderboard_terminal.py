@@ -1,0 +1,170 @@
+"""The leaderboard as a reader sees it: 80 columns, a rank that agrees, honest partial results."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from _fakes import make_fake_task, save_fake_task
+from udbench._validation import UdbenchError
+from udbench.cli import main
+from udbench.commands._board import board_table, parse_columns, print_board
+from udbench.evaluation.leaderboard import filter_results, leaderboard
+from udbench.report.html import write_report
+
+#: The paper's nineteen method names (the longest registry names a table must hold).
+NAMES = (
+    "blr gp vlgp dkl sngp-het ngboost-bag ngboost-nig catboost-ps catboost-kgb nn-ens nn-bag "
+    "nn-drop nn-edl nn-deup nn-swag nn-lap nn-lap-sn nn-fsp nn-fsp-sn"
+).split()
+
+
+def _frame(rho: dict[str, list[float]], *, rmse: float = 1.0, failed=()) -> pd.DataFrame:
+    rows = []
+    for m, values in rho.items():
+        for t, v in enumerate(values):
+            ok = (m, t) not in failed and np.isfinite(v)
+            rows.append(
+                {
+                    "task_id": f"t{t}",
+                    "method": m,
+                    "method_label": m,
+                    "status": "ok" if ok else "failed",
+                    "noise": "linear",
+                    "dataset": "toy" if t % 2 else "wine",
+                    "family": "gp",
+                    "coverage": "balanced",
+                    "constant_aleatoric": m in ("blr", "gp", "nn-deup", "catboost-kgb"),
+                    "rho_eu_risk": v if ok else np.nan,
+                    "rho_eu_var": v / 2,
+                    "rho_eu_point": v / 3,
+                    "rho_au": 0.3,
+                    "delta_ent_risk": -0.123,
+                    "rmse": rmse * (1 + t),
+                    **{f"rho_eu_risk_shell{s}": v for s in range(5)},
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _render(board, width=80, **kw) -> str:
+    console = Console(width=width, file=io.StringIO(), record=True)
+    print_board(board, console, **kw)
+    return console.export_text()
+
+
+@pytest.mark.parametrize("rmse", [0.012345, 1234.5, 2.5e9])
+def test_nineteen_methods_fit_in_80_columns_with_no_value_cut(rmse):
+    rng = np.random.default_rng(0)
+    rho = {m: list(rng.uniform(-0.2, 0.9, size=12)) for m in NAMES}
+    # one method with failed cells: partial results add the "common" column and a note
+    frame = _frame(rho, rmse=rmse, failed={("dkl", 0), ("dkl", 1)})
+    board = leaderboard(frame, n_resamples=100)
+    text = _render(board)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "…" not in text
+    table, _ = board_table(board)
+    # every method is one whole line, with every value of its row whole on that line
+    for row_index, method in enumerate(board["method"]):
+        (line,) = [ln for ln in lines if ln.split()[1:2] == [method]]
+        for column in table.columns:
+            cell = list(column.cells)[row_index]
+            assert str(cell) in line, (method, column.header, cell)
+    assert "common" in text and "partial results" in text and "dkl 10" in " ".join(text.split())
+
+
+def test_columns_option_and_intervals():
+    frame = _frame({"a": [0.5, 0.6, 0.7], "b": [0.1, 0.2, 0.3]})
+    board = leaderboard(frame, n_resamples=100)
+    assert parse_columns("rho_eu_var, n") == ["rank", "method", "rho_eu_var", "n"]
+    text = _render(board, columns=parse_columns("rho_eu_var"), intervals=True)
+    row = board.iloc[0]
+    assert f"{row['rho_eu_var']:.3f} [{row['rho_eu_var_low']:.3f}" in text
+    assert "ρ EU·risk" not in text
+    with pytest.raises(UdbenchError, match="'--columns' must be comma-separated names"):
+        parse_columns("rho_eu_risk,accuracy")
+
+
+def test_rank_agrees_with_the_statistic_shown():
+    # mean ρ says x (0.333 > 0.133); per-instance ranks say y (wins t1 and t2)
+    frame = _frame({"x": [1.0, 0.0, 0.0], "y": [0.2, 0.1, 0.1]})
+    by_mean = leaderboard(frame, n_resamples=100)
+    assert list(by_mean["method"]) == ["x", "y"]
+    assert by_mean["rank_value"].tolist() == pytest.approx([1 / 3, 4 / 30])
+    assert by_mean["mean_rank"].tolist() == pytest.approx([5 / 3, 4 / 3])
+    assert "rank: mean ρ(EU, EU*_risk) over the 3 instance(s)" in by_mean.attrs["ranking"]
+    by_rank = leaderboard(frame, rank_stat="mean_rank", n_resamples=100)
+    assert list(by_rank["method"]) == ["y", "x"]
+    assert by_rank["rank_value"].tolist() == pytest.approx([4 / 3, 5 / 3])
+    text = " ".join(_render(by_rank).split())
+    assert "mean rank" in text and "mean per-instance rank of ρ(EU, EU*_risk)" in text
+    with pytest.raises(UdbenchError, match="'rank_stat' must be one of"):
+        leaderboard(frame, rank_stat="median")
+
+
+def test_report_tables_and_figures_follow_the_rank(tmp_path):
+    frame = _frame({"x": [1.0, 0.0, 0.0], "y": [0.2, 0.1, 0.1], "z": [0.05, 0.05, 0.05]})
+    html = write_report(frame, tmp_path, n_resamples=100).read_text()
+    board = leaderboard(frame, n_resamples=100)
+    order = list(board["method"])
+    assert order == ["x", "y", "z"]
+    # the leaderboard table and the per-shell table list the methods in rank order
+    board_part = html[html.index("<h2>Leaderboard</h2>") : html.index("EU quality</h2>")]
+    shell_part = html[html.index("EU quality per shell</h2>") :]
+    for part in (board_part, shell_part):
+        positions = [
+            part.index(f"<th>{m}</th>" if part is shell_part else f"<td>{m}</td>") for m in order
+        ]
+        assert positions == sorted(positions)
+    assert "Rank: mean ρ(EU, EU*_risk) over the 3 instance(s)" in html
+
+
+def test_partial_results_rank_on_common_instances_and_say_so(tmp_path):
+    # a alone has t2, where it scores 1.0: its own mean (0.6) beats b's (0.45), but on the
+    # common instances t0, t1 b is better (0.45 vs 0.4) and must rank first
+    frame = _frame({"a": [0.4, 0.4, 1.0], "b": [0.45, 0.45, np.nan]})
+    board = leaderboard(frame, n_resamples=100).set_index("method")
+    assert board.loc["a", "rho_eu_risk"] == pytest.approx(0.6)
+    assert board.loc["a", "rank_value"] == pytest.approx(0.4)
+    assert (board.loc["b", "rank"], board.loc["a", "rank"]) == (1, 2)
+    note = board.attrs["partial"]
+    assert "(b 2)" in note and "the ranks only the 2 common" in note
+    html = write_report(frame, tmp_path, n_resamples=100).read_text()
+    assert "Partial results: 1 method(s) have fewer valid instances" in html
+    complete = leaderboard(_frame({"a": [0.4, 0.5], "b": [0.3, 0.2]}), n_resamples=100)
+    assert complete.attrs["partial"] is None
+
+
+def test_filter_results_by_factor():
+    frame = _frame({"a": [0.1, 0.2, 0.3, 0.4], "b": [0.5, 0.6, 0.7, 0.8]})
+    kept = filter_results(frame, dataset=["toy"], method=["b"])
+    assert sorted(kept["task_id"]) == ["t1", "t3"] and set(kept["method"]) == {"b"}
+    assert len(filter_results(frame, noise=None, family=[])) == len(frame)
+    with pytest.raises(UdbenchError, match=r"'dataset' must name values present .*toy, wine"):
+        filter_results(frame, dataset=["concrete"])
+
+
+def test_cli_leaderboard_filters_and_run_exit_status(tmp_path, capsys):
+    for seed in range(2):
+        save_fake_task(make_fake_task(seed), tmp_path / "tasks")
+    out = str(tmp_path / "res")
+    # every cell of the bad method fails: stored, then exit status 3 with the retry hint
+    code = main(["run", str(tmp_path / "tasks"), "-m", "_fakes:BadMethod", "--out", out, "-w", "0"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert code == 3
+    assert "2 cell(s) failed" in text and "--retry-failed" in text
+    assert (
+        main(["run", str(tmp_path / "tasks"), "-m", "_fakes:MeanMethod", "--out", out, "-w", "0"])
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["leaderboard", out, "--method", "fake-mean", "--n-resamples", "50"]) == 0
+    text = capsys.readouterr().out
+    assert "_fakes:MeanMethod" in text and "BadMethod" not in text
+    assert main(["leaderboard", out, "--noise", "nope"]) == 2
+    assert "'noise' must name values present" in " ".join(capsys.readouterr().err.split())
