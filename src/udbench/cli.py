@@ -41,7 +41,7 @@ app = typer.Typer(
         "aleatoric and epistemic uncertainty (reference posteriors correct by construction)."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 
@@ -60,6 +60,27 @@ def _root(
 ) -> None:
     """udbench: ground-truth benchmark for aleatoric and epistemic uncertainty."""
 
+
+def _flags_show_no_type() -> None:
+    """Show a boolean flag as a flag in ``--help``, not as ``--json <bool>``.
+
+    typer 0.29's rich help prints every option's type, flags included; a flag takes no value,
+    so its type column is left empty (options with values keep theirs).
+    """
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "_udbench_flags", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: object) -> str | None:
+        return None if self.is_flag else shown(self, ctx)  # type: ignore[arg-type]
+
+    display_type_rich._udbench_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_show_no_type()
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"udbench.commands.{_name}").register(app)

@@ -50,3 +50,32 @@ def test_check_method_user_errors_exit_2(capsys):
     assert "parameter 'name' must be one of" in capsys.readouterr().err
     assert main(["check-method", "blr", "--params", "max_iter=0"]) == 2
     assert "'max_iter' must be an integer >= 1; got 0" in capsys.readouterr().err
+
+
+def test_methods_name_shows_hyperparameters_search_space_and_flags(capsys):
+    from udbench.methods.registry import get_method_class
+
+    assert main(["methods", "gp", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    cls = get_method_class("gp")
+    assert info["class"] == "udbench.methods.gp:GP" and info["family"] == "gp"
+    assert info["constant_aleatoric"] is True and info["epistemic_from"] == "closed_form"
+    by_name = {r["name"]: r for r in info["hyperparameters"]}
+    assert set(by_name) == set(cls().get_params(deep=False))
+    assert by_name["max_iter"]["default"] == cls().max_iter
+    assert by_name["max_iter"]["smoke"] == cls.smoke_params["max_iter"]
+    assert by_name["init_lengthscale"]["search_space"] == cls.search_space["init_lengthscale"]
+    assert main(["methods", "gp"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "family gp · AU constant in x · EU from closed form" in text
+    assert "float [0.1, 5.0]" in text and "int [1, ∞)" in text and "float (0.0, ∞)" in text
+    assert main(["methods", "no-such-method"]) == 2
+    assert "parameter 'name' must be one of" in capsys.readouterr().err
+
+
+def test_help_shows_flags_without_a_type(capsys):
+    assert main(["leaderboard", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "<bool>" not in out and "--json" in out
+    assert "[low, high]" in out  # square brackets in help texts are not eaten as markup
+    assert "<int>" in out  # options with a value keep their type

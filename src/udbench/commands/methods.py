@@ -13,12 +13,25 @@ from rich.table import Table
 
 
 def methods_command(
+    name: str | None = typer.Argument(
+        None,
+        help="Show one method in full: hyperparameters with defaults, accepted values, "
+        "search space, smoke configuration and flags.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
     markdown: bool = typer.Option(
         False, "--markdown", help="Print the Markdown table of README.md and docs/methods.md."
     ),
 ) -> None:
-    """List the registered UQ methods (udbench's and the user's): flags, availability."""
+    """List the registered UQ methods (udbench's and the user's): flags, availability.
+
+    With NAME (a registered name or 'package.module:ClassName'), describe that method.
+    """
+    if name is not None:
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        _describe(name, as_json)
+        return
     from udbench.methods.registry import list_methods, methods_markdown
 
     infos = list_methods()
@@ -47,6 +60,86 @@ def methods_command(
     for i in infos:
         if not i.available:
             console.print(f"{i.name}: unavailable: {i.error}", highlight=False, markup=False)
+
+
+def _range_text(spec: dict[str, Any]) -> str:
+    """A search-space or constraint entry as text: ``float [0.1, 5] log``, ``{a, b}``."""
+    if "choices" in spec:
+        return "{" + ", ".join(map(str, spec["choices"])) + "}"
+    low, high = spec.get("low"), spec.get("high")
+    left = "(" if spec.get("low_open") else "["
+    right = ")" if spec.get("high_open") or high is None else "]"
+    kind = spec.get("type", "")
+    if low is None and high is None:
+        text = kind
+    else:
+        text = (
+            f"{kind} {left}{'-∞' if low is None else low}, {'∞' if high is None else high}{right}"
+        )
+    extra = [k for k in ("log", "step") if spec.get(k)]
+    if "step" in extra:
+        extra[extra.index("step")] = f"step {spec['step']}"
+    if spec.get("condition"):
+        extra.append(f"if {spec['condition']}")
+    return " ".join([text, *extra]).strip()
+
+
+def _describe(name: str, as_json: bool) -> None:
+    """``udbench methods NAME``: one method's hyperparameters, search space and flags."""
+    import inspect
+
+    from rich.markup import escape
+
+    from udbench.methods.registry import get_method_class
+
+    cls = get_method_class(name)
+    signature = inspect.signature(cls.__init__)
+    rows: list[dict[str, Any]] = []
+    for pname, p in signature.parameters.items():
+        if pname == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        rows.append(
+            {
+                "name": pname,
+                "default": None if p.default is inspect.Parameter.empty else p.default,
+                "accepted": cls.param_constraints.get(pname),
+                "search_space": cls.search_space.get(pname),
+                "smoke": cls.smoke_params.get(pname),
+            }
+        )
+    info = {
+        "name": cls.name,
+        "class": f"{cls.__module__}:{cls.__qualname__}",
+        "description": cls.description,
+        "family": cls.family,
+        "constant_aleatoric": cls.constant_aleatoric,
+        "epistemic_from": cls.epistemic_from,
+        "hyperparameters": rows,
+    }
+    if as_json:
+        typer.echo(json.dumps(info, indent=2, ensure_ascii=False, default=str))
+        return
+    console = Console()
+    console.print(f"[bold]{escape(cls.name)}[/] — {escape(str(cls.description or ''))}")
+    console.print(
+        f"family {cls.family} · AU "
+        f"{'constant in x' if cls.constant_aleatoric else 'heteroscedastic (varies in x)'} · "
+        f"EU from {str(cls.epistemic_from).replace('_', ' ')} · class {info['class']}",
+        highlight=False,
+        markup=False,
+    )
+    table = Table(title="hyperparameters (tuned: in the search space; smoke: quick configuration)")
+    for col in ("name", "default", "accepted", "search space", "smoke"):
+        table.add_column(col, overflow="fold", no_wrap=col == "name")
+    for r in rows:
+        table.add_row(
+            r["name"],
+            escape(repr(r["default"])),
+            escape(_range_text(r["accepted"])) if r["accepted"] else "",
+            escape(_range_text(r["search_space"])) if r["search_space"] else "",
+            "" if r["name"] not in cls.smoke_params else escape(repr(r["smoke"])),
+        )
+    console.print(table)
 
 
 def check_method_command(

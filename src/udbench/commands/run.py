@@ -170,7 +170,7 @@ def register(app: typer.Typer) -> None:
             "(default rho_eu_risk,rho_au,delta_ent_risk,rmse,n).",
         ),
         intervals: bool = typer.Option(
-            False, "--intervals", help="Show [low, high] intervals instead of ±half-width."
+            False, "--intervals", help="Show \\[low, high] intervals instead of ±half-width."
         ),
         dataset: list[str] = typer.Option([], "--dataset", help="Only these datasets."),
         family: list[str] = typer.Option([], "--family", help="Only these oracle families."),
