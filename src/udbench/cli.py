@@ -145,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except typer.Exit as ex:
         return int(ex.exit_code or 0)
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+        Console(stderr=True).print(f"{command}: interrupted", highlight=False, markup=False)
         return 130
     except SystemExit as ex:  # click usage errors in standalone_mode=False still exit
         return int(ex.code or 0)

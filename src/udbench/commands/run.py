@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -22,6 +23,8 @@ _METHODS_HELP = (
 #: Exit status of ``udbench run`` when every cell was stored but at least one failed (0: all
 #: ok; 2: a user error before any work; 130: interrupted).
 EXIT_CELLS_FAILED = 3
+#: Exit status after Ctrl-C (128 + SIGINT, the shell's convention).
+EXIT_INTERRUPTED = 130
 
 
 def _split_tasks_and_methods(tasks: list[str], methods: list[str]) -> tuple[list[str], list[str]]:
@@ -110,20 +113,38 @@ def register(app: typer.Typer) -> None:
             if cluster_config is not None:
                 load_cluster_config(cluster_config)
         task_args, specs = _split_tasks_and_methods(tasks, methods)
-        with cell_progress(progress) as on_cell:
-            summary = run_benchmark(
-                task_args,
-                specs,
-                out,
-                workers=workers,
-                scheduler=scheduler,
-                cluster_config=cluster_config,
-                pin=pin,
-                timeout=timeout,
-                keep_predictions=keep_predictions,
-                retry_failed=retry_failed,
-                on_cell=on_cell,
+        stored = [0]  # cells this invocation stored, for the line after a Ctrl-C
+        try:
+            with cell_progress(progress) as bar:
+
+                def on_cell(done: int, total: int, row: dict[str, Any] | None) -> None:
+                    if row is not None:
+                        stored[0] += 1
+                    if bar is not None:
+                        bar(done, total, row)
+
+                summary = run_benchmark(
+                    task_args,
+                    specs,
+                    out,
+                    workers=workers,
+                    scheduler=scheduler,
+                    cluster_config=cluster_config,
+                    pin=pin,
+                    timeout=timeout,
+                    keep_predictions=keep_predictions,
+                    retry_failed=retry_failed,
+                    on_cell=on_cell,
+                )
+        except KeyboardInterrupt:
+            Console(stderr=True).print(
+                f"interrupted; {stored[0]} cell(s) finished in this run are kept in {out}; "
+                "re-run the same command to resume",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
             )
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         console = Console()
         console.print(
             f"{summary.n_cells} cells: {summary.n_ok} ok, {summary.n_failed} failed, "

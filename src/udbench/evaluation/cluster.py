@@ -24,8 +24,10 @@ it, e.g. for SLURM with dask-jobqueue::
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import tomllib
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,7 +36,7 @@ from typing import Any
 from distributed import WorkerPlugin
 
 from udbench._threads import CELL_THREADS
-from udbench._validation import UdbenchError, param_error
+from udbench._validation import UdbenchError, UdbenchWarning, param_error
 
 __all__ = [
     "THREAD_ENV_VARS",
@@ -366,6 +368,11 @@ def dask_client(
             # the scheduler's small HTTP server (health, metrics) on a free port, not 8787
             scheduler_kwargs={"dashboard_address": ":0"},
             env=env,
+            # shutdown chatter ("Worker process still alive after 4.0 seconds, killing") is
+            # not the user's concern; errors still show
+            silence_logs=logging.ERROR,
+            # Ctrl-C is handled by the driver alone (one line, cells kept)
+            preload=["udbench.evaluation._worker_setup"],
         )
     finally:
         for k, v in saved.items():
@@ -382,4 +389,26 @@ def dask_client(
         finally:
             client.close()
     finally:
+        _close_quietly(cluster)
+
+
+def _close_quietly(cluster: Any) -> None:
+    """Close a LocalCluster; after an interrupt, without a second traceback at exit.
+
+    A Ctrl-C while workers are still starting leaves them in a state Dask's own close
+    asserts against, and its exit hook (``close_clusters``) then prints that traceback
+    again. The workers are child processes that end with this one either way, so a failed
+    close is reported as a warning of one line and the cluster is marked closed.
+    """
+    try:
         cluster.close()
+    except (Exception, KeyboardInterrupt) as err:  # best effort at shutdown
+        from distributed.core import Status
+
+        cluster.status = Status.closed
+        warnings.warn(
+            f"the local Dask cluster did not close cleanly ({type(err).__name__}); its worker "
+            "processes end with this one",
+            UdbenchWarning,
+            stacklevel=2,
+        )
