@@ -55,7 +55,7 @@ def _console() -> Console:
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``run``, ``leaderboard``, ``report`` and ``quickstart``."""
+    """Add ``run``, ``leaderboard``, ``compare``, ``report`` and ``quickstart``."""
 
     @app.command("run")
     def run_cmd(
@@ -232,6 +232,63 @@ def register(app: typer.Typer) -> None:
             board.to_csv(sys.stdout, index=False)
         else:
             print_board(board, _console(), cols, intervals=intervals)
+
+    @app.command("compare")
+    def compare_cmd(
+        results_a: Path = typer.Argument(..., help="Results directory A (the baseline)."),
+        results_b: Path = typer.Argument(..., help="Results directory B."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON (a list of objects)."),
+        n_resamples: int = typer.Option(2000, "--n-resamples", help="Bootstrap replicates."),
+    ) -> None:
+        """Per method: mean difference B − A on the cells both hold, with 95% intervals.
+
+        Common cells: the same method label on the same task instance with the same task
+        content, valid in both. Paired differences, bootstrap over instances.
+        """
+        from rich.table import Table
+
+        from udbench.evaluation.compare import COMPARE_METRICS, compare_results
+        from udbench.evaluation.leaderboard import METRIC_LABELS, leaderboard_records
+        from udbench.evaluation.store import read_results
+
+        table = compare_results(
+            read_results(results_a), read_results(results_b), n_resamples=n_resamples
+        )
+        if as_json:
+            typer.echo(json.dumps(leaderboard_records(table), indent=2))
+            return
+        view = Table(title="udbench compare · mean of B − A on common cells [95% interval]")
+        view.add_column("method", overflow="fold")
+        view.add_column("common", justify="right")
+        for m in COMPARE_METRICS:
+            view.add_column("Δ " + METRIC_LABELS.get(m, m), justify="right")
+        for r in table.to_dict(orient="records"):
+            cells = [str(r["method"]), str(r["n_common"])]
+            for m in COMPARE_METRICS:
+                d, lo, hi = r[f"{m}_diff"], r[f"{m}_low"], r[f"{m}_high"]
+                if not (isinstance(d, float) and d == d):
+                    cells.append("–")
+                elif lo == lo and hi == hi:
+                    cells.append(f"{d:+.3g} [{lo:+.2g}, {hi:+.2g}]")
+                else:
+                    cells.append(f"{d:+.3g}")
+            view.add_row(*cells)
+        console = _console()
+        console.print(view)
+        for r in table.to_dict(orient="records"):
+            extra = [
+                f"{r['n_only_a']} only in A" if r["n_only_a"] else "",
+                f"{r['n_only_b']} only in B" if r["n_only_b"] else "",
+                f"{r['n_changed_task']} with other task content (not compared)"
+                if r["n_changed_task"]
+                else "",
+            ]
+            if any(extra):
+                console.print(
+                    f"{r['method']}: " + ", ".join(e for e in extra if e),
+                    highlight=False,
+                    markup=False,
+                )
 
     @app.command("report")
     def report_cmd(
