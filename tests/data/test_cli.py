@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -19,6 +20,9 @@ def test_list_json_has_every_dataset_and_availability(data_dir, capsys):
     assert rows["concrete"]["available"] == "local"
     assert rows["sarcos"]["available"] == "needs download"  # only its test split is local
     assert rows["diabetes"]["available"] == "embedded"
+    # where each table was found: the file it is read from (none when embedded or missing)
+    assert rows["concrete"]["path"] == str(Path(data_dir) / "concrete" / "concrete.csv.gz")
+    assert rows["sarcos"]["path"] is None and rows["diabetes"]["path"] is None
     assert (rows["airfoil"]["n_rows"], rows["airfoil"]["n_eval"], rows["airfoil"]["rho"]) == (
         1503,
         751,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,18 @@ from rich.table import Table
 
 from udbench._validation import UdbenchError, param_error
 from udbench.commands._options import DATA_DIR_HELP, check_data_dir
+
+
+def _where(key: str, data_dir: Path | None) -> str | None:
+    """The file ``key``'s raw table is read from, or None (embedded, or needs download)."""
+    from udbench._validation import UdbenchError
+    from udbench.data.sources import find_raw_table
+
+    try:
+        path = find_raw_table(key, data_dir)
+    except UdbenchError:
+        return None
+    return None if path is None else str(path)
 
 
 def _list_rows(data_dir: Path | None) -> list[dict[str, Any]]:
@@ -31,6 +44,7 @@ def _list_rows(data_dir: Path | None) -> list[dict[str, Any]]:
             "kernel_family": s.kernel_family,
             "ood_only": s.ood_only,
             "available": availability(s.key, data_dir),
+            "path": _where(s.key, data_dir),
         }
         for s in list_datasets()
     ]
@@ -111,6 +125,16 @@ def register(app: typer.Typer) -> None:
         if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
             console = Console(width=max(console.width, 120))
         console.print(table)
+        from udbench.data.sources import DATA_DIR_ENV, cache_dir
+
+        folder = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV)
+        console.print(
+            f"local = read from the data folder {folder or '(none set)'} "
+            f"(--data-dir or ${DATA_DIR_ENV}) · cached = read from {cache_dir()} · "
+            "embedded = shipped with scikit-learn · --json gives each table's path",
+            highlight=False,
+            markup=False,
+        )
 
     @group.command("show")
     def show_cmd(
