@@ -188,3 +188,63 @@ def test_seed_streams_are_derived_per_component():
     assert a._seed("member", 0) != BLR(random_state=2)._seed("member", 0)
     assert BLR(random_state=None)._seed("x") == BLR(random_state=0)._seed("x")
     assert a._rng("x").standard_normal(3).tobytes() == b._rng("x").standard_normal(3).tobytes()
+
+
+def test_static_listing_equals_the_imported_classes():
+    """``udbench methods`` reads capabilities from source; they must equal the classes'."""
+    static = list_methods(static=True)
+    imported = list_methods()
+    assert [s.name for s in static] == [i.name for i in imported]
+    for s, i in zip(static, imported, strict=True):
+        assert s == i, (s, i)
+
+
+def test_static_reader_follows_bases_and_reports_missing_packages(monkeypatch):
+    from udbench.methods._static import read_class_statically
+
+    attrs = ("name", "family", "constant_aleatoric", "epistemic_from", "description")
+    info = read_class_statically("udbench.methods.gp:GP", attrs)
+    assert info is not None and info.attributes["family"] == "gp" and not info.missing_packages
+    # not udbench source, or a computed attribute: no static answer (the caller imports)
+    assert read_class_statically("json:JSONDecoder", attrs) is None
+    # a udbench module that needs a package that is not installed is reported unavailable
+    import ast
+
+    from udbench.methods import _static
+
+    source = (
+        "import not_an_installed_package_xyz\n"
+        "from udbench.methods.gp import GP\n"
+        "class Probe(GP):\n    name = 'probe'\n    constant_aleatoric = False\n"
+    )
+    original = _static._parse
+
+    def parse(module):
+        if module == "udbench.methods._probe":
+            return ast.parse(source), "probe.py"
+        return original(module)
+
+    monkeypatch.setattr(_static, "_parse", parse)
+    probe = read_class_statically("udbench.methods._probe:Probe", attrs)
+    assert probe is not None
+    assert probe.attributes["name"] == "probe" and probe.attributes["family"] == "gp"
+    assert probe.attributes["constant_aleatoric"] is False  # own value beats the base's
+    assert probe.missing_packages == ("not_an_installed_package_xyz",)
+
+
+def test_listing_methods_imports_no_heavy_library():
+    """What ``udbench methods`` and ``udbench datasets`` load: no JAX, sklearn, pandas, CatBoost."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, udbench.cli\n"
+        "from udbench.methods.registry import list_methods\n"
+        "from udbench.commands.datasets import _list_rows\n"
+        "list_methods(static=True); _list_rows(None)\n"
+        "heavy = {'jax', 'sklearn', 'pandas', 'catboost', 'ngboost', 'gpjax', 'scipy', "
+        "'scoringrules', 'numpyro', 'dask'}\n"
+        "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -34,7 +34,7 @@ def methods_command(
         return
     from udbench.methods.registry import list_methods, methods_markdown
 
-    infos = list_methods()
+    infos = list_methods(static=True)
     if as_json:
         typer.echo(json.dumps([i.to_dict() for i in infos], indent=2, ensure_ascii=False))
         return

@@ -8,42 +8,41 @@ from __future__ import annotations
 
 import zipfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from udbench import risk
 from udbench._validation import UdbenchError, check_choice, check_writable, param_error
 from udbench.commands._options import out_path
 
 LOSSES = ("squared", "crps", "log", "multiclass_log", "brier")
 
-#: loss -> (draw-based function, its array names; closed-form function, its array names)
-_DISPATCH: dict[str, tuple[Any, tuple[str, ...], Any, tuple[str, ...]]] = {
+#: loss -> (draw-based function, its array names; closed-form function, its array names),
+#: functions of :mod:`udbench.risk` named by attribute (imported when a command runs: the
+#: risk core loads scoringrules and pandas, which ``udbench --help`` does not need)
+_DISPATCH: dict[str, tuple[str, tuple[str, ...], str | None, tuple[str, ...]]] = {
     "squared": (
-        risk.squared_loss_decomposition,
+        "squared_loss_decomposition",
         ("draws", "noise_var", "prediction"),
-        risk.squared_loss_decomposition_gaussian,
+        "squared_loss_decomposition_gaussian",
         ("post_mean", "post_var", "noise_var", "prediction"),
     ),
     "crps": (
-        risk.crps_decomposition,
+        "crps_decomposition",
         ("draws", "noise_var", "pred_mean", "pred_var"),
-        risk.crps_decomposition_gaussian,
+        "crps_decomposition_gaussian",
         ("post_mean", "post_var", "noise_var", "pred_mean", "pred_var"),
     ),
     "log": (
-        risk.log_score_decomposition,
+        "log_score_decomposition",
         ("draws", "noise_var", "pred_mean", "pred_var"),
-        risk.log_score_decomposition_gaussian,
+        "log_score_decomposition_gaussian",
         ("post_mean", "post_var", "noise_var", "pred_mean", "pred_var"),
     ),
-    "multiclass_log": (risk.multiclass_log_decomposition, ("prob_draws", "pred_probs"), None, ()),
-    "brier": (risk.brier_decomposition, ("prob_draws", "pred_probs"), None, ()),
+    "multiclass_log": ("multiclass_log_decomposition", ("prob_draws", "pred_probs"), None, ()),
+    "brier": ("brier_decomposition", ("prob_draws", "pred_probs"), None, ()),
 }
 
 
@@ -102,7 +101,10 @@ def decompose_arrays(arrays: dict[str, np.ndarray], loss: str, random_state: int
             f"keys {sorted(arrays)}",
         )
     kwargs = {"random_state": random_state} if loss in ("crps", "log") and use_draws else {}
-    return fn(*(arrays[k] for k in names), **kwargs)
+    from udbench import risk
+
+    assert fn is not None  # use_draws is True whenever there is no closed form
+    return getattr(risk, fn)(*(arrays[k] for k in names), **kwargs)
 
 
 def register(app: typer.Typer) -> None:
@@ -133,6 +135,8 @@ def register(app: typer.Typer) -> None:
             check_writable("udbench risk decompose", "out", out.absolute().parent)
         named = load_arrays(arrays)
         dec = decompose_arrays(named, loss, random_state)
+        import pandas as pd
+
         frame = pd.DataFrame(
             {
                 "point": np.arange(dec.au.shape[0]),

@@ -2,13 +2,37 @@
 
 Public API: :class:`DatasetSpec`, :func:`list_datasets`, :func:`get_dataset_spec`,
 :func:`load_covariates`, :class:`Covariates`, :func:`download_dataset`, :func:`availability`.
+
+Names load on first use (``lazy_loader``): ``udbench datasets`` lists the registry without
+importing pandas or scikit-learn.
 """
 
-from udbench.data.cleaning import clean_table, normalise_name
-from udbench.data.covariates import Covariates, load_covariates
-from udbench.data.geometry import N_SHELLS, SHELL_SHRINKAGE, CovariateGeometry, largest_remainder
-from udbench.data.registry import DatasetSpec, get_dataset_spec, list_datasets
-from udbench.data.sources import availability, cache_dir, download_dataset
+from typing import TYPE_CHECKING
+
+import lazy_loader as _lazy
+
+__getattr__, __dir__, _names = _lazy.attach(
+    __name__,
+    submod_attrs={
+        "cleaning": ["clean_table", "normalise_name"],
+        "covariates": ["Covariates", "load_covariates"],
+        "geometry": ["N_SHELLS", "SHELL_SHRINKAGE", "CovariateGeometry", "largest_remainder"],
+        "registry": ["DatasetSpec", "get_dataset_spec", "list_datasets"],
+        "sources": ["availability", "cache_dir", "download_dataset"],
+    },
+)
+
+if TYPE_CHECKING:  # the same names, for type checkers
+    from udbench.data.cleaning import clean_table, normalise_name
+    from udbench.data.covariates import Covariates, load_covariates
+    from udbench.data.geometry import (
+        N_SHELLS,
+        SHELL_SHRINKAGE,
+        CovariateGeometry,
+        largest_remainder,
+    )
+    from udbench.data.registry import DatasetSpec, get_dataset_spec, list_datasets
+    from udbench.data.sources import availability, cache_dir, download_dataset
 
 __all__ = [
     "N_SHELLS",

@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from udbench._cache import CACHE_DIR_ENV, cache_dir
 from udbench._validation import UdbenchError, check_choice
-from udbench.data.cleaning import clean_table, normalise_name
+
+if TYPE_CHECKING:  # pandas loads where a table is read: listing sources must stay fast
+    import pandas as pd
 from udbench.data.registry import DatasetSpec, get_dataset_spec, list_datasets
 
 __all__ = [
@@ -122,6 +123,8 @@ def read_raw_table(key: str, data_dir: str | os.PathLike[str] | None = None) -> 
     root = _data_dir(data_dir)
     origin = "local" if root is not None and path == _table_path(root, key) else "cached"
     try:
+        import pandas as pd
+
         frame = pd.read_csv(path, na_values=["?"], low_memory=False)
     except (OSError, ValueError, EOFError) as err:
         raise UdbenchError(
@@ -149,6 +152,8 @@ def _fetch_frame(spec: DatasetSpec) -> pd.DataFrame:
         frame = fetch_ucirepo(id=spec.source_id).data.original
     else:  # embedded
         frame = _embedded_frame(spec)
+    import pandas as pd
+
     frame = pd.DataFrame(frame).copy()
     target = [c for c in frame.columns if _same_name(c, spec.target)]
     rest = [c for c in frame.columns if c not in target]
@@ -156,6 +161,8 @@ def _fetch_frame(spec: DatasetSpec) -> pd.DataFrame:
 
 
 def _same_name(a: object, b: str) -> bool:
+    from udbench.data.cleaning import normalise_name
+
     return normalise_name(str(a)) == normalise_name(b)
 
 
@@ -197,6 +204,8 @@ def download_dataset(key: str, *, force: bool = False) -> Path:
             f"failed ({type(err).__name__}: {err}); check the internet connection or put the "
             f"table at <data folder>/{key}/{key}.csv.gz and set ${DATA_DIR_ENV}."
         ) from None
+    from udbench.data.cleaning import clean_table
+
     clean_table(frame, spec)  # raises if columns or shape do not match SPEC
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")

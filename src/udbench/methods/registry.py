@@ -32,10 +32,12 @@ import os
 import re
 from dataclasses import asdict, dataclass
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from udbench._validation import UdbenchError, param_error
-from udbench.methods.base import BaseMethod
+
+if TYPE_CHECKING:  # imported where used: listing methods must not import scikit-learn
+    from udbench.methods.base import BaseMethod
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -133,6 +135,8 @@ def _import_target(target: str, parameter: str) -> type[BaseMethod]:
                 _COMPONENT, parameter, f"name a class defined in {module_name!r}", target
             )
         obj = getattr(obj, part)
+    from udbench.methods.base import BaseMethod
+
     if not (inspect.isclass(obj) and issubclass(obj, BaseMethod)):
         raise param_error(
             _COMPONENT, parameter, "name a subclass of udbench.methods.BaseMethod", target
@@ -208,8 +212,19 @@ def _load(name: str, target: str) -> type[BaseMethod]:
     return cls
 
 
-def list_methods() -> list[MethodInfo]:
+def list_methods(*, static: bool = False) -> list[MethodInfo]:
     """All registered methods (udbench's, then the user's), each as its class describes it.
+
+    Parameters
+    ----------
+    static : bool, default False
+        Read each class's capabilities from its source without importing it
+        (:mod:`udbench.methods._static`; ``udbench methods`` uses it to answer in well under
+        a second instead of importing JAX, GPJax, CatBoost, …). *Available* then means that
+        every third-party package the module needs at import is installed. A class whose
+        source does not answer statically is imported as usual. Same rows as
+        ``static=False`` (tested for every registered method), except that an import error
+        other than a missing package shows only with ``static=False``.
 
     Returns
     -------
@@ -227,6 +242,11 @@ def list_methods() -> list[MethodInfo]:
     rows = [(n, t, "udbench", None) for n, t in REGISTRY.items()] + _user_entries()
     out = []
     for name, target, source, problem in rows:
+        if static and problem is None:
+            info = _static_row(name, target, source)
+            if info is not None:
+                out.append(info)
+                continue
         try:
             if problem is not None:
                 raise UdbenchError(problem)
@@ -248,6 +268,36 @@ def list_methods() -> list[MethodInfo]:
             )
         )
     return out
+
+
+_CAPABILITIES = ("name", "family", "constant_aleatoric", "epistemic_from", "description")
+
+
+def _static_row(name: str, target: str, source: str) -> MethodInfo | None:
+    """The row of :func:`list_methods` read from source, or None to import instead."""
+    from udbench.methods._static import read_class_statically
+
+    info = read_class_statically(target, _CAPABILITIES)
+    if info is None or info.attributes.get("name") != name:
+        return None  # a name mismatch is reported by the import path, with its message
+    if info.missing_packages:
+        error = (
+            f"{_COMPONENT}: cannot import {target!r}: missing package(s) "
+            f"{', '.join(info.missing_packages)}"
+        )
+        return MethodInfo(name, target, None, None, None, None, False, error, source)
+    a = info.attributes
+    return MethodInfo(
+        name,
+        target,
+        a["family"],
+        bool(a["constant_aleatoric"]),
+        a["epistemic_from"],
+        a["description"],
+        True,
+        None,
+        source,
+    )
 
 
 def methods_markdown(infos: list[MethodInfo] | None = None) -> str:
@@ -430,6 +480,8 @@ def make_method(
         that cannot be converted, or a value outside the declared range.
     """
     if isinstance(spec, type):
+        from udbench.methods.base import BaseMethod
+
         if not issubclass(spec, BaseMethod):
             raise param_error(_COMPONENT, "spec", "be a BaseMethod subclass", spec)
         cls: type[BaseMethod] = spec
