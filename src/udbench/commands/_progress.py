@@ -51,10 +51,17 @@ def cell_progress(enabled: bool = True, console: Any = None) -> Iterator[CellCal
         transient=False,
         console=console,
     ) as bar:
+        # until the runner has planned the cells (reading every task file's checksum) and
+        # started its workers, say so instead of showing nothing
+        ids.append(
+            bar.add_task(
+                "preparing (reading task files, starting workers)", total=None, ok=0, failed=0
+            )
+        )
 
         def on_cell(done: int, total: int, row: dict[str, Any] | None) -> None:
-            if not ids:
-                ids.append(bar.add_task("cells", total=total, ok=0, failed=0))
+            if bar.tasks[0].total is None:
+                bar.update(ids[0], description="cells", total=total)
             if row is not None:
                 counts["ok" if row["status"] == "ok" else "failed"] += 1
             bar.update(

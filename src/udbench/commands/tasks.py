@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -192,8 +193,17 @@ def generate_command(
     )
     # fit each prior once here (cached on disk), so workers only read the cache
     for key in sorted({(s.family, s.dataset, s.fidelity) for s in todo}):
-        console.print(f"prior {key[0]} on {key[1]} ({key[2]})", highlight=False)
-        get_prior(*key, dd)
+        # a GP prior's kernel selection and fit take about a minute on a mid-size dataset
+        # (once; then read from the cache): show that something is happening, and how long
+        start = time.perf_counter()
+        with console.status(
+            f"prior {key[0]} on {key[1]} ({key[2]}): fitting, or reading the cache …"
+        ):
+            get_prior(*key, dd)
+        console.print(
+            f"prior {key[0]} on {key[1]} ({key[2]}): ready in {time.perf_counter() - start:.1f} s",
+            highlight=False,
+        )
     failures: list[tuple[str, str]] = []
     columns = (
         TextColumn("{task.description}"),
