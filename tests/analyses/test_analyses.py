@@ -53,6 +53,27 @@ def test_kendall_w_independent_rankings_mean_near_one_over_m(m):
     assert w.mean() < 1.0 / m + 0.02  # far from the identical-rankings value 1
 
 
+def test_stability_w_of_unrelated_levels_is_near_one_over_m():
+    # every method equally good: each noise level (m = 4) ranks the methods by noise alone
+    equal = dict.fromkeys(("a", "b", "c", "d", "e", "f"), 0.5)
+    methods = {m: ("gp", False) for m in equal}
+    ws = []
+    for seed in range(40):
+        df = fabricate_results(
+            n_datasets=1,
+            n_seeds=2,
+            methods=methods,
+            quality=equal,
+            noise_sd=0.1,
+            random_state=seed,
+        )
+        stab = stability_table(df, factors=("noise",), n_resamples=20, random_state=seed)
+        ws.append(float(stab.set_index("criterion").loc["eu", "W"]))
+    ws_arr = np.array(ws)
+    se = ws_arr.std() / math.sqrt(len(ws_arr))
+    assert abs(ws_arr.mean() - 0.25) < 4 * se + 0.01, (ws_arr.mean(), se)
+
+
 def test_kendall_w_tie_correction_hand_worked():
     # three levels rank four methods (row 2 ties two methods):
     #   ranks  [1, 2, 3, 4], [1, 2.5, 2.5, 4], [2, 1, 3, 4]

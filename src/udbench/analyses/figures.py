@@ -119,7 +119,7 @@ def headline_figure(table: pd.DataFrame, *, au: bool = False) -> Any:
 
 def stability_figure(table: pd.DataFrame) -> Any:
     """Kendall's W per factor and criterion, with intervals and the 1/m chance level."""
-    fig = _figure(7.5, 3.6)
+    fig = _figure(8.5, 3.6)
     ax = fig.add_subplot()
     factors = list(dict.fromkeys(table["factor"]))
     x = np.arange(len(factors), dtype=float)
@@ -139,7 +139,9 @@ def stability_figure(table: pd.DataFrame) -> Any:
             )
         for xi, n in zip(x, sub["n_levels"], strict=True):
             if n and n >= 2:
-                ax.plot([xi - 0.3, xi + 0.3], [1.0 / n] * 2, color="#999", lw=0.8, ls="--")
+                ax.plot(  # the chance level 1/m of this criterion's m levels
+                    [xi + off - 0.1, xi + off + 0.1], [1.0 / n] * 2, color=colour, lw=1, ls="--"
+                )
     labels = {
         "family": "prior family",
         "noise": "noise mode",
@@ -149,7 +151,7 @@ def stability_figure(table: pd.DataFrame) -> Any:
     ax.set_xticks(x, [labels.get(f, f) for f in factors])
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("Kendall's W")
-    ax.set_title("Stability of the method ranking across factor levels (dashed: 1/m)")
+    ax.set_title("Ranking stability across levels (dashed: 1/m for m levels)")
     ax.grid(axis="y", alpha=0.3)
     fig.legend(loc="outside right upper")
     return fig
@@ -167,10 +169,12 @@ def rank_heatmap_figure(ranks: pd.DataFrame, families: dict[str, str] | None = N
     for tick, m in zip(ax.get_xticklabels(), ranks.columns, strict=True):
         tick.set_color(_colour(fam.get(str(m), "other")))
     vals = ranks.to_numpy(dtype=float)
+    middle = np.nanmean(vals) if np.isfinite(vals).any() else 0.0
     for i in range(n_rows):
         for j in range(n_cols):
             if np.isfinite(vals[i, j]):
-                ax.text(j, i, f"{vals[i, j]:g}", ha="center", va="center", fontsize=6, color="w")
+                ink = "k" if vals[i, j] < middle else "w"  # dark on the bright (good) cells
+                ax.text(j, i, f"{vals[i, j]:g}", ha="center", va="center", fontsize=6, color=ink)
     fig.colorbar(im, ax=ax, label="rank (1 = best)")
     ax.set_title(f"Method rank per {ranks.index.name or 'level'}")
     return fig
