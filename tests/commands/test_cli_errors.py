@@ -48,6 +48,7 @@ def _commands(out: str) -> dict[str, list[str]]:
         "generate": ["generate", "--fidelity", "smoke", "--draws", "50", "--out", out],
         "run": ["run", "tasks", "-m", "blr", "--workers", "0", "--no-progress", "--out", out],
         "report": ["report", "results.parquet", "--out", out],
+        "analyze": ["analyze", "results.parquet", "--out", out],
         "quickstart": ["quickstart", "--workers", "0", "--out", out],
         "risk decompose": ["risk", "decompose", "risk.npz", "--out", f"{out}/terms.csv"],
     }
@@ -81,13 +82,17 @@ def test_os_errors_behind_the_check_are_one_line_with_the_path(
     monkeypatch.setattr("udbench.commands.risk.check_writable", lambda *a, **k: None)
     (workdir / "afile").write_text("a file, not a folder")
     (workdir / "results.parquet").write_bytes(b"")  # report must fail on writing, not reading
-    if command == "report":
+    if command in ("report", "analyze"):
         monkeypatch.setattr(
             "udbench.evaluation.store.read_results", lambda p: __import__("pandas").DataFrame()
         )
         monkeypatch.setattr(
             "udbench.report.html.write_report",
-            lambda df, out: (Path(out) / "report.html").write_text(""),
+            lambda df, out, **k: (Path(out) / "report.html").write_text(""),
+        )
+        monkeypatch.setattr(
+            "udbench.analyses.analyze",
+            lambda df, out, **k: Path(out, "tables").mkdir(parents=True),
         )
     if command == "quickstart":
         monkeypatch.setattr(

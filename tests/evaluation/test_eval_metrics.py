@@ -162,15 +162,29 @@ def test_instance_metrics_values_and_reasons():
     assert "rho_au: AU is constant" in out["nan_reasons"]
     assert "rho_eu_point: EU*_point is constant" in out["nan_reasons"]
     keys = {"rho_eu_risk", "rho_eu_var", "rho_eu_point", "rho_au", "delta_ent_risk"}
-    assert keys | {"delta_ent_var", "delta_ent_point", "rmse", "nmse", "nan_reasons"} == set(out)
+    parts = {"rho_eu_au", "rho_eu_au_star_risk", "rho_eu_au_star_var", "rho_eu_au_star_point"}
+    assert keys | parts | {
+        "delta_ent_var",
+        "delta_ent_point",
+        "rmse",
+        "nmse",
+        "nan_reasons",
+    } == set(out)
+    # the parts of Δ_ent: ρ(EU, AU) undefined (AU constant), ρ(EU*_t, AU*) defined
+    assert np.isnan(out["rho_eu_au"])
+    assert out["rho_eu_au_star_var"] == pytest.approx(1.0)  # post_var and noise both increase
     # heteroscedastic AU estimate equal to AU*: ρ_AU = 1 and Δ_ent defined
     pred2 = Prediction(mean=mean, aleatoric=noise * 2, epistemic=post_var[::-1].copy())
     out2 = instance_metrics(pred2, targets)
     assert out2["rho_au"] == pytest.approx(1.0)
     assert out2["delta_ent_var"] == pytest.approx(-1.0 - 1.0)
+    assert out2["delta_ent_var"] == pytest.approx(
+        out2["rho_eu_au"] - out2["rho_eu_au_star_var"], abs=1e-15
+    )
     assert (
         out2["nan_reasons"]
-        == "rho_eu_point: EU*_point is constant; delta_ent_point: EU* is constant"
+        == "rho_eu_point: EU*_point is constant; delta_ent_point: EU* is constant; "
+        "rho_eu_au_star_point: EU*_point is constant"
     )
 
 

@@ -177,6 +177,10 @@ def test_cli_leaderboard_json_csv_and_report(fake_results, tmp_path, capsys):
     assert "fake-knn" in capsys.readouterr().out
     assert main(["report", str(fake_results), "--out", str(tmp_path / "r")]) == 0
     assert (tmp_path / "r" / "report.html").is_file()
+    # the analyses of udbench analyze are written beside it and linked
+    assert (tmp_path / "r" / "analyses" / "tables" / "headline.csv").is_file()
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert "href='analyses/tables/stability.tex'" in page
 
 
 def test_cli_user_errors_are_one_line(tmp_path, capsys):

@@ -296,13 +296,26 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(
             Path("udbench-out/report"), "--out", "-o", help="Report folder.", parser=out_path
         ),
+        bootstrap_unit: str = typer.Option(
+            "instance",
+            "--bootstrap-unit",
+            help="Analyses: resample instances within datasets ('instance') or whole datasets.",
+        ),
     ) -> None:
-        """Write a self-contained HTML report (figures embedded, PNGs beside it)."""
+        """Write an HTML report (figures embedded, PNGs beside it) with the analyses of
+        ``udbench analyze`` (tables and figures under REPORT/analyses/, linked)."""
+        from udbench._validation import check_choice
+        from udbench.analyses import BOOTSTRAP_UNITS, analyze
         from udbench.evaluation.store import read_results
         from udbench.report.html import write_report
 
+        check_choice("udbench report", "--bootstrap-unit", bootstrap_unit, BOOTSTRAP_UNITS)
         check_out_dir("udbench report", out)
-        path = write_report(read_results(results), out)
+        df = read_results(results)
+        extra = analyze(
+            df, out / "analyses", bootstrap_unit=bootstrap_unit, link_prefix="analyses/"
+        )
+        path = write_report(df, out, sections=extra.sections)
         Console().print(f"report written to {path}", highlight=False)
 
     @app.command("quickstart")

@@ -442,7 +442,10 @@ def instance_metrics(
     dict
         Floats ``rho_eu_risk``, ``rho_eu_var``, ``rho_eu_point`` (Spearman ρ of the EU estimate
         with each EU target), ``rho_au`` (ρ of the AU estimate with AU*), ``delta_ent_risk``,
-        ``delta_ent_var``, ``delta_ent_point`` (Δ_ent per EU target), ``rmse`` (√mean(â − f*)²)
+        ``delta_ent_var``, ``delta_ent_point`` (Δ_ent per EU target), its two parts
+        ``rho_eu_au`` (ρ(EU, AU) of the estimates; NaN for a flagged constant AU) and
+        ``rho_eu_au_star_risk``, ``rho_eu_au_star_var``, ``rho_eu_au_star_point`` (the
+        ground truth ρ(EU*, AU*) per EU target), ``rmse`` (√mean(â − f*)²)
         and ``nmse`` (mean(â − f*)² / Var(f*), population variance over the points); and the
         string ``nan_reasons``: ``"key: reason"`` entries joined by ``"; "`` for every NaN
         value (empty when none is NaN).
@@ -477,6 +480,11 @@ def instance_metrics(
     for key, star in eu_targets.items():
         ent = excess_entanglement(eu, au, star, targets.au)
         put(f"delta_ent_{key}", flagged if constant_aleatoric else ent)
+    # the two parts of Δ_ent, for the entanglement analysis (udbench.analyses)
+    hat = spearman(eu, au, names=("EU", "AU"))
+    put("rho_eu_au", flagged if constant_aleatoric else hat)
+    for key, star in eu_targets.items():
+        put(f"rho_eu_au_star_{key}", spearman(star, targets.au, names=(f"EU*_{key}", "AU*")))
     mse = float(np.mean((mean - targets.f_star) ** 2))
     out["rmse"] = float(np.sqrt(mse))
     var_f = float(np.var(targets.f_star))

@@ -27,6 +27,10 @@ METRIC_KEYS: tuple[str, ...] = (
     "delta_ent_risk",
     "delta_ent_var",
     "delta_ent_point",
+    "rho_eu_au",
+    "rho_eu_au_star_risk",
+    "rho_eu_au_star_var",
+    "rho_eu_au_star_point",
     "rmse",
     "nmse",
 )

@@ -23,6 +23,8 @@ import html
 import io
 import os
 import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,7 +42,7 @@ from udbench.evaluation.leaderboard import (
     select_task_versions,
 )
 
-__all__ = ["GRID_COLUMNS", "shell_table", "task_grid", "write_report"]
+__all__ = ["GRID_COLUMNS", "ReportSection", "shell_table", "task_grid", "write_report"]
 
 #: Task coordinates summarised as the task grid.
 GRID_COLUMNS: tuple[str, ...] = ("dataset", "family", "noise", "coverage", "seed", "fidelity")
@@ -55,6 +57,23 @@ td:first-child,th:first-child{text-align:left}
 .note{color:#555;font-size:.9em}img{max-width:100%}
 .scroll{max-height:36em;overflow:auto}
 """
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """A section that a higher layer adds to the report (e.g. :mod:`udbench.analyses`).
+
+    Attributes
+    ----------
+    title : str
+        The section's heading (plain text; escaped when written).
+    body : str
+        Its HTML, written as given after the heading; links in it are relative to the
+        report's folder.
+    """
+
+    title: str
+    body: str
 
 
 def task_grid(results: pd.DataFrame) -> dict[str, list[Any]]:
@@ -208,6 +227,7 @@ def write_report(
     title: str = "udbench report",
     confidence: float = 0.95,
     n_resamples: int = 2000,
+    sections: Sequence[ReportSection] = (),
 ) -> Path:
     """Write the HTML report and its PNG figures; return the path of ``report.html``.
 
@@ -221,6 +241,9 @@ def write_report(
         Page title.
     confidence, n_resamples
         Bootstrap intervals of the leaderboard (:func:`udbench.evaluation.leaderboard.leaderboard`).
+    sections : sequence of ReportSection, default ()
+        Further sections, written after the figures and before the per-instance table
+        (``udbench report`` adds the analyses of :mod:`udbench.analyses` here).
 
     Raises
     ------
@@ -335,6 +358,9 @@ def write_report(
                 "outer_minus_inner = shell 4 − shell 0.</p>"
             )
             parts.append(shells.to_html(float_format=lambda v: f"{v:.3f}", na_rep="–"))
+    for section in sections:
+        parts.append(f"<h2>{html.escape(section.title)}</h2>")
+        parts.append(section.body)
     inst_cols = [
         c
         for c in (

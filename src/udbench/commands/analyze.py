@@ -1,0 +1,66 @@
+"""``udbench analyze``: the paper's analyses of a results folder as tables and figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from udbench.commands._options import check_out_dir, out_path
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``analyze``."""
+
+    @app.command("analyze")
+    def analyze_cmd(
+        results: Path = typer.Argument(..., help="Results directory (or Parquet file)."),
+        out: Path = typer.Option(
+            Path("udbench-out/analyses"), "--out", "-o", help="Output folder.", parser=out_path
+        ),
+        bootstrap_unit: str = typer.Option(
+            "instance",
+            "--bootstrap-unit",
+            help="Resample instances within datasets ('instance') or whole datasets ('dataset').",
+        ),
+        n_resamples: int = typer.Option(2000, "--n-resamples", help="Bootstrap replicates."),
+        confidence: float = typer.Option(0.95, "--confidence", help="Interval coverage."),
+        seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling."),
+    ) -> None:
+        """Headline table, Kendall's W stability, matched-prior advantage, entanglement,
+        per-shell EU quality and accuracy, with bootstrap intervals: CSV + LaTeX tables,
+        PNG + SVG figures and an HTML page (analyses.html) in --out."""
+        from udbench._validation import check_choice
+        from udbench.analyses import analyze
+        from udbench.analyses._common import BOOTSTRAP_UNITS
+        from udbench.evaluation.store import read_results
+
+        check_choice("udbench analyze", "--bootstrap-unit", bootstrap_unit, BOOTSTRAP_UNITS)
+        check_out_dir("udbench analyze", out)
+        res = analyze(
+            read_results(results),
+            out,
+            bootstrap_unit=bootstrap_unit,
+            n_resamples=n_resamples,
+            confidence=confidence,
+            random_state=seed,
+        )
+        console = Console()
+        head = res.tables["headline"]
+        console.print(
+            f"{len(head)} methods; {len(res.files)} files written to {out} "
+            f"(tables/*.csv|tex, figures/*.png|svg)",
+            highlight=False,
+        )
+        stab = res.tables["stability"]
+        for r in stab.to_dict(orient="records"):
+            w = float(r["W"])
+            text = "–" if w != w else f"{w:.3f} [{r['W_low']:.3f}, {r['W_high']:.3f}]"
+            console.print(
+                f"  Kendall's W ({r['criterion']}, {r['factor']}): {text}  "
+                f"({r['n_methods']} methods, {r['n_levels']} levels)",
+                highlight=False,
+                markup=False,
+            )
+        console.print(f"page: {res.html}", highlight=False)
