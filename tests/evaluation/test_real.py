@@ -86,6 +86,7 @@ def test_end_to_end_real_task_files_and_methods(task_dir, tmp_path):
         assert row.task_version == task.version
     blr = df[df["method"] == "blr"]
     assert blr["constant_aleatoric"].all() and blr["rho_au"].isna().all()
+    assert set(df.groupby("method")["method_family"].first().items()) >= {("blr", "linear")}
     cat = df[df["method"] == "catboost-ps"].set_index("noise")
     assert np.isfinite(cat.loc["smooth-monotone", "rho_au"])
     assert np.isnan(cat.loc["homoscedastic", "rho_au"])  # AU* constant: undefined, with reason

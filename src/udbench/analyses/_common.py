@@ -143,14 +143,17 @@ def prepare(results: pd.DataFrame, component: str = "analyses") -> Frame:
 def method_families(frame: Frame, families: Mapping[str, str] | None = None) -> dict[str, str]:
     """Label -> method family (``"gp"``, ``"trees"``, ``"nn"``, ``"linear"`` or ``"other"``).
 
-    In order of precedence: ``families`` (by label), a ``method_family`` column of the
-    results, the ``family`` attribute of the method's registered class
-    (:func:`udbench.methods.get_method_class` of the row's ``method``); ``"other"`` when the
-    class cannot be imported.
+    In order of precedence: ``families`` (by label), the ``method_family`` column that
+    ``udbench run`` stores with every row, the ``family`` attribute of the method's
+    registered class (read from source; :func:`udbench.methods.get_method_class` for a
+    user's class); ``"other"`` when the class cannot be imported (results from before the
+    column was stored, of a user's class not importable here).
     """
-    from udbench.methods.registry import get_method_class
+    from udbench.methods.registry import get_method_class, list_methods
 
     given = dict(families or {})
+    # registered methods: read from source, no import (udbench.methods._static)
+    registered = {i.name: i.family for i in list_methods(static=True) if i.family}
     out: dict[str, str] = {}
     first = frame.rows.groupby("label", sort=True).first()
     for label in frame.methods:
@@ -162,9 +165,13 @@ def method_families(frame: Frame, families: Mapping[str, str] | None = None) -> 
         if isinstance(col, str) and col:
             out[label] = col
             continue
+        name = str(row["method"])
+        if name in registered:
+            out[label] = str(registered[name])
+            continue
         try:
-            out[label] = str(get_method_class(str(row["method"])).family)
-        except Exception:  # a user's class that is not importable here
+            out[label] = str(get_method_class(name).family)
+        except Exception:  # a user's class that is not importable here: said in the docs
             out[label] = "other"
     return out
 

@@ -215,6 +215,7 @@ def _base_row(cell: Cell) -> dict[str, Any]:
         "config_hash": mc.config_hash,
         "method_seed": cell.seed,
         "constant_aleatoric": mc.constant_aleatoric,
+        "method_family": mc.family,
         "status": "failed",
         "error": None,
         "traceback": None,

@@ -103,6 +103,11 @@ class MethodConfig:
         """Whether the method's AU is constant in x (SPEC §8)."""
         return bool(type(self.estimator).constant_aleatoric)
 
+    @property
+    def family(self) -> str:
+        """The method's family (``linear``, ``gp``, ``trees``, ``nn``, …; its class attribute)."""
+        return str(type(self.estimator).family)
+
 
 def _override_text(est: BaseMethod) -> str:
     """``"k=v,..."`` for the hyperparameters that differ from the class defaults."""
