@@ -27,8 +27,12 @@ def make_fake_task(
     d: int = 3,
     noise: str = "smooth-monotone",
     dataset: str = "toy",
+    coverage: str = "balanced",
 ) -> Task:
-    """A task with a smooth f*, a Gaussian posterior and shells 0..4 (12 points each)."""
+    """A task with a smooth f*, a Gaussian posterior and shells 0..4 (12 points each).
+
+    ``coverage`` is only a label here (the spec's): the arrays are the same for both.
+    """
     rng = make_rng("fake-task", dataset, noise, seed)
     X = rng.uniform(size=(n_train + n_eval, d))
     f = np.sin(3.0 * X[:, 0]) + X[:, 1] ** 2
@@ -58,7 +62,7 @@ def make_fake_task(
         "draws": draws,
         "draws_train": None,
     }
-    spec = TaskSpec(dataset, "gp", noise, "balanced", seed, fidelity="smoke", n_draws=N_DRAWS)
+    spec = TaskSpec(dataset, "gp", noise, coverage, seed, fidelity="smoke", n_draws=N_DRAWS)
     return Task(spec, arrays, diagnostics={}, prior={"family": "fake"})
 
 

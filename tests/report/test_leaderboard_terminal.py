@@ -168,3 +168,37 @@ def test_cli_leaderboard_filters_and_run_exit_status(tmp_path, capsys):
     assert "_fakes:MeanMethod" in text and "BadMethod" not in text
     assert main(["leaderboard", out, "--noise", "nope"]) == 2
     assert "'noise' must name values present" in " ".join(capsys.readouterr().err.split())
+
+
+def test_report_by_factor_shell_intervals_and_eu_scatter(tmp_path):
+    """Factor tables (coverage levels apart), shell error bars, EU vs EU* with kept predictions."""
+    from _fakes import KnnMethod, MeanMethod
+    from udbench.evaluation.runner import run_benchmark
+    from udbench.evaluation.store import read_results
+    from udbench.report._factors import factor_tables, shell_errorbars
+
+    for seed, coverage in ((0, "balanced"), (1, "ood"), (2, "balanced")):
+        save_fake_task(make_fake_task(seed, coverage=coverage), tmp_path / "tasks")
+    out = tmp_path / "res"
+    run_benchmark(
+        [tmp_path / "tasks"], [MeanMethod(), KnnMethod()], out, workers=0, keep_predictions=True
+    )
+    df = read_results(out)
+    order = ["fake-knn", "fake-mean"]
+    tables = dict(factor_tables(df, order))
+    cov = tables["coverage (balanced vs ood)"]
+    assert list(cov.columns) == ["balanced", "ood"] and list(cov.index) == order
+    knn = df[df["method"] == "fake-knn"]
+    balanced = knn[knn["coverage"] == "balanced"]["rho_eu_risk"]
+    assert cov.at["fake-knn", "balanced"] == f"{balanced.mean():.3f} (2)"
+    bars = shell_errorbars(df, order)
+    one = bars[(bars["method"] == "fake-knn") & (bars["shell"] == 4)].iloc[0]
+    v = knn["rho_eu_risk_shell4"].to_numpy(dtype=float)
+    assert one["mean"] == pytest.approx(v.mean())
+    assert one["half"] == pytest.approx(1.96 * v.std(ddof=1) / np.sqrt(3))
+    page = write_report(df, tmp_path / "rep", n_resamples=50, results_dir=out).read_text()
+    assert "EU against the oracle on one instance" in page and "By factor" in page
+    assert (tmp_path / "rep" / "eu_vs_oracle.png").read_bytes()[:4] == b"\x89PNG"
+    # without kept predictions the report says how to get the figure instead
+    plain = write_report(df, tmp_path / "rep2", n_resamples=50).read_text()
+    assert "--keep-predictions" in plain and "eu_vs_oracle" not in plain

@@ -315,7 +315,8 @@ def register(app: typer.Typer) -> None:
         extra = analyze(
             df, out / "analyses", bootstrap_unit=bootstrap_unit, link_prefix="analyses/"
         )
-        path = write_report(df, out, sections=extra.sections)
+        folder = results if results.is_dir() else None  # kept predictions live there
+        path = write_report(df, out, sections=extra.sections, results_dir=folder)
         Console().print(f"report written to {path}", highlight=False)
 
     @app.command("quickstart")

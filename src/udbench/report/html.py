@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import os
 import warnings
 from collections.abc import Sequence
@@ -41,6 +40,8 @@ from udbench.evaluation.leaderboard import (
     leaderboard,
     select_task_versions,
 )
+from udbench.report._factors import eu_scatter, factor_tables, shell_errorbars
+from udbench.report._figures import figure, png
 
 __all__ = ["GRID_COLUMNS", "ReportSection", "shell_table", "task_grid", "write_report"]
 
@@ -109,25 +110,9 @@ def shell_table(results: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _figure(**kw: Any) -> Any:
-    """A matplotlib Figure drawn by the Agg canvas (no pyplot, no display, no global state)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(**kw)
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def _png(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    return buf.getvalue()
-
-
 def _interval_plot(board: pd.DataFrame, metrics: list[tuple[str, str]], title: str, xlabel: str):
     methods = list(board["method"])
-    fig = _figure(figsize=(7.5, 0.45 * len(methods) * max(1, len(metrics)) ** 0.5 + 1.4))
+    fig = figure(figsize=(7.5, 0.45 * len(methods) * max(1, len(metrics)) ** 0.5 + 1.4))
     ax = fig.add_subplot()
     k = len(metrics)
     offsets = np.linspace(-0.25, 0.25, k) if k > 1 else np.zeros(1)
@@ -150,13 +135,20 @@ def _interval_plot(board: pd.DataFrame, metrics: list[tuple[str, str]], title: s
     return fig
 
 
-def _shell_plot(shells: pd.DataFrame):
-    fig = _figure(figsize=(7.5, 4))
+def _shell_plot(shells: pd.DataFrame, bars: pd.DataFrame | None = None):
+    fig = figure(figsize=(7.5, 4))
     ax = fig.add_subplot()
     cols = [c for c in shells.columns if c.startswith("shell")]
     x = np.arange(len(cols))
-    for method, row in shells[cols].iterrows():
-        ax.plot(x, row.to_numpy(dtype=float), marker="o", label=str(method))
+    for i, (method, row) in enumerate(shells[cols].iterrows()):
+        off = (i - (len(shells) - 1) / 2) * 0.03  # side by side, so the bars do not overlap
+        y = row.to_numpy(dtype=float)
+        err = None
+        if bars is not None and not bars.empty:
+            mine = bars[bars["method"] == method].set_index("shell")["half"]
+            err = np.array([mine.get(s, np.nan) for s in range(len(cols))], dtype=float)
+            err = np.where(np.isfinite(err), err, 0.0)
+        ax.errorbar(x + off, y, yerr=err, marker="o", capsize=2, label=str(method))
     ax.set_xticks(
         x,
         [
@@ -166,10 +158,10 @@ def _shell_plot(shells: pd.DataFrame):
     )
     ax.set_xlabel("coverage shell (SPEC §3)")
     ax.set_ylabel("mean Spearman ρ(EU, EU*_risk)")
-    ax.set_title("EU quality per shell")
+    ax.set_title("EU quality per shell (bars: mean ± 1.96 SE over instances)")
     ax.axhline(0.0, color="#999", lw=0.8)
     ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return fig
 
 
@@ -228,6 +220,7 @@ def write_report(
     confidence: float = 0.95,
     n_resamples: int = 2000,
     sections: Sequence[ReportSection] = (),
+    results_dir: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Write the HTML report and its PNG figures; return the path of ``report.html``.
 
@@ -244,6 +237,10 @@ def write_report(
     sections : sequence of ReportSection, default ()
         Further sections, written after the figures and before the per-instance table
         (``udbench report`` adds the analyses of :mod:`udbench.analyses` here).
+    results_dir : str or Path, optional
+        The results folder the rows come from. With it, an instance whose per-point
+        predictions were kept (``udbench run --keep-predictions``) gets a figure of each
+        method's EU against the oracle EU*_risk (its task file is read for the oracle).
 
     Raises
     ------
@@ -269,7 +266,7 @@ def write_report(
         (
             "eu_rho.png",
             "EU quality",
-            _png(
+            png(
                 _interval_plot(
                     board, eu, "Mean Spearman ρ of EU with each EU target", "mean ρ over instances"
                 )
@@ -284,7 +281,7 @@ def write_report(
             (
                 "au_rho.png",
                 "AU quality",
-                _png(
+                png(
                     _interval_plot(
                         au_board,
                         [("rho_au", "AU*")],
@@ -298,7 +295,7 @@ def write_report(
             (
                 "entanglement.png",
                 "Excess entanglement",
-                _png(
+                png(
                     _interval_plot(
                         au_board,
                         [("delta_ent_risk", "Δ_ent")],
@@ -308,8 +305,15 @@ def write_report(
                 ),
             )
         )
+    order = [str(m) for m in board["method"]]
     if not shells.empty:
-        figures.append(("shells.png", "EU quality per shell", _png(_shell_plot(shells))))
+        bars = shell_errorbars(results, order)
+        figures.append(("shells.png", "EU quality per shell", png(_shell_plot(shells, bars))))
+    scatter = eu_scatter(results, None if results_dir is None else Path(results_dir), order)
+    if scatter is not None:
+        figures.append(
+            ("eu_vs_oracle.png", "EU against the oracle on one instance", png(scatter[0]))
+        )
     for name, _, data in figures:
         (out / name).write_bytes(data)
 
@@ -358,6 +362,28 @@ def write_report(
                 "outer_minus_inner = shell 4 − shell 0.</p>"
             )
             parts.append(shells.to_html(float_format=lambda v: f"{v:.3f}", na_rep="–"))
+        if name == "eu_vs_oracle.png" and scatter is not None:
+            parts.append(
+                f"<p class='note'>Instance {html.escape(scatter[1])}: top, each method's EU "
+                "against EU*_risk (log axes); bottom, their ranks — the Spearman ρ in the "
+                "leaderboard is the correlation of the bottom panels.</p>"
+            )
+    if scatter is None:
+        parts.append(
+            "<p class='note'>EU against the oracle on one instance: not shown — run with "
+            "<code>udbench run --keep-predictions</code> and give the results folder to "
+            "<code>udbench report</code> to see it.</p>"
+        )
+    by_factor = factor_tables(results, order)
+    if by_factor:
+        parts.append("<h2>By factor</h2>")
+        parts.append(
+            "<p class='note'>Mean ρ(EU, EU*_risk) per method at each level of a task factor "
+            "(number of valid instances in brackets); methods in rank order.</p>"
+        )
+        for heading, table in by_factor:
+            parts.append(f"<h3>{html.escape(heading)}</h3>")
+            parts.append(table.to_html(escape=True))
     for section in sections:
         parts.append(f"<h2>{html.escape(section.title)}</h2>")
         parts.append(section.body)
