@@ -27,20 +27,11 @@ import pandas as pd
 
 from udbench.analyses import figures as fg
 from udbench.analyses import tables as tb
-from udbench.analyses._common import FAMILY_NAMES, method_families, prepare, resampling
-from udbench.report.html import ReportSection
+from udbench.analyses._common import FAMILY_NAMES, method_families
+from udbench.report.html import REPORT_CSS, ReportSection
 
 __all__ = ["Analysis", "analyze", "latex_table"]
 
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;
-margin:2em auto;padding:0 1em;color:#222}
-h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;font-size:.8em;margin:.5em 0}
-th,td{border:1px solid #ddd;padding:3px 7px;text-align:right}th{background:#f4f4f4}
-td:first-child,th:first-child{text-align:left}
-.note{color:#555;font-size:.9em}img{max-width:100%}.files{font-size:.85em}
-"""
 
 #: Column headers of the LaTeX/HTML display tables.
 _HEADERS: dict[str, str] = {
@@ -285,16 +276,10 @@ def analyze(
     UdbenchError
         Empty results or no ok cell, bad bootstrap settings.
     """
-    frame = prepare(results, "analyze")
-    boot = resampling(
-        frame,
-        unit=bootstrap_unit,
-        n_resamples=n_resamples,
-        confidence=confidence,
-        random_state=random_state,
-        component="analyze",
+    ctx = tb._context(
+        results, "analyze", bootstrap_unit, n_resamples, confidence, random_state, None
     )
-    ctx = (frame, boot)
+    frame = ctx[0]
     fam = method_families(frame, families)
     t: dict[str, pd.DataFrame] = {}
     t["headline"] = tb.headline_table(results, families=fam, _ctx=ctx)
@@ -377,7 +362,7 @@ def analyze(
         page = out / "analyses.html"
         parts = [
             "<!doctype html><html><head><meta charset='utf-8'>",
-            f"<title>udbench analyses</title><style>{_CSS}</style></head><body>",
+            f"<title>udbench analyses</title><style>{REPORT_CSS}</style></head><body>",
             "<h1>udbench analyses</h1>",
             f"<p class='note'>{html.escape(setting)} Method families: "
             + html.escape(", ".join(f"{m} ({FAMILY_NAMES.get(f, f)})" for m, f in fam.items()))

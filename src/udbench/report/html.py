@@ -43,19 +43,27 @@ from udbench.evaluation.leaderboard import (
 from udbench.report._factors import eu_scatter, factor_tables, shell_errorbars
 from udbench.report._figures import figure, png
 
-__all__ = ["GRID_COLUMNS", "ReportSection", "shell_table", "task_grid", "write_report"]
+__all__ = [
+    "GRID_COLUMNS",
+    "REPORT_CSS",
+    "ReportSection",
+    "shell_table",
+    "task_grid",
+    "write_report",
+]
 
 #: Task coordinates summarised as the task grid.
 GRID_COLUMNS: tuple[str, ...] = ("dataset", "family", "noise", "coverage", "seed", "fidelity")
 
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;
+#: The style sheet of udbench's HTML pages (the report and ``udbench analyze``'s page).
+REPORT_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;
 margin:2em auto;padding:0 1em;color:#222}
 h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:right}th{background:#f4f4f4}
 td:first-child,th:first-child{text-align:left}
-.note{color:#555;font-size:.9em}img{max-width:100%}
+.note{color:#555;font-size:.9em}img{max-width:100%}.files{font-size:.85em}
 .scroll{max-height:36em;overflow:auto}
 """
 
@@ -327,7 +335,7 @@ def write_report(
     ok = results["status"].astype(str) == "ok"
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
+        f"<title>{html.escape(title)}</title><style>{REPORT_CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
         f"<p class='note'>{len(results)} cells ({int(ok.sum())} valid, "
         f"{int((~ok).sum())} failed) on {n_inst} task instances; results made with udbench "
