@@ -41,6 +41,22 @@ def _split_tasks_and_methods(tasks: list[str], methods: list[str]) -> tuple[list
     return keep, specs
 
 
+def _tuned_configure(tuned: Path, fallback: str, task_args: list[str], specs: list[str]):  # type: ignore[no-untyped-def]
+    """The per-task configurations of ``run --tuned`` (every condition checked up front)."""
+    from udbench.methods.configs import resolve_methods
+    from udbench.tasks import Task
+    from udbench.tasks.discovery import find_task_files
+    from udbench.tuning.records import tuned_configurer
+
+    task_specs = []
+    for path in find_task_files(task_args):
+        try:
+            task_specs.append(Task.load(path).spec)
+        except Exception:  # an unreadable file: its cells fail, recorded by the run
+            continue
+    return tuned_configurer(tuned, resolve_methods(specs), task_specs, fallback=fallback)
+
+
 def _console() -> Console:
     """A console; when not writing to a terminal, wide enough for the leaderboard."""
     console = Console()
@@ -127,6 +143,18 @@ def register(app: typer.Typer) -> None:
             False, "--retry-failed", help="Re-run cells stored as failed."
         ),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar."),
+        tuned: Path | None = typer.Option(
+            None,
+            "--tuned",
+            help="Tuning folder (udbench tune --out): each task's method gets its "
+            "condition's tuned configuration.",
+        ),
+        fallback: str = typer.Option(
+            "error",
+            "--fallback",
+            help="With --tuned, a condition without a record: 'error' or 'default' "
+            "(the configuration as given).",
+        ),
     ) -> None:
         """Fit every method on every task, score it against the oracle, store one row per cell.
 
@@ -148,6 +176,9 @@ def register(app: typer.Typer) -> None:
             if cluster_config is not None:
                 load_cluster_config(cluster_config)
         task_args, specs = _split_tasks_and_methods(tasks, methods)
+        configure = None
+        if tuned is not None:
+            configure = _tuned_configure(tuned, fallback, task_args, specs)
         with cell_progress(progress) as on_cell:
             summary = run_benchmark(
                 task_args,
@@ -161,6 +192,7 @@ def register(app: typer.Typer) -> None:
                 keep_predictions=keep_predictions,
                 retry_failed=retry_failed,
                 on_cell=on_cell,
+                configure=configure,
             )
         console = Console()
         console.print(
