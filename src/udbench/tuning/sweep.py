@@ -22,8 +22,10 @@ asked and told), ``OUT/<method>/<condition>.journal``. A re-run loads it: finish
 kept; trials that were running when the previous driver died are marked failed with
 ``interrupted = True`` and do not count; new trials are asked until ``trials`` trials have
 finished (complete or failed). A trial that raises, times out, returns an invalid prediction
-or kills its process is told as failed with its reason (user attribute ``error``) and the
-sweep goes on. When a sweep has all its trials it writes its record
+or kills its process is told as failed with its reason and the sweep goes on (the driver
+writes one user attribute per trial, ``outcome``: the ``error`` text, fit and predict seconds,
+``running_at_ask`` — how many trials of the sweep were in flight when it was asked, i.e.
+what the constant liar stood in for — and ``finish_index``, the order results came back). When a sweep has all its trials it writes its record
 (:mod:`udbench.tuning.records`).
 
 One ``udbench tune`` per ``OUT`` at a time (two drivers would both resume the same journals).
@@ -187,6 +189,13 @@ def plan_sweeps(
     ]
 
 
+def _finite(value: Any) -> float | None:
+    """A finite float, or None (a trial that failed before timing its fit)."""
+    import math
+
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
 def sweep_record(study: Any, plan: SweepPlan) -> dict[str, Any]:
     """The record of a sweep (format: :mod:`udbench.tuning.records`) from its Optuna study."""
     import math
@@ -214,6 +223,7 @@ def sweep_record(study: Any, plan: SweepPlan) -> dict[str, Any]:
         if state == "complete" and t.value is not None and t.value < best_value:
             best_value, best = float(t.value), t
         duration = t.duration.total_seconds() if t.duration is not None else None
+        told = t.user_attrs.get("outcome") or {}
         history.append(
             {
                 "number": t.number,
@@ -221,11 +231,11 @@ def sweep_record(study: Any, plan: SweepPlan) -> dict[str, Any]:
                 "value": None if t.value is None else float(t.value),
                 "best_so_far": None if best is None else best_value,
                 "params": dict(t.params),
-                "error": t.user_attrs.get("error"),
-                "running_at_ask": t.user_attrs.get("running_at_ask"),
-                "finish_index": t.user_attrs.get("finish_index"),
-                "fit_time_s": t.user_attrs.get("fit_time_s"),
-                "predict_time_s": t.user_attrs.get("predict_time_s"),
+                "error": told.get("error", t.user_attrs.get("error")),
+                "running_at_ask": told.get("running_at_ask"),
+                "finish_index": told.get("finish_index"),
+                "fit_time_s": _finite(told.get("fit_time_s")),
+                "predict_time_s": _finite(told.get("predict_time_s")),
                 "duration_s": duration,
             }
         )
@@ -267,6 +277,24 @@ def sweep_record(study: Any, plan: SweepPlan) -> dict[str, Any]:
     }
 
 
+def _repair_journal(path: Path) -> None:
+    """Undo what a killed driver may leave in a journal: a lock file and a half-written line.
+
+    Only one driver uses a tuning folder at a time, so a lock file found at start is stale (it
+    would otherwise block for Optuna's 30 s grace period); a last line without its newline
+    is an append cut short (Optuna would fail on the next read once more lines follow it).
+    """
+    from optuna.storages.journal._file import LOCK_FILE_SUFFIX
+
+    Path(str(path) + LOCK_FILE_SUFFIX).unlink(missing_ok=True)
+    if not path.is_file():
+        return
+    with open(path, "rb+") as fh:
+        data = fh.read()
+        if data and not data.endswith(b"\n"):
+            fh.truncate(data.rfind(b"\n") + 1)
+
+
 class _Sweep:
     """A sweep at run time: its study, what is asked and running."""
 
@@ -281,6 +309,7 @@ class _Sweep:
         self.space_hash = search_space_hash(plan.method.name, self.space)
         self.journal = record_path(out, plan.method.name, plan.condition).with_suffix(".journal")
         self.journal.parent.mkdir(parents=True, exist_ok=True)
+        _repair_journal(self.journal)
         storage = JournalStorage(JournalFileBackend(str(self.journal)))
         if plan.sampler == "tpe":
             sampler: Any = optuna.samplers.TPESampler(seed=plan.sampler_seed, constant_liar=True)
@@ -331,7 +360,7 @@ class _Sweep:
         )
         self.n_resumed = self.n_done
         self.to_ask = max(0, plan.n_trials - self.n_done)
-        self.running: dict[int, Any] = {}  # trial number -> optuna Trial
+        self.running: dict[int, Any] = {}  # trial number -> (optuna Trial, running at ask)
         self.n_finished_here = 0
 
     @property
@@ -463,8 +492,7 @@ def tune(
                 turn = (sweeps.index(s) + 1) % len(sweeps)
                 trial = s.study.ask()
                 params = suggest(trial, s.space)
-                trial.set_user_attr("running_at_ask", len(s.running))
-                s.running[trial.number] = trial
+                s.running[trial.number] = (trial, len(s.running))
                 s.to_ask -= 1
                 pool.submit(
                     TrialJob(
@@ -485,16 +513,23 @@ def tune(
             t0 = time.perf_counter()
             outcome = _outcome(result, timeout)
             s = by_key[job.sweep]
-            trial = s.running.pop(job.number)
-            trial.set_user_attr("finish_index", finish_index)
+            trial, running_at_ask = s.running.pop(job.number)
+            # one journal write for everything the driver learnt about the trial
+            trial.set_user_attr(
+                "outcome",
+                {
+                    "running_at_ask": running_at_ask,
+                    "finish_index": finish_index,
+                    "fit_time_s": float(outcome.fit_time_s),
+                    "predict_time_s": float(outcome.predict_time_s),
+                    "error": outcome.error,
+                },
+            )
             finish_index += 1
-            trial.set_user_attr("fit_time_s", float(outcome.fit_time_s))
-            trial.set_user_attr("predict_time_s", float(outcome.predict_time_s))
             if outcome.value is not None:
                 s.study.tell(trial, outcome.value)
                 text = f"nll {outcome.value:.4g}"
             else:
-                trial.set_user_attr("error", str(outcome.error))
                 s.study.tell(trial, state=TrialState.FAIL)
                 summary.n_trials_failed += 1
                 text = f"failed: {outcome.error}"
