@@ -110,7 +110,7 @@ def test_a_trial_reads_only_the_training_arrays(tmp_path, monkeypatch):
         return original(self, name)
 
     monkeypatch.setattr(Task, "_read_member", spy)
-    X, y, sha = read_training_sample(str(path))
+    _, y, sha = read_training_sample(str(path))
     job = TrialJob(
         sweep="s",
         number=0,

@@ -3,7 +3,6 @@ run resumes, workers do not change a sequential sweep (issue 17, items 1-3)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -79,6 +78,13 @@ def test_nan_evaluation_and_oracle_arrays_tune_to_the_same_record(tmp_path):
     assert clean["n_complete"] == 12 and clean["status"] == "ok"
 
 
+def test_a_method_named_twice_is_refused(tasks, tmp_path):
+    from udbench._validation import UdbenchError
+
+    with pytest.raises(UdbenchError, match="name each method once"):
+        tune([tasks], ["blr", "blr:max_iter=50"], tmp_path / "t", trials=2, workers=0)
+
+
 def test_a_crashing_trial_is_recorded_as_failed_and_the_sweep_goes_on(tasks, tmp_path):
     tune(
         [tasks],
@@ -145,7 +151,7 @@ def test_killed_tuning_run_resumes_with_its_finished_trials(tasks, tmp_path):
 @pytest.mark.slow
 def test_two_workers_give_the_records_of_one_and_record_the_constant_liar_ordering(tasks, tmp_path):
     # sequential sampling (one trial of a sweep at a time): the record cannot depend on workers
-    methods = [QuadMethod(sleep=0.2), QuadMethod(sleep=0.2, fail_above=2.0)]
+    methods = [QuadMethod(sleep=0.2, fail_above=2.0), "blr"]
     kwargs = {"trials": 8, "in_flight": 1, "pin": False}
     tune([tasks], methods, tmp_path / "w1", workers=1, **kwargs)
     tune([tasks], methods, tmp_path / "w2", workers=2, **kwargs)

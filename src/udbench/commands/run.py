@@ -179,6 +179,7 @@ def register(app: typer.Typer) -> None:
         configure = None
         if tuned is not None:
             configure = _tuned_configure(tuned, fallback, task_args, specs)
+            configure.copy_to(out / "tuned")  # the results folder carries its configurations
         with cell_progress(progress) as on_cell:
             summary = run_benchmark(
                 task_args,
@@ -245,7 +246,12 @@ def register(app: typer.Typer) -> None:
         from udbench.report.html import write_report
 
         check_out_dir("udbench report", out)
-        path = write_report(read_results(results), out)
+        tuned = None
+        if (results / "tuned").is_dir():  # written by run --tuned
+            from udbench.tuning.records import load_records
+
+            tuned = load_records(results / "tuned")
+        path = write_report(read_results(results), out, tuned=tuned)
         Console().print(f"report written to {path}", highlight=False)
 
     @app.command("quickstart")

@@ -44,6 +44,7 @@ __all__ = [
     "FALLBACKS",
     "RECORD_FORMAT",
     "Condition",
+    "TunedConfigs",
     "load_records",
     "record_path",
     "summary_rows",
@@ -160,7 +161,7 @@ def tuned_configurer(
     specs: Iterable[TaskSpec],
     *,
     fallback: str = "error",
-) -> Configurer:
+) -> TunedConfigs:
     """Per-task configurations from a tuning folder, checked for every task before a run.
 
     For a task of condition c and a method m, the record ``m/c`` gives the configuration:
@@ -195,6 +196,7 @@ def tuned_configurer(
         raise param_error("udbench run", "tuned", "be a tuning folder (udbench tune --out)", folder)
     conditions = sorted({Condition.of(s) for s in specs})
     chosen: dict[tuple[str, str, str], tuple[MethodConfig, dict[str, Any]]] = {}
+    used: list[Path] = []
     missing: list[str] = []
     for mc in methods:
         space = type(mc.estimator).search_space
@@ -231,6 +233,7 @@ def tuned_configurer(
             )
             extra = {"tuned_record": f"{mc.name}/{cond.key}", "tuned_score": rec.get("score")}
             chosen[(mc.name, mc.config_hash, cond.key)] = (tuned, extra)
+            used.append(path)
     if missing and fallback == "error":
         shown = ", ".join(missing[:8]) + (f" … ({len(missing)} in all)" if len(missing) > 8 else "")
         raise UdbenchError(
@@ -239,8 +242,30 @@ def tuned_configurer(
             "given there"
         )
 
-    def configure(spec: TaskSpec, mc: MethodConfig) -> tuple[MethodConfig, dict[str, Any]]:
-        hit = chosen.get((mc.name, mc.config_hash, Condition.of(spec).key))
+    return TunedConfigs(chosen, used)
+
+
+class TunedConfigs:
+    """The ``configure`` hook of ``run --tuned`` (:data:`Configurer`), made by
+    :func:`tuned_configurer`.
+
+    Attributes
+    ----------
+    paths : list of Path
+        The record files used (``udbench run --tuned`` copies them into ``OUT/tuned/`` so the
+        results folder carries its configurations, for the report).
+    """
+
+    def __init__(
+        self,
+        chosen: dict[tuple[str, str, str], tuple[MethodConfig, dict[str, Any]]],
+        paths: list[Path],
+    ) -> None:
+        self._chosen = chosen
+        self.paths = paths
+
+    def __call__(self, spec: TaskSpec, mc: MethodConfig) -> tuple[MethodConfig, dict[str, Any]]:
+        hit = self._chosen.get((mc.name, mc.config_hash, Condition.of(spec).key))
         if hit is not None:
             return hit
         fallback_mc = MethodConfig(
@@ -248,4 +273,8 @@ def tuned_configurer(
         )
         return fallback_mc, {"tuned_record": None, "tuned_score": None}
 
-    return configure
+    def copy_to(self, folder: str | os.PathLike[str]) -> None:
+        """Copy the records used to ``folder/<method>/<condition>.json`` (atomically)."""
+        for path in self.paths:
+            rec = json.loads(path.read_text(encoding="utf-8"))
+            write_record(folder, rec)

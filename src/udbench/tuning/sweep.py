@@ -24,9 +24,9 @@ kept; trials that were running when the previous driver died are marked failed w
 finished (complete or failed). A trial that raises, times out, returns an invalid prediction
 or kills its process is told as failed with its reason and the sweep goes on (the driver
 writes one user attribute per trial, ``outcome``: the ``error`` text, fit and predict seconds,
-``running_at_ask`` — how many trials of the sweep were in flight when it was asked, i.e.
-what the constant liar stood in for — and ``finish_index``, the order results came back). When a sweep has all its trials it writes its record
-(:mod:`udbench.tuning.records`).
+``running_at_ask``, how many trials of the sweep were in flight when it was asked (what the
+constant liar stood in for), and ``finish_index``, the order its results came back). When a
+sweep has all its trials it writes its record (:mod:`udbench.tuning.records`).
 
 One ``udbench tune`` per ``OUT`` at a time (two drivers would both resume the same journals).
 """
@@ -160,8 +160,9 @@ def plan_sweeps(
     Raises
     ------
     UdbenchError
-        Bad ``trials``/``sampler``/``seed``, no task file, an unknown method, a method whose
-        search space is empty or cannot be sampled (:func:`check_search_space`).
+        Bad ``trials``/``sampler``/``seed``, no task file, an unknown method, a method named
+        twice (two base configurations), a method whose search space is empty or cannot be
+        sampled (:func:`check_search_space`).
     """
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise param_error("udbench tune", "trials", "be an integer >= 1", trials)
@@ -170,6 +171,16 @@ def plan_sweeps(
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise param_error("udbench tune", "seed", "be an integer >= 0", seed)
     mcs = resolve_methods(methods)
+    names = [mc.name for mc in mcs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise param_error(
+            "udbench tune",
+            "methods",
+            "name each method once (a tuning folder holds one record per method and "
+            "condition; tune another base configuration into another --out)",
+            ", ".join(twice),
+        )
     for mc in mcs:
         check_search_space(mc.name, type(mc.estimator).search_space)
     conditions = find_conditions(find_task_files(tasks))
@@ -359,6 +370,10 @@ class _Sweep:
             if t.state.is_finished() and not t.user_attrs.get("interrupted")
         )
         self.n_resumed = self.n_done
+        # results back so far, in order (interrupted trials included): finish_index
+        self.n_finished = sum(
+            1 for t in self.study.get_trials(deepcopy=False) if t.state.is_finished()
+        )
         self.to_ask = max(0, plan.n_trials - self.n_done)
         self.running: dict[int, Any] = {}  # trial number -> (optuna Trial, running at ask)
         self.n_finished_here = 0
@@ -480,7 +495,6 @@ def tune(
         by_key = {s.plan.key: s for s in sweeps}
         turn = 0
         n_done = 0
-        finish_index = 0
         while True:
             t0 = time.perf_counter()
             # fill free workers, sweeps taking turns
@@ -519,13 +533,13 @@ def tune(
                 "outcome",
                 {
                     "running_at_ask": running_at_ask,
-                    "finish_index": finish_index,
+                    "finish_index": s.n_finished,
                     "fit_time_s": float(outcome.fit_time_s),
                     "predict_time_s": float(outcome.predict_time_s),
                     "error": outcome.error,
                 },
             )
-            finish_index += 1
+            s.n_finished += 1
             if outcome.value is not None:
                 s.study.tell(trial, outcome.value)
                 text = f"nll {outcome.value:.4g}"
