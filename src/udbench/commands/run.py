@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -246,12 +247,12 @@ def register(app: typer.Typer) -> None:
         from udbench.report.html import write_report
 
         check_out_dir("udbench report", out)
-        tuned = None
+        extra: dict[str, Any] = {}
         if (results / "tuned").is_dir():  # written by run --tuned
             from udbench.tuning.records import load_records
 
-            tuned = load_records(results / "tuned")
-        path = write_report(read_results(results), out, tuned=tuned)
+            extra["tuned"] = load_records(results / "tuned")
+        path = write_report(read_results(results), out, **extra)
         Console().print(f"report written to {path}", highlight=False)
 
     @app.command("quickstart")

@@ -188,7 +188,9 @@ def plan_cells(
         if configure is not None and sha is not None:
             spec = Task.load(path).spec
         for given in methods:
-            mc, extra = (given, {}) if spec is None else configure(spec, given)  # type: ignore[misc]
+            mc, extra = given, dict[str, Any]()
+            if configure is not None and spec is not None:
+                mc, extra = configure(spec, given)
             cell = Cell(
                 task_path=str(path),
                 task_id=tid,
