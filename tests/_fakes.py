@@ -231,3 +231,53 @@ def fit_log(path: Path) -> dict[int, list[int]]:
                 seed, pid = line.split()
                 out.setdefault(int(seed), []).append(int(pid))
     return out
+
+
+class QuadMethod(BaseMethod):
+    """A tunable fake whose held-out NLL is a known function of its hyperparameters.
+
+    Predicts the training mean with AU = var(y) · exp(q), q = (x − 1)² + (z + 2)², EU = 0. On a
+    held-out sample whose squared errors average about var(y), the NLL is
+    ``const + q/2 + e^(−q)/2``, smallest at q = 0: the optimum is (x, z) ≈ (1, −2).
+    ``fail_above``: fit raises when x > fail_above (a crashing trial). ``sleep`` seconds per fit
+    and a fit ``log`` (``"<random_state> <pid>"`` per line) as :class:`FaultyMethod`.
+    """
+
+    name = "fake-quad"
+    family = "linear"
+    constant_aleatoric = True
+    search_space = {  # noqa: RUF012 - a class declaration, as on real methods
+        "x": {"type": "float", "low": -3.0, "high": 3.0},
+        "z": {"type": "float", "low": -3.0, "high": 3.0},
+    }
+
+    def __init__(
+        self,
+        x: float = 0.0,
+        z: float = 0.0,
+        sleep: float = 0.0,
+        fail_above: float = 10.0,
+        log: str = "",
+        random_state: int | None = None,
+    ) -> None:
+        self.x = x
+        self.z = z
+        self.sleep = sleep
+        self.fail_above = fail_above
+        self.log = log
+        self.random_state = random_state
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        if self.log:
+            with open(self.log, "a") as f:
+                f.write(f"{self.random_state} {os.getpid()}\n")
+        if self.sleep:
+            time.sleep(self.sleep)
+        if self.x > self.fail_above:
+            raise RuntimeError(f"fake failure at x={self.x:.3f}")
+        self.mean_, self.var_ = float(np.mean(y)), float(np.var(y))
+
+    def _predict(self, X: np.ndarray) -> Prediction:
+        n = X.shape[0]
+        q = (self.x - 1.0) ** 2 + (self.z + 2.0) ** 2
+        return Prediction(np.full(n, self.mean_), np.full(n, self.var_ * np.exp(q)), np.zeros(n))

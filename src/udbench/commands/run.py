@@ -48,6 +48,22 @@ def _split_tasks_and_methods(tasks: list[str], methods: list[str]) -> tuple[list
     return keep, specs
 
 
+def _tuned_configure(tuned: Path, fallback: str, task_args: list[str], specs: list[str]):  # type: ignore[no-untyped-def]
+    """The per-task configurations of ``run --tuned`` (every condition checked up front)."""
+    from udbench.methods.configs import resolve_methods
+    from udbench.tasks import Task
+    from udbench.tasks.discovery import find_task_files
+    from udbench.tuning.records import tuned_configurer
+
+    task_specs = []
+    for path in find_task_files(task_args):
+        try:
+            task_specs.append(Task.load(path).spec)
+        except Exception:  # an unreadable file: its cells fail, recorded by the run
+            continue
+    return tuned_configurer(tuned, resolve_methods(specs), task_specs, fallback=fallback)
+
+
 def _console() -> Console:
     """A console; when not writing to a terminal, 100 columns (the table never needs more)."""
     console = Console()
@@ -91,6 +107,18 @@ def register(app: typer.Typer) -> None:
             False, "--retry-failed", help="Re-run cells stored as failed."
         ),
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar."),
+        tuned: Path | None = typer.Option(
+            None,
+            "--tuned",
+            help="Tuning folder (udbench tune --out): each task's method gets its "
+            "condition's tuned configuration.",
+        ),
+        fallback: str = typer.Option(
+            "error",
+            "--fallback",
+            help="With --tuned, a condition without a record: 'error' or 'default' "
+            "(the configuration as given).",
+        ),
     ) -> None:
         """Fit every method on every task, score it against the oracle, store one row per cell.
 
@@ -113,6 +141,10 @@ def register(app: typer.Typer) -> None:
             if cluster_config is not None:
                 load_cluster_config(cluster_config)
         task_args, specs = _split_tasks_and_methods(tasks, methods)
+        configure = None
+        if tuned is not None:
+            configure = _tuned_configure(tuned, fallback, task_args, specs)
+            configure.copy_to(out / "tuned")  # the results folder carries its configurations
         stored = [0]  # cells this invocation stored, for the line after a Ctrl-C
         try:
             with cell_progress(progress) as bar:
@@ -135,6 +167,7 @@ def register(app: typer.Typer) -> None:
                     keep_predictions=keep_predictions,
                     retry_failed=retry_failed,
                     on_cell=on_cell,
+                    configure=configure,
                 )
         except KeyboardInterrupt:
             Console(stderr=True).print(
@@ -316,7 +349,12 @@ def register(app: typer.Typer) -> None:
             df, out / "analyses", bootstrap_unit=bootstrap_unit, link_prefix="analyses/"
         )
         folder = results if results.is_dir() else None  # kept predictions live there
-        path = write_report(df, out, sections=extra.sections, results_dir=folder)
+        tuned: Any = None
+        if results.is_dir() and (results / "tuned").is_dir():  # written by run --tuned
+            from udbench.tuning.records import load_records
+
+            tuned = load_records(results / "tuned")
+        path = write_report(df, out, sections=extra.sections, results_dir=folder, tuned=tuned)
         Console().print(f"report written to {path}", highlight=False)
 
     @app.command("quickstart")

@@ -15,12 +15,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from udbench._validation import UdbenchError, param_error
+from udbench.commands._grid import expand_grid
 from udbench.commands._options import (
     DATA_DIR_HELP,
     check_data_dir,
     check_out_dir,
     out_path,
-    parse_choice_list,
     parse_seeds,
 )
 from udbench.priors.base import DEFAULT_FIDELITY, Fidelity
@@ -28,45 +28,6 @@ from udbench.tasks.replacement import MAX_REPLACEMENTS
 from udbench.tasks.spec import DEFAULT_DRAWS
 
 __all__ = ["check_directory", "expand_grid", "parse_seeds", "register"]
-
-
-def expand_grid(
-    datasets: str,
-    families: str,
-    noise: str,
-    coverage: str,
-    seeds: str,
-    fidelity: Fidelity | str,
-    draws: int,
-) -> list[Any]:
-    """The list of :class:`~udbench.tasks.TaskSpec` selected by the CLI's options.
-
-    ``all`` datasets means the paper's suite (SPEC §2: every dataset with a task design,
-    except the embedded ``diabetes`` default, which must be named).
-    """
-    from udbench.data import list_datasets
-    from udbench.design import COVERAGES, NOISE_MODES
-    from udbench.priors import PRIOR_FAMILIES
-    from udbench.tasks import TaskSpec
-
-    designed = [s for s in list_datasets(include_ood=False)]
-    keys = [s.key for s in designed]
-    if datasets.strip().lower() == "all":
-        ds = [s.key for s in designed if s.source != "sklearn"]
-    else:
-        ds = parse_choice_list("generate", "datasets", datasets, keys)
-    fams = parse_choice_list("generate", "families", families, list(PRIOR_FAMILIES))
-    modes = parse_choice_list("generate", "noise", noise, list(NOISE_MODES))
-    covs = parse_choice_list("generate", "coverage", coverage, list(COVERAGES))
-    fid = Fidelity.parse("generate", fidelity)
-    return [
-        TaskSpec(d, f, m, c, s, fidelity=fid, n_draws=draws)
-        for d in ds
-        for f in fams
-        for m in modes
-        for c in covs
-        for s in parse_seeds(seeds)
-    ]
 
 
 _FIDELITY_HELP = (

@@ -1,5 +1,5 @@
 """One executor for every batch of independent jobs: cells of ``udbench run``, task instances of
-``udbench generate`` (and, later, tuning trials).
+``udbench generate`` and tuning trials (``udbench tune``).
 
 An :class:`Executor` maps a module-level function over items and yields ``(item, result)``
 as each finishes (not in submission order). It runs
@@ -15,9 +15,11 @@ With ``isolate=True`` each job runs in a child process of its Dask worker
 its process (``os._exit``, a segfault, the out-of-memory killer) costs that job only, never the
 worker, so Dask neither restarts a worker nor runs a job twice. The result is then the
 :class:`~udbench.evaluation.isolation.ChildResult`, for the caller to turn into its own
-failed-job record. Jobs are submitted with ``retries=0`` and a fresh key per batch, so a stale
-result is never reused, and a result is released as soon as it has been yielded (a worker lost
-later must not make Dask run the job again).
+failed-job record. :meth:`Executor.pool` submits jobs one at a time instead, for a driver
+that decides the next job from the results so far (the tuning driver asks Optuna for a trial
+only when a worker is free). Jobs are submitted with ``retries=0`` and a fresh key per batch,
+so a stale result is never reused, and a result is released as soon as it has been yielded (a
+worker lost later must not make Dask run the job again).
 
 :func:`call_with_timeout` is the per-job time limit used inside a job.
 """
@@ -31,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from typing import Any, TypeVar
 
-__all__ = ["Executor", "Failed", "call_with_timeout", "worker_address"]
+__all__ = ["Executor", "Failed", "JobPool", "call_with_timeout", "worker_address"]
 
 T = TypeVar("T")
 
@@ -125,6 +127,34 @@ class Executor:
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
 
+    def capacity(self) -> int:
+        """How many jobs can run at once: 1 inline, else the Dask cluster's worker threads.
+
+        A cluster that is still scaling up (``adapt``) counts the threads it has now, at
+        least 1.
+        """
+        if self.inline:
+            return 1
+        try:
+            return max(1, int(sum(self.client.nthreads().values())))
+        except Exception:
+            return 1
+
+    def pool(
+        self,
+        fn: Callable[..., Any],
+        /,
+        *,
+        isolate: bool = False,
+        name: str = "udbench-job",
+        **kwargs: Any,
+    ) -> JobPool:
+        """A :class:`JobPool` running ``fn(item, **kwargs)`` for items submitted one by one.
+
+        Parameters are those of :meth:`map_unordered`; results have the same types.
+        """
+        return JobPool(self, fn, isolate=isolate, name=name, kwargs=kwargs)
+
     def map_unordered(
         self,
         fn: Callable[..., Any],
@@ -202,6 +232,94 @@ class Executor:
         finally:
             for fut in futures:
                 fut.cancel()
+
+
+class JobPool:
+    """Jobs submitted one at a time; results taken back as each finishes.
+
+    Made by :meth:`Executor.pool`. Inline, a job runs when its result is asked for
+    (:meth:`next_done`, in submission order); on Dask it starts at once. Use as a context
+    manager: jobs still running on exit are cancelled.
+    """
+
+    def __init__(
+        self,
+        executor: Executor,
+        fn: Callable[..., Any],
+        *,
+        isolate: bool,
+        name: str,
+        kwargs: dict[str, Any],
+    ) -> None:
+        self._ex = executor
+        self._fn = fn
+        self._isolate = isolate
+        self._name = f"{name}-{uuid.uuid4().hex[:12]}"  # fresh keys: never a stale result
+        self._kwargs = kwargs
+        self._count = 0
+        self._pending: list[Any] = []  # inline: items waiting to run
+        self._futures: dict[Any, Any] = {}  # Dask: future -> item
+        self._ac: Any = None
+
+    def __len__(self) -> int:
+        """Jobs submitted whose results have not been taken yet."""
+        return len(self._pending) + len(self._futures)
+
+    def __enter__(self) -> JobPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for fut in self._futures:
+            fut.cancel()
+        self._futures.clear()
+        self._pending.clear()
+
+    def submit(self, item: Any) -> None:
+        """Start the job of ``item`` (inline: queue it)."""
+        if self._ex.inline:
+            self._pending.append(item)
+            return
+        from distributed import as_completed
+
+        from udbench.evaluation.isolation import dumps_call, run_in_child
+
+        key = f"{self._name}-{self._count}"
+        self._count += 1
+        client = self._ex.client
+        if self._isolate:
+            payload = dumps_call(self._fn, item, **self._kwargs)
+            fut = client.submit(run_in_child, payload, pure=False, retries=0, key=key)
+        else:
+            fut = client.submit(self._fn, item, **self._kwargs, pure=False, retries=0, key=key)
+        self._futures[fut] = item
+        if self._ac is None:
+            self._ac = as_completed([fut])
+        else:
+            self._ac.add(fut)
+
+    def next_done(self) -> tuple[Any, Any]:
+        """Wait for a job to finish; return ``(item, result)``, as :meth:`Executor.map_unordered`.
+
+        Raises
+        ------
+        LookupError
+            If no job is waiting.
+        """
+        if self._ex.inline:
+            if not self._pending:
+                raise LookupError("JobPool.next_done: no job submitted")
+            item = self._pending.pop(0)
+            return item, self._fn(item, **self._kwargs)
+        if not self._futures:
+            raise LookupError("JobPool.next_done: no job submitted")
+        fut = next(self._ac)
+        item = self._futures.pop(fut)
+        try:
+            result = fut.result()
+        except Exception as err:
+            result = Failed(err)
+        fut.release()  # a worker lost later must not make Dask recompute it
+        return item, result
 
 
 def call_with_timeout(

@@ -48,7 +48,7 @@ from udbench.evaluation.scoring import METRIC_KEYS, score_prediction
 from udbench.evaluation.store import ResultsStore, cell_key
 from udbench.methods.base import BaseMethod, MethodOutputError, Prediction
 from udbench.methods.configs import MethodConfig, resolve_method, resolve_methods
-from udbench.tasks import Task
+from udbench.tasks import Task, TaskSpec
 from udbench.tasks.discovery import TASK_SUFFIXES, find_task_files, task_identity
 
 if TYPE_CHECKING:
@@ -80,6 +80,11 @@ __all__ = [
 #: (:func:`udbench.commands._progress.cell_progress`).
 CellCallback = Callable[[int, int, "dict[str, Any] | None"], None]
 
+#: ``configure(task spec, method) -> (configuration for this task, extra row fields)``: lets a
+#: caller give each task its own configuration of a method (``udbench run --tuned``:
+#: :func:`udbench.tuning.records.tuned_configurer`); the extra fields are stored in the row.
+TaskConfigurer = Callable[["TaskSpec", MethodConfig], "tuple[MethodConfig, dict[str, Any]]"]
+
 
 def method_seed(task_id: str, method: str, chash: str) -> int:
     """Seed of a method in one cell: derived from (task id, method, config hash), 32 bits."""
@@ -103,6 +108,8 @@ class Cell:
         The method's ``random_state`` in this cell (:func:`method_seed`).
     task_sha256 : str or None
         The task file's content checksum when planned (None if it could not be read).
+    extra : tuple of (str, Any)
+        Extra row fields (e.g. which tuned record gave the configuration).
     """
 
     task_path: str
@@ -110,6 +117,7 @@ class Cell:
     method: MethodConfig
     seed: int
     task_sha256: str | None = None
+    extra: tuple[tuple[str, Any], ...] = ()
 
     @property
     def key(self) -> str:
@@ -144,11 +152,15 @@ def plan_cells(
     methods: Sequence[MethodConfig],
     *,
     finished: set[str] | None = None,
+    configure: TaskConfigurer | None = None,
 ) -> tuple[list[Cell], int]:
     """Return the cells still to run (task-major order) and how many were skipped as finished.
 
     A task file whose content (checksum) equals one already listed is run once. Two files
     with the same task id and different content cannot both be stored under that id.
+    With ``configure``, each readable task's method configurations come from
+    ``configure(task spec, method)`` (an unreadable file keeps the configuration as given: its
+    cells fail anyway).
 
     Raises
     ------
@@ -172,13 +184,20 @@ def plan_cells(
                 "into separate --out folders, or pass only one"
             )
         seen[tid] = (sha, Path(path))
-        for mc in methods:
+        spec = None
+        if configure is not None and sha is not None:
+            spec = Task.load(path).spec
+        for given in methods:
+            mc, extra = given, dict[str, Any]()
+            if configure is not None and spec is not None:
+                mc, extra = configure(spec, given)
             cell = Cell(
                 task_path=str(path),
                 task_id=tid,
                 method=mc,
                 seed=method_seed(tid, mc.name, mc.config_hash),
                 task_sha256=sha,
+                extra=tuple(extra.items()),
             )
             if cell.key in done:
                 skipped += 1
@@ -232,6 +251,7 @@ def _base_row(cell: Cell) -> dict[str, Any]:
         row[f"rho_eu_risk_shell{s}"] = float("nan")
         row[f"rho_eu_var_shell{s}"] = float("nan")
     row["metric_notes"] = None
+    row.update(dict(cell.extra))
     return row
 
 
@@ -455,6 +475,7 @@ def run_benchmark(
     retry_failed: bool = False,
     on_cell: CellCallback | None = None,
     client: Any = None,
+    configure: TaskConfigurer | None = None,
 ) -> RunSummary:
     """Run every (task, method) cell not yet finished and store one row per cell.
 
@@ -489,6 +510,8 @@ def run_benchmark(
         progress bar with it.
     client : distributed.Client, optional
         An existing client to submit to (overrides ``workers``/``scheduler``/``cluster_config``).
+    configure : callable, optional
+        Per-task method configurations (:data:`TaskConfigurer`), e.g. tuned ones.
 
     Returns
     -------
@@ -508,7 +531,7 @@ def run_benchmark(
     paths = find_task_files(tasks)
     store = ResultsStore(out)
     done = store.finished(include_failed=not retry_failed)
-    cells, skipped = plan_cells(paths, mcs, finished=done)
+    cells, skipped = plan_cells(paths, mcs, finished=done, configure=configure)
     summary = RunSummary(out=Path(out), n_cells=len(cells) + skipped, n_skipped=skipped)
     if not cells:
         return summary

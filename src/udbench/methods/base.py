@@ -23,10 +23,13 @@ method accepts at all) use the same small dict format, one entry per constructor
     {"type": "bool"}
     {"type": "categorical", "choices": ["a", "b"]}
     {"type": "float", "low": 0.0, "none_ok": True}               # None also allowed
+    {"type": "float", "low": 0.0, "high": 1.0, "when": {"kind": "b"}}  # tuned only if kind == "b"
 
 ``validate_hyperparameters`` checks the current values against ``param_constraints``; a
 keyword declared only in ``search_space`` is checked for its type alone (a tuning range is
 not a validity range: a smoke configuration may use fewer members than the tuned default).
+``when`` (search spaces only) makes an entry conditional on one declared before it
+(:mod:`udbench.tuning.space`).
 
 Randomness
 ----------

@@ -11,6 +11,10 @@ embedded as base64 PNG) and the same figures as PNG files beside it:
 - ``shells.png``: mean ρ(EU, EU*_risk) inside each coverage shell (SPEC §3), inner (0) to
   outermost (4), per method.
 
+- ``tuning.png`` (results of ``udbench run --tuned``, when the tuned records are given): the
+  best-so-far held-out NLL of every sweep against the trial number, and a table of the tuned
+  configurations (method, condition, score, trials, tuned values).
+
 The page also states the task grid (datasets, prior families, noise modes, coverages, seeds,
 fidelities) and the udbench version(s) the results were made with. Figures use matplotlib's
 Agg backend (no display needed).
@@ -179,6 +183,52 @@ def _sentence(text: Any) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _tuning_plot(records: Sequence[dict[str, Any]]):  # type: ignore[no-untyped-def]
+    """Best-so-far held-out NLL against trial number, one line per sweep, coloured by method."""
+    fig = figure(figsize=(7.5, 4.0))
+    ax = fig.add_subplot()
+    methods = sorted({str(r.get("method")) for r in records})
+    colours = {m: f"C{i % 10}" for i, m in enumerate(methods)}
+    for r in records:
+        pts = [(h["number"], h["best_so_far"]) for h in r.get("history", [])]
+        pts = [(n, v) for n, v in pts if v is not None]
+        if pts:
+            x, y = zip(*pts, strict=True)
+            ax.step(x, y, where="post", color=colours[str(r.get("method"))], alpha=0.7, lw=1)
+    for m in methods:
+        ax.plot([], [], color=colours[m], label=m)
+    ax.set_xlabel("trial")
+    ax.set_ylabel("best held-out Gaussian NLL so far")
+    ax.set_title("Tuning sweeps (one line per method and condition)")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def _tuned_html(records: Sequence[dict[str, Any]]) -> str:
+    """The tuned configurations as an HTML table."""
+    rows = []
+    for r in records:
+        params = ", ".join(
+            f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+            for k, v in (r.get("tuned_params") or {}).items()
+        )
+        rows.append(
+            {
+                "method": r.get("method"),
+                "condition": r.get("condition"),
+                "NLL": r.get("score"),
+                "trials": f"{r.get('n_complete')}/{r.get('n_trials')}",
+                "failed": r.get("n_failed"),
+                "tuned values": params,
+            }
+        )
+    table = pd.DataFrame(rows).to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–")
+    return (
+        "<p class='note'>Tuned configurations (SPEC §9: held-out Gaussian NLL on the first "
+        "seed's training sample; the winner is used for every seed of its condition).</p>" + table
+    )
+
+
 def _fmt(v: Any, lo: Any = None, hi: Any = None) -> str:
     if v is None or (isinstance(v, float) and not np.isfinite(v)):
         return "–"
@@ -229,6 +279,7 @@ def write_report(
     n_resamples: int = 2000,
     sections: Sequence[ReportSection] = (),
     results_dir: str | os.PathLike[str] | None = None,
+    tuned: Sequence[dict[str, Any]] | None = None,
 ) -> Path:
     """Write the HTML report and its PNG figures; return the path of ``report.html``.
 
@@ -249,6 +300,9 @@ def write_report(
         The results folder the rows come from. With it, an instance whose per-point
         predictions were kept (``udbench run --keep-predictions``) gets a figure of each
         method's EU against the oracle EU*_risk (its task file is read for the oracle).
+    tuned : sequence of dict, optional
+        Tuned-configuration records (format: :mod:`udbench.tuning.records`), shown as a table
+        and as best-so-far curves.
 
     Raises
     ------
@@ -322,6 +376,8 @@ def write_report(
         figures.append(
             ("eu_vs_oracle.png", "EU against the oracle on one instance", png(scatter[0]))
         )
+    if tuned:
+        figures.append(("tuning.png", "Tuning", png(_tuning_plot(tuned))))
     for name, _, data in figures:
         (out / name).write_bytes(data)
 
@@ -364,6 +420,8 @@ def write_report(
         b64 = base64.b64encode(data).decode()
         parts.append(f"<h2>{html.escape(caption)}</h2>")
         parts.append(f"<img alt='{html.escape(caption)}' src='data:image/png;base64,{b64}'>")
+        if name == "tuning.png" and tuned:
+            parts.append(_tuned_html(tuned))
         if name == "shells.png":
             parts.append(
                 "<p class='note'>Mean ρ(EU, EU*_risk) inside each coverage shell; "

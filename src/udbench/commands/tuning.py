@@ -1,0 +1,263 @@
+"""``udbench tune``, ``tune-summary`` and ``plan``: hyperparameter sweeps and the cost of a grid."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from udbench.commands._grid import expand_grid
+from udbench.commands._options import check_out_dir, out_path
+from udbench.priors.base import DEFAULT_FIDELITY
+from udbench.tasks.spec import DEFAULT_DRAWS
+
+__all__ = ["register"]
+
+_METHODS_HELP = (
+    "Method spec: registry name or import path with optional overrides (the base "
+    "configuration of the sweep). Repeat the option, or list several after it."
+)
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``tune``, ``tune-summary`` and ``plan``."""
+
+    @app.command("tune")
+    def tune_cmd(
+        tasks: list[str] = typer.Argument(
+            ..., help="Task files, folders or quoted globs; each condition's lowest seed is used."
+        ),
+        methods: list[str] = typer.Option(..., "--methods", "-m", help=_METHODS_HELP),
+        trials: int = typer.Option(30, "--trials", help="Finished trials per sweep."),
+        out: Path = typer.Option(
+            Path("udbench-out/tuning"), "--out", "-o", help="Tuning folder.", parser=out_path
+        ),
+        sampler: str = typer.Option("tpe", "--sampler", help="tpe (default) or random."),
+        seed: int = typer.Option(0, "--seed", help="Seed of the samplers."),
+        in_flight: int | None = typer.Option(
+            None,
+            "--in-flight",
+            help="Most trials of one sweep at once (default: all workers; 1: sequential).",
+        ),
+        timeout: float | None = typer.Option(
+            None, "--timeout", help="Per-trial limit in seconds for fit + predict."
+        ),
+        workers: int | None = typer.Option(
+            None, "--workers", "-w", help="Local Dask workers (default: usable cores; 0: inline)."
+        ),
+        scheduler: str | None = typer.Option(
+            None, "--scheduler", help="Address of a running Dask scheduler (tcp://host:8786)."
+        ),
+        cluster_config: Path | None = typer.Option(
+            None, "--cluster-config", help="YAML/TOML file naming a cluster class (e.g. SLURM)."
+        ),
+        pin: bool | None = typer.Option(
+            None, "--pin/--no-pin", help="Pin each worker to its own core(s)."
+        ),
+        progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar."),
+    ) -> None:
+        """One Optuna sweep per (method, condition); resumable; a record per finished sweep.
+
+        The score is the Gaussian NLL of a held-out 20 % of the condition's training sample
+        (SPEC §9). Re-running with the same --out resumes every sweep from its journal.
+        """
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        from udbench.tuning.sweep import tune
+
+        check_out_dir("udbench tune", out)
+        if scheduler is not None or cluster_config is not None:  # fail fast, before any work
+            from udbench.evaluation.cluster import check_scheduler_address, load_cluster_config
+
+            if scheduler is not None:
+                check_scheduler_address(scheduler)
+            if cluster_config is not None:
+                load_cluster_config(cluster_config)
+        specs = [s for text in methods for s in text.split()]
+        console = Console(stderr=True)
+
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        columns = (
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=console, disable=not progress) as bar:
+            ids: list[Any] = []
+
+            def on_trial(done: int, total: int, key: str, text: str) -> None:
+                if not ids:
+                    ids.append(bar.add_task("trials", total=total))
+                bar.update(ids[0], completed=done, total=total)
+
+            summary = tune(
+                tasks,
+                specs,
+                out,
+                trials=trials,
+                sampler=sampler,
+                seed=seed,
+                in_flight=in_flight,
+                timeout=timeout,
+                workers=workers,
+                scheduler=scheduler,
+                cluster_config=cluster_config,
+                pin=pin,
+                on_trial=on_trial,
+            )
+        Console().print(
+            f"{summary.n_sweeps} sweeps: {summary.n_trials_run} trials run "
+            f"({summary.n_trials_failed} failed), {summary.n_resumed_trials} kept from earlier "
+            f"runs, {summary.n_interrupted} interrupted; {len(summary.records)} records → "
+            f"{summary.out}",
+            highlight=False,
+        )
+        Console().print(
+            f"next: udbench tune-summary {out}  ·  udbench run TASKS -m … --tuned {out}",
+            highlight=False,
+            markup=False,
+        )
+
+    @app.command("tune-summary")
+    def tune_summary_cmd(
+        folder: Path = typer.Argument(..., help="Tuning folder (udbench tune --out)."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON (a list of objects)."),
+    ) -> None:
+        """List the sweeps' records: winning configuration, score, trial counts."""
+        from udbench.tuning.records import load_records, summary_rows
+
+        rows = summary_rows(load_records(folder))
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2))
+            return
+        table = Table(title=f"tuned configurations in {folder}")
+        for head in ("method", "condition", "status", "NLL", "best", "trials", "failed", "params"):
+            table.add_column(head, overflow="fold")
+        for r in rows:
+            params = ", ".join(f"{k}={_fmt(v, 3)}" for k, v in (r["tuned_params"] or {}).items())
+            table.add_row(
+                r["method"],
+                r["condition"],
+                r["status"],
+                _fmt(r["score"]),
+                _fmt(r["best_trial"]),
+                f"{r['n_complete']}/{r['n_trials']}",
+                str(r["n_failed"]),
+                params,
+            )
+        Console(width=200 if not sys.stdout.isatty() else None).print(table)
+
+    @app.command("plan")
+    def plan_cmd(
+        datasets: str = typer.Option("all", "--datasets", help="Comma list or 'all'."),
+        families: str = typer.Option("all", "--families", help="Comma list or 'all'."),
+        noise: str = typer.Option("all", "--noise", help="Noise modes: comma list or 'all'."),
+        coverage: str = typer.Option("all", "--coverage", help="Coverages: comma list or 'all'."),
+        seeds: str = typer.Option("all", "--seeds", help="E.g. 0-9, 0,2,5 or 'all' (0-9)."),
+        methods: str = typer.Option(
+            "registered",
+            "--methods",
+            "-m",
+            help="Comma list of method names, 'registered' or 'paper' (the paper's 19).",
+        ),
+        trials: int = typer.Option(30, "--trials", help="Trials per sweep."),
+        measured: list[Path] = typer.Option(
+            [],
+            "--measured",
+            help="Results, tuning or task folder whose measured times to use (repeatable).",
+        ),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    ) -> None:
+        """Count instances, sweeps, trials and fits of a grid; project CPU-hours per stage
+        and method from measured times (unmeasured: unknown)."""
+        from udbench._validation import param_error
+        from udbench.methods.registry import registered_methods
+        from udbench.tuning.plan import PAPER_METHODS, collect_measurements, plan_grid
+
+        if trials < 1:
+            raise param_error("udbench plan", "trials", "be an integer >= 1", trials)
+        specs = expand_grid(
+            datasets, families, noise, coverage, seeds, DEFAULT_FIDELITY, DEFAULT_DRAWS
+        )
+        known = list(registered_methods())
+        if methods.strip().lower() == "registered":
+            names = known
+        elif methods.strip().lower() == "paper":
+            names = list(PAPER_METHODS)
+        else:
+            names = [m.strip() for m in methods.split(",") if m.strip()]
+            bad = [m for m in names if m not in known and m not in PAPER_METHODS]
+            if bad or not names:
+                raise param_error(
+                    "udbench plan", "methods", "name registered or paper methods", methods
+                )
+        counts, rows = plan_grid(specs, names, trials, collect_measurements(measured))
+        unregistered = [m for m in names if m not in known]
+        if as_json:
+            typer.echo(
+                json.dumps(
+                    {
+                        "counts": counts,
+                        "rows": [r.as_dict() for r in rows],
+                        "unregistered": unregistered,
+                    },
+                    indent=2,
+                )
+            )
+            return
+        console = Console(width=200 if not sys.stdout.isatty() else None)
+        console.print(
+            f"{counts['instances']} instances in {counts['conditions']} conditions; "
+            f"{counts['methods']} methods → {counts['sweeps']} sweeps × {trials} trials = "
+            f"{counts['trials']} trials; {counts['fits']} fits",
+            highlight=False,
+        )
+        table = Table(title="projected CPU-hours (count × median measured seconds)")
+        for head in ("stage", "method / family", "count", "measured", "median s", "CPU-h"):
+            table.add_column(
+                head, justify="left" if head.startswith(("stage", "method")) else "right"
+            )
+        totals: dict[str, list[float]] = {}
+        for r in rows:
+            note = " (not registered)" if r.key in unregistered else ""
+            table.add_row(
+                r.stage,
+                r.key + note,
+                str(r.count),
+                str(r.n_measured),
+                "unknown" if r.median_s is None else f"{r.median_s:.3g}",
+                "unknown" if r.cpu_hours is None else f"{r.cpu_hours:.3g}",
+            )
+            tot = totals.setdefault(r.stage, [0.0, 0.0])
+            if r.cpu_hours is None:
+                tot[1] += 1
+            else:
+                tot[0] += r.cpu_hours
+        console.print(table)
+        for stage, (hours, n_unknown) in totals.items():
+            extra = f" + {int(n_unknown)} unknown" if n_unknown else ""
+            console.print(f"{stage}: {hours:.3g} CPU-h measured{extra}", highlight=False)

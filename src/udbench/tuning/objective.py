@@ -1,0 +1,227 @@
+"""The tuning objective (SPEC §9): held-out Gaussian NLL on the training sample only.
+
+One trial fits a configuration on a uniformly random 80 % of a condition's training sample
+and scores it on the other 20 % by the mean Gaussian negative log-likelihood
+
+    NLL = mean_i [ ½ log(2π σ²_i) + (y_i − ŷ_i)² / (2 σ²_i) ],   σ²_i = AU_i + EU_i,
+
+in nats per point (targets in their own units, so scores compare configurations of one
+condition, not conditions). Only the total variance is scored, so nothing rewards a particular
+split into AU and EU (paper, Appendix C, "Hyperparameter tuning").
+
+:func:`evaluate_trial` runs on a worker (a child process of a Dask worker, like a cell): it
+opens the task file and reads **only** ``X_train`` and ``y_train`` (the file's arrays are read
+lazily, each on first access; evaluation points and oracle arrays are never read).
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from udbench._seeding import derive_seed
+from udbench._threads import single_threaded
+from udbench._validation import UdbenchError
+from udbench.evaluation.executor import call_with_timeout
+from udbench.methods.base import BaseMethod, Prediction
+from udbench.tasks import Task
+
+__all__ = [
+    "HOLDOUT_FRACTION",
+    "TRAIN_ARRAYS",
+    "TrialJob",
+    "TrialOutcome",
+    "evaluate_trial",
+    "gaussian_nll",
+    "holdout_split",
+    "read_training_sample",
+]
+
+#: Share of the training sample held out to score a configuration (SPEC §9).
+HOLDOUT_FRACTION = 0.2
+
+#: The only arrays of a task file that tuning reads.
+TRAIN_ARRAYS: tuple[str, ...] = ("X_train", "y_train")
+
+
+def gaussian_nll(y: np.ndarray, mean: np.ndarray, var: np.ndarray) -> float:
+    """Mean Gaussian negative log-likelihood of ``y`` under N(mean, var), nats per point.
+
+    Parameters
+    ----------
+    y, mean, var : ndarray, shape (n,)
+        Targets, predictive means and total predictive variances (target units, squared for
+        ``var``).
+
+    Returns
+    -------
+    float
+        ``+inf`` when a variance is 0 (a point predicted with certainty and missed).
+    """
+    y, mean, var = (np.asarray(a, dtype=np.float64) for a in (y, mean, var))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = 0.5 * np.log(2.0 * np.pi * var) + 0.5 * (y - mean) ** 2 / var
+    if np.any(var <= 0):
+        return float("inf")
+    return float(np.mean(terms))
+
+
+def holdout_split(n: int, seed: int, fraction: float = HOLDOUT_FRACTION) -> tuple[Any, Any]:
+    """A uniformly random split of ``n`` rows: ``(fit rows, held-out rows)``, each sorted.
+
+    ``round(fraction * n)`` rows (at least 1) are held out, drawn by a NumPy ``Generator``
+    seeded with ``seed`` (so every method of a condition sees the same split).
+
+    Raises
+    ------
+    UdbenchError
+        If fewer than 2 rows would remain to fit on.
+    """
+    n_hold = max(1, round(fraction * n))
+    if n - n_hold < 2:
+        raise UdbenchError(
+            f"udbench tune: the training sample has {n} rows; the {fraction:.0%} hold-out "
+            "split needs at least 2 rows left to fit on"
+        )
+    perm = np.random.default_rng(seed).permutation(n)
+    return np.sort(perm[n_hold:]), np.sort(perm[:n_hold])
+
+
+def read_training_sample(task_path: str) -> tuple[np.ndarray, np.ndarray, str]:
+    """``(X_train, y_train, train_sha256)`` of a task file, reading no other array.
+
+    ``train_sha256`` is the SHA-256 of the two arrays' SHA-256s as stored in the file's
+    metadata: it identifies the training sample (equal for the same instance at two fidelities
+    or draw counts, which share f* and S).
+    """
+    task = Task.load(task_path)
+    X = np.asarray(task.X_train, dtype=np.float64)
+    y = np.asarray(task.y_train, dtype=np.float64)
+    return X, y, train_sha256(task)
+
+
+def train_sha256(task: Task) -> str:
+    """SHA-256 identifying a task's training sample, from its metadata (no array read)."""
+    import hashlib
+
+    hashes = getattr(task, "_hashes", {})
+    text = "|".join(str(hashes.get(name, "")) for name in TRAIN_ARRAYS)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class TrialJob:
+    """One trial to evaluate: a configuration on a condition's training sample.
+
+    Attributes
+    ----------
+    sweep : str
+        ``"<method>/<condition>"`` (the driver's key).
+    number : int
+        Optuna's trial number within the sweep.
+    task_path : str
+        The task file whose training sample is used.
+    estimator : BaseMethod
+        The unfitted method with its base configuration (cloned for the trial).
+    params : dict
+        The sampled hyperparameters, set on the clone.
+    seed : int
+        The method's ``random_state`` for this trial.
+    split_seed : int
+        Seed of the hold-out split (:func:`holdout_split`).
+    train_sha256 : str
+        Expected training-sample hash (a file changed since planning is a failed trial).
+    """
+
+    sweep: str
+    number: int
+    task_path: str
+    estimator: BaseMethod
+    params: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    split_seed: int = 0
+    train_sha256: str = ""
+
+
+@dataclass
+class TrialOutcome:
+    """What a trial produced: its score, or why it failed, and how long it took."""
+
+    value: float | None = None
+    error: str | None = None
+    traceback: str | None = None
+    fit_time_s: float = float("nan")
+    predict_time_s: float = float("nan")
+    n_fit: int = 0
+    n_holdout: int = 0
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def trial_seed(method: str, condition: str, number: int) -> int:
+    """The method's ``random_state`` in trial ``number`` of a sweep (32 bits)."""
+    return derive_seed("tune-trial", method, condition, number, bits=32)
+
+
+@single_threaded
+def evaluate_trial(job: TrialJob, *, timeout: float | None = None) -> TrialOutcome:
+    """Fit ``job``'s configuration on 80 % of the training sample; score the other 20 %.
+
+    Never raises for a trial's own errors: a configuration the method rejects, a fit or
+    predict that raises, an invalid prediction, a non-finite score or a timeout give a
+    :class:`TrialOutcome` with ``value = None`` and a one-line ``error``.
+
+    Parameters
+    ----------
+    job : TrialJob
+    timeout : float, optional
+        Wall-clock limit of fit + predict in seconds.
+    """
+    out = TrialOutcome()
+    try:
+        X, y, sha = read_training_sample(job.task_path)
+        if job.train_sha256 and sha != job.train_sha256:
+            raise UdbenchError("the task file's training sample changed since the sweep began")
+        fit_rows, hold_rows = holdout_split(len(y), job.split_seed)
+        out.n_fit, out.n_holdout = len(fit_rows), len(hold_rows)
+        from sklearn.base import clone
+
+        est = clone(job.estimator)
+        params = dict(job.params)
+        if "random_state" in est.get_params(deep=False):
+            params["random_state"] = job.seed
+        est.set_params(**params)
+    except Exception as err:
+        out.error = f"setup raised {_one_line(err)}"
+        out.traceback = traceback.format_exc(limit=8)
+        return out
+
+    def fit_predict() -> tuple[Prediction, float, float]:
+        t0 = time.perf_counter()
+        est.fit(X[fit_rows], y[fit_rows])
+        t1 = time.perf_counter()
+        pred = est.predict(X[hold_rows])
+        return pred, t1 - t0, time.perf_counter() - t1
+
+    finished, result = call_with_timeout(fit_predict, timeout, None)
+    if not finished:
+        out.error = f"timeout: fit + predict exceeded {timeout:g} s"
+        return out
+    if isinstance(result, BaseException):
+        out.error = f"fit/predict raised {_one_line(result)}"
+        out.traceback = "".join(traceback.format_exception(result)[-12:])
+        return out
+    pred, out.fit_time_s, out.predict_time_s = result
+    score = gaussian_nll(y[hold_rows], pred.mean, pred.total)
+    if not np.isfinite(score):
+        out.error = f"held-out Gaussian NLL is not finite ({score}): a zero total variance"
+        return out
+    out.value = score
+    return out

@@ -1,0 +1,239 @@
+"""``udbench plan``: how much work a grid is, and its projected CPU-hours from measured times.
+
+For a grid of task instances (the flags of ``udbench generate``), a list of methods and a
+number of trials per sweep, the plan counts
+
+- **instances** (stage ``generate``): one per (dataset, family, noise, coverage, seed);
+- **trials** (stage ``tune``): conditions × methods × trials, one sweep per (method,
+  condition) (SPEC §9);
+- **fits** (stage ``run``): instances × methods,
+
+and projects CPU-hours per stage and method as count × the median measured seconds per unit.
+Measurements come from folders you name (``--measured``, any number of each kind):
+
+- a results folder of ``udbench run``: per ok cell, ``fit_time_s + predict_time_s`` (the
+  method's compute; the first cell on a worker also pays imports and JAX compilation, so the
+  median is used);
+- a tuning folder of ``udbench tune``: per finished trial, its fit + predict seconds (fitted on
+  80 % of the training sample);
+- a folder of task files: per instance, the MCMC sampler's ``wall_seconds`` when the prior
+  records it (HBART, BNN); GP tasks record no timing.
+
+A figure with no measurement behind it is shown as unknown, never guessed. No scaling by data
+size is attempted: the median is over whatever instances were measured (the plan lists how
+many, and on which datasets), so measure on the datasets you will run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PAPER_METHODS", "PlanRow", "collect_measurements", "plan_grid"]
+
+#: The paper's 19 methods (SPEC §8), by registry name (some may not be registered yet).
+PAPER_METHODS: tuple[str, ...] = (
+    "blr",
+    "gp",
+    "vlgp",
+    "dkl",
+    "sngp-het",
+    "ngboost-nig",
+    "ngboost-bag",
+    "catboost-ps",
+    "catboost-kgb",
+    "nn-bag",
+    "nn-ens",
+    "nn-drop",
+    "nn-edl",
+    "nn-deup",
+    "nn-lap",
+    "nn-lap-sn",
+    "nn-fsp",
+    "nn-fsp-sn",
+    "nn-swag",
+)
+
+
+@dataclass
+class Measurements:
+    """Measured seconds per unit, by (stage, key): key is a method, or a family for generate."""
+
+    seconds: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    datasets: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+
+    def add(self, stage: str, key: str, value: float, dataset: str | None) -> None:
+        if value is None or not math.isfinite(value) or value < 0:
+            return
+        self.seconds.setdefault((stage, key), []).append(float(value))
+        if dataset:
+            self.datasets.setdefault((stage, key), set()).add(dataset)
+
+
+def collect_measurements(folders: Iterable[str | os.PathLike[str]]) -> Measurements:
+    """Measured times from results folders, tuning folders and task folders (module docstring).
+
+    Raises
+    ------
+    UdbenchError
+        A folder that holds none of the three kinds, or does not exist.
+    """
+    from udbench._validation import param_error
+
+    found = Measurements()
+    for folder in folders:
+        root = Path(folder)
+        kinds = 0
+        if root.is_dir() and ((root / "results.parquet").exists() or (root / "cells").is_dir()):
+            kinds += 1
+            _from_results(root, found)
+        records = sorted(root.glob("*/*.json")) if root.is_dir() else []
+        if records:
+            kinds += 1
+            _from_records(records, found)
+        tasks = sorted(root.rglob("*.npz")) if root.is_dir() else []
+        if tasks:
+            kinds += 1
+            _from_tasks(tasks, found)
+        if not kinds:
+            raise param_error(
+                "udbench plan",
+                "measured",
+                "be a results, tuning or task folder made by udbench",
+                str(folder),
+            )
+    return found
+
+
+def _from_results(root: Path, found: Measurements) -> None:
+    from udbench.evaluation.store import read_results
+
+    df = read_results(root)
+    ok = df[df["status"] == "ok"]
+    secs = (ok["fit_time_s"].astype(float) + ok["predict_time_s"].astype(float)).tolist()
+    for method, dataset, value in zip(ok["method"], ok["dataset"], secs, strict=True):
+        found.add("run", str(method), float(value), None if dataset is None else str(dataset))
+
+
+def _from_records(paths: Sequence[Path], found: Measurements) -> None:
+    for path in paths:
+        try:
+            rec = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if not isinstance(rec, dict) or rec.get("format") != "udbench-tuned-config":
+            continue
+        for h in rec.get("history", []):
+            if h.get("state") in ("complete", "failed") and h.get("fit_time_s") is not None:
+                secs = float(h["fit_time_s"]) + float(h.get("predict_time_s") or 0.0)
+                found.add("tune", str(rec["method"]), secs, rec.get("dataset"))
+
+
+def _from_tasks(paths: Sequence[Path], found: Measurements) -> None:
+    from udbench.tasks.taskfile import read_task_meta
+
+    for path in paths:
+        try:
+            meta = read_task_meta(path)
+        except Exception:
+            continue
+        sampler = (meta.get("diagnostics") or {}).get("sampler") or {}
+        wall = sampler.get("wall_seconds") if isinstance(sampler, dict) else None
+        if wall is not None:
+            spec = meta["spec"]
+            found.add("generate", str(spec["family"]), float(wall), spec["dataset"])
+
+
+@dataclass
+class PlanRow:
+    """One line of the plan: a stage and a method (or prior family for ``generate``)."""
+
+    stage: str
+    key: str
+    count: int
+    n_measured: int
+    median_s: float | None
+    cpu_hours: float | None
+    datasets: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "key": self.key,
+            "count": self.count,
+            "n_measured": self.n_measured,
+            "median_s": self.median_s,
+            "cpu_hours": self.cpu_hours,
+            "measured_on": self.datasets,
+        }
+
+
+def plan_grid(
+    specs: Sequence[Any],
+    methods: Sequence[str],
+    trials: int,
+    measured: Measurements,
+) -> tuple[dict[str, int], list[PlanRow]]:
+    """Counts of a grid and its projected CPU-hours per stage and method.
+
+    Parameters
+    ----------
+    specs : sequence of TaskSpec
+        The instances (``udbench generate``'s grid).
+    methods : sequence of str
+        Method names.
+    trials : int
+        Trials per sweep.
+    measured : Measurements
+        From :func:`collect_measurements`.
+
+    Returns
+    -------
+    counts : dict
+        ``instances, conditions, methods, sweeps, trials, fits``.
+    rows : list of PlanRow
+        Per prior family (``generate``), then per method for ``tune`` and ``run``;
+        ``cpu_hours`` is None where nothing was measured.
+    """
+    import numpy as np
+
+    conditions = {(s.dataset, s.family, s.noise, s.coverage) for s in specs}
+    counts = {
+        "instances": len(specs),
+        "conditions": len(conditions),
+        "methods": len(methods),
+        "sweeps": len(conditions) * len(methods),
+        "trials": len(conditions) * len(methods) * trials,
+        "fits": len(specs) * len(methods),
+    }
+
+    def row(stage: str, key: str, count: int) -> PlanRow:
+        secs = measured.seconds.get((stage, key), [])
+        med = float(np.median(secs)) if secs else None
+        return PlanRow(
+            stage,
+            key,
+            count,
+            len(secs),
+            med,
+            None if med is None else count * med / 3600.0,
+            sorted(measured.datasets.get((stage, key), set())),
+        )
+
+    rows = []
+    families: dict[str, int] = {}
+    for s in specs:
+        families[s.family] = families.get(s.family, 0) + 1
+    for fam, n in sorted(families.items()):
+        rows.append(row("generate", fam, n))
+    per_method_trials = len(conditions) * trials
+    for m in methods:
+        rows.append(row("tune", m, per_method_trials))
+    for m in methods:
+        rows.append(row("run", m, len(specs)))
+    return counts, rows

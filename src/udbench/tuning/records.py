@@ -1,0 +1,280 @@
+"""Tuned configurations as data: one JSON record per (method, condition).
+
+A tuning folder (``udbench tune --out DIR``) holds, per sweep, ``DIR/<method>/<condition>.json``
+(the record, written when the sweep has all its trials) beside ``<condition>.journal`` (the
+Optuna journal it was made from). A record holds:
+
+- ``format`` (``"udbench-tuned-config"``), ``schema_version``, ``udbench_version``,
+  ``optuna_version``, ``created_at``;
+- what was tuned: ``method``, ``condition`` and its parts (``dataset, family, noise,
+  coverage``), ``task_id`` and ``train_sha256`` (the training sample used), ``base_config``
+  (canonical JSON of the configuration the sweep started from), ``search_space`` and
+  ``search_space_hash``, ``sampler``, ``sampler_seed``, ``split_seed``, ``holdout_fraction``;
+- the outcome: ``status`` (``"ok"``, or ``"no-complete-trial"`` when every trial failed),
+  ``params`` (every hyperparameter of the winning configuration), ``tuned_params`` (the
+  sampled ones), ``config_hash`` (:func:`udbench.methods.configs.config_hash` of ``params``),
+  ``score`` (its held-out Gaussian NLL), ``best_trial``, ``n_trials``, ``n_complete``,
+  ``n_failed``, ``n_interrupted``;
+- ``history``: every trial in number order (``number, state, value, best_so_far, params,
+  error, running_at_ask, finish_index, fit_time_s, predict_time_s,
+  duration_s``): the best-so-far curve of the
+  report and the measured trial times of ``udbench plan``.
+
+:func:`tuned_configurer` turns a folder of records into the per-task configurations of
+``udbench run --tuned``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from udbench._validation import UdbenchError, param_error
+from udbench.methods.configs import MethodConfig, config_hash
+from udbench.tasks import TaskSpec
+from udbench.tuning.space import search_space_hash
+
+__all__ = [
+    "FALLBACKS",
+    "RECORD_FORMAT",
+    "Condition",
+    "TunedConfigs",
+    "load_records",
+    "record_path",
+    "summary_rows",
+    "tuned_configurer",
+    "write_record",
+]
+
+RECORD_FORMAT = "udbench-tuned-config"
+SCHEMA_VERSION = 1
+
+#: What ``run --tuned`` does for a condition without a record: ``error`` (default) or use the
+#: method's configuration as given (``default``).
+FALLBACKS: tuple[str, ...] = ("error", "default")
+
+
+@dataclass(frozen=True, order=True)
+class Condition:
+    """A benchmark condition: dataset × prior family × noise mode × coverage (SPEC §9)."""
+
+    dataset: str
+    family: str
+    noise: str
+    coverage: str
+
+    @property
+    def key(self) -> str:
+        """``"<dataset>__<family>__<noise>__<coverage>"`` (a task id without its seed)."""
+        return f"{self.dataset}__{self.family}__{self.noise}__{self.coverage}"
+
+    @classmethod
+    def of(cls, spec: TaskSpec) -> Condition:
+        """The condition of a task."""
+        return cls(spec.dataset, spec.family, spec.noise, spec.coverage)
+
+
+def _slug(name: str) -> str:
+    """A method name as a folder name (an import path's ``:`` and ``/`` replaced)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def record_path(out: str | os.PathLike[str], method: str, condition: Condition) -> Path:
+    """``OUT/<method>/<condition>.json``."""
+    return Path(out) / _slug(method) / f"{condition.key}.json"
+
+
+def write_record(out: str | os.PathLike[str], record: dict[str, Any]) -> Path:
+    """Write ``record`` atomically (temporary file, rename) at its :func:`record_path`."""
+    cond = Condition(record["dataset"], record["family"], record["noise"], record["coverage"])
+    path = record_path(out, record["method"], cond)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(record, fh, indent=1, sort_keys=True, allow_nan=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_records(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Every record under a tuning folder, sorted by (method, condition).
+
+    Each record gets ``_path`` (its file). Raises :class:`UdbenchError` if ``folder`` is not a
+    folder or a ``*.json`` under it is not a readable record.
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        raise param_error("udbench tune-summary", "DIR", "be a tuning folder", str(folder))
+    out = []
+    for path in sorted(root.glob("*/*.json")):
+        try:
+            rec = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as err:
+            raise UdbenchError(f"tuned record {str(path)!r} cannot be read: {err}") from None
+        if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT:
+            raise UdbenchError(f"{str(path)!r} is not a udbench tuned record")
+        rec["_path"] = str(path)
+        out.append(rec)
+    return sorted(out, key=lambda r: (r["method"], r["condition"]))
+
+
+def summary_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One plain row per record for ``udbench tune-summary`` (JSON-ready)."""
+    keys = (
+        "method",
+        "condition",
+        "status",
+        "score",
+        "best_trial",
+        "n_trials",
+        "n_complete",
+        "n_failed",
+        "n_interrupted",
+        "tuned_params",
+        "search_space_hash",
+        "udbench_version",
+        "task_id",
+    )
+    return [{k: r.get(k) for k in keys} for r in records]
+
+
+#: ``configure(spec, method)`` -> (configuration for this task, extra row fields); the hook of
+#: :func:`udbench.evaluation.runner.run_benchmark` (``configure=``).
+Configurer = Callable[[TaskSpec, MethodConfig], tuple[MethodConfig, dict[str, Any]]]
+
+
+def tuned_configurer(
+    folder: str | os.PathLike[str],
+    methods: Sequence[MethodConfig],
+    specs: Iterable[TaskSpec],
+    *,
+    fallback: str = "error",
+) -> TunedConfigs:
+    """Per-task configurations from a tuning folder, checked for every task before a run.
+
+    For a task of condition c and a method m, the record ``m/c`` gives the configuration:
+    the method's configuration as given on the command line, with the record's tuned values
+    (``tuned_params``) set on top. The cell is labelled ``<label>[tuned]`` (one leaderboard
+    entry per method across conditions) and its row gets ``tuned_record`` (``"<method>/
+    <condition>"``, or None where the fallback was used) and ``tuned_score``.
+
+    Parameters
+    ----------
+    folder : str or Path
+        A ``udbench tune --out`` folder.
+    methods : sequence of MethodConfig
+        The run's method configurations.
+    specs : iterable of TaskSpec
+        The run's tasks (every condition is checked up front).
+    fallback : {"error", "default"}
+        For a condition without a usable record: a one-line error naming every missing
+        (method, condition), or the method's configuration as given.
+
+    Raises
+    ------
+    UdbenchError
+        Missing records (with ``fallback="error"``), a record whose search-space hash differs
+        from the method's current search space (whatever the fallback: it is stale), or a
+        folder that does not exist.
+    """
+    if fallback not in FALLBACKS:
+        raise param_error("udbench run", "fallback", f"be one of {list(FALLBACKS)}", fallback)
+    root = Path(folder)
+    if not root.is_dir():
+        raise param_error("udbench run", "tuned", "be a tuning folder (udbench tune --out)", folder)
+    conditions = sorted({Condition.of(s) for s in specs})
+    chosen: dict[tuple[str, str, str], tuple[MethodConfig, dict[str, Any]]] = {}
+    used: list[Path] = []
+    missing: list[str] = []
+    for mc in methods:
+        space = type(mc.estimator).search_space
+        want_hash = search_space_hash(mc.name, space)
+        for cond in conditions:
+            path = record_path(root, mc.name, cond)
+            if not path.is_file():
+                missing.append(f"{mc.name}/{cond.key}")
+                continue
+            try:
+                rec = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as err:
+                raise UdbenchError(f"tuned record {str(path)!r} cannot be read: {err}") from None
+            if rec.get("search_space_hash") != want_hash:
+                raise UdbenchError(
+                    f"udbench run --tuned: record {mc.name}/{cond.key} was tuned over another "
+                    f"search space (hash {rec.get('search_space_hash')}, the method's is now "
+                    f"{want_hash}); tune it again"
+                )
+            if rec.get("status") != "ok" or rec.get("tuned_params") is None:
+                missing.append(f"{mc.name}/{cond.key} (no complete trial)")
+                continue
+            from sklearn.base import clone
+
+            params = {**mc.params, **rec["tuned_params"]}
+            est = clone(mc.estimator).set_params(**rec["tuned_params"])
+            est.validate_hyperparameters()
+            tuned = MethodConfig(
+                label=f"{mc.label}[tuned]",
+                name=mc.name,
+                estimator=est,
+                params=params,
+                config_hash=config_hash(mc.name, params),
+            )
+            extra = {"tuned_record": f"{mc.name}/{cond.key}", "tuned_score": rec.get("score")}
+            chosen[(mc.name, mc.config_hash, cond.key)] = (tuned, extra)
+            used.append(path)
+    if missing and fallback == "error":
+        shown = ", ".join(missing[:8]) + (f" … ({len(missing)} in all)" if len(missing) > 8 else "")
+        raise UdbenchError(
+            f"udbench run --tuned: no tuned record in {str(root)!r} for {shown}; run udbench "
+            "tune on those conditions, or pass --fallback default to use the configuration as "
+            "given there"
+        )
+
+    return TunedConfigs(chosen, used)
+
+
+class TunedConfigs:
+    """The ``configure`` hook of ``run --tuned`` (:data:`Configurer`), made by
+    :func:`tuned_configurer`.
+
+    Attributes
+    ----------
+    paths : list of Path
+        The record files used (``udbench run --tuned`` copies them into ``OUT/tuned/`` so the
+        results folder carries its configurations, for the report).
+    """
+
+    def __init__(
+        self,
+        chosen: dict[tuple[str, str, str], tuple[MethodConfig, dict[str, Any]]],
+        paths: list[Path],
+    ) -> None:
+        self._chosen = chosen
+        self.paths = paths
+
+    def __call__(self, spec: TaskSpec, mc: MethodConfig) -> tuple[MethodConfig, dict[str, Any]]:
+        hit = self._chosen.get((mc.name, mc.config_hash, Condition.of(spec).key))
+        if hit is not None:
+            return hit
+        fallback_mc = MethodConfig(
+            f"{mc.label}[tuned]", mc.name, mc.estimator, mc.params, mc.config_hash
+        )
+        return fallback_mc, {"tuned_record": None, "tuned_score": None}
+
+    def copy_to(self, folder: str | os.PathLike[str]) -> None:
+        """Copy the records used to ``folder/<method>/<condition>.json`` (atomically)."""
+        for path in self.paths:
+            rec = json.loads(path.read_text(encoding="utf-8"))
+            write_record(folder, rec)

@@ -1,0 +1,559 @@
+"""Tuning sweeps (SPEC §9): one Optuna study per (method, condition), trials on Dask.
+
+A *condition* is (dataset, prior family, noise mode, coverage). Its sweep uses the training
+sample of the condition's lowest seed present among the given task files (seed 0 in the
+paper's grid), split 80/20 at random (:func:`udbench.tuning.objective.holdout_split`, one split
+per condition, shared by every method), and scores a configuration by the held-out Gaussian
+NLL under N(â, AU + EU) (:mod:`udbench.tuning.objective`).
+
+The driver (:func:`tune`) runs every sweep at once. It asks Optuna for a trial only when a
+worker is free (``study.ask()``, then :func:`udbench.tuning.space.suggest`), evaluates it on
+the :class:`~udbench.evaluation.executor.Executor` (each trial in a child process of its Dask
+worker, as a cell of ``udbench run``) and reports the score back (``study.tell``). Sweeps take
+turns for free workers; within a sweep at most ``in_flight`` trials run at once, and Optuna's
+TPE sampler with ``constant_liar=True`` treats trials still running as if they had the worst
+score seen so far, so parallel trials spread out instead of sampling the same point.
+``in_flight=1`` samples sequentially: a seeded sweep then gives the same trials whatever the
+number of workers.
+
+Persistence and resume: each sweep is an Optuna study in its own journal file
+(``JournalStorage`` + ``JournalFileBackend``: an append-only log, written as each trial is
+asked and told), ``OUT/<method>/<condition>.journal``. A re-run loads it: finished trials are
+kept; trials that were running when the previous driver died are marked failed with
+``interrupted = True`` and do not count; new trials are asked until ``trials`` trials have
+finished (complete or failed). A trial that raises, times out, returns an invalid prediction
+or kills its process is told as failed with its reason and the sweep goes on (the driver
+writes one user attribute per trial, ``outcome``: the ``error`` text, fit and predict seconds,
+``running_at_ask``, how many trials of the sweep were in flight when it was asked (what the
+constant liar stood in for), and ``finish_index``, the order its results came back). When a
+sweep has all its trials it writes its record (:mod:`udbench.tuning.records`).
+
+One ``udbench tune`` per ``OUT`` at a time (two drivers would both resume the same journals).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from udbench._seeding import derive_seed
+from udbench._validation import UdbenchError, param_error
+from udbench.evaluation.executor import Executor, Failed
+from udbench.methods.base import BaseMethod
+from udbench.methods.configs import MethodConfig, resolve_methods
+from udbench.tasks import Task
+from udbench.tasks.discovery import find_task_files
+from udbench.tuning.objective import (
+    HOLDOUT_FRACTION,
+    TrialJob,
+    TrialOutcome,
+    evaluate_trial,
+    train_sha256,
+    trial_seed,
+)
+from udbench.tuning.records import (
+    RECORD_FORMAT,
+    SCHEMA_VERSION,
+    Condition,
+    record_path,
+    write_record,
+)
+from udbench.tuning.space import check_search_space, search_space_hash, suggest
+
+__all__ = ["SAMPLERS", "SweepPlan", "TuneSummary", "find_conditions", "plan_sweeps", "tune"]
+
+#: Samplers ``udbench tune --sampler`` accepts (``random`` for ablations and tests).
+SAMPLERS: tuple[str, ...] = ("tpe", "random")
+
+#: Called after each finished trial as ``on_trial(done, total, sweep_key, outcome_text)``.
+TrialCallback = Callable[[int, int, str, str], None]
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """One sweep to run: a method configuration on a condition's training sample."""
+
+    method: MethodConfig
+    condition: Condition
+    task_path: str
+    task_id: str
+    train_sha256: str
+    n_trials: int
+    sampler: str = "tpe"
+    seed: int = 0
+
+    @property
+    def key(self) -> str:
+        """``"<method>/<condition>"``."""
+        return f"{self.method.name}/{self.condition.key}"
+
+    @property
+    def split_seed(self) -> int:
+        """Seed of the condition's 80/20 split (the same for every method)."""
+        return derive_seed("tune-split", self.condition.key, bits=32)
+
+    @property
+    def sampler_seed(self) -> int:
+        """Seed of this sweep's sampler (``--seed`` , method and condition)."""
+        return derive_seed("tune-sampler", self.seed, self.method.name, self.condition.key, bits=32)
+
+
+@dataclass
+class TuneSummary:
+    """Counts of a tuning run."""
+
+    out: Path
+    n_sweeps: int
+    n_trials_run: int = 0
+    n_trials_failed: int = 0
+    n_resumed_trials: int = 0
+    n_interrupted: int = 0
+    records: list[Path] = field(default_factory=list)
+    driver_s: float = 0.0
+    wall_s: float = 0.0
+
+
+def find_conditions(task_paths: Sequence[str | os.PathLike[str]]) -> dict[Condition, Task]:
+    """The task of each condition's lowest seed among ``task_paths`` (metadata read only).
+
+    Raises
+    ------
+    UdbenchError
+        A task file cannot be read, or two files hold the condition's lowest seed with
+        different training samples.
+    """
+    best: dict[Condition, Task] = {}
+    for path in task_paths:
+        try:
+            task = Task.load(Path(path))
+        except UdbenchError as err:
+            raise UdbenchError(f"udbench tune: {err}") from None
+        spec = task.spec
+        cond = Condition(spec.dataset, spec.family, spec.noise, spec.coverage)
+        old = best.get(cond)
+        if old is None or spec.seed < old.spec.seed:
+            best[cond] = task
+        elif spec.seed == old.spec.seed and train_sha256(task) != train_sha256(old):
+            raise UdbenchError(
+                f"udbench tune: condition {cond.key} seed {spec.seed} is held by two task files "
+                f"with different training samples, {str(old._path)!r} and {str(path)!r}; "
+                "pass only one"
+            )
+    return dict(sorted(best.items(), key=lambda kv: kv[0].key))
+
+
+def plan_sweeps(
+    tasks: Sequence[str | os.PathLike[str]],
+    methods: Sequence[str | BaseMethod | tuple[str, str | BaseMethod]],
+    *,
+    trials: int = 30,
+    sampler: str = "tpe",
+    seed: int = 0,
+) -> list[SweepPlan]:
+    """Every (method, condition) sweep of a tuning run, method-major.
+
+    Raises
+    ------
+    UdbenchError
+        Bad ``trials``/``sampler``/``seed``, no task file, an unknown method, a method named
+        twice (two base configurations), a method whose search space is empty or cannot be
+        sampled (:func:`check_search_space`).
+    """
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise param_error("udbench tune", "trials", "be an integer >= 1", trials)
+    if sampler not in SAMPLERS:
+        raise param_error("udbench tune", "sampler", f"be one of {list(SAMPLERS)}", sampler)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise param_error("udbench tune", "seed", "be an integer >= 0", seed)
+    mcs = resolve_methods(methods)
+    names = [mc.name for mc in mcs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise param_error(
+            "udbench tune",
+            "methods",
+            "name each method once (a tuning folder holds one record per method and "
+            "condition; tune another base configuration into another --out)",
+            ", ".join(twice),
+        )
+    for mc in mcs:
+        check_search_space(mc.name, type(mc.estimator).search_space)
+    conditions = find_conditions(find_task_files(tasks))
+    return [
+        SweepPlan(
+            method=mc,
+            condition=cond,
+            task_path=str(task._path),
+            task_id=task.spec.task_id,
+            train_sha256=train_sha256(task),
+            n_trials=trials,
+            sampler=sampler,
+            seed=seed,
+        )
+        for mc in mcs
+        for cond, task in conditions.items()
+    ]
+
+
+def _finite(value: Any) -> float | None:
+    """A finite float, or None (a trial that failed before timing its fit)."""
+    import math
+
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
+def sweep_record(study: Any, plan: SweepPlan) -> dict[str, Any]:
+    """The record of a sweep (format: :mod:`udbench.tuning.records`) from its Optuna study."""
+    import math
+    from datetime import UTC, datetime
+
+    import optuna
+    from optuna.trial import TrialState
+
+    from udbench import __version__
+    from udbench.methods.configs import config_hash
+
+    space = type(plan.method.estimator).search_space
+    history: list[dict[str, Any]] = []
+    best_value = math.inf
+    best: Any = None
+    counts = {"complete": 0, "failed": 0, "interrupted": 0}
+    for t in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
+        if t.state == TrialState.COMPLETE:
+            state = "complete"
+        elif t.state == TrialState.FAIL:
+            state = "interrupted" if t.user_attrs.get("interrupted") else "failed"
+        else:
+            continue  # running (another driver) or waiting: not part of the record
+        counts[state] += 1
+        if state == "complete" and t.value is not None and t.value < best_value:
+            best_value, best = float(t.value), t
+        duration = t.duration.total_seconds() if t.duration is not None else None
+        told = t.user_attrs.get("outcome") or {}
+        history.append(
+            {
+                "number": t.number,
+                "state": state,
+                "value": None if t.value is None else float(t.value),
+                "best_so_far": None if best is None else best_value,
+                "params": dict(t.params),
+                "error": told.get("error", t.user_attrs.get("error")),
+                "running_at_ask": told.get("running_at_ask"),
+                "finish_index": told.get("finish_index"),
+                "fit_time_s": _finite(told.get("fit_time_s")),
+                "predict_time_s": _finite(told.get("predict_time_s")),
+                "duration_s": duration,
+            }
+        )
+    cond = plan.condition
+    params = None if best is None else {**plan.method.params, **best.params}
+    return {
+        "format": RECORD_FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "udbench_version": __version__,
+        "optuna_version": optuna.__version__,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "method": plan.method.name,
+        "condition": cond.key,
+        "dataset": cond.dataset,
+        "family": cond.family,
+        "noise": cond.noise,
+        "coverage": cond.coverage,
+        "task_id": plan.task_id,
+        "train_sha256": plan.train_sha256,
+        "base_config": plan.method.config,
+        "search_space": space,
+        "search_space_hash": search_space_hash(plan.method.name, space),
+        "sampler": plan.sampler,
+        "sampler_seed": plan.sampler_seed,
+        "split_seed": plan.split_seed,
+        "holdout_fraction": HOLDOUT_FRACTION,
+        "score_name": "heldout_gaussian_nll",
+        "status": "ok" if best is not None else "no-complete-trial",
+        "params": params,
+        "tuned_params": None if best is None else dict(best.params),
+        "config_hash": None if params is None else config_hash(plan.method.name, params),
+        "score": None if best is None else best_value,
+        "best_trial": None if best is None else best.number,
+        "n_trials": counts["complete"] + counts["failed"],
+        "n_complete": counts["complete"],
+        "n_failed": counts["failed"],
+        "n_interrupted": counts["interrupted"],
+        "history": history,
+    }
+
+
+def _repair_journal(path: Path) -> None:
+    """Undo what a killed driver may leave in a journal: a lock file and a half-written line.
+
+    Only one driver uses a tuning folder at a time, so a lock file found at start is stale (it
+    would otherwise block for Optuna's 30 s grace period); a last line without its newline
+    is an append cut short (Optuna would fail on the next read once more lines follow it).
+    """
+    from optuna.storages.journal._file import LOCK_FILE_SUFFIX
+
+    Path(str(path) + LOCK_FILE_SUFFIX).unlink(missing_ok=True)
+    if not path.is_file():
+        return
+    with open(path, "rb+") as fh:
+        data = fh.read()
+        if data and not data.endswith(b"\n"):
+            fh.truncate(data.rfind(b"\n") + 1)
+
+
+class _Sweep:
+    """A sweep at run time: its study, what is asked and running."""
+
+    def __init__(self, plan: SweepPlan, out: Path) -> None:
+        import optuna
+        from optuna.storages import JournalStorage
+        from optuna.storages.journal import JournalFileBackend
+        from optuna.trial import TrialState
+
+        self.plan = plan
+        self.space = type(plan.method.estimator).search_space
+        self.space_hash = search_space_hash(plan.method.name, self.space)
+        self.journal = record_path(out, plan.method.name, plan.condition).with_suffix(".journal")
+        self.journal.parent.mkdir(parents=True, exist_ok=True)
+        _repair_journal(self.journal)
+        storage = JournalStorage(JournalFileBackend(str(self.journal)))
+        if plan.sampler == "tpe":
+            sampler: Any = optuna.samplers.TPESampler(seed=plan.sampler_seed, constant_liar=True)
+        else:
+            sampler = optuna.samplers.RandomSampler(seed=plan.sampler_seed)
+        self.study = optuna.create_study(
+            study_name="udbench-tune",
+            storage=storage,
+            sampler=sampler,
+            direction="minimize",
+            load_if_exists=True,
+        )
+        identity = {
+            "method": plan.method.name,
+            "condition": plan.condition.key,
+            "base_config": plan.method.config,
+            "search_space_hash": self.space_hash,
+            "train_sha256": plan.train_sha256,
+            "split_seed": plan.split_seed,
+            "sampler": plan.sampler,
+            "sampler_seed": plan.sampler_seed,
+        }
+        attrs = self.study.user_attrs
+        if not attrs:
+            for k, v in identity.items():
+                self.study.set_user_attr(k, v)
+        else:
+            changed = [k for k, v in identity.items() if attrs.get(k) != v]
+            if changed:
+                raise UdbenchError(
+                    f"udbench tune: the sweep journal {str(self.journal)!r} was made with another "
+                    f"{', '.join(changed)} than this run's; tune into another --out, or delete "
+                    "the journal to start this sweep again"
+                )
+        # trials left running by a driver that died: failed, not counted
+        self.n_interrupted = 0
+        for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            storage.set_trial_user_attr(t._trial_id, "interrupted", True)
+            storage.set_trial_user_attr(
+                t._trial_id, "error", "interrupted: the tuning run ended before it finished"
+            )
+            storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+            self.n_interrupted += 1
+        self.n_done = sum(
+            1
+            for t in self.study.get_trials(deepcopy=False)
+            if t.state.is_finished() and not t.user_attrs.get("interrupted")
+        )
+        self.n_resumed = self.n_done
+        # results back so far, in order (interrupted trials included): finish_index
+        self.n_finished = sum(
+            1 for t in self.study.get_trials(deepcopy=False) if t.state.is_finished()
+        )
+        self.to_ask = max(0, plan.n_trials - self.n_done)
+        self.running: dict[int, Any] = {}  # trial number -> (optuna Trial, running at ask)
+        self.n_finished_here = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.to_ask == 0 and not self.running
+
+
+def _outcome(result: Any, timeout: float | None) -> TrialOutcome:
+    """A :class:`TrialOutcome` from what the executor returned for a trial."""
+    if isinstance(result, TrialOutcome):
+        return result
+    if isinstance(result, Failed):
+        return TrialOutcome(error=f"worker failed: {type(result.error).__name__}: {result.error}")
+    if result.timed_out:  # a ChildResult
+        return TrialOutcome(error=f"timeout: fit + predict exceeded {timeout:g} s")
+    if result.died is not None:
+        return TrialOutcome(error=f"the trial's process died: {result.died}")
+    try:
+        value = result.result()
+    except Exception as err:
+        return TrialOutcome(error=f"raised {type(err).__name__}: {err}")
+    return value if isinstance(value, TrialOutcome) else TrialOutcome(error=f"bad result {value!r}")
+
+
+def tune(
+    tasks: Sequence[str | os.PathLike[str]],
+    methods: Sequence[str | BaseMethod | tuple[str, str | BaseMethod]],
+    out: str | os.PathLike[str],
+    *,
+    trials: int = 30,
+    sampler: str = "tpe",
+    seed: int = 0,
+    in_flight: int | None = None,
+    timeout: float | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    cluster_config: str | os.PathLike[str] | None = None,
+    pin: bool | None = None,
+    client: Any = None,
+    on_trial: TrialCallback | None = None,
+) -> TuneSummary:
+    """Run (or resume) one sweep per (method, condition); write a record per finished sweep.
+
+    Parameters
+    ----------
+    tasks : sequence of str or Path
+        Task files, folders or globs; each condition's lowest seed is used.
+    methods : sequence
+        Method specs as for ``udbench run`` (:func:`udbench.methods.configs.resolve_methods`);
+        overrides (``"nn-ens:n_epochs=50"``) fix the base configuration the sweep starts from.
+    out : str or Path
+        Tuning folder: journals and records (``OUT/<method>/<condition>.{journal,json}``).
+    trials : int, default 30
+        Finished trials per sweep (SPEC §9).
+    sampler : {"tpe", "random"}, default "tpe"
+        Optuna's ``TPESampler(constant_liar=True)`` or ``RandomSampler``, seeded per sweep.
+    seed : int, default 0
+        Seeds every sweep's sampler (with the method and condition).
+    in_flight : int, optional
+        Most trials of one sweep running at once (default: every worker); 1 samples
+        sequentially (results independent of the number of workers).
+    timeout : float, optional
+        Per-trial wall-clock limit of fit + predict, seconds.
+    workers, scheduler, cluster_config, pin, client
+        Where trials run, as for :func:`udbench.evaluation.runner.run_benchmark`.
+    on_trial : callable, optional
+        ``on_trial(done, total, sweep_key, text)`` after each finished trial (and once with
+        ``done = 0`` when planned).
+
+    Returns
+    -------
+    TuneSummary
+        ``driver_s`` is the time the driver spent asking, suggesting, submitting and telling
+        (its overhead), ``wall_s`` the whole run.
+
+    Raises
+    ------
+    UdbenchError
+        Bad settings (before any trial), or a journal made with other settings.
+    """
+    import optuna
+    from optuna.trial import TrialState
+
+    if in_flight is not None and (isinstance(in_flight, bool) or in_flight < 1):
+        raise param_error("udbench tune", "in-flight", "be an integer >= 1", in_flight)
+    if timeout is not None and not timeout > 0:
+        raise param_error("udbench tune", "timeout", "be > 0 seconds", timeout)
+    t_start = time.perf_counter()
+    plans = plan_sweeps(tasks, methods, trials=trials, sampler=sampler, seed=seed)
+    out = Path(out)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    summary = TuneSummary(out=out, n_sweeps=len(plans))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        sweeps = [_Sweep(p, out) for p in plans]
+    summary.n_resumed_trials = sum(s.n_resumed for s in sweeps)
+    summary.n_interrupted = sum(s.n_interrupted for s in sweeps)
+    total = sum(s.to_ask for s in sweeps)
+    for s in sweeps:
+        if s.complete:
+            summary.records.append(write_record(out, sweep_record(s.study, s.plan)))
+    if on_trial is not None:
+        on_trial(0, total, "", "")
+    if total == 0:
+        summary.wall_s = time.perf_counter() - t_start
+        return summary
+    executor = Executor(
+        workers=workers, scheduler=scheduler, cluster_config=cluster_config, pin=pin, client=client
+    )
+    driver = 0.0
+    with (
+        executor,
+        executor.pool(evaluate_trial, isolate=True, name="udbench-trial", timeout=timeout) as pool,
+    ):
+        cap = executor.capacity()
+        per_sweep = in_flight or cap
+        by_key = {s.plan.key: s for s in sweeps}
+        turn = 0
+        n_done = 0
+        while True:
+            t0 = time.perf_counter()
+            # fill free workers, sweeps taking turns
+            while len(pool) < cap:
+                eligible = [s for s in sweeps if s.to_ask > 0 and len(s.running) < per_sweep]
+                if not eligible:
+                    break
+                s = min(eligible, key=lambda x: (sweeps.index(x) - turn) % len(sweeps))
+                turn = (sweeps.index(s) + 1) % len(sweeps)
+                trial = s.study.ask()
+                params = suggest(trial, s.space)
+                s.running[trial.number] = (trial, len(s.running))
+                s.to_ask -= 1
+                pool.submit(
+                    TrialJob(
+                        sweep=s.plan.key,
+                        number=trial.number,
+                        task_path=s.plan.task_path,
+                        estimator=s.plan.method.estimator,
+                        params=params,
+                        seed=trial_seed(s.plan.method.name, s.plan.condition.key, trial.number),
+                        split_seed=s.plan.split_seed,
+                        train_sha256=s.plan.train_sha256,
+                    )
+                )
+            driver += time.perf_counter() - t0
+            if len(pool) == 0:
+                break
+            job, result = pool.next_done()
+            t0 = time.perf_counter()
+            outcome = _outcome(result, timeout)
+            s = by_key[job.sweep]
+            trial, running_at_ask = s.running.pop(job.number)
+            # one journal write for everything the driver learnt about the trial
+            trial.set_user_attr(
+                "outcome",
+                {
+                    "running_at_ask": running_at_ask,
+                    "finish_index": s.n_finished,
+                    "fit_time_s": float(outcome.fit_time_s),
+                    "predict_time_s": float(outcome.predict_time_s),
+                    "error": outcome.error,
+                },
+            )
+            s.n_finished += 1
+            if outcome.value is not None:
+                s.study.tell(trial, outcome.value)
+                text = f"nll {outcome.value:.4g}"
+            else:
+                s.study.tell(trial, state=TrialState.FAIL)
+                summary.n_trials_failed += 1
+                text = f"failed: {outcome.error}"
+            summary.n_trials_run += 1
+            n_done += 1
+            if s.complete:
+                summary.records.append(write_record(out, sweep_record(s.study, s.plan)))
+            driver += time.perf_counter() - t0
+            if on_trial is not None:
+                on_trial(n_done, total, s.plan.key, text)
+    summary.driver_s = driver
+    summary.wall_s = time.perf_counter() - t_start
+    return summary

@@ -1,0 +1,113 @@
+"""``run --tuned``, ``tune-summary`` and ``plan`` (issue 17, items 3 and 4)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from _fakes import make_fake_task, save_fake_task
+from udbench.cli import main
+from udbench.evaluation.store import read_results
+from udbench.tuning.records import load_records
+
+
+def _err(capsys) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return " ".join(err.split())
+
+
+@pytest.fixture
+def grid(tmp_path, monkeypatch):
+    """Two conditions (noise modes) with seeds 0 and 1; blr tuned on one of them only."""
+    monkeypatch.chdir(tmp_path)
+    for noise in ("smooth-monotone", "homoscedastic"):
+        for seed in (0, 1):
+            save_fake_task(make_fake_task(seed, n_train=40, noise=noise), tmp_path / "tasks")
+    save_fake_task(make_fake_task(0, n_train=40), tmp_path / "tuned-tasks")
+    args = ["tune", "tuned-tasks", "-m", "blr", "--trials", "4", "--workers", "0"]
+    assert main([*args, "--out", "tuning", "--no-progress"]) == 0
+    return tmp_path
+
+
+def test_run_tuned_uses_each_conditions_record_and_stores_which(grid, capsys):
+    capsys.readouterr()
+    args = ["run", "tasks", "-m", "blr", "--workers", "0", "--no-progress", "--out", "res"]
+    assert main([*args, "--tuned", "tuning"]) == 2
+    err = _err(capsys)
+    assert "no tuned record" in err and "blr/toy__gp__homoscedastic__balanced" in err
+    assert "smooth-monotone" not in err.split("for ", 1)[1].split(";")[0]
+    assert len(err.splitlines()) == 1
+    assert not (grid / "res").exists()  # nothing ran
+
+    assert main([*args, "--tuned", "tuning", "--fallback", "default"]) == 0
+    df = read_results(grid / "res").sort_values("task_id")
+    (rec,) = load_records(grid / "tuning")
+    tuned = df[df["noise"] == "smooth-monotone"]
+    assert len(tuned) == 2 and set(tuned["tuned_record"]) == {
+        rec["method"] + "/" + rec["condition"]
+    }
+    assert set(tuned["config_hash"]) == {rec["config_hash"]}
+    assert json.loads(tuned["config"].iloc[0])["params"] == rec["params"]
+    default = df[df["noise"] == "homoscedastic"]
+    assert default["tuned_record"].isna().all() and len(default) == 2
+    assert set(df["method_label"]) == {"blr[tuned]"} and (df["status"] == "ok").all()
+
+    # the results folder carries the records it used; the report shows them and their curves
+    assert load_records(grid / "res" / "tuned")[0]["params"] == rec["params"]
+    assert main(["report", "res", "--out", "rep"]) == 0
+    page = (grid / "rep" / "report.html").read_text()
+    assert "Tuned configurations" in page and "toy__gp__smooth-monotone__balanced" in page
+    assert (grid / "rep" / "tuning.png").stat().st_size > 1000
+
+
+def test_a_record_of_another_search_space_is_a_one_line_error(grid, capsys):
+    (path,) = (grid / "tuning").glob("*/*.json")
+    rec = json.loads(path.read_text())
+    rec["search_space_hash"] = "000000000000"
+    path.write_text(json.dumps(rec))
+    capsys.readouterr()
+    args = ["run", "tuned-tasks", "-m", "blr", "--workers", "0", "--no-progress", "--out", "r"]
+    assert main([*args, "--tuned", "tuning", "--fallback", "default"]) == 2
+    err = _err(capsys)
+    assert "another search space" in err and "tune it again" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_tune_summary_lists_the_sweeps(grid, capsys):
+    capsys.readouterr()
+    assert main(["tune-summary", "tuning", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["method"] == "blr" and row["n_trials"] == 4 and row["status"] == "ok"
+    assert row["condition"] == "toy__gp__smooth-monotone__balanced"
+    assert set(row["tuned_params"]) == {"alpha_1", "alpha_2", "lambda_1", "lambda_2"}
+
+
+def test_plan_counts_and_projects_from_measurements_only(grid, capsys):
+    args = ["run", "tuned-tasks", "-m", "blr", "--workers", "0", "--no-progress", "--out", "res"]
+    assert main(args) == 0
+    capsys.readouterr()
+    plan = ["plan", "--datasets", "diabetes", "--families", "gp,hbart", "--noise", "all"]
+    plan += ["--coverage", "all", "--seeds", "0-2", "-m", "blr,gp", "--trials", "5"]
+    assert main([*plan, "--measured", "res", "--measured", "tuning", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # 1 dataset x 2 families x 4 noise modes x 2 coverages = 16 conditions, x 3 seeds
+    assert out["counts"] == {
+        "instances": 48, "conditions": 16, "methods": 2, "sweeps": 32, "trials": 160, "fits": 96
+    }  # fmt: skip
+    rows = {(r["stage"], r["key"]): r for r in out["rows"]}
+    ran = read_results(grid / "res")
+    secs = float((ran["fit_time_s"] + ran["predict_time_s"]).median())
+    run_blr = rows[("run", "blr")]
+    assert run_blr["n_measured"] == 1 and run_blr["count"] == 48
+    assert run_blr["cpu_hours"] == pytest.approx(48 * secs / 3600, rel=1e-9)
+    (rec,) = load_records(grid / "tuning")
+    trial_s = pd.Series([h["fit_time_s"] + h["predict_time_s"] for h in rec["history"]])
+    tune_blr = rows[("tune", "blr")]
+    assert tune_blr["n_measured"] == 4 and tune_blr["count"] == 80
+    assert tune_blr["cpu_hours"] == pytest.approx(80 * trial_s.median() / 3600, rel=1e-9)
+    # nothing measured: unknown, not guessed
+    assert rows[("run", "gp")]["cpu_hours"] is None and rows[("run", "gp")]["n_measured"] == 0
+    assert rows[("generate", "gp")]["cpu_hours"] is None
