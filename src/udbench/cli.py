@@ -32,7 +32,7 @@ from udbench import __version__
 from udbench._validation import UdbenchError, UdbenchWarning
 
 #: Modules under ``udbench.commands`` whose ``register(app)`` adds sub-commands.
-COMMAND_MODULES: tuple[str, ...] = ("datasets", "tasks", "methods", "run", "risk")
+COMMAND_MODULES: tuple[str, ...] = ("datasets", "tasks", "methods", "run", "risk", "validation")
 
 app = typer.Typer(
     name="udbench",

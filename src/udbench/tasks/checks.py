@@ -35,7 +35,7 @@ import numpy as np
 
 from udbench._seeding import make_rng
 from udbench._validation import check_array, param_error
-from udbench.priors.diagnostics import RHAT_THRESHOLD, batch_means_mcse_var
+from udbench.priors import RHAT_THRESHOLD, batch_means_mcse_var
 
 __all__ = [
     "N_SBC_BINS",
