@@ -183,12 +183,12 @@ def test_hbart_is_not_gated_by_rhat_and_records_it(tmp_path, monkeypatch, capsys
     assert main(["check", str(out), "--json"]) == 0
     r = json.loads(capsys.readouterr().out)["families"]["hbart"]
     assert r["rhat_max"] == pytest.approx(1.3) and r["n_rhat_above_1_05"] == 1
-    assert r["rhat_iid_max"] == pytest.approx(1.02)
+    assert r["rhat_iid_max"] == pytest.approx(1.02) and r["rhat_gate"] is False
     assert r["seed_replacements"] == [] and r["n_seed_replacements"] == 0
     assert "standard" in r["preset_validation"]
     assert main(["check", str(out)]) == 0
     table = capsys.readouterr().out
-    assert "MCMC diagnostics" in table and "1.3000" in table
+    assert "MCMC diagnostics" in table and "1.3000" in table and "no (diagnostic)" in table
     assert "Preset validation by warm-up sensitivity" in table
 
 

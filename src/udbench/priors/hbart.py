@@ -54,10 +54,10 @@ __all__ = [
 
 #: Sampler settings per fidelity. ``paper`` is SPEC §5; ``standard`` (20 chains × 50 draws
 #: thinned by 240 after 1500 warm-up, 9.3 min at full kin8nm size on the reference machine)
-#: passes the SPEC §7 R̂ rule on the synthetic benchmark instance but not on a real
-#: heteroscedastic kin8nm task, whose draws are nevertheless calibrated; the paper layout
-#: cannot pass the rule at all (docs/priors-mcmc.md, "The R̂ rule"). ``smoke`` is for tests
-#: (not a reference posterior).
+#: was chosen when R̂ gated HBART. SPEC §7 now records HBART's R̂ without gating on it and
+#: validates each preset by warm-up sensitivity (:mod:`udbench.priors.validation`, records
+#: in ``priors/validations/``; docs/priors-mcmc.md). ``smoke`` is for tests (not a
+#: reference posterior).
 #: D = n_chains × draws per chain; draws per chain = n_draws / n_chains.
 FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
     "paper": {
