@@ -374,7 +374,7 @@ def check_command(
             diag.add_row(
                 fam,
                 f"{r['rhat_max']:.4f}",
-                {True: "yes", False: "no (diagnostic)"}.get(r.get("rhat_gate"), "–"),
+                {True: "yes", False: "no"}.get(r.get("rhat_gate"), "–"),
                 _fmt(r.get("rhat_iid_max"), ".4f"),
                 _fmt(r.get("rhat_share_above_1_05"), ".2%"),
                 str(r["n_rhat_above_1_05"]),
