@@ -225,3 +225,20 @@ def test_cli_validate_prior_writes_the_record(tmp_path, monkeypatch, capsys) -> 
     assert "not the full SPEC §7 protocol" in text
     assert json.loads(out.read_text())["family"] == "hbart"
     assert main(["validate-prior", "--family", "gp", "--datasets", "diabetes"]) == 2
+
+
+def test_shipped_records_load_and_match_their_presets() -> None:
+    # a preset changed without re-validation makes its record stale: this test says so
+    from udbench.priors.bnn import FIDELITY_SETTINGS as BNN
+    from udbench.priors.hbart import FIDELITY_SETTINGS as HBART
+
+    paths = sorted(pv.RECORD_DIR.glob("*.json"))
+    assert paths, "no shipped validation record"
+    for path in paths:
+        family, fidelity = path.stem.split("-")
+        rec = load_validation(family, fidelity)
+        assert rec is not None and (rec["family"], rec["fidelity"]) == (family, fidelity)
+        assert rec["sampler_settings"] == {"hbart": HBART, "bnn": BNN}[family][fidelity]
+        summary = validation_summary(rec, {"engine": "x", **rec["sampler_settings"]})
+        assert summary["settings_match"]
+        assert summary["full_protocol"] is (not rec["protocol_issues"])
