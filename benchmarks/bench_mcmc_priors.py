@@ -13,6 +13,11 @@ a smaller problem (ratio).
 Usage::
 
     uv run python benchmarks/bench_mcmc_priors.py [--fidelities smoke,standard] [--scale 1.0]
+        [--bnn-depths 9,10,11] [--bnn-dense-depths 9] [--skip-chain-methods]
+
+``--bnn-depths`` / ``--bnn-dense-depths`` run the BNN ``standard`` preset with other NUTS
+maximum tree depths (and a dense mass matrix) and report the bulk effective sample size of
+f(x) per wall second (median and smallest over the evaluation inputs), R̂ and tree depths.
 
 ``--scale`` < 1 shrinks n and n_eval (e.g. on a shared machine); the paper fidelity is
 long (hours for HBART on 2 CPU cores) and is not in the default list. Last line:
@@ -32,7 +37,11 @@ import numpy as np
 N_TRAIN, N_EVAL, D, RHO = 3136, 1500, 8, 0.33
 
 
-def _instance(family: str, fidelity: str, scale: float, out: Any) -> None:
+def _instance(
+    family: str, fidelity: str, scale: float, overrides: dict[str, Any] | None, out: Any
+) -> None:
+    import arviz as az
+
     from udbench.priors.bnn import BNNPrior, choose_reference_rows
     from udbench.priors.hbart import HBARTPrior
 
@@ -41,15 +50,16 @@ def _instance(family: str, fidelity: str, scale: float, out: Any) -> None:
     X_eval = rng.uniform(size=(m, D))
     X_train = rng.uniform(size=(n, D))
     if family == "hbart":
-        prior: Any = HBARTPrior(1.0, fidelity)
+        prior: Any = HBARTPrior(1.0, fidelity, sampler_kwargs=overrides)
     else:
-        prior = BNNPrior(X_eval[choose_reference_rows(m, "bench")], 3.0, fidelity)
+        X_ref = X_eval[choose_reference_rows(m, "bench")]
+        prior = BNNPrior(X_ref, 3.0, fidelity, sampler_kwargs=overrides)
     f = prior.sample(np.vstack([X_train, X_eval]), key=1)[0]
     nv = np.full(n, RHO)
     y = f[:n] + np.sqrt(nv) * rng.standard_normal(n)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     post = prior.condition(X_train, y, nv, X_eval, key=2, n_draws=1000)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     d = post.diagnostics
     keep = [
         "n_chains", "n_warmup", "thin", "draws_per_chain", "rhat_max", "rhat_median",
@@ -68,6 +78,18 @@ def _instance(family: str, fidelity: str, scale: float, out: Any) -> None:
     res["rmse_over_sd"] = float(
         np.sqrt(np.mean((mean - f_eval) ** 2) / post.draws_eval.var(0).mean())
     )
+    # effective sample size of f(x) (bulk ESS, ArviZ, rank-normalised) over the inputs
+    chains = post.draws_eval.reshape(int(d["n_chains"]), int(d["draws_per_chain"]), -1)
+    ess = np.asarray(az.ess(az.convert_to_dataset(chains), method="bulk")["x"].values).ravel()
+    res["ess_f_median"] = float(np.nanmedian(ess))
+    res["ess_f_min"] = float(np.nanmin(ess))
+    res["ess_f_median_per_s"] = float(np.nanmedian(ess)) / wall
+    res["ess_f_min_per_s"] = float(np.nanmin(ess)) / wall
+    res["ess_f_median_per_cpu_s"] = float(np.nanmedian(ess)) / cpu
+    if "leapfrog_steps_mean" in d:  # load-independent: ESS per 1000 kept-phase gradients
+        grads = d["n_chains"] * d["draws_per_chain"] * d["leapfrog_steps_mean"]
+        res["ess_f_median_per_kgrad"] = 1000 * float(np.nanmedian(ess)) / grads
+    res["cpu_s"] = cpu
     res["wall_s"] = wall
     res["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out.put(res)
@@ -110,16 +132,42 @@ def main() -> None:
     ap.add_argument("--fidelities", default="smoke,standard")
     ap.add_argument("--families", default="hbart,bnn")
     ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument(
+        "--bnn-depths", default="9,10,11", help="BNN standard with these max_tree_depth values"
+    )
+    ap.add_argument(
+        "--bnn-dense-depths", default="", help="... and with a dense mass matrix at these depths"
+    )
+    ap.add_argument("--skip-chain-methods", action="store_true")
     args = ap.parse_args()
     minutes: dict[str, float] = {}
-    for fidelity in args.fidelities.split(","):
+    for fidelity in filter(None, args.fidelities.split(",")):
         for family in args.families.split(","):
-            res = _run(_instance, family, fidelity, args.scale)
+            res = _run(_instance, family, fidelity, args.scale, None)
             print(f"{family} {fidelity}: " + ", ".join(
                 f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in res.items()
             ), flush=True)  # fmt: skip
             if fidelity == "standard":
                 minutes[family] = res["wall_s"] / 60
+    sweep = [{"max_tree_depth": int(k)} for k in filter(None, args.bnn_depths.split(","))]
+    sweep += [
+        {"max_tree_depth": int(k), "dense_mass": True}
+        for k in filter(None, args.bnn_dense_depths.split(","))
+    ]
+    for overrides in sweep:  # ESS/s of f per NUTS setting (issue 18)
+        res = _run(_instance, "bnn", "standard", args.scale, overrides)
+        keep = ("wall_s", "cpu_s", "ess_f_median", "ess_f_min", "ess_f_median_per_s",
+                "ess_f_min_per_s", "ess_f_median_per_cpu_s", "ess_f_median_per_kgrad", "rhat_max",
+                "rhat_n_above", "tree_depth_mean", "share_at_max_tree_depth",
+                "accept_prob_mean", "n_divergent", "coverage90")  # fmt: skip
+        print(f"bnn standard {overrides}: " + ", ".join(
+            f"{k}={res[k]:.4g}" if isinstance(res[k], float) else f"{k}={res[k]}"
+            for k in keep if k in res
+        ), flush=True)  # fmt: skip
+    if args.skip_chain_methods:
+        if minutes:
+            print(f"standard_minutes_per_instance_max: {max(minutes.values()):.2f}")
+        return
     cm = _run(_bnn_chain_methods)
     print(
         f"bnn chains (4, n=300): vectorized {cm['vectorized']:.1f}s, sequential "

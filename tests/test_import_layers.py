@@ -167,3 +167,38 @@ def test_upward_import_added_to_the_real_package_is_caught(tmp_path: Path) -> No
     problems = check_layers(src, "udbench", LAYERS)
     assert len(problems) == 1, problems
     assert problems[0].startswith(f"src/udbench/priors/base.py:{len(lines)}: upward import")
+
+
+def _public_api_breaches(src: Path, package: str, layer_name: str) -> list[str]:
+    """Imports by modules of ``layer_name`` of a *submodule* of a lower layer's part
+    (``udbench.priors.base`` instead of ``udbench.priors``), the ground layer excepted."""
+    index = [layer.name for layer in LAYERS].index(layer_name)
+    _, edges = collect_imports(src, package)
+    out = []
+    for edge in edges:
+        i, _ = layer_of(edge.importer, package)
+        j, part = layer_of(edge.target, package)
+        if i == index and 0 < j < index and edge.target != part:
+            out.append(f"{edge.importer}:{edge.lineno} imports {edge.target}, not {part}")
+    return out
+
+
+def test_the_task_layer_uses_only_the_public_api_of_lower_layers() -> None:
+    # issue 18: tasks import priors, data and design through their packages' exports
+    assert _public_api_breaches(SRC, "udbench", "tasks") == []
+    import udbench.priors as priors
+
+    for name in ("acceptance", "rhat_gates", "RHAT_THRESHOLD", "batch_means_mcse_var"):
+        assert name in priors.__all__ and hasattr(priors, name)
+
+
+def test_public_api_check_catches_a_private_import(tmp_path: Path) -> None:
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(SRC / "udbench", src / "udbench")
+    extra = src / "udbench" / "tasks" / "extra.py"
+    extra.write_text("from udbench.priors.diagnostics import acceptance\n")
+    assert _public_api_breaches(src, "udbench", "tasks") == [
+        "udbench.tasks.extra:1 imports udbench.priors.diagnostics, not udbench.priors"
+    ]

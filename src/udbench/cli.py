@@ -40,6 +40,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "risk",
     "analyze",
     "tuning",
+    "validation",
 )
 
 app = typer.Typer(

@@ -169,6 +169,33 @@ def test_condition_diagnostics_float64_and_determinism() -> None:
     assert np.corrcoef(p1.draws_train.mean(0), f[:20])[0, 1] > 0.9
 
 
+def test_dense_mass_option_reaches_nuts_and_defaults_off() -> None:
+    # issue 18: dense mass-matrix adaptation is a sampler setting, off in every preset
+    from udbench.priors import bnn
+
+    assert all(p["dense_mass"] is False for p in FIDELITY_SETTINGS.values())
+    runner = bnn._nuts_runner(5, 2, 2, 10, 10, 0.9, 6, "vectorized", dense_mass=True)
+    assert runner.sampler._dense_mass is True
+    assert bnn._nuts_runner(5, 2, 2, 10, 10, 0.9, 6, "vectorized").sampler._dense_mass is False
+
+
+@pytest.mark.slow
+def test_dense_mass_changes_the_run_and_still_conditions() -> None:
+    rng = np.random.default_rng(6)
+    X = rng.uniform(size=(30, 2))
+    kw = {"n_warmup": 150}
+    diag = BNNPrior(X[:10], 1.0, "smoke", sampler_kwargs=kw)
+    dense = BNNPrior(X[:10], 1.0, "smoke", sampler_kwargs={**kw, "dense_mass": True})
+    assert dense.settings["sampler"]["dense_mass"] is True
+    f = diag.sample(X, key=1)[0]
+    nv = np.full(20, 0.05)
+    y = f[:20] + np.sqrt(nv) * rng.standard_normal(20)
+    p_diag = diag.condition(X[:20], y, nv, X[20:], key=2, n_draws=100)
+    p_dense = dense.condition(X[:20], y, nv, X[20:], key=2, n_draws=100)
+    assert p_dense.draws_eval.tobytes() != p_diag.draws_eval.tobytes()
+    assert np.corrcoef(p_dense.draws_train.mean(0), f[:20])[0, 1] > 0.9
+
+
 def test_real_dataset_prior_scales_and_reference_rows(data_dir) -> None:
     # both MCMC families on a real table (concrete: d = 8, n_eval = 515), through the loader
     from udbench.data import load_covariates

@@ -251,9 +251,9 @@ def test_bartz_without_information_samples_our_prior() -> None:
     assert np.all((var > a**2 / 1.5) & (var < a**2 * 1.5)), var
 
 
-def test_condition_warns_when_the_chain_layout_cannot_pass_the_rhat_rule(monkeypatch) -> None:
-    # 250 chains x 4 draws (paper layout) over 400 inputs: independent draws already give
-    # max R̂ > 1.05, so conditioning warns before it starts; 20 x 50 (standard) does not.
+def test_condition_does_not_warn_about_the_rhat_rule(monkeypatch) -> None:
+    # SPEC §7 (issue 18): HBART's R̂ is a diagnostic, not a gate, so even the paper layout
+    # (250 chains x 4 draws, whose independent-draw max R̂ exceeds 1.05) starts silently
     from udbench.priors import hbart
 
     def stop() -> None:
@@ -263,10 +263,9 @@ def test_condition_warns_when_the_chain_layout_cannot_pass_the_rhat_rule(monkeyp
     rng = np.random.default_rng(0)
     X, X_eval = rng.uniform(size=(5, 2)), rng.uniform(size=(400, 2))
     args = (X, np.zeros(5), np.ones(5), X_eval, 0, 1000)
-    with pytest.warns(UserWarning, match=r"cannot pass the SPEC §7 R̂ rule"):
-        with pytest.raises(RuntimeError, match="stop before bartz"):
-            HBARTPrior(1.0, "paper").condition(*args)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        with pytest.raises(RuntimeError, match="stop before bartz"):
-            HBARTPrior(1.0, "standard").condition(*args)
+    for fidelity in ("paper", "standard"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(RuntimeError, match="stop before bartz"):
+                HBARTPrior(1.0, fidelity).condition(*args)
+    assert HBARTPrior.rhat_gate is False

@@ -89,7 +89,9 @@ def _hbart_record() -> HBARTDiagnostics:
 def test_record_to_dict_is_the_flat_dict_of_the_task_files() -> None:
     rec = _hbart_record()
     d = rec.to_dict()
-    assert set(d) == OLD_HBART_KEYS and "convergence" not in d
+    # issue 18: plus "rhat_gate" (False: HBART's R̂ is recorded, never a gate, SPEC §7)
+    assert set(d) == OLD_HBART_KEYS | {"rhat_gate"} and "convergence" not in d
+    assert d["rhat_gate"] is False
     assert {k: d[k] for k in CONVERGENCE} == CONVERGENCE
     assert d["thin"] == 3 and d["temperature_levels"] == [3.0, 1.0]
     assert d["n_draws"] == 10 and d["rhat_max_train"] == 1.02
@@ -102,6 +104,7 @@ def test_nuts_record_has_the_old_bnn_keys() -> None:
     assert names | set(CONVERGENCE) == OLD_BNN_KEYS
     base = {f.name for f in dataclasses.fields(MCMCDiagnostics)} - {"convergence"}
     assert base == set(COMMON)
+    assert NUTSDiagnostics.rhat_gate is True and MCMCDiagnostics.rhat_gate is True
 
 
 def test_settings_are_unchanged_for_both_families() -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from udbench._validation import UdbenchError
 from udbench.cli import main
+from udbench.priors import RHAT_NOT_A_GATE, acceptance, rhat_gates
 from udbench.priors.diagnostics import batch_means_mcse_var
 from udbench.priors.gp import GPPrior
 from udbench.tasks import Task, TaskSpec, acceptance_checks, generate_task, pool_checks
@@ -34,7 +35,7 @@ HYPER = {
 def _spec(seed: int, **kw) -> TaskSpec:
     base = {
         "dataset": "diabetes",
-        "family": "hbart",
+        "family": "bnn",
         "noise": "homoscedastic",
         "coverage": "balanced",
         "seed": seed,
@@ -48,9 +49,11 @@ class FakeMCMCPrior(GPPrior):
     """Exact GP posterior with MCMC-style diagnostics; R̂ = 1.2 at 3 points for the
     posterior streams of the seeds in ``bad_seeds`` (of the spec ``_spec``), 1.01 else."""
 
-    def __init__(self, bad_seeds: set[int], fidelity: str = "standard") -> None:
+    def __init__(self, bad_seeds: set[int], fidelity: str = "standard", family="bnn") -> None:
         super().__init__(HYPER, scale=1.0)
-        self.bad_keys = {_spec(s, fidelity=fidelity).seed_for("posterior") for s in bad_seeds}
+        self.bad_keys = {
+            _spec(s, fidelity=fidelity, family=family).seed_for("posterior") for s in bad_seeds
+        }
 
     def condition(self, X_train, y, noise_var_train, X_eval, key, n_draws):
         post = super().condition(X_train, y, noise_var_train, X_eval, key, n_draws)
@@ -152,6 +155,56 @@ def test_rejected_seed_is_replaced_and_recorded(monkeypatch) -> None:
         generate_task(_spec(1000))
 
 
+class FakeHBARTPrior(FakeMCMCPrior):
+    """:class:`FakeMCMCPrior` with HBART's gate setting: R̂ recorded, never a gate."""
+
+    rhat_gate = False
+
+    def condition(self, X_train, y, noise_var_train, X_eval, key, n_draws):
+        post = super().condition(X_train, y, noise_var_train, X_eval, key, n_draws)
+        rhat = np.asarray(post.diagnostics["rhat"])
+        rhat[rhat > 1.05] = 1.3
+        diag = {**post.diagnostics, "rhat": rhat.tolist(), "rhat_max": float(rhat.max())}
+        diag.update(rhat_gate=False, rhat_iid_max=1.02)
+        return dataclasses.replace(post, diagnostics=diag)
+
+
+def test_hbart_is_not_gated_by_rhat_and_records_it(tmp_path, monkeypatch, capsys) -> None:
+    # SPEC §7 (issue 18): an HBART instance with max R̂ 1.3 is kept, its R̂ recorded
+    _use(monkeypatch, FakeHBARTPrior({2}, family="hbart"))
+    task = generate_task(_spec(2, family="hbart"))
+    rec = task.diagnostics["seed_replacement"]
+    assert rec["used_seed"] == 2 and rec["log"] == [] and not rec["gated"]
+    assert rec["accepted"] and rec["reason"] == RHAT_NOT_A_GATE
+    assert task.diagnostics["sampler"]["rhat_max"] == pytest.approx(1.3)
+    assert task.diagnostics["checks"]["rhat_max"] == pytest.approx(1.3)
+    out = tmp_path / "tasks"
+    task.save(out / f"{task.spec.task_id}.npz")
+    assert main(["check", str(out), "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)["families"]["hbart"]
+    assert r["rhat_max"] == pytest.approx(1.3) and r["n_rhat_above_1_05"] == 1
+    assert r["rhat_iid_max"] == pytest.approx(1.02) and r["rhat_gate"] is False
+    assert r["seed_replacements"] == [] and r["n_seed_replacements"] == 0
+    assert "standard" in r["preset_validation"]
+    assert main(["check", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "MCMC diagnostics" in table and "1.3000" in table and "gate" in table
+    assert "Preset validation by warm-up sensitivity" in table
+
+
+def test_acceptance_respects_the_family_gate() -> None:
+    from udbench.priors.bnn import BNNPrior
+    from udbench.priors.hbart import HBARTPrior
+
+    bad = {"rhat": [1.01, 1.3]}
+    assert acceptance({**bad, "rhat_gate": False}) == (True, RHAT_NOT_A_GATE)
+    assert acceptance({**bad, "rhat_gate": True})[0] is False
+    assert acceptance(bad)[0] is False  # old task files without the key: gated
+    assert not rhat_gates(HBARTPrior(1.0, "standard"))
+    assert rhat_gates(BNNPrior(np.zeros((2, 1)), 1.0, "standard"))
+    assert rhat_gates(GPPrior(HYPER, scale=1.0))  # exact: nothing to reject
+
+
 def test_smoke_fidelity_records_verdict_without_replacing(monkeypatch) -> None:
     _use(monkeypatch, FakeMCMCPrior({2}, fidelity="smoke"))
     rec = generate_task(_spec(2, fidelity="smoke")).diagnostics["seed_replacement"]
@@ -164,13 +217,13 @@ def test_cli_replaced_instance_is_named_by_grid_seed_skipped_and_checked(
 ) -> None:
     _use(monkeypatch, FakeMCMCPrior({2}))
     out = tmp_path / "tasks"
-    args = ["generate", "--families", "hbart", "--noise", "homoscedastic"]
+    args = ["generate", "--families", "bnn", "--noise", "homoscedastic"]
     args += ["--coverage", "balanced", "--seeds", "1-2", "--draws", "40", "--out", str(out)]
     assert main(args) == 0
     files = sorted(out.glob("*.npz"))
     assert [f.name for f in files] == [
-        "diabetes__hbart__homoscedastic__balanced__s1.npz",
-        "diabetes__hbart__homoscedastic__balanced__s2.npz",
+        "diabetes__bnn__homoscedastic__balanced__s1.npz",
+        "diabetes__bnn__homoscedastic__balanced__s2.npz",
     ]
     mtimes = [f.stat().st_mtime_ns for f in files]
     assert main(args) == 0  # the replaced instance is found under its grid seed: skipped
@@ -178,10 +231,10 @@ def test_cli_replaced_instance_is_named_by_grid_seed_skipped_and_checked(
     assert Task.load(files[1]).diagnostics["seed_replacement"]["used_seed"] == 1002
     capsys.readouterr()
     assert main(["check", str(out), "--json"]) == 0
-    r = json.loads(capsys.readouterr().out)["families"]["hbart"]
+    r = json.loads(capsys.readouterr().out)["families"]["bnn"]
     assert r["seed_replacements"] == [
         {
-            "task_id": "diabetes__hbart__homoscedastic__balanced__s2",
+            "task_id": "diabetes__bnn__homoscedastic__balanced__s2",
             "rejected": 2,
             "replacement": 1002,
             "reason": "rhat_max=1.2000 > 1.05 at 3 inputs",
@@ -199,9 +252,9 @@ def test_cli_replaced_instance_is_named_by_grid_seed_skipped_and_checked(
     args0 = [*args[:-1], str(out0), "--max-replacements", "0"]
     assert main(args0) == 2
     assert [f.name for f in out0.glob("*.npz")] == [
-        "diabetes__hbart__homoscedastic__balanced__s1.npz"
+        "diabetes__bnn__homoscedastic__balanced__s1.npz"
     ]
-    assert "failed diabetes__hbart__homoscedastic__balanced__s2" in capsys.readouterr().err
+    assert "failed diabetes__bnn__homoscedastic__balanced__s2" in capsys.readouterr().err
     assert main([*args0[:-1], "-1"]) == 2
     assert "parameter 'max-replacements' must be >= 0" in capsys.readouterr().err
 

@@ -23,7 +23,7 @@ from udbench.commands._options import (
     out_path,
     parse_seeds,
 )
-from udbench.priors.base import DEFAULT_FIDELITY, Fidelity
+from udbench.priors import DEFAULT_FIDELITY, Fidelity
 from udbench.tasks.replacement import MAX_REPLACEMENTS
 from udbench.tasks.spec import DEFAULT_DRAWS
 
@@ -33,7 +33,7 @@ __all__ = ["check_directory", "expand_grid", "parse_seeds", "register"]
 _FIDELITY_HELP = (
     f"Prior preset: {', '.join(x.value for x in Fidelity)}; only "
     f"{', '.join(x.value for x in Fidelity if x.is_reference)} give reference posteriors "
-    "(held to the R̂ rule, SPEC §7)."
+    "(BNN held to the R̂ rule; HBART presets validated by warm-up sensitivity, SPEC §7)."
 )
 
 
@@ -222,13 +222,17 @@ def check_directory(directory: Path) -> dict[str, Any]:
         corr_mean_fstar_median``; MCMC families also ``rhat_max``,
         ``rhat_share_above_1_05``, ``n_divergent``, ``accept_rate_mean``, …) plus
         ``seed_replacements``: one ``{"task_id", "rejected", "replacement", "reason"}`` per
-        rejected seed.
+        rejected seed, and for MCMC families ``preset_validation``: per fidelity of the
+        family's tasks, the stored warm-up sensitivity record of that preset
+        (:func:`udbench.priors.validation_summary`, SPEC §7) or None when the preset has
+        none.
 
     Raises
     ------
     UdbenchError
         ``directory`` is not a folder or holds no ``*.npz`` file.
     """
+    from udbench.priors import MCMC_FAMILIES, load_validation, validation_summary
     from udbench.tasks import Task, pool_checks
     from udbench.tasks.checks import mcmc_summary
 
@@ -239,6 +243,7 @@ def check_directory(directory: Path) -> dict[str, Any]:
         raise param_error("check", "DIR", "hold task files (*.npz)", str(directory))
     groups: dict[str, tuple[list[dict[str, Any]], list[Any], list[dict[str, Any]]]] = {}
     invalid: list[dict[str, str]] = []
+    presets: dict[str, dict[str, dict[str, Any]]] = {}  # family -> fidelity -> sampler
     for path in paths:
         try:
             task = Task.load(path).verify()
@@ -246,6 +251,8 @@ def check_directory(directory: Path) -> dict[str, Any]:
             invalid.append({"path": str(path), "error": str(err)})
             continue
         summaries, mcse, replaced = groups.setdefault(task.spec.family, ([], [], []))
+        sampler = (task.prior or {}).get("sampler") or {}
+        presets.setdefault(task.spec.family, {}).setdefault(task.spec.fidelity.value, sampler)
         summaries.append({**task.diagnostics["checks"], **mcmc_summary(task.diagnostics)})
         mcse.append(task.mcse_var_rel)
         record = task.diagnostics.get("seed_replacement") or {}
@@ -262,6 +269,13 @@ def check_directory(directory: Path) -> dict[str, Any]:
         fam: {**pool_checks(s, m), "seed_replacements": rep}
         for fam, (s, m, rep) in sorted(groups.items())
     }
+    for fam, by_fidelity in presets.items():
+        if fam in MCMC_FAMILIES:
+            records = {fid: load_validation(fam, fid) for fid in by_fidelity}
+            families[fam]["preset_validation"] = {
+                fid: None if rec is None else validation_summary(rec, by_fidelity[fid])
+                for fid, rec in records.items()
+            }
     return {"families": families, "invalid": invalid}
 
 
@@ -316,6 +330,7 @@ def check_command(
         for col in (
             "family",
             "max R̂",
+            "R̂ gate",
             "max R̂ if iid",
             "points R̂ > 1.05",
             "instances R̂ > 1.05",
@@ -330,6 +345,7 @@ def check_command(
             diag.add_row(
                 fam,
                 f"{r['rhat_max']:.4f}",
+                {True: "yes", False: "no"}.get(r.get("rhat_gate"), "–"),
                 _fmt(r.get("rhat_iid_max"), ".4f"),
                 _fmt(r.get("rhat_share_above_1_05"), ".2%"),
                 str(r["n_rhat_above_1_05"]),
@@ -341,6 +357,42 @@ def check_command(
                 _fmt(r.get("n_seed_replacements"), "d"),
             )
         console.print(diag)
+    validations = [
+        (fam, fid, v)
+        for fam, r in result.items()
+        for fid, v in (r.get("preset_validation") or {}).items()
+    ]
+    if validations:
+        val = Table(title="Preset validation by warm-up sensitivity (SPEC §7)")
+        for col in (
+            "family",
+            "fidelity",
+            "verdict",
+            "coverage 90 % → long warm-up",
+            "|ΔSD|/SD median / p95 (floor)",
+            "datasets (instances)",
+            "protocol",
+        ):
+            val.add_column(col)
+        for fam, fid, v in validations:
+            if v is None:
+                val.add_row(fam, fid, "not validated", "–", "–", "–", "–")
+                continue
+            verdict = "pass" if v["passed"] else "FAIL"
+            if not v["settings_match"]:
+                verdict += " (record made with other sampler settings)"
+            val.add_row(
+                fam,
+                fid,
+                verdict,
+                f"{_fmt(v['coverage_base'], '.4f')} → {_fmt(v['coverage_long'], '.4f')} "
+                f"({_fmt(v['coverage_change'], '+.4f')})",
+                f"{_fmt(v['sd_change_median'], '.3f')} / {_fmt(v['sd_change_p95'], '.3f')} "
+                f"({_fmt(v['sd_floor_median'], '.3f')})",
+                f"{','.join(v['datasets'])} ({_fmt(v['n_instances'], 'd')})",
+                "SPEC §7" if v["full_protocol"] else "reduced: " + "; ".join(v["protocol_issues"]),
+            )
+        console.print(val)
     replaced = [(fam, x) for fam, r in result.items() for x in r["seed_replacements"]]
     if replaced:
         log = Table(title="Seed replacements (SPEC §7)")

@@ -99,8 +99,9 @@ class Fidelity(enum.StrEnum):
     def is_reference(self) -> bool:
         """Whether the preset gives a reference posterior (every preset but ``smoke``).
 
-        Only reference instances are held to the R̂ acceptance rule and have rejected
-        seeds replaced (SPEC §7).
+        Only reference instances of a family gated by R̂ (the BNN; HBART records R̂ without
+        gating on it) are held to the R̂ acceptance rule and have rejected seeds replaced
+        (SPEC §7).
         """
         return self is not Fidelity.SMOKE
 

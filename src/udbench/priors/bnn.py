@@ -57,9 +57,27 @@ N_REFERENCE: int = 65
 #: that passed the SPEC §7 checks on the reference machine (docs/priors-mcmc.md);
 #: ``smoke`` is for tests (not a reference posterior). D = n_chains × draws per chain.
 FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
-    "paper": {"n_chains": 4, "n_warmup": 500, "target_accept": 0.9, "max_tree_depth": 10},
-    "standard": {"n_chains": 4, "n_warmup": 400, "target_accept": 0.9, "max_tree_depth": 9},
-    "smoke": {"n_chains": 2, "n_warmup": 300, "target_accept": 0.9, "max_tree_depth": 8},
+    "paper": {
+        "n_chains": 4,
+        "n_warmup": 500,
+        "target_accept": 0.9,
+        "max_tree_depth": 10,
+        "dense_mass": False,
+    },
+    "standard": {
+        "n_chains": 4,
+        "n_warmup": 400,
+        "target_accept": 0.9,
+        "max_tree_depth": 9,
+        "dense_mass": False,
+    },
+    "smoke": {
+        "n_chains": 2,
+        "n_warmup": 300,
+        "target_accept": 0.9,
+        "max_tree_depth": 8,
+        "dense_mass": False,
+    },
 }
 
 
@@ -171,16 +189,19 @@ def _nuts_runner(
     target_accept: float,
     max_tree_depth: int,
     chain_method: str,
+    dense_mass: bool = False,
 ) -> Any:
     """A fresh NumPyro ``MCMC`` object (re-running a vectorised one fails, NumPyro
     issue #1640; compilation is amortised by conditioning many data sets in one run,
-    :meth:`BNNPrior.condition_batch`, instead)."""
+    :meth:`BNNPrior.condition_batch`, instead). ``dense_mass`` adapts a dense mass matrix
+    (NumPyro's ``dense_mass=True``) instead of a diagonal one."""
     from numpyro.infer import MCMC, NUTS
 
     kernel = NUTS(
         functools.partial(_model, n_hidden=n_hidden),
         target_accept_prob=target_accept,
         max_tree_depth=max_tree_depth,
+        dense_mass=bool(dense_mass),
     )
     del n_features  # the model reads d from its inputs
     return MCMC(
@@ -413,6 +434,7 @@ class BNNPrior(MCMCPrior):
                 float(cfg["target_accept"]),
                 max_depth,
                 chain_method,
+                bool(cfg.get("dense_mass", False)),
             )
             mcmc.run(
                 jax.random.PRNGKey(seed),

@@ -18,11 +18,13 @@ from udbench._validation import check_array, check_choice, param_error
 
 __all__ = [
     "MCSE_N_BATCHES",
+    "RHAT_NOT_A_GATE",
     "RHAT_THRESHOLD",
     "acceptance",
     "batch_means_mcse_var",
     "function_space_rhat",
     "is_accepted",
+    "rhat_gates",
     "rhat_iid_reference",
     "summarise_function_draws",
 ]
@@ -237,7 +239,9 @@ def summarise_function_draws(draws: np.ndarray, rhat_only: bool = False) -> dict
 
 
 def is_accepted(diagnostics: dict[str, Any], threshold: float = RHAT_THRESHOLD) -> bool:
-    """SPEC §7 acceptance of an MCMC reference posterior: no function-space R̂ > threshold.
+    """SPEC §7 R̂ rule for an MCMC reference posterior: no function-space R̂ > threshold.
+
+    The rule alone, whether or not it gates the family (that is :func:`acceptance`).
 
     ``diagnostics`` is a :attr:`Posterior.diagnostics` dict with an ``"rhat"`` list (per
     evaluation and training input); inputs where f never varies (R̂ NaN) are ignored.
@@ -252,13 +256,31 @@ def is_accepted(diagnostics: dict[str, Any], threshold: float = RHAT_THRESHOLD) 
     return bool(rhat.size > 0 and rhat.max() <= threshold)
 
 
+#: The reason :func:`acceptance` gives for a posterior whose R̂ is not a gate (HBART).
+RHAT_NOT_A_GATE = "split-R̂ recorded as a diagnostic, not a gate, for this sampler (SPEC §7)"
+
+
+def rhat_gates(prior: Any) -> bool:
+    """Whether the SPEC §7 R̂ rule gates the reference posteriors of ``prior``.
+
+    The family's ``rhat_gate`` class attribute (:class:`~udbench.priors.mcmc.MCMCPrior`:
+    True for the BNN, False for HBART); True for a prior without one (an exact family has
+    no R̂, so its posteriors always pass the rule).
+    """
+    return bool(getattr(prior, "rhat_gate", True))
+
+
 def acceptance(diagnostics: dict[str, Any], threshold: float = RHAT_THRESHOLD) -> tuple[bool, str]:
     """:func:`is_accepted` with a reason, in the form ``generate_with_seed_replacement`` takes.
 
     Returns ``(True, "")`` or ``(False, "rhat_max=1.0812 > 1.05 at 3 inputs")``; when
     the diagnostics carry ``rhat_iid_max`` above the threshold, the reason says that
-    independent draws in this chain layout would already exceed it.
+    independent draws in this chain layout would already exceed it. Diagnostics with
+    ``"rhat_gate": False`` (HBART, SPEC §7: many short chains, R̂ is a diagnostic only) are
+    accepted whatever their R̂, with the reason :data:`RHAT_NOT_A_GATE`.
     """
+    if diagnostics.get("rhat_gate", True) is False:
+        return True, RHAT_NOT_A_GATE
     ok = is_accepted(diagnostics, threshold)
     if ok:
         return True, ""

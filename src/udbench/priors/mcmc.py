@@ -17,6 +17,7 @@ The diagnostics of one posterior are a frozen record (:class:`MCMCDiagnostics`, 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -60,7 +61,17 @@ class MCMCDiagnostics:
         Wall time of the sampler run (compilation included).
     chain_iterations_per_second : float
         ``n_chains`` × iterations per chain / ``wall_seconds``.
+
+    Class attributes
+    ----------------
+    rhat_gate : bool
+        Whether the SPEC §7 R̂ rule gates this sampler's posteriors (True: NUTS, four long
+        chains; False: HBART's many short chains, where R̂ is recorded as a diagnostic
+        only). Written to the flat dict as ``"rhat_gate"`` and read by
+        :func:`~udbench.priors.diagnostics.acceptance`.
     """
+
+    rhat_gate: ClassVar[bool] = True
 
     sampler: str
     fidelity: str
@@ -77,9 +88,10 @@ class MCMCDiagnostics:
     def to_dict(self) -> dict[str, Any]:
         """The flat dict stored in ``Posterior.diagnostics`` and task files.
 
-        Every field by name, except ``convergence``, whose keys are merged in its place.
+        Every field by name, except ``convergence``, whose keys are merged in its place,
+        and ``rhat_gate`` (the class attribute).
         """
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {"rhat_gate": self.rhat_gate}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.name == "convergence":
@@ -106,7 +118,13 @@ class HBARTDiagnostics(MCMCDiagnostics):
         Mean number of decision nodes per tree over the kept draws.
     temperature_levels : list of float
         Distinct likelihood temperatures of the warm-up, decreasing.
+
+    ``rhat_gate`` is False: HBART pools many short chains after a tempered warm-up, so its
+    split-R̂ is recorded but never gates (SPEC §7); its presets are validated by warm-up
+    sensitivity instead (:mod:`udbench.priors.validation`).
     """
+
+    rhat_gate: ClassVar[bool] = False
 
     thin: int
     accept_rate_warmup: float
@@ -187,6 +205,9 @@ class MCMCPrior:
     presets: ClassVar[dict[str, dict[str, Any]]]
     #: Width of the sampler seed derived from the key (the sampler's seed type).
     seed_bits: ClassVar[int]
+    #: Whether task generation gates this family's reference posteriors on the SPEC §7 R̂
+    #: rule (and replaces rejected seeds). BNN: True; HBART: False (R̂ recorded only).
+    rhat_gate: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -213,6 +234,25 @@ class MCMCPrior:
     def sampler_settings(self) -> dict[str, Any]:
         """The MCMC settings: the fidelity preset updated with ``sampler_kwargs`` (a copy)."""
         return dict(self._sampler_settings)
+
+    def with_sampler_overrides(self, overrides: dict[str, Any]) -> MCMCPrior:
+        """A copy of this prior with further sampler overrides (e.g. a longer warm-up).
+
+        The model (scale, dataset, family settings) is shared; ``overrides`` update the
+        existing ``sampler_kwargs`` and are recorded in :attr:`settings` like them. Used by
+        the warm-up sensitivity validation (:mod:`udbench.tasks.validation`).
+
+        Raises
+        ------
+        UdbenchError
+            An override key the preset does not have.
+        """
+        merged = {**(self.sampler_kwargs or {}), **overrides}
+        settings = sampler_settings(type(self).__name__, self.fidelity, self.presets, merged)
+        twin = copy.copy(self)
+        twin.sampler_kwargs = merged
+        twin._sampler_settings = settings
+        return twin
 
     @property
     def settings(self) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from udbench.tasks.checks import acceptance_checks, pool_checks
 from udbench.tasks.generate import generate_task, make_task
 from udbench.tasks.spec import TaskSpec
 from udbench.tasks.taskfile import SCHEMA_VERSION, Task, read_task_meta, task_file_is_valid
+from udbench.tasks.validation import validate_prior
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -15,4 +16,5 @@ __all__ = [
     "pool_checks",
     "read_task_meta",
     "task_file_is_valid",
+    "validate_prior",
 ]

@@ -35,7 +35,7 @@ import numpy as np
 
 from udbench._seeding import make_rng
 from udbench._validation import check_array, param_error
-from udbench.priors.diagnostics import RHAT_THRESHOLD, batch_means_mcse_var
+from udbench.priors import RHAT_THRESHOLD, batch_means_mcse_var
 
 __all__ = [
     "N_SBC_BINS",
@@ -179,7 +179,8 @@ def mcmc_summary(diagnostics: dict[str, Any]) -> dict[str, Any]:
         :func:`udbench.priors.diagnostics.rhat_iid_reference`); ``accept_rate`` (NUTS
         ``accept_prob_mean``, HBART ``accept_rate_kept``: share of trees with an accepted
         grow/prune move); ``n_divergent``, ``tree_depth_mean`` and
-        ``share_at_max_tree_depth`` (NUTS); ``n_seed_replacements`` (rejections before the
+        ``share_at_max_tree_depth`` (NUTS); ``rhat_gate`` (whether the R̂ rule gates the
+        family: False for HBART, SPEC §7); ``n_seed_replacements`` (rejections before the
         accepted seed) and ``seed_replaced`` (bool). Empty for a GP task without a
         replacement record.
     """
@@ -196,6 +197,8 @@ def mcmc_summary(diagnostics: dict[str, Any]) -> dict[str, Any]:
         out["rhat_max"] = float(sampler["rhat_max"])
     if "rhat_iid_max" in sampler:
         out["rhat_iid_max"] = float(sampler["rhat_iid_max"])
+    if "rhat_gate" in sampler:
+        out["rhat_gate"] = bool(sampler["rhat_gate"])
     if "accept_prob_mean" in sampler:
         out["accept_rate"] = float(sampler["accept_prob_mean"])
     elif "accept_rate_kept" in sampler:
@@ -249,7 +252,8 @@ def pool_checks(
         ``mc_agree_fraction`` (GP); ``rhat_max`` (largest over instances) and
         ``n_rhat_above_1_05`` (instances whose ``rhat_max`` > 1.05); ``rhat_iid_max``
         (largest over instances of the R̂ that independent draws in their chain layout
-        give); ``rhat_n_points``
+        give); ``rhat_gate`` (any instance gated by the R̂ rule; False for HBART);
+        ``rhat_n_points``
         (points with a finite R̂) and ``rhat_share_above_1_05`` (share of them with
         R̂ > 1.05; None when there are none); ``n_divergent`` (sum);
         ``accept_rate_mean``, ``tree_depth_mean``, ``share_at_max_tree_depth`` (means over
@@ -302,6 +306,9 @@ def pool_checks(
         n_above = sum(int(s["rhat_n_above"]) for s in with_points)
         out["rhat_n_points"] = n_pts
         out["rhat_share_above_1_05"] = n_above / n_pts if n_pts else None
+    gates = [bool(s["rhat_gate"]) for s in summaries if "rhat_gate" in s]
+    if gates:  # True when any instance was gated by R̂ (BNN), False for HBART
+        out["rhat_gate"] = any(gates)
     if any("n_divergent" in s for s in summaries):
         out["n_divergent"] = int(sum(int(s.get("n_divergent", 0)) for s in summaries))
     for key, name in (

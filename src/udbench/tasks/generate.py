@@ -12,8 +12,7 @@ import numpy as np
 from udbench import __version__
 from udbench._threads import single_threaded
 from udbench._validation import param_error
-from udbench.priors.base import Fidelity, Prior, make_prior
-from udbench.priors.diagnostics import acceptance
+from udbench.priors import Fidelity, Prior, acceptance, make_prior, rhat_gates
 from udbench.tasks.checks import acceptance_checks
 from udbench.tasks.replacement import (
     MAX_REPLACEMENTS,
@@ -27,6 +26,7 @@ from udbench.tasks.taskfile import Task, read_task_meta, task_file_is_valid
 __all__ = [
     "MAX_REPLACEMENTS",
     "REPLACEMENT_STRIDE",
+    "draw_instance",
     "generate_task",
     "get_covariates",
     "get_prior",
@@ -34,13 +34,14 @@ __all__ = [
     "replacement_seed",
     "source_fingerprint",
     "task_file_clash",
+    "training_inputs",
 ]
 
 
 @lru_cache(maxsize=8)
 def get_covariates(dataset: str, data_dir: str | None = None) -> Any:
     """Covariates of ``dataset`` (cached per process); see ``udbench.data.load_covariates``."""
-    from udbench.data import load_covariates  # type: ignore[attr-defined]
+    from udbench.data import load_covariates
 
     return load_covariates(dataset, data_dir=data_dir)
 
@@ -115,6 +116,56 @@ def task_file_clash(path: str | Path, spec: TaskSpec, data_sha256: str | None) -
     return "; ".join(diffs)
 
 
+def training_inputs(spec: TaskSpec, cov: Any) -> np.ndarray:
+    """Step 1 of SPEC §6: the training rows of ``spec`` (its coverage, stream ``"train"``).
+
+    Parameters
+    ----------
+    spec : TaskSpec
+    cov : udbench.data.Covariates
+
+    Returns
+    -------
+    ndarray, shape (n,), int64
+        Row indices into ``cov.X``.
+    """
+    from udbench.design import select_training_inputs
+
+    rng = np.random.default_rng(spec.seed_for("train"))
+    return np.asarray(select_training_inputs(cov, spec.coverage, rng), dtype=np.int64)
+
+
+def draw_instance(
+    spec: TaskSpec, prior: Prior, X_eval: np.ndarray, X_train: np.ndarray, noise_var_train: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Steps 2–3 of SPEC §6: f* jointly at (evaluation, training) inputs, then y.
+
+    f* comes from ``prior.sample`` with stream ``spec.seed_for("f_star")``;
+    y = f*(x_i) + σ(x_i)·ε_i with ε standard normal from ``spec.seed_for("noise")``.
+
+    Parameters
+    ----------
+    spec : TaskSpec
+    prior : Prior
+    X_eval : ndarray, shape (n_eval, d)
+    X_train : ndarray, shape (n, d)
+    noise_var_train : ndarray, shape (n,)
+        σ²(x_i), target units squared.
+
+    Returns
+    -------
+    f_eval : ndarray, shape (n_eval,)
+    f_train : ndarray, shape (n,)
+    y : ndarray, shape (n,)
+    """
+    m = X_eval.shape[0]
+    f_joint = prior.sample(np.vstack([X_eval, X_train]), spec.seed_for("f_star"), 1)[0]
+    f_eval, f_train = f_joint[:m], f_joint[m:]
+    eps = np.random.default_rng(spec.seed_for("noise")).standard_normal(X_train.shape[0])
+    y = f_train + np.sqrt(noise_var_train) * eps
+    return f_eval, f_train, y
+
+
 def make_task(
     spec: TaskSpec,
     prior: Prior,
@@ -154,10 +205,7 @@ def make_task(
     train_idx = np.asarray(train_idx, dtype=np.int64)
     X_eval, X_train = X[eval_idx], X[train_idx]
     m = eval_idx.size
-    f_joint = prior.sample(np.vstack([X_eval, X_train]), spec.seed_for("f_star"), 1)[0]
-    f_eval, f_train = f_joint[:m], f_joint[m:]
-    eps = np.random.default_rng(spec.seed_for("noise")).standard_normal(train_idx.size)
-    y = f_train + np.sqrt(noise_var_train) * eps
+    f_eval, f_train, y = draw_instance(spec, prior, X_eval, X_train, noise_var_train)
     post = prior.condition(
         X_train, y, noise_var_train, X_eval, spec.seed_for("posterior"), spec.n_draws
     )
@@ -207,11 +255,15 @@ def generate_task(
 
     Loads the covariates, binds the prior (kernel fit and scale constant, cached), builds
     the noise model (SPEC §4), selects the training inputs (SPEC §3) with stream
-    ``seed_for("train")``, then :func:`make_task`. If the reference posterior fails
-    :func:`udbench.priors.diagnostics.acceptance` (an MCMC family with any function-space split-R̂
-    > 1.05 at the evaluation pool), the instance is discarded and regenerated with the
-    seed :func:`~udbench.tasks.replacement.replacement_seed` (all streams: training sample,
-    f*, noise, posterior).
+    ``seed_for("train")``, then :func:`make_task`. For a family gated by the R̂ rule
+    (:func:`udbench.priors.rhat_gates`: the BNN; SPEC §7), if the reference posterior fails
+    :func:`udbench.priors.acceptance` (any function-space split-R̂ > 1.05 at the evaluation
+    pool), the instance is discarded and regenerated with the seed
+    :func:`~udbench.tasks.replacement.replacement_seed` (all streams: training sample, f*,
+    noise, posterior). HBART is not gated (SPEC §7: its many short chains are validated per
+    preset by warm-up sensitivity, :mod:`udbench.tasks.validation`): its R̂ and the
+    independent-draw reference are recorded in the sampler diagnostics, and the instance is
+    kept (``gated`` False, ``accepted`` True, ``reason`` :data:`RHAT_NOT_A_GATE`).
 
     The returned task keeps the requested ``spec`` (its ``task_id`` and file name name the
     grid seed, so re-running ``udbench generate`` skips it); the seed actually used and
@@ -249,7 +301,7 @@ def generate_task(
         Unknown dataset, family, noise mode or coverage; infeasible coverage; a seed
         >= REPLACEMENT_STRIDE; still rejected after ``max_replacements`` replacements.
     """
-    from udbench.design import NoiseModel, select_training_inputs  # type: ignore[attr-defined]
+    from udbench.design import NoiseModel
 
     if spec.seed >= REPLACEMENT_STRIDE:
         raise param_error("generate_task", "seed", f"be < {REPLACEMENT_STRIDE}", spec.seed)
@@ -264,8 +316,7 @@ def generate_task(
 
     def run(seed: int) -> Task:
         used = replace(spec, seed=seed)
-        rng = np.random.default_rng(used.seed_for("train"))
-        train_idx = np.asarray(select_training_inputs(cov, used.coverage, rng), dtype=np.int64)
+        train_idx = training_inputs(used, cov)
         return make_task(
             used,
             prior,
@@ -277,7 +328,7 @@ def generate_task(
             shell_eval=shell_eval,
         )
 
-    gated = spec.fidelity.is_reference
+    gated = spec.fidelity.is_reference and rhat_gates(prior)
     if gated:
         results, log = generate_with_seed_replacement(
             run,
@@ -287,7 +338,7 @@ def generate_task(
         )
         used_seed, task = results[spec.seed]
         accepted, reason = True, ""
-    else:  # smoke is not a reference posterior: record the verdict, keep the instance
+    else:  # smoke (not a reference) or HBART (R̂ not a gate): record the verdict, keep it
         used_seed, task, log = spec.seed, run(spec.seed), []
         accepted, reason = acceptance(task.diagnostics["sampler"])
     task.spec = spec

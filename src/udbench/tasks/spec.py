@@ -7,7 +7,7 @@ from typing import Any
 
 from udbench._seeding import derive_seed
 from udbench._validation import param_error
-from udbench.priors.base import DEFAULT_FIDELITY, Fidelity
+from udbench.priors import DEFAULT_FIDELITY, Fidelity
 
 __all__ = ["DEFAULT_DRAWS", "MIN_DRAWS", "TaskSpec"]
 

@@ -1,0 +1,327 @@
+"""Validation of an MCMC fidelity preset by warm-up sensitivity (SPEC §7), and its records.
+
+HBART pools many short chains after a tempered warm-up; split-R̂ cannot judge such a
+layout (docs/priors-mcmc.md), so SPEC §7 validates the *preset* instead: the same
+instances are conditioned at the preset and with a :data:`WARMUP_FACTOR` times longer
+warm-up, and the preset is accepted when that changes
+
+- the pooled coverage of f* by the central 90 % posterior intervals by less than
+  :data:`COVERAGE_CHANGE_MAX` (strictly), and
+- the posterior SD by at most :data:`SD_CHANGE_MEDIAN_MAX` (median over evaluation points
+  of |SD_long − SD| / SD), and by at most :data:`FLOOR_FACTOR` times the Monte Carlo noise
+  floor: the same median for a second run with the preset's warm-up and another seed.
+
+udbench adds one guard that SPEC §7 lists among the per-instance checks: the median over
+instances of corr(posterior mean, f*) must be at least :data:`CORR_MIN`. Draws that ignore
+the data are calibrated against f* (f* is a prior draw) and insensitive to the warm-up, so
+without the guard they would pass; their mean does not depend on f*, so the correlation is
+about 0.
+
+The protocol of SPEC §7 is protein and kin8nm at full size, D = 1000 and at least
+:data:`MIN_INSTANCES_PER_DATASET` instances per dataset; a run that departs from it (a
+smaller training set, fewer instances) still gets a verdict on its figures, and the record
+lists the departures (``protocol_issues``) so that nobody mistakes it for the full
+validation.
+
+This module holds the arithmetic (:func:`summarise_instance`, :func:`warmup_figures`,
+:func:`warmup_verdict`) and the records (:func:`save_validation`, :func:`load_validation`,
+:func:`validation_summary`); :func:`udbench.tasks.validation.validate_prior` runs the
+instances. Records of the shipped presets live in the package folder :data:`RECORD_DIR`
+(``<family>-<fidelity>.json``) and are summarised in docs/priors-mcmc.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from udbench._seeding import make_rng
+from udbench._validation import check_array, param_error
+
+__all__ = [
+    "CORR_MIN",
+    "COVERAGE_CHANGE_MAX",
+    "FLOOR_FACTOR",
+    "MCMC_FAMILIES",
+    "MIN_INSTANCES_PER_DATASET",
+    "RECORD_DIR",
+    "SD_CHANGE_MEDIAN_MAX",
+    "VALIDATION_DATASETS",
+    "VALIDATION_N_DRAWS",
+    "WARMUP_FACTOR",
+    "load_validation",
+    "protocol_issues",
+    "record_path",
+    "save_validation",
+    "summarise_instance",
+    "validation_summary",
+    "warmup_figures",
+    "warmup_verdict",
+]
+
+#: The long run's warm-up is this many times the preset's (SPEC §7).
+WARMUP_FACTOR: int = 4
+#: |pooled 90 % coverage (long warm-up) − pooled coverage (preset)| must be below this.
+COVERAGE_CHANGE_MAX: float = 0.005
+#: The median relative change of the posterior SD must be at most this.
+SD_CHANGE_MEDIAN_MAX: float = 0.05
+#: ... and at most this multiple of the same median between two equal-warm-up runs.
+FLOOR_FACTOR: float = 1.5
+#: Median over instances of corr(posterior mean, f*) must be at least this (guard against
+#: draws that ignore the data; an udbench addition, see the module docstring).
+CORR_MIN: float = 0.3
+#: Datasets, D and instances per dataset of the SPEC §7 protocol.
+VALIDATION_DATASETS: tuple[str, ...] = ("protein", "kin8nm")
+VALIDATION_N_DRAWS: int = 1000
+MIN_INSTANCES_PER_DATASET: int = 8
+
+#: Families whose presets have a warm-up to validate (the MCMC families).
+MCMC_FAMILIES: tuple[str, ...] = ("hbart", "bnn")
+
+#: Where the records of the shipped presets are kept (package data).
+RECORD_DIR: Path = Path(__file__).resolve().parent / "validations"
+
+#: The three runs of one instance.
+RUNS: tuple[str, ...] = ("base", "long", "floor")
+
+
+def summarise_instance(f_star: np.ndarray, draws: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Per-point reductions of one instance's three runs (kept instead of the draws).
+
+    Parameters
+    ----------
+    f_star : ndarray, shape (m,)
+        Ground truth at the evaluation points.
+    draws : dict
+        ``{"base", "long", "floor"}`` -> ndarray (D, m): posterior draws at the preset,
+        with the long warm-up (same seed) and at the preset with another seed.
+
+    Returns
+    -------
+    dict
+        ``covered_<run>`` (m,) bool: f* inside the central 90 % interval (empirical 5 %
+        and 95 % quantiles); ``sd_<run>`` (m,) float64: posterior SD (``ddof=1``);
+        ``corr_<run>``: Pearson correlation of the posterior mean with f*.
+
+    Raises
+    ------
+    UdbenchError
+        A run missing or of the wrong shape.
+    """
+    comp = "summarise_instance"
+    f_star = check_array(comp, "f_star", f_star, ndim=1)
+    out: dict[str, Any] = {}
+    for run in RUNS:
+        if run not in draws:
+            raise param_error(comp, "draws", f"have the runs {list(RUNS)}", sorted(draws))
+        d = check_array(comp, f"draws[{run!r}]", draws[run], shape=(None, f_star.size))
+        lo, hi = np.quantile(d, [0.05, 0.95], axis=0)
+        out[f"covered_{run}"] = (f_star >= lo) & (f_star <= hi)
+        out[f"sd_{run}"] = d.std(axis=0, ddof=1)
+        mean = d.mean(axis=0)
+        ok = f_star.size > 1 and np.std(mean) > 0 and np.std(f_star) > 0
+        out[f"corr_{run}"] = float(np.corrcoef(mean, f_star)[0, 1]) if ok else 0.0
+    return out
+
+
+def _rel_change(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.abs(b - a) / np.maximum(a, np.finfo(float).tiny)
+
+
+def warmup_figures(
+    instances: Sequence[dict[str, Any]], *, n_boot: int = 2000, seed: int = 0
+) -> dict[str, Any]:
+    """Pooled warm-up sensitivity figures of many instances (SPEC §7).
+
+    Parameters
+    ----------
+    instances : sequence of dict
+        :func:`summarise_instance` outputs.
+    n_boot : int, default 2000
+        Bootstrap resamples of whole instances (95 % percentile intervals).
+    seed : int, default 0
+        Seeds the bootstrap stream.
+
+    Returns
+    -------
+    dict
+        ``n_instances``, ``n_points``; ``coverage_base``, ``coverage_long`` (pooled share
+        of points covered) with ``coverage_base_ci``, ``coverage_long_ci``;
+        ``coverage_change`` (long − base) with a paired bootstrap ``coverage_change_ci``;
+        ``coverage_change_floor`` (floor − base); ``sd_change_median``, ``sd_change_p95``
+        (|SD_long − SD_base| / SD_base over all points); ``sd_floor_median``,
+        ``sd_floor_p95`` (the same for the equal-warm-up run); ``corr_mean_fstar_median``
+        (preset run, median over instances).
+
+    Raises
+    ------
+    UdbenchError
+        No instance.
+    """
+    if not instances:
+        raise param_error("warmup_figures", "instances", "hold at least one instance", 0)
+    k = len(instances)
+    npts = np.array([s["covered_base"].size for s in instances], dtype=np.float64)
+    cov = {r: np.array([s[f"covered_{r}"].sum() for s in instances], float) for r in RUNS}
+    rng = make_rng("warmup_figures", "bootstrap", seed)
+    idx = rng.integers(0, k, size=(n_boot, k))
+    boot = {r: cov[r][idx].sum(axis=1) / npts[idx].sum(axis=1) for r in RUNS}
+    sd_change = np.concatenate([_rel_change(s["sd_base"], s["sd_long"]) for s in instances])
+    sd_floor = np.concatenate([_rel_change(s["sd_base"], s["sd_floor"]) for s in instances])
+
+    def ci(x: np.ndarray) -> list[float]:
+        return [float(np.quantile(x, 0.025)), float(np.quantile(x, 0.975))]
+
+    pooled = {r: float(cov[r].sum() / npts.sum()) for r in RUNS}
+    return {
+        "n_instances": k,
+        "n_points": int(npts.sum()),
+        "coverage_base": pooled["base"],
+        "coverage_base_ci": ci(boot["base"]),
+        "coverage_long": pooled["long"],
+        "coverage_long_ci": ci(boot["long"]),
+        "coverage_change": pooled["long"] - pooled["base"],
+        "coverage_change_ci": ci(boot["long"] - boot["base"]),
+        "coverage_change_floor": pooled["floor"] - pooled["base"],
+        "sd_change_median": float(np.median(sd_change)),
+        "sd_change_p95": float(np.quantile(sd_change, 0.95)),
+        "sd_floor_median": float(np.median(sd_floor)),
+        "sd_floor_p95": float(np.quantile(sd_floor, 0.95)),
+        "corr_mean_fstar_median": float(np.median([s["corr_base"] for s in instances])),
+    }
+
+
+def warmup_verdict(figures: dict[str, Any]) -> tuple[bool, list[str]]:
+    """SPEC §7 verdict on :func:`warmup_figures` (plus the data guard :data:`CORR_MIN`).
+
+    Passes when |``coverage_change``| < :data:`COVERAGE_CHANGE_MAX`,
+    ``sd_change_median`` <= :data:`SD_CHANGE_MEDIAN_MAX`, ``sd_change_median`` <=
+    :data:`FLOOR_FACTOR` × ``sd_floor_median`` and ``corr_mean_fstar_median`` >=
+    :data:`CORR_MIN`.
+
+    Returns
+    -------
+    (passed, failures) : tuple of bool and list of str
+        ``failures`` names every rule broken, with the figure, e.g.
+        ``"|coverage change| 0.0061 >= 0.005"``.
+    """
+    failures = []
+    dc = float(figures["coverage_change"])
+    if not abs(dc) < COVERAGE_CHANGE_MAX:
+        failures.append(f"|coverage change| {abs(dc):.4f} >= {COVERAGE_CHANGE_MAX}")
+    med, floor = float(figures["sd_change_median"]), float(figures["sd_floor_median"])
+    if not med <= SD_CHANGE_MEDIAN_MAX:
+        failures.append(f"median SD change {med:.4f} > {SD_CHANGE_MEDIAN_MAX}")
+    if not med <= FLOOR_FACTOR * floor:
+        failures.append(f"median SD change {med:.4f} > {FLOOR_FACTOR} x noise floor {floor:.4f}")
+    corr = float(figures["corr_mean_fstar_median"])
+    if not corr >= CORR_MIN:
+        failures.append(f"median corr(mean, f*) {corr:.3f} < {CORR_MIN} (draws ignore the data?)")
+    return not failures, failures
+
+
+def protocol_issues(
+    datasets: Sequence[str],
+    instances_per_dataset: dict[str, int],
+    n_draws: int,
+    full_size: bool,
+    warmup_factor: int,
+) -> list[str]:
+    """How a validation run departs from the SPEC §7 protocol (empty list: it does not).
+
+    Returns
+    -------
+    list of str
+        E.g. ``"dataset protein missing"``, ``"kin8nm: 4 instances (< 8)"``,
+        ``"D = 200 (not 1000)"``, ``"reduced size (training or evaluation subsampled)"``.
+    """
+    issues = [f"dataset {d} missing" for d in VALIDATION_DATASETS if d not in datasets]
+    for d, k in instances_per_dataset.items():
+        if k < MIN_INSTANCES_PER_DATASET:
+            issues.append(f"{d}: {k} instances (< {MIN_INSTANCES_PER_DATASET})")
+    if int(n_draws) != VALIDATION_N_DRAWS:
+        issues.append(f"D = {n_draws} (not {VALIDATION_N_DRAWS})")
+    if not full_size:
+        issues.append("reduced size (training or evaluation inputs subsampled)")
+    if int(warmup_factor) != WARMUP_FACTOR:
+        issues.append(f"warm-up factor {warmup_factor} (not {WARMUP_FACTOR})")
+    return issues
+
+
+def record_path(family: str, fidelity: str, directory: str | Path | None = None) -> Path:
+    """``<directory>/<family>-<fidelity>.json`` (default directory :data:`RECORD_DIR`)."""
+    return Path(RECORD_DIR if directory is None else directory) / f"{family}-{fidelity}.json"
+
+
+def save_validation(record: dict[str, Any], path: str | Path) -> Path:
+    """Write ``record`` (a :func:`udbench.tasks.validation.validate_prior` result) as JSON."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    return path
+
+
+def load_validation(
+    family: str, fidelity: str, directory: str | Path | None = None
+) -> dict[str, Any] | None:
+    """The stored validation record of a preset, or None if there is none.
+
+    Raises
+    ------
+    UdbenchError
+        The file exists but is not valid JSON.
+    """
+    path = record_path(family, fidelity, directory)
+    if not path.is_file():
+        return None
+    try:
+        return dict(json.loads(path.read_text(encoding="utf-8")))
+    except (json.JSONDecodeError, TypeError, ValueError) as err:
+        raise param_error("load_validation", "record", "be valid JSON", f"{path}: {err}") from None
+
+
+def validation_summary(record: dict[str, Any], sampler: dict[str, Any] | None) -> dict[str, Any]:
+    """What ``udbench check`` shows of a preset's record for tasks with ``sampler`` settings.
+
+    Parameters
+    ----------
+    record : dict
+        A stored record (:func:`load_validation`).
+    sampler : dict or None
+        The tasks' ``prior["sampler"]`` settings; the record applies when every sampler
+        setting it was made with has the same value there (``settings_match``).
+
+    Returns
+    -------
+    dict
+        ``passed``, ``failures``, ``protocol_issues``, ``full_protocol`` (no issues),
+        ``settings_match``, ``datasets``, ``n_instances``, ``coverage_base``,
+        ``coverage_long``, ``coverage_change``, ``sd_change_median``, ``sd_change_p95``,
+        ``sd_floor_median``, ``date``.
+    """
+    pooled = record.get("pooled", {})
+    made_with = record.get("sampler_settings", {})
+    match = sampler is not None and all(sampler.get(k) == v for k, v in made_with.items())
+    keys = (
+        "coverage_base",
+        "coverage_long",
+        "coverage_change",
+        "sd_change_median",
+        "sd_change_p95",
+        "sd_floor_median",
+        "n_instances",
+    )
+    return {
+        "passed": bool(record.get("passed")),
+        "failures": list(record.get("failures", [])),
+        "protocol_issues": list(record.get("protocol_issues", [])),
+        "full_protocol": not record.get("protocol_issues"),
+        "settings_match": bool(match),
+        "datasets": list(record.get("datasets", [])),
+        **{k: pooled.get(k) for k in keys},
+        "date": record.get("date"),
+    }
