@@ -44,7 +44,9 @@ def test_vlgp_with_constant_noise_gp_equals_exact_gp():
     ref = gp.predict(X_test)
     Z = gp._transform(X)
     with jax.enable_x64(True):
-        c = {k: jnp.asarray(v, dtype=jnp.float64) for k, v in _constant_noise_params(gp, 30).items()}
+        c = {
+            k: jnp.asarray(v, dtype=jnp.float64) for k, v in _constant_noise_params(gp, 30).items()
+        }
         Zj, yj = jnp.asarray(Z), jnp.asarray((y - gp.y_loc_) / gp.y_scale_)
         q_f = optimal_signal_q(c, Zj, yj, Zj, 1e-9)
         family = vlgp_family(c, Zj, q_f, 1e-9)

@@ -37,7 +37,6 @@ def gram(A: Any, B: Any, lengthscale: Any, signal_var: Any, linear_var: Any) -> 
     return matern + linear_var * (A @ B.T)
 
 
-
 def gaussian_nll_impl() -> Any:
     """``nll(K, y) = ½ yᵀK⁻¹y + ½ log|K| + (n/2) log 2π`` with a hand-written gradient.
 

@@ -130,6 +130,7 @@ def _compiled(name: str) -> Any:
             updates, new_state = optimizer.update(grads, opt_state, params)
             new = optax.apply_updates(params, updates)
             ok = jnp.isfinite(loss)
+
             # a non-finite loss (failed Cholesky) leaves parameters and state unchanged
             def pick(a: Any, b: Any) -> Any:
                 return jnp.where(ok, a, b)
@@ -328,7 +329,7 @@ class DKL(BaseMethod):
                 if identity
                 else init_network(key, d, int(self.n_layers), int(self.hidden_dim), d_phi)
             )
-            params = {
+            params: dict[str, Any] = {
                 "net": net,
                 "ls": jnp.full(d_phi, inv_sp(float(self.base_kernel_lengthscale))),
                 "var": jnp.asarray(inv_sp(float(self.base_kernel_variance))),

@@ -129,7 +129,7 @@ def collapsed_bound(c: dict[str, Any], X: Any, y: Any, Z: Any, jitter: float) ->
     n = X.shape[0]
     mg, sg, kl, _ = _noise_marginals(c, X, Z, jitter)
     w = jnp.exp(-mg + 0.5 * sg)
-    Lf, Af, Aw, LB = _signal_factors(c, X, w, Z, jitter)
+    _, Af, Aw, LB = _signal_factors(c, X, w, Z, jitter)
     cvec = _tri(LB, Aw @ (jnp.sqrt(w) * y))
     kdiag = c["var_f"] + c["lin_f"] * jnp.sum(X * X, 1)
     return (
@@ -227,6 +227,16 @@ def _flatten(p: dict[str, Any]) -> np.ndarray:
     return np.concatenate([np.ravel(np.asarray(p[k], dtype=np.float64)) for k in _ORDER])
 
 
+def _offset(key: str, d: int, m: int) -> int:
+    """Position of the (scalar) parameter ``key`` in the flat vector."""
+    i = 0
+    for k, shape in _sizes(d, m).items():
+        if k == key:
+            return i
+        i += int(np.prod(shape)) if shape else 1
+    raise KeyError(key)
+
+
 def _unflatten(theta: Any, d: int, m: int) -> dict[str, Any]:
     """Inverse of :func:`_flatten` for d inputs and m inducing points (static sizes)."""
     out, i = {}, 0
@@ -283,6 +293,10 @@ class VLGP(BaseMethod):
         Initial variance of the noise GP's kernel k_g (units of log-variance squared).
     max_iter : int, default 300
         Maximum L-BFGS-B iterations.
+    min_noise_std : float, default 0.01
+        Floor on the noise GP's mean: μ₀ ≥ log(min_noise_std²) (standardised units; as
+        the exact GP's floor). With the bounds of :meth:`_bounds` it keeps the fit finite
+        on a constant target. Set 0 to disable the floor on μ₀.
     standardize_X : bool, default True
         Centre and scale each input column by its training mean and SD.
     random_state : int or None, default 0
@@ -330,6 +344,7 @@ class VLGP(BaseMethod):
         "init_noise_std": {"type": "float", "low": 0.0, "low_open": True},
         "init_noise_variance": {"type": "float", "low": 0.0, "low_open": True},
         "max_iter": {"type": "int", "low": 1},
+        "min_noise_std": {"type": "float", "low": 0.0},
         "standardize_X": {"type": "bool"},
     }
     smoke_params: ClassVar[dict[str, Any]] = {"num_inducing": 32, "max_iter": 60}
@@ -343,6 +358,7 @@ class VLGP(BaseMethod):
         init_noise_std: float = 0.22,
         init_noise_variance: float = 0.5,
         max_iter: int = 300,
+        min_noise_std: float = 0.01,
         standardize_X: bool = True,
         random_state: int | None = 0,
     ) -> None:
@@ -353,6 +369,7 @@ class VLGP(BaseMethod):
         self.init_noise_std = init_noise_std
         self.init_noise_variance = init_noise_variance
         self.max_iter = max_iter
+        self.min_noise_std = min_noise_std
         self.standardize_X = standardize_X
         self.random_state = random_state
 
@@ -360,6 +377,26 @@ class VLGP(BaseMethod):
 
     def _transform(self, X: np.ndarray) -> np.ndarray:
         return (X - self.x_loc_) / self.x_scale_
+
+    def _bounds(self, d: int, m: int) -> list[tuple[float | None, float | None]]:
+        """L-BFGS-B bounds: μ₀ ≥ log min_noise_std², k_g variance ≤ 20, |a_j| ≤ 10.
+
+        They keep exp(−g) finite (|g − μ₀| ≤ √20·‖a‖) where the bound would drive the noise
+        to 0 (a constant or interpolable target); elsewhere they do not bind (a is whitened,
+        N(0, 1) a priori; a log-variance SD of √20 ≈ 4.5 spans noise variances over e^±9).
+        """
+        floor = float(self.min_noise_std)
+        mu_low = 2.0 * np.log(floor) if floor > 0 else None
+        var_high = 20.0 + np.log(-np.expm1(-20.0))  # inverse softplus of 20
+        per_key: dict[str, tuple[float | None, float | None]] = {
+            "var_g": (None, var_high),
+            "mu0": (mu_low, None),
+            "a": (-10.0, 10.0),
+        }
+        out: list[tuple[float | None, float | None]] = []
+        for key, shape in _sizes(d, m).items():
+            out += [per_key.get(key, (None, None))] * (int(np.prod(shape)) if shape else 1)
+        return out
 
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
         import jax
@@ -389,7 +426,9 @@ class VLGP(BaseMethod):
             "lin_f": np.asarray(inv_sp(float(self.init_linear_variance))),
             "ls_g": np.full(d, inv_sp(float(self.init_lengthscale))),
             "var_g": np.asarray(inv_sp(float(self.init_noise_variance))),
-            "mu0": np.asarray(2.0 * np.log(float(self.init_noise_std))),
+            "mu0": np.asarray(
+                2.0 * np.log(max(float(self.init_noise_std), float(self.min_noise_std)))
+            ),
             "a": np.zeros(m),
             "B": np.eye(m),  # q(u_g) = p(u_g) at the start
         }
@@ -402,13 +441,20 @@ class VLGP(BaseMethod):
                 penalty=lambda best: float(best) + 1e10,
                 x0=theta0,
             )
-            result = fun.minimize(theta0, [(None, None)] * theta0.size, int(self.max_iter))
-            theta = fun.best_x if fun.best_value <= result.fun else result.x
-            value = min(float(fun.best_value), float(result.fun))
+            if np.all(y == y[0]):
+                # no variation at all (a constant target): the bound grows without limit
+                # as the noise goes to 0, so nothing is optimised; the start, with μ₀ at
+                # the noise floor, is the fit (outputs: the constant, AU = floor²).
+                theta0[_offset("mu0", d, m)] = 2.0 * np.log(max(float(self.min_noise_std), 1e-3))
+                value, _ = fun(theta0)
+                theta, nit, message = theta0, 0, "constant target: not optimised"
+            else:
+                result = fun.minimize(theta0, self._bounds(d, m), int(self.max_iter))
+                theta = fun.best_x if fun.best_value <= result.fun else result.x
+                value = min(float(fun.best_value), float(result.fun))
+                nit, message = int(result.nit), result.message
             if not np.isfinite(value) or not np.all(np.isfinite(theta)):
-                raise UdbenchError(
-                    f"VLGP: the variational-bound optimisation diverged ({result.message})"
-                )
+                raise UdbenchError(f"VLGP: the variational-bound optimisation diverged ({message})")
             c = _constrain(_unflatten(jnp.asarray(theta), d, m))
             Zj = jnp.asarray(Z)
             q_f = optimal_signal_q(c, args[0], args[1], Zj, self._JITTER)
@@ -417,7 +463,7 @@ class VLGP(BaseMethod):
         self.inducing_inputs_ = Z
         self.num_inducing_ = m
         self.bound_ = -value
-        self.n_iter_ = int(result.nit)
+        self.n_iter_ = nit
 
     def _predict(self, X: np.ndarray) -> Prediction:
         import jax
