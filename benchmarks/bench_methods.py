@@ -189,6 +189,7 @@ def method_timings(
     import json
     import subprocess
     import sys
+    import tempfile
 
     print(f"{'method':<14} {'config':<8} {'seconds':>9} {'CPU s':>9} {'peak MiB':>9}")
     total, total_cpu, missing = 0.0, 0.0, []
@@ -196,23 +197,36 @@ def method_timings(
         cmd = [sys.executable, __file__, "--worker", name, "--gp-max-iter", str(gp_max_iter)]
         if smoke_only:
             cmd.append("--smoke-only")
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        # rows are printed as the worker reports them (a long default fit shows its smoke row)
+        # stderr to a file (a full pipe would block the worker while stdout is read)
+        with (
+            tempfile.TemporaryFile(mode="w+") as errfile,
+            subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errfile, text=True) as proc,
+        ):
+            assert proc.stdout is not None
+            rows = []
+            for line in proc.stdout:
+                if not line.startswith("{"):
+                    continue
+                row = json.loads(line)
+                rows.append(row)
+                note = f"   ({row['note']})" if row["note"] else ""
+                print(
+                    f"{name:<14} {row['config']:<8} {row['seconds']:9.2f} "
+                    f"{row['cpu_seconds']:9.2f} {row['peak_rss_mib']:9.0f}{note}",
+                    flush=True,
+                )
+                if row["config"] == "default":
+                    total += row["seconds"]
+                    total_cpu += row["cpu_seconds"]
+            proc.wait()
+            errfile.seek(0)
+            stderr = errfile.read()
         if proc.returncode != 0 or not rows:
-            err = (proc.stderr.strip().splitlines() or ["?"])[-1]
+            err = (stderr.strip().splitlines() or ["?"])[-1]
             print(f"{name:<14} FAILED: {err}", flush=True)
             missing.append(name)
             continue
-        for row in rows:
-            note = f"   ({row['note']})" if row["note"] else ""
-            print(
-                f"{name:<14} {row['config']:<8} {row['seconds']:9.2f} "
-                f"{row['cpu_seconds']:9.2f} {row['peak_rss_mib']:9.0f}{note}",
-                flush=True,
-            )
-            if row["config"] == "default":
-                total += row["seconds"]
-                total_cpu += row["cpu_seconds"]
         if not smoke_only and not any(r["config"] == "default" for r in rows):
             missing.append(name)
     if missing:
