@@ -1,28 +1,39 @@
-"""Speed of the methods at kin8nm size, of the GP objective, and of NN-Ens's vectorised training.
+"""Seconds and peak memory per fit + predict of every registered method at kin8nm size.
 
 Usage::
 
-    uv run python benchmarks/bench_methods.py [--skip-default] [--gp-max-iter 10]
-        [--speedup-epochs 50] [--repeats 3]
+    uv run python benchmarks/bench_methods.py [--methods vlgp,dkl] [--smoke-only]
+        [--gp-max-iter 10] [--extras] [--speedup-epochs 50] [--repeats 3]
 
-Prints, for each available method, seconds per fit + predict on n = 3136 training rows with
-d = 8 covariates and 1500 prediction points (kin8nm's training size, SPEC §2), in its smoke
-and default configurations. The exact GP is the exception: a fit is L-BFGS-B iterations of
-an O(n³) objective, so it is timed with ``max_iter=--gp-max-iter`` and reported as seconds
-per iteration, with the smoke (50) and default (200) fits *extrapolated* from that figure
-(an upper bound: a fit may converge in fewer iterations). Next, one value + gradient of the
-GP's negative log marginal likelihood at n = 1000 and 3136: udbench's objective against
-GPJax's ``conjugate_mll`` differentiated as a baseline, in the same process.
+Every method of the registry (:func:`udbench.methods.list_methods`, so a method registered
+later appears here without editing this script; ``--methods`` picks a subset) is fitted on
+n = 3136 training rows with d = 8 covariates and predicts at 1500 points (kin8nm's training
+size, SPEC §2), in its smoke and default configurations. Each method runs in its own
+subprocess, with one compute thread (``udbench._threads``, as the runner computes a cell),
+after a warm-up fit on 50 rows (imports; JAX compilation of other shapes — a fit at the
+benchmark's shape still compiles once, which the figures include, as a runner cell's first
+fit would). Reported per configuration: wall-clock seconds for fit + predict (the figure
+summed in the last line), the CPU seconds of the process over the same span (all its
+threads; on a loaded shared machine the wall time can be several times the CPU time, and the
+CPU time is what the method costs), and the subprocess's peak resident memory
+(``ru_maxrss``) after it — cumulative, so the default's figure is at least the smoke's.
 
-The real kin8nm covariates are used when the data loader and
-``$UDBENCH_DATA_DIR`` are available; otherwise uniform covariates of the same shape. Targets
+The exact GP is the exception: a fit is L-BFGS-B iterations of an O(n³) objective, so it is
+timed with ``max_iter=--gp-max-iter`` and reported as seconds per iteration, with the smoke
+(50) and default (200) fits *extrapolated* from that figure (an upper bound: a fit may
+converge in fewer iterations).
+
+The real kin8nm covariates are used when ``$UDBENCH_DATA_DIR`` (or the download cache) has
+them; otherwise uniform covariates of the same shape (the first line says which). Targets
 are synthetic: a smooth function plus heteroscedastic noise.
 
-Then NN-Ens with 10 members in its smoke and its default architecture: the 10 members
-trained in one vectorised computation vs the same 10 members (same initialisations, keys
-and batches) trained one after another, each by the single-member routine, in the same
-process, both compiled by a warm-up call first; best of ``--repeats`` timings each. Last
-line (default architecture): ``ensemble_vectorised_speedup: <x>``.
+``--extras`` adds, first, the former sections: one value + gradient of the GP objective at
+n = 1000 and 3136 (udbench's against GPJax's ``conjugate_mll``), and NN-Ens's vectorised
+training against sequential members (``ensemble_vectorised_speedup``).
+
+Last line: ``all_methods_one_instance_minutes: <x>``, the default configurations of all
+registered methods on one instance, summed (the GP's extrapolated); ``n/a`` with
+``--smoke-only``.
 """
 
 from __future__ import annotations
@@ -35,19 +46,15 @@ import jax
 import numpy as np
 
 from udbench._seeding import make_rng
-from udbench.methods.registry import REGISTRY
 
 N_TRAIN, N_PRED, DIM = 3136, 1500, 8
-
-# every method udbench registers, name -> "module:Class" (the registry is the one list)
-CANDIDATES = dict(REGISTRY)
 
 
 def _data() -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
     rng = make_rng("bench", "methods", "data")
     source = "synthetic uniform covariates"
     try:
-        from udbench.data import load_covariates  # type: ignore[attr-defined]
+        from udbench.data import load_covariates
 
         cov = load_covariates("kin8nm")
         rows = rng.permutation(cov.X.shape[0])
@@ -61,40 +68,11 @@ def _data() -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
     return X, y, X_pred, source
 
 
-def _load(path: str) -> Any:
-    import importlib
-
-    module, name = path.split(":")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return None
-
-
-def _time_fit_predict(cls: Any, params: dict[str, Any], X, y, X_pred) -> float:
-    start = time.perf_counter()
+def _time_fit_predict(cls: Any, params: dict[str, Any], X, y, X_pred) -> tuple[float, float]:
+    """Wall-clock and CPU seconds (this process, all threads) of one fit + predict."""
+    start, cpu = time.perf_counter(), time.process_time()
     cls(**params).fit(X, y).predict(X_pred)
-    return time.perf_counter() - start
-
-
-def gp_timing(cls: Any, X, y, X_pred, max_iter: int) -> None:
-    """GP fit + predict with ``max_iter`` iterations; seconds per iteration, extrapolations."""
-    start = time.perf_counter()
-    gp = cls(max_iter=max_iter).fit(X, y)
-    gp.predict(X_pred)
-    secs = time.perf_counter() - start
-    per_iter = secs / max(1, gp.n_iter_)
-    print(
-        f"{'gp':<12} {'iter':<8} {per_iter:9.2f}   (s per L-BFGS-B iteration, measured: "
-        f"{secs:.1f} s for {gp.n_iter_} iterations incl. compilation and predict)",
-        flush=True,
-    )
-    for label, iters in (("smoke", cls.smoke_params.get("max_iter", 50)), ("default", 200)):
-        print(
-            f"{'gp':<12} {label:<8} {per_iter * iters:9.0f}   "
-            f"(EXTRAPOLATED: {iters} iterations x {per_iter:.2f} s; upper bound)",
-            flush=True,
-        )
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def gp_objective_comparison(sizes: tuple[int, ...] = (1000, 3136), repeats: int = 2) -> None:
@@ -146,27 +124,114 @@ def gp_objective_comparison(sizes: tuple[int, ...] = (1000, 3136), repeats: int 
             )
 
 
-def method_timings(X, y, X_pred, skip_default: bool, gp_max_iter: int) -> None:
-    print(f"{'method':<12} {'config':<8} {'seconds':>9}")
-    for name, path in CANDIDATES.items():
-        cls = _load(path)
-        if cls is None:
-            print(f"{name:<12} (not available on this branch; skipped)")
-            continue
+def _peak_rss_mib() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+
+
+def worker(name: str, smoke_only: bool, gp_max_iter: int) -> None:
+    """Time one method (in this process); print one JSON line per configuration."""
+    import json
+
+    from udbench._threads import cell_threads, fix_xla_threads
+    from udbench.methods import get_method_class
+
+    fix_xla_threads()
+    X, y, X_pred, _ = _data()
+    cls = get_method_class(name)
+    with cell_threads():
         # warm-up on a few rows: imports and (for JAX) compilation of other shapes
         cls(**cls.smoke_params).fit(X[:50], y[:50]).predict(X_pred[:5])
         if name == "gp":
-            gp_timing(cls, X, y, X_pred, gp_max_iter)
-            continue
+            start, cpu0 = time.perf_counter(), time.process_time()
+            gp = cls(max_iter=gp_max_iter).fit(X, y)
+            gp.predict(X_pred)
+            secs = time.perf_counter() - start
+            per_iter = secs / max(1, gp.n_iter_)
+            cpu_per_iter = (time.process_time() - cpu0) / max(1, gp.n_iter_)
+            for label, iters in (("smoke", cls.smoke_params.get("max_iter", 50)), ("default", 200)):
+                if label == "default" and smoke_only:
+                    continue
+                row = {
+                    "config": label,
+                    "seconds": per_iter * iters,
+                    "cpu_seconds": cpu_per_iter * iters,
+                    "peak_rss_mib": _peak_rss_mib(),
+                    "note": f"EXTRAPOLATED: {iters} L-BFGS-B iterations x {per_iter:.2f} s "
+                    f"(measured {secs:.1f} s for {gp.n_iter_}); upper bound",
+                }
+                print(json.dumps(row), flush=True)
+            return
         configs = [("smoke", dict(cls.smoke_params))]
-        if not skip_default:
+        if not smoke_only:
             configs.append(("default", {}))
         for label, params in configs:
-            secs = _time_fit_predict(cls, params, X, y, X_pred)
-            print(f"{name:<12} {label:<8} {secs:9.2f}", flush=True)
-            if name == "nn-ens":  # second call: compiled already
-                secs = _time_fit_predict(cls, params, X, y, X_pred)
-                print(f"{name:<12} {label + '*':<8} {secs:9.2f}   (* compiled)", flush=True)
+            secs, cpu = _time_fit_predict(cls, params, X, y, X_pred)
+            row = {
+                "config": label,
+                "seconds": secs,
+                "cpu_seconds": cpu,
+                "peak_rss_mib": _peak_rss_mib(),
+                "note": "",
+            }
+            print(json.dumps(row), flush=True)
+
+
+def method_timings(
+    names: list[str], smoke_only: bool, gp_max_iter: int
+) -> tuple[float, float] | None:
+    """Each method in its own subprocess; print the table; return the default-config sums.
+
+    Returns ``(wall seconds, CPU seconds)`` summed over the default configurations, or None
+    with ``smoke_only``.
+    """
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    print(f"{'method':<14} {'config':<8} {'seconds':>9} {'CPU s':>9} {'peak MiB':>9}")
+    total, total_cpu, missing = 0.0, 0.0, []
+    for name in names:
+        cmd = [sys.executable, __file__, "--worker", name, "--gp-max-iter", str(gp_max_iter)]
+        if smoke_only:
+            cmd.append("--smoke-only")
+        # rows are printed as the worker reports them (a long default fit shows its smoke row)
+        # stderr to a file (a full pipe would block the worker while stdout is read)
+        with (
+            tempfile.TemporaryFile(mode="w+") as errfile,
+            subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errfile, text=True) as proc,
+        ):
+            assert proc.stdout is not None
+            rows = []
+            for line in proc.stdout:
+                if not line.startswith("{"):
+                    continue
+                row = json.loads(line)
+                rows.append(row)
+                note = f"   ({row['note']})" if row["note"] else ""
+                print(
+                    f"{name:<14} {row['config']:<8} {row['seconds']:9.2f} "
+                    f"{row['cpu_seconds']:9.2f} {row['peak_rss_mib']:9.0f}{note}",
+                    flush=True,
+                )
+                if row["config"] == "default":
+                    total += row["seconds"]
+                    total_cpu += row["cpu_seconds"]
+            proc.wait()
+            errfile.seek(0)
+            stderr = errfile.read()
+        if proc.returncode != 0 or not rows:
+            err = (stderr.strip().splitlines() or ["?"])[-1]
+            print(f"{name:<14} FAILED: {err}", flush=True)
+            missing.append(name)
+            continue
+        if not smoke_only and not any(r["config"] == "default" for r in rows):
+            missing.append(name)
+    if missing:
+        print(f"not in the sum (failed or unavailable): {', '.join(missing)}")
+    return None if smoke_only else (total, total_cpu)
 
 
 def ensemble_speedup(
@@ -231,24 +296,47 @@ def ensemble_speedup(
 
 
 def main() -> None:
-    from udbench.methods.nn_ens import NNEnsemble
+    from udbench.methods import list_methods
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--skip-default", action="store_true", help="time smoke configs only")
+    parser.add_argument("--methods", default="", help="comma-separated names (default: all)")
+    parser.add_argument("--smoke-only", action="store_true", help="time smoke configs only")
+    parser.add_argument("--skip-default", action="store_true", help="same as --smoke-only")
     parser.add_argument("--gp-max-iter", type=int, default=10, help="GP iterations timed")
+    parser.add_argument("--extras", action="store_true", help="GP objective, NN-Ens speedup")
     parser.add_argument("--speedup-epochs", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--worker", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    smoke_only = args.smoke_only or args.skip_default
+    if args.worker:
+        worker(args.worker, smoke_only, args.gp_max_iter)
+        return
+    available = [info.name for info in list_methods() if info.available]
+    names = [n.strip().lower() for n in args.methods.split(",") if n.strip()] or available
+    unknown = sorted(set(names) - set(available))
+    if unknown:
+        parser.error(f"--methods: not registered or not available here: {unknown}")
     X, y, X_pred, source = _data()
     print(f"data: {source}, n={X.shape[0]}, d={X.shape[1]}, predict at {X_pred.shape[0]}")
-    print(f"jax backend: {jax.default_backend()}\n")
-    method_timings(X, y, X_pred, args.skip_default, args.gp_max_iter)
-    gp_objective_comparison()
-    smoke = {k: NNEnsemble.smoke_params[k] for k in ("hidden_dim", "n_blocks", "batch_size")}
-    small = ensemble_speedup(X, y, args.speedup_epochs, args.repeats, "smoke", smoke)
-    print(f"ensemble_vectorised_speedup (smoke architecture): {small:.2f}")
-    speedup = ensemble_speedup(X, y, args.speedup_epochs, args.repeats, "default")
-    print(f"ensemble_vectorised_speedup: {speedup:.2f}")
+    print(f"jax backend: {jax.default_backend()}; methods: {', '.join(names)}\n")
+    if args.extras:
+        from udbench.methods.nn_ens import NNEnsemble
+
+        gp_objective_comparison()
+        smoke = {k: NNEnsemble.smoke_params[k] for k in ("hidden_dim", "n_blocks", "batch_size")}
+        small = ensemble_speedup(X, y, args.speedup_epochs, args.repeats, "smoke", smoke)
+        print(f"ensemble_vectorised_speedup (smoke architecture): {small:.2f}")
+        speedup = ensemble_speedup(X, y, args.speedup_epochs, args.repeats, "default")
+        print(f"ensemble_vectorised_speedup: {speedup:.2f}\n")
+    total = method_timings(names, smoke_only, args.gp_max_iter)
+    if total is None:
+        print("all_methods_one_instance_minutes: n/a (--smoke-only)")
+    else:
+        if len(names) < len(available):
+            print(f"(sum over the {len(names)} methods selected, not all {len(available)})")
+        print(f"default configurations, CPU time summed: {total[1] / 60.0:.2f} min")
+        print(f"all_methods_one_instance_minutes: {total[0] / 60.0:.2f}")
 
 
 if __name__ == "__main__":

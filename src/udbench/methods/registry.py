@@ -62,6 +62,8 @@ REGISTRY: dict[str, str] = {
     "catboost-kgb": "udbench.methods.catboost_kgb:CatBoostKGB",
     "nn-ens": "udbench.methods.nn_ens:NNEnsemble",
     "ngboost-nig": "udbench.methods.ngboost_nig:NGBoostNIG",
+    "vlgp": "udbench.methods.vlgp:VLGP",
+    "dkl": "udbench.methods.dkl:DKL",
 }
 
 #: Environment variable registering a user's methods: ``name=module:Class`` entries.

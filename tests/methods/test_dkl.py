@@ -1,0 +1,83 @@
+"""DKL: with an identity feature map it is the exact GP on the inputs; the schedule; errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from udbench._seeding import make_rng
+from udbench._validation import UdbenchError
+from udbench.methods.dkl import DKL
+
+
+def _matern52(A: np.ndarray, B: np.ndarray, ls: np.ndarray, var: float) -> np.ndarray:
+    r = np.sqrt(np.sum(((A[:, None, :] - B[None, :, :]) / ls) ** 2, axis=-1))
+    return var * (1 + np.sqrt(5) * r + 5 / 3 * r**2) * np.exp(-np.sqrt(5) * r)
+
+
+def test_dkl_identity_feature_map_is_the_exact_gp():
+    # φ(x) = x: DKL's prediction is the exact GP posterior (R&W eqs. 2.25-2.26) with an ARD
+    # Matérn-5/2 kernel on the standardised inputs at DKL's fitted hyperparameters, written
+    # here in NumPy; its training loss is that GP's negative log marginal likelihood / n.
+    import jax
+    import jax.numpy as jnp
+
+    from udbench.methods.dkl import _compiled
+
+    rng = make_rng("tests", "methods", "dkl-identity")
+    X = rng.uniform(-1, 1, size=(30, 2))
+    y = np.sin(3 * X[:, 0]) + X[:, 1] + 0.2 * rng.standard_normal(30)
+    X_test = rng.uniform(-1.5, 1.5, size=(12, 2))
+    m = DKL(feature_map="identity", num_iters=40, warmup_steps=5, peak_learning_rate=0.05)
+    m.fit(X, y)
+    pred = m.predict(X_test)
+    Z, Zt = m._transform(X), m._transform(X_test)
+    ys = (y - m.y_loc_) / m.y_scale_
+    s2 = m.noise_variance_std_
+    K = _matern52(Z, Z, m.lengthscale_, m.variance_) + (s2 + 1e-6) * np.eye(30)
+    Ks = _matern52(Zt, Z, m.lengthscale_, m.variance_)
+    mean = Ks @ np.linalg.solve(K, ys)
+    var = m.variance_ - np.sum(Ks * np.linalg.solve(K, Ks.T).T, axis=1)
+    np.testing.assert_allclose(pred.mean, mean * m.y_scale_ + m.y_loc_, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(pred.epistemic, var * m.y_scale_**2, rtol=1e-6, atol=1e-10)
+    np.testing.assert_allclose(pred.aleatoric, s2 * m.y_scale_**2, rtol=1e-12)
+    # the objective at the fitted parameters: the exact GP's -log ML / n
+    _, logdet = np.linalg.slogdet(K)
+    nll = 0.5 * ys @ np.linalg.solve(K, ys) + 0.5 * logdet + 15 * np.log(2 * np.pi)
+    u = lambda v: v + np.log(-np.expm1(-v))  # noqa: E731 - inverse softplus
+    with jax.enable_x64(True):
+        params = {
+            "net": [],
+            "ls": jnp.asarray(u(m.lengthscale_)),
+            "var": jnp.asarray(u(m.variance_)),
+            "noise": jnp.asarray(u(np.sqrt(s2) - m.min_noise_std)),
+        }
+        loss = float(_compiled("loss")(params, jnp.asarray(Z), jnp.asarray(ys), m.min_noise_std))
+    assert loss == pytest.approx(nll / 30, rel=1e-8)
+    # training reduced the loss
+    assert m.loss_history_[-1] < m.loss_history_[0]
+
+
+def test_dkl_learning_rate_schedule_and_determinism():
+    est = DKL(num_iters=10, warmup_steps=4, peak_learning_rate=0.01)
+    lr = est._learning_rates()
+    assert lr[0] == 0.0 and lr[4] == pytest.approx(0.01)
+    assert np.all(np.diff(lr[:5]) > 0) and np.all(np.diff(lr[4:]) < 0)
+    # warmup_steps >= num_iters is clipped to num_iters - 1 (the search space allows it)
+    short = DKL(num_iters=5, warmup_steps=150, peak_learning_rate=0.01)._learning_rates()
+    assert short.shape == (5,) and short[-1] == pytest.approx(0.01)
+    rng = make_rng("tests", "methods", "dkl-det")
+    X, y = rng.standard_normal((25, 3)), rng.standard_normal(25)
+    a = DKL(**DKL.smoke_params).fit(X, y).predict(X)
+    b = DKL(**DKL.smoke_params).fit(X, y).predict(X)
+    c = DKL(**DKL.smoke_params, random_state=1).fit(X, y).predict(X)
+    np.testing.assert_array_equal(a.mean, b.mean)
+    assert not np.allclose(a.mean, c.mean)
+
+
+def test_dkl_bad_hyperparameter_is_one_line_error():
+    X = np.zeros((5, 1))
+    with pytest.raises(UdbenchError, match="parameter 'feature_map' must be one of"):
+        DKL(feature_map="cnn").fit(X, np.arange(5.0))
+    with pytest.raises(UdbenchError, match="parameter 'num_iters' must be an integer >= 1"):
+        DKL(num_iters=0).fit(X, np.arange(5.0))
