@@ -60,6 +60,11 @@ REGISTRY: dict[str, str] = {
     "catboost-kgb": "udbench.methods.catboost_kgb:CatBoostKGB",
     "nn-ens": "udbench.methods.nn_ens:NNEnsemble",
     "ngboost-nig": "udbench.methods.ngboost_nig:NGBoostNIG",
+    "nn-bag": "udbench.methods.nn_bag:NNBag",
+    "nn-drop": "udbench.methods.nn_drop:NNDropout",
+    "nn-edl": "udbench.methods.nn_edl:NNEvidential",
+    "nn-deup": "udbench.methods.nn_deup:NNDeup",
+    "nn-swag": "udbench.methods.nn_swag:NNSwag",
 }
 
 #: Environment variable registering a user's methods: ``name=module:Class`` entries.
