@@ -52,7 +52,8 @@ def swag_moments(iterates: Any) -> tuple[Any, Any]:
     first = [a.mean(axis=0) for a in leaves]
     second = [(a * a).mean(axis=0) for a in leaves]
     var = [np.maximum(s - f * f, 0.0) for f, s in zip(first, second, strict=True)]
-    return treedef.unflatten(first), treedef.unflatten(var)
+    unflatten = jax.tree_util.tree_unflatten
+    return unflatten(treedef, first), unflatten(treedef, var)
 
 
 class NNSwag(GaussianNNEnsemble):
