@@ -259,7 +259,9 @@ class NNDeup(GaussianNNEnsemble):
         return self.error_scale_ * np.asarray(raw[0], dtype=np.float64)
 
     def _predict(self, X: np.ndarray) -> Prediction:
-        means, _ = self._predict_members(X)
+        with self._precision():  # the final model only (member K)
+            final = jax.tree_util.tree_map(lambda a: a[-1:], self.params_)
+            means, _ = predict_members(final, (X - self.x_loc_) / self.x_scale_, self.model_config_)
         err = self.predict_error(X)
         m = X.shape[0]
         return Prediction(
