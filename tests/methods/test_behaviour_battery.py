@@ -230,7 +230,10 @@ def test_cli_behaviour_bad_params_exit_2(capsys):
 
 
 #: The configurations of the docs table (smoke, except nn-ens: see docs/methods.md).
-TABLE_PARAMS: dict[str, dict[str, Any]] = {"nn-ens": {"n_epochs": 200}}
+TABLE_PARAMS: dict[str, dict[str, Any]] = {
+    "nn-ens": {"n_epochs": 200},
+    **{m: {"n_epochs": 200} for m in ("nn-bag", "nn-drop", "nn-edl", "nn-deup", "nn-swag")},
+}
 
 
 def _docs_table() -> dict[str, dict[str, str]]:

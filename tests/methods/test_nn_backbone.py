@@ -158,3 +158,114 @@ def test_config_errors_name_parameter() -> None:
             cfg,
             tcfg,
         )
+
+
+# -- additive training options (issue 15): off by default, the original loop bit for bit --
+
+
+def _members(M: int = 3, dropout: float = 0.0):
+    cfg = BackboneConfig(in_dim=3, hidden_dim=8, n_blocks=1, dropout=dropout)
+    tcfg = TrainConfig(n_epochs=3, batch_size=8, lr=0.05, momentum=0.9, weight_decay=1e-3)
+    params0 = init_members(jax.random.key(3), cfg, M)
+    keys = jax.random.split(jax.random.key(4), M)
+    return cfg, tcfg, params0, keys
+
+
+def _leaves_equal(a, b) -> bool:
+    return all(
+        np.asarray(u).tobytes() == np.asarray(v).tobytes()
+        for u, v in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True)
+    )
+
+
+def test_row_mask_of_ones_reproduces_the_default_loop() -> None:
+    """The padded path with every entry real takes the same shuffle, batches and updates as
+    the default path (dropout included): equal to 1e-12 in float64 (the two paths compile
+    to differently fused XLA programs, so not bitwise; the default path itself is the
+    original code, unchanged)."""
+    X, y = _toy()
+    with jax.enable_x64(True):
+        cfg, tcfg, _, keys = _members(dropout=0.2)
+        params0 = init_members(jax.random.key(3), cfg, 3, jnp.float64)
+        rows = np.tile(np.arange(37), (3, 1))
+        ref, _, ref_hist = train_members(params0, X, y, rows, keys, cfg, tcfg)
+        got, _, hist = train_members(
+            params0, X, y, rows, keys, cfg, tcfg, row_mask=np.ones((3, 37))
+        )
+        for a, b in zip(
+            jax.tree_util.tree_leaves(ref), jax.tree_util.tree_leaves(got), strict=True
+        ):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(ref_hist), np.asarray(hist), rtol=1e-12)
+
+
+def test_padding_never_reaches_the_loss() -> None:
+    """Which row a padded entry names, and that row's target, change nothing (bitwise);
+    a member with fewer real rows still trains (its parameters move)."""
+    X, y = _toy()
+    cfg, tcfg, params0, keys = _members()
+    real = np.arange(20)
+    rows_a = np.stack([np.r_[real, np.full(17, 0)], np.arange(37), np.arange(37)])
+    rows_b = np.stack([np.r_[real, np.arange(20, 37)], np.arange(37), np.arange(37)])
+    mask = np.ones((3, 37))
+    mask[0, 20:] = 0.0
+    y_b = y.copy()
+    y_b[20:] += 100.0  # rows 20.. are padding for member 0 only
+    a, _, _ = train_members(params0, X, y, rows_a, keys, cfg, tcfg, row_mask=mask)
+    b, _, _ = train_members(params0, X, y_b, rows_b, keys, cfg, tcfg, row_mask=mask)
+    first = jax.tree_util.tree_map(lambda t: t[0], a)
+    assert _leaves_equal(first, jax.tree_util.tree_map(lambda t: t[0], b))
+    moved = jax.tree_util.tree_map(lambda t: t[0], params0)
+    assert not _leaves_equal(first, moved)
+    # member 1 sees rows 20.. in both runs with different targets: it differs
+    assert not np.allclose(np.asarray(a["head"]["b"][1]), np.asarray(b["head"]["b"][1]))
+
+
+def test_row_mask_errors_name_the_parameter() -> None:
+    X, y = _toy()
+    cfg, tcfg, params0, keys = _members()
+    rows = np.tile(np.arange(37), (3, 1))
+    for bad, rule in [
+        (np.ones((3, 5)), "have shape"),
+        (np.full((3, 37), 0.5), "hold only 0 and 1"),
+        (np.r_[np.zeros((1, 37)), np.ones((2, 37))], "mark a real row for every member"),
+    ]:
+        with pytest.raises(UdbenchError, match=f"'row_mask' must {rule}"):
+            train_members(params0, X, y, rows, keys, cfg, tcfg, row_mask=bad)
+
+
+def test_iterates_are_the_epoch_ends_of_the_same_training() -> None:
+    from udbench.methods.nn.training import train_members_with_iterates
+
+    X, y = _toy()
+    cfg, tcfg, params0, keys = _members()
+    rows = np.tile(np.arange(37), (3, 1))
+    ref, _, ref_hist = train_members(params0, X, y, rows, keys, cfg, tcfg)
+    got, _, hist, its = train_members_with_iterates(params0, X, y, rows, keys, cfg, tcfg)
+    assert _leaves_equal(ref, got)
+    np.testing.assert_array_equal(np.asarray(ref_hist), np.asarray(hist))
+    assert its["head"]["w"].shape == (3, tcfg.n_epochs, 8, 2)
+    assert _leaves_equal(jax.tree_util.tree_map(lambda t: t[:, -1], its), ref)
+    # the iterates move from epoch to epoch
+    assert not _leaves_equal(jax.tree_util.tree_map(lambda t: t[:, 0], its), ref)
+
+
+def test_shared_dropout_mask_makes_rows_independent_of_the_batch() -> None:
+    cfg = BackboneConfig(in_dim=3, hidden_dim=16, n_blocks=2, dropout=0.3)
+    params = init_backbone(jax.random.key(1), cfg)
+    x = jnp.asarray(_toy()[0], jnp.float32)
+    key = jax.random.key(7)
+    full = features(params, x, cfg, dropout_key=key, dropout_per_row=False)
+    part = features(params, x[:5], cfg, dropout_key=key, dropout_per_row=False)
+    np.testing.assert_allclose(np.asarray(full[:5]), np.asarray(part), rtol=1e-5, atol=1e-6)
+    # one mask per unit (no blocks: features = dropout of the input layer): each column is
+    # either zero for every row or the undropped column / (1 - rate)
+    cfg0 = BackboneConfig(in_dim=3, hidden_dim=16, n_blocks=0, dropout=0.5)
+    p0 = init_backbone(jax.random.key(1), cfg0)
+    h0 = np.asarray(jax.nn.relu(x @ p0["input"]["w"] + p0["input"]["b"]))
+    shared = np.asarray(features(p0, x, cfg0, dropout_key=key, dropout_per_row=False))
+    kept = np.all(np.isclose(shared, h0 / 0.5, rtol=1e-6), axis=0)
+    dropped = np.all(shared == 0.0, axis=0)
+    assert np.all(kept | dropped) and kept.any() and (dropped & h0.any(axis=0)).any()
+    per_row = np.asarray(features(p0, x, cfg0, dropout_key=key))
+    assert not np.all(np.all(per_row == 0.0, axis=0) | np.all(per_row == h0 / 0.5, axis=0))

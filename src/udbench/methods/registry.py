@@ -64,6 +64,11 @@ REGISTRY: dict[str, str] = {
     "ngboost-nig": "udbench.methods.ngboost_nig:NGBoostNIG",
     "vlgp": "udbench.methods.vlgp:VLGP",
     "dkl": "udbench.methods.dkl:DKL",
+    "nn-bag": "udbench.methods.nn_bag:NNBag",
+    "nn-drop": "udbench.methods.nn_drop:NNDropout",
+    "nn-edl": "udbench.methods.nn_edl:NNEvidential",
+    "nn-deup": "udbench.methods.nn_deup:NNDeup",
+    "nn-swag": "udbench.methods.nn_swag:NNSwag",
 }
 
 #: Environment variable registering a user's methods: ``name=module:Class`` entries.

@@ -159,10 +159,11 @@ def _init_members_jit(key: jax.Array, config: BackboneConfig, n_members: int, dt
     return jax.vmap(lambda k: init_backbone(k, config, dtype))(keys)
 
 
-def _dropout(x: jax.Array, rate: float, key: jax.Array | None) -> jax.Array:
+def _dropout(x: jax.Array, rate: float, key: jax.Array | None, per_row: bool = True) -> jax.Array:
     if key is None or rate <= 0.0:
         return x
-    keep = jax.random.bernoulli(key, 1.0 - rate, x.shape)
+    # per_row=False: one mask over the units, shared by every row (one sampled sub-network)
+    keep = jax.random.bernoulli(key, 1.0 - rate, x.shape if per_row else x.shape[-1:])
     return jnp.where(keep, x / (1.0 - rate), jnp.zeros_like(x))
 
 
@@ -173,11 +174,16 @@ def features(
     *,
     dropout_key: jax.Array | None = None,
     weight_transform: WeightTransform | None = None,
+    dropout_per_row: bool = True,
 ) -> jax.Array:
     """Backbone features h^K of one network at inputs ``x`` (n, d) -> (n, hidden_dim).
 
     Dropout is applied (inverted scaling) only when ``dropout_key`` is given; the
-    ``weight_transform`` hook is described in the module docstring.
+    ``weight_transform`` hook is described in the module docstring. With
+    ``dropout_per_row=False`` each dropout layer draws one mask over its units, shared by all
+    rows: the key then selects one thinned network, so a row's output does not depend on
+    the other rows of the batch (MC-dropout prediction, NN-Drop). Default: a mask per row
+    (training).
     """
     act = ACTIVATIONS[config.activation]
     wt = weight_transform or (lambda _path, w: w)
@@ -187,10 +193,10 @@ def features(
     else:
         keys = [None] * (config.n_blocks + 1)
     p = params["input"]
-    h = _dropout(act(x @ wt("input", p["w"]) + p["b"]), config.dropout, keys[0])
+    h = _dropout(act(x @ wt("input", p["w"]) + p["b"]), config.dropout, keys[0], dropout_per_row)
     for k, blk in enumerate(params["blocks"]):
         u = act(h @ wt(f"blocks/{k}/w1", blk["w1"]) + blk["b1"])
-        u = _dropout(u, config.dropout, keys[k + 1])
+        u = _dropout(u, config.dropout, keys[k + 1], dropout_per_row)
         h = h + u @ wt(f"blocks/{k}/w2", blk["w2"]) + blk["b2"]
     return h
 
@@ -213,9 +219,20 @@ def apply_gaussian(
     *,
     dropout_key: jax.Array | None = None,
     weight_transform: WeightTransform | None = None,
+    dropout_per_row: bool = True,
 ) -> tuple[jax.Array, jax.Array]:
-    """Predictive mean (n,) and variance (n,) of one network, standardised units (paper C.4)."""
-    h = features(params, x, config, dropout_key=dropout_key, weight_transform=weight_transform)
+    """Predictive mean (n,) and variance (n,) of one network, standardised units (paper C.4).
+
+    Keywords as :func:`features`.
+    """
+    h = features(
+        params,
+        x,
+        config,
+        dropout_key=dropout_key,
+        weight_transform=weight_transform,
+        dropout_per_row=dropout_per_row,
+    )
     return gaussian_head(head_outputs(params, h), config.eps)
 
 

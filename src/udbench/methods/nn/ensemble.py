@@ -7,6 +7,10 @@ Subclasses change what differs:
 
 - ``_member_rows(n, rng)`` — the training rows of each member (NN-Bag: resamples);
 - ``_loss_fn`` — the per-member objective (NN-EDL: evidential loss; DEUP, FSP, …);
+- ``_n_outputs`` — the width of the head (NN-EDL: 4);
+- ``_n_networks()`` — how many networks are trained (NN-Drop, NN-SWAG: one);
+- ``_train_state(M, dtype)`` — the per-member ``state`` given to the trainer (NN-EDL: its
+  regulariser weight, a traced value, so another weight does not recompile);
 - ``_predict_members(X)`` — how members/samples are drawn at prediction time
   (NN-Drop: MC-dropout passes; Laplace / SWAG: parameter samples).
 """
@@ -79,6 +83,8 @@ class GaussianNNEnsemble(BaseMethod):
     """
 
     _loss_fn: ClassVar[LossFn] = staticmethod(gaussian_loss)  # type: ignore[assignment]
+    #: Width of the network's head (2: the Gaussian head (μ̃, ρ)).
+    _n_outputs: ClassVar[int] = 2
 
     # hyperparameters (set by the concrete class's __init__)
     n_members: int
@@ -98,7 +104,15 @@ class GaussianNNEnsemble(BaseMethod):
     # -- hooks ------------------------------------------------------------------------
     def _member_rows(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Training rows per member, shape (M, n_m). Deep ensemble: all rows for all."""
-        return np.tile(np.arange(n), (int(self.n_members), 1))
+        return np.tile(np.arange(n), (self._n_networks(), 1))
+
+    def _n_networks(self) -> int:
+        """Number of networks trained (default: one per member)."""
+        return int(self.n_members)
+
+    def _train_state(self, n_networks: int, dtype: Any) -> Any:
+        """Member-stacked ``state`` for the trainer (default None: an unused placeholder)."""
+        return None
 
     # -- shared machinery -------------------------------------------------------------
     def _configs(self, in_dim: int) -> tuple[BackboneConfig, TrainConfig]:
@@ -111,6 +125,7 @@ class GaussianNNEnsemble(BaseMethod):
                 activation=self.activation,
                 dropout=float(self.dropout),
                 eps=float(self.eps),
+                n_outputs=type(self)._n_outputs,
             )
             train = TrainConfig(
                 n_epochs=self.n_epochs,
@@ -133,16 +148,22 @@ class GaussianNNEnsemble(BaseMethod):
         with self._precision():
             self._fit_members_impl(X, y, model, train)
 
+    def _standardise_inputs(self, X: np.ndarray) -> np.ndarray:
+        """Store the training columns' mean and SD (``x_loc_``, ``x_scale_``); return X̃."""
+        x_loc = X.mean(axis=0)
+        x_scale = X.std(axis=0)
+        x_scale = np.where(x_scale > 1e-12, x_scale, 1.0)
+        self.x_loc_ = x_loc
+        self.x_scale_ = x_scale
+        return (X - x_loc) / x_scale
+
     def _fit_members_impl(
         self, X: np.ndarray, y: np.ndarray, model: BackboneConfig, train: TrainConfig
     ) -> None:
         rng = self._rng("rows")
-        x_loc = X.mean(axis=0)
-        x_scale = X.std(axis=0)
-        x_scale = np.where(x_scale > 1e-12, x_scale, 1.0)
-        Xs = (X - x_loc) / x_scale
+        Xs = self._standardise_inputs(X)
         dtype = _DTYPES[self.dtype]
-        M = int(self.n_members)
+        M = self._n_networks()
         init_key = jax.random.key(self._seed("init", bits=31))
         train_key = jax.random.key(self._seed("train", bits=31))
         params = init_members(init_key, model, M, dtype)
@@ -156,11 +177,10 @@ class GaussianNNEnsemble(BaseMethod):
             model,
             train,
             loss_fn=type(self)._loss_fn,
+            state=self._train_state(M, dtype),
         )
         self.params_ = params
         self.history_ = np.asarray(history, dtype=np.float64)
-        self.x_loc_ = x_loc
-        self.x_scale_ = x_scale
         self.model_config_ = model
         self.train_config_ = train
 

@@ -13,6 +13,18 @@ Generic over the objective: a loss function ``loss_fn(params, state, xb, yb, mas
 model_config) -> (loss, new_state)`` for one member on one batch, where ``state`` is a
 per-member pytree carried through training (empty for most methods; e.g. power-iteration
 vectors for spectral normalisation) and ``key`` is a fresh per-step key (dropout).
+
+Two additive options, off by default (then the computation is bit-identical to the loop
+without them, tested):
+
+- ``row_mask`` (M, n_m) of 0/1: which entries of each member's ``rows`` are real. Members
+  whose training sets differ in size (NN-DEUP's K fold models and its final model) are padded
+  to one length and trained in the same vectorised call: each epoch shuffles a member's real
+  rows and puts its padding last, so a member gets ⌈n_real/batch⌉ real steps per epoch, and a
+  step whose batch holds no real row leaves parameters, optimiser state and ``state``
+  unchanged. A padded entry never reaches the loss (its mask is 0), whatever row it names.
+- ``collect_iterates=True`` (:func:`train_members_with_iterates`): also return each member's
+  parameters at the end of every epoch (SWAG's moments are taken over them).
 """
 
 from __future__ import annotations
@@ -37,6 +49,7 @@ __all__ = [
     "make_optimizer",
     "predict_members",
     "train_members",
+    "train_members_with_iterates",
     "train_single",
 ]
 
@@ -117,12 +130,33 @@ def _train_one(
     key: jax.Array,
     X: jax.Array,
     y: jax.Array,
+    valid: jax.Array | None = None,
     *,
     loss_fn: LossFn,
     model: BackboneConfig,
     train: TrainConfig,
-) -> tuple[Any, Any, jax.Array]:
-    """Train one member on ``X[rows]``; return (params, state, epoch losses (n_epochs,))."""
+    collect_iterates: bool = False,
+) -> Any:
+    """Train one member on ``X[rows]``; return (params, state, epoch losses (n_epochs,)).
+
+    ``valid`` (n_rows,) of 0/1 marks the real entries of ``rows`` (None: all real; the
+    original code path). With ``collect_iterates`` a fourth output holds the parameters at
+    the end of every epoch (leading axis n_epochs).
+    """
+    if valid is not None:
+        return _train_one_masked(
+            params,
+            state,
+            rows,
+            key,
+            X,
+            y,
+            valid,
+            loss_fn=loss_fn,
+            model=model,
+            train=train,
+            collect_iterates=collect_iterates,
+        )
     n_rows = rows.shape[0]
     batch = min(train.batch_size, n_rows)
     n_batches = -(-n_rows // batch)
@@ -151,18 +185,100 @@ def _train_one(
         order = jnp.concatenate([perm, jnp.zeros(pad, perm.dtype)]).reshape(n_batches, batch)
         step_keys = jax.random.split(k_steps, n_batches)
         carry, losses = jax.lax.scan(step, carry, (order, masks, step_keys))
+        if collect_iterates:
+            return carry, (jnp.mean(losses), carry[0])
         return carry, jnp.mean(losses)
 
-    (params, state, _), history = jax.lax.scan(
+    (params, state, _), out = jax.lax.scan(
         epoch, (params, state, opt_state), jax.random.split(key, train.n_epochs)
     )
-    return params, state, history
+    if collect_iterates:
+        return params, state, out[0], out[1]
+    return params, state, out
+
+
+def _train_one_masked(
+    params: Any,
+    state: Any,
+    rows: jax.Array,
+    key: jax.Array,
+    X: jax.Array,
+    y: jax.Array,
+    valid: jax.Array,
+    *,
+    loss_fn: LossFn,
+    model: BackboneConfig,
+    train: TrainConfig,
+    collect_iterates: bool,
+) -> Any:
+    """:func:`_train_one` for padded ``rows``: real rows shuffled first, padding last, and
+    no update on a batch without a real row (see the module docstring)."""
+    n_rows = rows.shape[0]
+    batch = min(train.batch_size, n_rows)
+    n_batches = -(-n_rows // batch)
+    pad = n_batches * batch - n_rows
+    opt = make_optimizer(train)
+    opt_state = opt.init(params)
+    valid = valid.astype(X.dtype)
+    invalid = (valid <= 0).astype(jnp.int32)
+
+    def step(carry, inputs):
+        params, state, opt_state = carry
+        idx, mask, k = inputs
+        (loss, new_state), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+            params, state, X[idx], y[idx], mask, k, model
+        )
+        updates, new_opt_state = opt.update(grads, opt_state, params)
+        new_params = optax.apply_updates(params, updates)
+        real = jnp.sum(mask) > 0
+        carry = jax.tree_util.tree_map(
+            lambda new, old: jnp.where(real, new, old),
+            (new_params, new_state, new_opt_state),
+            (params, state, opt_state),
+        )
+        return carry, loss
+
+    def epoch(carry, ekey):
+        k_perm, k_steps = jax.random.split(ekey)
+        # real rows in a uniformly shuffled order, then the padding (lexsort: last key first)
+        order_idx = jnp.lexsort((jax.random.bits(k_perm, (n_rows,), jnp.uint32), invalid))
+        perm = rows[order_idx]
+        mask_perm = jnp.concatenate([valid[order_idx], jnp.zeros(pad, X.dtype)])
+        order = jnp.concatenate([perm, jnp.zeros(pad, perm.dtype)]).reshape(n_batches, batch)
+        step_keys = jax.random.split(k_steps, n_batches)
+        carry, losses = jax.lax.scan(
+            step, carry, (order, mask_perm.reshape(n_batches, batch), step_keys)
+        )
+        n_real = jnp.sum(mask_perm.reshape(n_batches, batch).sum(1) > 0)
+        mean_loss = jnp.sum(losses) / jnp.maximum(n_real, 1)
+        if collect_iterates:
+            return carry, (mean_loss, carry[0])
+        return carry, mean_loss
+
+    (params, state, _), out = jax.lax.scan(
+        epoch, (params, state, opt_state), jax.random.split(key, train.n_epochs)
+    )
+    if collect_iterates:
+        return params, state, out[0], out[1]
+    return params, state, out
 
 
 @partial(jax.jit, static_argnames=("loss_fn", "model", "train"))
 def _train_vmapped(params, state, rows, keys, X, y, *, loss_fn, model, train):
     fn = partial(_train_one, loss_fn=loss_fn, model=model, train=train)
     return jax.vmap(fn, in_axes=(0, 0, 0, 0, None, None))(params, state, rows, keys, X, y)
+
+
+@partial(jax.jit, static_argnames=("loss_fn", "model", "train", "collect_iterates"))
+def _train_vmapped_masked(
+    params, state, rows, keys, X, y, valid, *, loss_fn, model, train, collect_iterates
+):
+    fn = partial(
+        _train_one, loss_fn=loss_fn, model=model, train=train, collect_iterates=collect_iterates
+    )
+    if valid is None:
+        return jax.vmap(lambda p, s, r, k: fn(p, s, r, k, X, y))(params, state, rows, keys)
+    return jax.vmap(fn, in_axes=(0, 0, 0, 0, None, None, 0))(params, state, rows, keys, X, y, valid)
 
 
 @partial(jax.jit, static_argnames=("loss_fn", "model", "train"))
@@ -181,6 +297,7 @@ def train_members(
     *,
     loss_fn: LossFn = gaussian_loss,
     state: Any = None,
+    row_mask: Any = None,
 ) -> tuple[Any, Any, jax.Array]:
     """Train M members in one vectorised (``vmap``-ed, ``jit``-compiled) computation.
 
@@ -206,6 +323,10 @@ def train_members(
         module-level function (it is a static argument of ``jit``).
     state : pytree or None
         Member-stacked extra state carried through training (default: none).
+    row_mask : array of 0/1, shape (M, n_m), optional
+        Which entries of ``rows`` are real; the others are padding that never reaches the
+        loss (members with training sets of different sizes; module docstring). Default:
+        all real, and the computation is the original one, bit for bit.
 
     Returns
     -------
@@ -214,7 +335,12 @@ def train_members(
     state : pytree
         Final member-stacked state.
     history : jax.Array, shape (M, n_epochs)
-        Mean batch loss of every epoch, per member.
+        Mean batch loss of every epoch, per member (over the batches holding a real row).
+
+    Raises
+    ------
+    UdbenchError
+        ``rows`` or ``row_mask`` of the wrong shape, or a member without a real row.
     """
     leaves = jax.tree_util.tree_leaves(params)
     dtype = leaves[0].dtype
@@ -224,6 +350,20 @@ def train_members(
         raise param_error("train_members", "rows", f"have shape ({n_members}, n_m)", rows.shape)
     if state is None:
         state = jnp.zeros((n_members,), dtype)
+    if row_mask is not None:
+        return _train_vmapped_masked(  # type: ignore[no-any-return]
+            params,
+            state,
+            rows,
+            keys,
+            jnp.asarray(X, dtype),
+            jnp.asarray(y, dtype),
+            _check_row_mask(row_mask, rows.shape),
+            loss_fn=loss_fn,
+            model=model,
+            train=train,
+            collect_iterates=False,
+        )
     return _train_vmapped(
         params,
         state,
@@ -234,6 +374,64 @@ def train_members(
         loss_fn=loss_fn,
         model=model,
         train=train,
+    )
+
+
+def _check_row_mask(row_mask: Any, shape: tuple[int, ...]) -> jax.Array:
+    mask = np.asarray(row_mask)
+    if mask.shape != tuple(shape):
+        raise param_error("train_members", "row_mask", f"have shape {tuple(shape)}", mask.shape)
+    if not np.all((mask == 0) | (mask == 1)):
+        raise param_error("train_members", "row_mask", "hold only 0 and 1", mask)
+    if not np.all(mask.sum(axis=1) > 0):
+        raise param_error("train_members", "row_mask", "mark a real row for every member", mask)
+    return jnp.asarray(mask)
+
+
+def train_members_with_iterates(
+    params: Any,
+    X: Any,
+    y: Any,
+    rows: Any,
+    keys: jax.Array,
+    model: BackboneConfig,
+    train: TrainConfig,
+    *,
+    loss_fn: LossFn = gaussian_loss,
+    state: Any = None,
+    row_mask: Any = None,
+) -> tuple[Any, Any, jax.Array, Any]:
+    """:func:`train_members`, also returning every member's parameters after every epoch.
+
+    Same arguments and first three outputs as :func:`train_members` (the same computation);
+    the fourth output ``iterates`` is the parameter pytree with leading axes
+    (M, n_epochs): ``iterates`` at epoch ``e`` are the parameters after ``e + 1`` epochs (the
+    last equals the returned ``params``). Used by SWAG (Maddox et al., 2019), which takes the
+    moments of the iterates collected once per epoch.
+    """
+    leaves = jax.tree_util.tree_leaves(params)
+    dtype = leaves[0].dtype
+    rows = jnp.asarray(rows)
+    n_members = leaves[0].shape[0]
+    if rows.ndim != 2 or rows.shape[0] != n_members:
+        raise param_error(
+            "train_members_with_iterates", "rows", f"have shape ({n_members}, n_m)", rows.shape
+        )
+    if state is None:
+        state = jnp.zeros((n_members,), dtype)
+    valid = None if row_mask is None else _check_row_mask(row_mask, rows.shape)
+    return _train_vmapped_masked(  # type: ignore[no-any-return]
+        params,
+        state,
+        rows,
+        keys,
+        jnp.asarray(X, dtype),
+        jnp.asarray(y, dtype),
+        valid,
+        loss_fn=loss_fn,
+        model=model,
+        train=train,
+        collect_iterates=True,
     )
 
 
