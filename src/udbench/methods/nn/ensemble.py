@@ -7,13 +7,22 @@ Subclasses change what differs:
 
 - ``_member_rows(n, rng)`` — the training rows of each member (NN-Bag: resamples);
 - ``_loss_fn`` — the per-member objective (NN-EDL: evidential loss; DEUP, FSP, …);
+- ``_n_networks()`` — how many networks are trained (NN-Drop, NN-SWAG: one);
+- ``_train_state(M, dtype)`` — the per-member ``state`` given to the trainer (NN-EDL: its
+  regulariser weight, a traced value, so another weight does not recompile);
 - ``_predict_members(X)`` — how members/samples are drawn at prediction time
   (NN-Drop: MC-dropout passes; Laplace / SWAG: parameter samples).
+
+Spectral normalisation is an option of every subclass: a method whose constructor takes
+``spectral_norm`` and ``sn_coeff`` (declared with :data:`SN_PARAM_CONSTRAINTS`, tuned with
+:data:`SN_SEARCH_SPACE`) gets it through :meth:`GaussianNNEnsemble._configs`; one without
+them trains without it.
 """
 
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import jax
@@ -31,7 +40,13 @@ from udbench.methods.nn.training import (
     train_members,
 )
 
-__all__ = ["NN_PARAM_CONSTRAINTS", "NN_SEARCH_SPACE", "GaussianNNEnsemble"]
+__all__ = [
+    "NN_PARAM_CONSTRAINTS",
+    "NN_SEARCH_SPACE",
+    "SN_PARAM_CONSTRAINTS",
+    "SN_SEARCH_SPACE",
+    "GaussianNNEnsemble",
+]
 
 #: Search space of the shared network (our choice where the paper's excerpt omits it;
 #: weight decay range from paper App. D.4). Defaults are the centres.
@@ -59,6 +74,18 @@ NN_PARAM_CONSTRAINTS: dict[str, dict[str, Any]] = {
     "batch_size": {"type": "int", "low": 1},
     "eps": {"type": "float", "low": 0.0, "low_open": True},
     "dtype": {"type": "categorical", "choices": ["float32", "float64"]},
+}
+
+#: Spectral normalisation, an option of every neural method (:mod:`udbench.methods.nn.spectral`).
+SN_PARAM_CONSTRAINTS: dict[str, dict[str, Any]] = {
+    "spectral_norm": {"type": "bool"},
+    "sn_coeff": {"type": "float", "low": 0.0, "low_open": True},
+}
+
+#: Search space of a method tuned under spectral normalisation (paper C.4, D.4).
+SN_SEARCH_SPACE: dict[str, dict[str, Any]] = {
+    "spectral_norm": {"type": "categorical", "choices": [True]},
+    "sn_coeff": {"type": "float", "low": 0.5, "high": 3.0, "log": True},
 }
 
 _DTYPES = {"float32": jnp.float32, "float64": jnp.float64}
@@ -98,7 +125,15 @@ class GaussianNNEnsemble(BaseMethod):
     # -- hooks ------------------------------------------------------------------------
     def _member_rows(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Training rows per member, shape (M, n_m). Deep ensemble: all rows for all."""
-        return np.tile(np.arange(n), (int(self.n_members), 1))
+        return np.tile(np.arange(n), (self._n_networks(), 1))
+
+    def _n_networks(self) -> int:
+        """Number of networks trained (default: one per member)."""
+        return int(self.n_members)
+
+    def _train_state(self, n_networks: int, dtype: Any) -> Any:
+        """Member-stacked ``state`` for the trainer (default None: an unused placeholder)."""
+        return None
 
     # -- shared machinery -------------------------------------------------------------
     def _configs(self, in_dim: int) -> tuple[BackboneConfig, TrainConfig]:
@@ -119,6 +154,8 @@ class GaussianNNEnsemble(BaseMethod):
                 momentum=float(self.momentum),
                 weight_decay=float(self.weight_decay),
             )
+            if getattr(self, "spectral_norm", False):  # an option of every neural method
+                model = replace(model, spectral_norm=True, sn_coeff=self.sn_coeff)
         except ValueError as err:  # re-badge the config's message with this method's name
             msg = str(err).replace("BackboneConfig", comp).replace("TrainConfig", comp)
             raise type(err)(msg) from None
@@ -133,16 +170,22 @@ class GaussianNNEnsemble(BaseMethod):
         with self._precision():
             self._fit_members_impl(X, y, model, train)
 
+    def _standardise_inputs(self, X: np.ndarray) -> np.ndarray:
+        """Store the training columns' mean and SD (``x_loc_``, ``x_scale_``); return X̃."""
+        x_loc = X.mean(axis=0)
+        x_scale = X.std(axis=0)
+        x_scale = np.where(x_scale > 1e-12, x_scale, 1.0)
+        self.x_loc_ = x_loc
+        self.x_scale_ = x_scale
+        return (X - x_loc) / x_scale
+
     def _fit_members_impl(
         self, X: np.ndarray, y: np.ndarray, model: BackboneConfig, train: TrainConfig
     ) -> None:
         rng = self._rng("rows")
-        x_loc = X.mean(axis=0)
-        x_scale = X.std(axis=0)
-        x_scale = np.where(x_scale > 1e-12, x_scale, 1.0)
-        Xs = (X - x_loc) / x_scale
+        Xs = self._standardise_inputs(X)
         dtype = _DTYPES[self.dtype]
-        M = int(self.n_members)
+        M = self._n_networks()
         init_key = jax.random.key(self._seed("init", bits=31))
         train_key = jax.random.key(self._seed("train", bits=31))
         params = init_members(init_key, model, M, dtype)
@@ -156,11 +199,10 @@ class GaussianNNEnsemble(BaseMethod):
             model,
             train,
             loss_fn=type(self)._loss_fn,
+            state=self._train_state(M, dtype),
         )
         self.params_ = params
         self.history_ = np.asarray(history, dtype=np.float64)
-        self.x_loc_ = x_loc
-        self.x_scale_ = x_scale
         self.model_config_ = model
         self.train_config_ = train
 
