@@ -60,6 +60,11 @@ REGISTRY: dict[str, str] = {
     "catboost-kgb": "udbench.methods.catboost_kgb:CatBoostKGB",
     "nn-ens": "udbench.methods.nn_ens:NNEnsemble",
     "ngboost-nig": "udbench.methods.ngboost_nig:NGBoostNIG",
+    "sngp-het": "udbench.methods.sngp_het:SNGPHet",
+    "nn-lap": "udbench.methods.nn_lap:NNLaplace",
+    "nn-lap-sn": "udbench.methods.nn_lap:NNLaplaceSN",
+    "nn-fsp": "udbench.methods.nn_fsp:NNFSP",
+    "nn-fsp-sn": "udbench.methods.nn_fsp:NNFSPSN",
 }
 
 #: Environment variable registering a user's methods: ``name=module:Class`` entries.
