@@ -22,7 +22,7 @@ from udbench.methods.nn_fsp import (
 )
 from udbench.methods.nn_lap import NNLaplace
 
-PARAMS = dict(NNLaplace.smoke_params)
+PARAMS = {**NNLaplace.smoke_params, "n_epochs": 60}  # enough steps to learn the noise
 XQ = np.array([[0.05], [0.3], [0.6], [0.95], [1.4]])
 
 

@@ -11,7 +11,7 @@ from udbench._seeding import make_rng
 from udbench._validation import UdbenchError
 from udbench.methods.sngp_het import SNGPHet
 
-PARAMS = dict(SNGPHet.smoke_params)
+PARAMS = {**SNGPHet.smoke_params, "n_epochs": 60}  # enough steps to learn the noise
 
 
 @pytest.fixture(scope="module")

@@ -84,7 +84,7 @@ class NNLaplace(LastLayerLaplace):
     smoke_params: ClassVar[dict[str, Any]] = {
         "hidden_dim": 16,
         "n_blocks": 1,
-        "n_epochs": 60,
+        "n_epochs": 20,
         "batch_size": 64,
         "lr": 3e-3,
         "n_members": 32,
