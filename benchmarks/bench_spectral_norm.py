@@ -3,7 +3,7 @@
 Usage::
 
     uv run python benchmarks/bench_spectral_norm.py [--skip-methods] [--skip-default]
-        [--epochs 20] [--members 10] [--repeats 3]
+        [--epochs 20] [--members 10] [--repeats 5]
 
 At kin8nm size (n = 3136 training rows, d = 8, 1500 prediction points; synthetic smooth
 target with heteroscedastic noise, uniform covariates as in bench_methods.py):
@@ -15,7 +15,8 @@ target with heteroscedastic noise, uniform covariates as in bench_methods.py):
    members, hidden 64, 2 blocks, batch 128) trained for ``--epochs`` epochs by
    :func:`udbench.methods.nn.train_members` with ``spectral_norm=False`` and with
    ``spectral_norm=True`` — same configuration, data, initialisation and keys, same
-   process, each compiled by a warm-up call first, best of ``--repeats`` timings each.
+   process, each compiled by a warm-up call first, best of ``--repeats`` timings each, the
+   runs alternating between the two (load on a shared machine hits both alike).
 
 Last line: ``sn_overhead_ratio: <x>`` = time with SN / time without (the issue's target is
 ≤ 1.3).
@@ -59,14 +60,18 @@ def method_timings(X, y, X_pred, skip_default: bool) -> None:
             print(f"{name:10s} {label:7s} fit+predict {time.perf_counter() - start:8.2f} s")
 
 
-def _best_of(fn, repeats: int) -> float:
-    fn()  # compile
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
+def _best_of_interleaved(fns: list, repeats: int) -> list[float]:
+    """Best wall time of each function; runs alternate (a, b, a, b, ...) so that load from
+    other processes on a shared machine hits both alike. Each is compiled by a warm-up call."""
+    for fn in fns:
         fn()
-        best = min(best, time.perf_counter() - start)
-    return float(best)
+    best = [np.inf] * len(fns)
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - start)
+    return [float(b) for b in best]
 
 
 def sn_overhead(X, y, epochs: int, members: int, repeats: int) -> float:
@@ -86,8 +91,7 @@ def sn_overhead(X, y, epochs: int, members: int, repeats: int) -> float:
 
         return go
 
-    t_plain = _best_of(run(plain), repeats)
-    t_sn = _best_of(run(sn), repeats)
+    t_plain, t_sn = _best_of_interleaved([run(plain), run(sn)], repeats)
     steps = epochs * -(-X.shape[0] // 128)
     print(
         f"train_members, {members} members, hidden 64, 2 blocks, {epochs} epochs ({steps} steps): "
@@ -102,7 +106,7 @@ def main() -> None:
     parser.add_argument("--skip-default", action="store_true")
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--members", type=int, default=10)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     X, y, X_pred = _data()
     print(f"backend: {jax.default_backend()}; n = {N_TRAIN}, d = {DIM}, {N_PRED} prediction points")

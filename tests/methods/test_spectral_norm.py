@@ -10,7 +10,13 @@ from sklearn.base import clone
 
 from udbench._validation import UdbenchError
 from udbench.methods._variants import init_with_defaults
-from udbench.methods.nn import BackboneConfig, TrainConfig, init_members, train_members
+from udbench.methods.nn import (
+    BackboneConfig,
+    TrainConfig,
+    init_members,
+    train_members,
+    train_single,
+)
 from udbench.methods.nn.spectral import normalise, power_iteration, sn_paths
 from udbench.methods.nn_ens import NNEnsemble
 from udbench.methods.nn_fsp import NNFSP, NNFSPSN
@@ -182,3 +188,19 @@ def test_sn_variants_are_the_plain_method_with_other_defaults(plain, sn) -> None
 def test_init_with_defaults_rejects_unknown_keyword() -> None:
     with pytest.raises(TypeError, match="no parameters"):
         init_with_defaults(NNLaplace.__init__, not_a_param=1)
+
+
+def test_single_member_routine_with_sn_equals_its_vectorised_member() -> None:
+    X, y = _toy(n=37)
+    cfg = BackboneConfig(in_dim=3, hidden_dim=8, n_blocks=1, spectral_norm=True, sn_coeff=0.6)
+    tcfg = TrainConfig(n_epochs=3, batch_size=8, lr=0.05, momentum=0.9, weight_decay=1e-3)
+    with jax.enable_x64(True):
+        p0 = init_members(jax.random.key(3), cfg, 2, jnp.float64)
+        keys = jax.random.split(jax.random.key(4), 2)
+        rows = np.tile(np.arange(37), (2, 1))
+        vec, _, _ = train_members(p0, X, y, rows, keys, cfg, tcfg)
+        one = jax.tree_util.tree_map(lambda a: a[1], p0)
+        solo, _, _ = train_single(one, X, y, rows[1], keys[1], cfg, tcfg)
+    for a, b in zip(jax.tree_util.tree_leaves(solo), jax.tree_util.tree_leaves(vec), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b[1]), rtol=0, atol=1e-6)
+    assert np.linalg.svd(np.asarray(solo["input"]["w"]), compute_uv=False)[0] <= 0.6 * (1 + 1e-9)
