@@ -13,13 +13,13 @@ Dropout sits after the input layer and after the first layer of every residual b
 positions NN-Drop relies on, paper C.4); it is active only when a ``dropout_key`` is given.
 
 Spectral normalisation (NN-Lap-SN, NN-FSP-SN, SNGP-Het, and an option of every neural method):
-``BackboneConfig(spectral_norm=True, sn_coeff=c)``; the trainer applies it through the hook
-below (:mod:`udbench.methods.nn.spectral`). Extension point: every dense weight
+``BackboneConfig(spectral_norm=True, sn_coeff=c)``. The trainer applies it by handing the
+objective a copy of the parameters with the constrained weights rescaled (the same weights
+as named below) and returns the normalised weights, so the functions here need no argument
+for it (:mod:`udbench.methods.nn.spectral`). Extension point: every dense weight
 of the backbone (input layer and both layers of every block, not the head) passes through
 ``weight_transform(path, W)`` before use, with ``path`` one of ``"input"``,
-``"blocks/<k>/w1"``, ``"blocks/<k>/w2"``. A spectral-normalisation method supplies
-``W ↦ W·min(1, c/σ̂_max(W))`` here, with σ̂_max from power-iteration vectors carried in the
-trainer's per-member ``state`` (see :func:`udbench.methods.nn.training.train_members`).
+``"blocks/<k>/w1"``, ``"blocks/<k>/w2"`` (e.g. another weight reparametrisation).
 """
 
 from __future__ import annotations
