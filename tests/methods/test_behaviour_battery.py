@@ -229,10 +229,22 @@ def test_cli_behaviour_bad_params_exit_2(capsys):
     assert "max_iter" in capsys.readouterr().err
 
 
-#: The configurations of the docs table (smoke, except nn-ens: see docs/methods.md).
+#: The configurations of the docs table (smoke, except the neural methods: see docs/methods.md).
 TABLE_PARAMS: dict[str, dict[str, Any]] = {
-    "nn-ens": {"n_epochs": 200},
-    **{m: {"n_epochs": 200} for m in ("nn-bag", "nn-drop", "nn-edl", "nn-deup", "nn-swag")},
+    m: {"n_epochs": 200}
+    for m in (
+        "nn-ens",
+        "nn-bag",
+        "nn-drop",
+        "nn-edl",
+        "nn-deup",
+        "nn-swag",
+        "sngp-het",
+        "nn-lap",
+        "nn-lap-sn",
+        "nn-fsp",
+        "nn-fsp-sn",
+    )
 }
 
 

@@ -17,6 +17,7 @@ from udbench.methods.base import Prediction
 from udbench.methods.nn.ensemble import (
     NN_PARAM_CONSTRAINTS,
     NN_SEARCH_SPACE,
+    SN_PARAM_CONSTRAINTS,
     GaussianNNEnsemble,
 )
 
@@ -54,6 +55,11 @@ class NNEnsemble(GaussianNNEnsemble):
         Floating type of the network (float64 switches JAX x64 on inside fit/predict only).
     random_state : int or None, default 0
         Root seed of initialisation and minibatch order (``None``: not reproducible).
+    spectral_norm : bool, default False
+        Spectrally normalise the backbone (‖W‖₂ ≤ ``sn_coeff`` for every dense layer; the
+        option of every neural method, :mod:`udbench.methods.nn.spectral`; paper D.4).
+    sn_coeff : float, default 1.0
+        The bound of spectral normalisation (used only with ``spectral_norm=True``).
 
     Notes
     -----
@@ -72,7 +78,10 @@ class NNEnsemble(GaussianNNEnsemble):
         **NN_SEARCH_SPACE,
         "n_members": {"type": "categorical", "choices": [10]},
     }
-    param_constraints: ClassVar[dict[str, dict[str, Any]]] = NN_PARAM_CONSTRAINTS
+    param_constraints: ClassVar[dict[str, dict[str, Any]]] = {
+        **NN_PARAM_CONSTRAINTS,
+        **SN_PARAM_CONSTRAINTS,
+    }
     smoke_params: ClassVar[dict[str, Any]] = {
         "n_members": 3,
         "hidden_dim": 16,
@@ -97,6 +106,8 @@ class NNEnsemble(GaussianNNEnsemble):
         eps: float = 1e-6,
         dtype: str = "float32",
         random_state: int | None = 0,
+        spectral_norm: bool = False,
+        sn_coeff: float = 1.0,
     ) -> None:
         self.n_members = n_members
         self.hidden_dim = hidden_dim
@@ -111,6 +122,8 @@ class NNEnsemble(GaussianNNEnsemble):
         self.eps = eps
         self.dtype = dtype
         self.random_state = random_state
+        self.spectral_norm = spectral_norm
+        self.sn_coeff = sn_coeff
 
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
         self._fit_members(X, y)

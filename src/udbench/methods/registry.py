@@ -69,6 +69,11 @@ REGISTRY: dict[str, str] = {
     "nn-edl": "udbench.methods.nn_edl:NNEvidential",
     "nn-deup": "udbench.methods.nn_deup:NNDeup",
     "nn-swag": "udbench.methods.nn_swag:NNSwag",
+    "sngp-het": "udbench.methods.sngp_het:SNGPHet",
+    "nn-lap": "udbench.methods.nn_lap:NNLaplace",
+    "nn-lap-sn": "udbench.methods.nn_lap:NNLaplaceSN",
+    "nn-fsp": "udbench.methods.nn_fsp:NNFSP",
+    "nn-fsp-sn": "udbench.methods.nn_fsp:NNFSPSN",
 }
 
 #: Environment variable registering a user's methods: ``name=module:Class`` entries.

@@ -6,6 +6,12 @@
   minibatches, M members in one ``vmap``-ed computation (``train_members``,
   ``train_single``, ``predict_members``).
 - :mod:`~udbench.methods.nn.ensemble`: the base class that turns these into a udbench method.
+- :mod:`~udbench.methods.nn.spectral`: spectral normalisation, the backbone option
+  ``BackboneConfig(spectral_norm=True, sn_coeff=c)`` applied by the trainer.
+- :mod:`~udbench.methods.nn.laplace`: closed-form last-layer Gaussian posteriors and the base
+  class of NN-Lap and NN-FSP.
+- :mod:`~udbench.methods.nn.distance`: last-hidden-layer features of fitted networks and the
+  local distance-preservation measure of the paper's D.4 (``distance_preservation``).
 """
 
 from udbench.methods.nn.backbone import (
@@ -17,6 +23,11 @@ from udbench.methods.nn.backbone import (
     head_outputs,
     init_backbone,
     init_members,
+)
+from udbench.methods.nn.distance import (
+    distance_preservation,
+    local_distance_preservation,
+    member_features,
 )
 from udbench.methods.nn.training import (
     TrainConfig,
@@ -31,6 +42,7 @@ __all__ = [
     "BackboneConfig",
     "TrainConfig",
     "apply_gaussian",
+    "distance_preservation",
     "features",
     "gaussian_head",
     "gaussian_loss",
@@ -38,7 +50,9 @@ __all__ = [
     "head_outputs",
     "init_backbone",
     "init_members",
+    "local_distance_preservation",
     "make_optimizer",
+    "member_features",
     "predict_members",
     "train_members",
     "train_single",

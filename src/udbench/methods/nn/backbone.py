@@ -12,12 +12,14 @@ can be :func:`jax.vmap`-ed over it. The architecture, for standardised inputs x�
 Dropout sits after the input layer and after the first layer of every residual block (the
 positions NN-Drop relies on, paper C.4); it is active only when a ``dropout_key`` is given.
 
-Extension point (spectral normalisation, NN-Lap-SN / NN-FSP-SN / SNGP): every dense weight
+Spectral normalisation (NN-Lap-SN, NN-FSP-SN, SNGP-Het, and an option of every neural method):
+``BackboneConfig(spectral_norm=True, sn_coeff=c)``. The trainer applies it by handing the
+objective a copy of the parameters with the constrained weights rescaled (the same weights
+as named below) and returns the normalised weights, so the functions here need no argument
+for it (:mod:`udbench.methods.nn.spectral`). Extension point: every dense weight
 of the backbone (input layer and both layers of every block, not the head) passes through
 ``weight_transform(path, W)`` before use, with ``path`` one of ``"input"``,
-``"blocks/<k>/w1"``, ``"blocks/<k>/w2"``. A spectral-normalisation method supplies
-``W ↦ W·min(1, c/σ̂_max(W))`` here, with σ̂_max from power-iteration vectors carried in the
-trainer's per-member ``state`` (see :func:`udbench.methods.nn.training.train_members`).
+``"blocks/<k>/w1"``, ``"blocks/<k>/w2"`` (e.g. another weight reparametrisation).
 """
 
 from __future__ import annotations
@@ -78,6 +80,13 @@ class BackboneConfig:
     n_outputs : int, default 2
         Width of the head; 2 for the Gaussian head (μ̃, ρ). Heads with more outputs
         (e.g. evidential NIG parameters) reuse the same backbone.
+    spectral_norm : bool, default False
+        Spectrally normalise every dense weight of the backbone (input layer and both
+        layers of every block, not the head) to ‖W‖₂ ≤ ``sn_coeff`` during training and
+        prediction (:mod:`udbench.methods.nn.spectral`; paper C.4, D.4). Off: the
+        computation is the one without the option, bit for bit.
+    sn_coeff : float, default 1.0
+        The bound c > 0 of spectral normalisation (used only when ``spectral_norm``).
     """
 
     in_dim: int
@@ -87,6 +96,8 @@ class BackboneConfig:
     dropout: float = 0.0
     eps: float = 1e-6
     n_outputs: int = 2
+    spectral_norm: bool = False
+    sn_coeff: float = 1.0
 
     def __post_init__(self) -> None:
         for field in ("in_dim", "hidden_dim", "n_outputs"):
@@ -100,6 +111,11 @@ class BackboneConfig:
             raise param_error("BackboneConfig", "dropout", "be in [0, 1)", self.dropout)
         if not float(self.eps) > 0.0:
             raise param_error("BackboneConfig", "eps", "be > 0", self.eps)
+        if not isinstance(self.spectral_norm, bool | np.bool_):
+            raise param_error("BackboneConfig", "spectral_norm", "be a bool", self.spectral_norm)
+        c = self.sn_coeff
+        if not (isinstance(c, int | float | np.number) and np.isfinite(c) and c > 0.0):
+            raise param_error("BackboneConfig", "sn_coeff", "be a finite real > 0", self.sn_coeff)
 
 
 def _dense(key: jax.Array, fan_in: int, fan_out: int, gain: float, dtype: Any) -> Params:

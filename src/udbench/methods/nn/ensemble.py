@@ -13,11 +13,17 @@ Subclasses change what differs:
   regulariser weight, a traced value, so another weight does not recompile);
 - ``_predict_members(X)`` — how members/samples are drawn at prediction time
   (NN-Drop: MC-dropout passes; Laplace / SWAG: parameter samples).
+
+Spectral normalisation is an option of every subclass: a method whose constructor takes
+``spectral_norm`` and ``sn_coeff`` (declared with :data:`SN_PARAM_CONSTRAINTS`, tuned with
+:data:`SN_SEARCH_SPACE`) gets it through :meth:`GaussianNNEnsemble._configs`; one without
+them trains without it.
 """
 
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import jax
@@ -35,7 +41,13 @@ from udbench.methods.nn.training import (
     train_members,
 )
 
-__all__ = ["NN_PARAM_CONSTRAINTS", "NN_SEARCH_SPACE", "GaussianNNEnsemble"]
+__all__ = [
+    "NN_PARAM_CONSTRAINTS",
+    "NN_SEARCH_SPACE",
+    "SN_PARAM_CONSTRAINTS",
+    "SN_SEARCH_SPACE",
+    "GaussianNNEnsemble",
+]
 
 #: Search space of the shared network (our choice where the paper's excerpt omits it;
 #: weight decay range from paper App. D.4). Defaults are the centres.
@@ -63,6 +75,18 @@ NN_PARAM_CONSTRAINTS: dict[str, dict[str, Any]] = {
     "batch_size": {"type": "int", "low": 1},
     "eps": {"type": "float", "low": 0.0, "low_open": True},
     "dtype": {"type": "categorical", "choices": ["float32", "float64"]},
+}
+
+#: Spectral normalisation, an option of every neural method (:mod:`udbench.methods.nn.spectral`).
+SN_PARAM_CONSTRAINTS: dict[str, dict[str, Any]] = {
+    "spectral_norm": {"type": "bool"},
+    "sn_coeff": {"type": "float", "low": 0.0, "low_open": True},
+}
+
+#: Search space of a method tuned under spectral normalisation (paper C.4, D.4).
+SN_SEARCH_SPACE: dict[str, dict[str, Any]] = {
+    "spectral_norm": {"type": "categorical", "choices": [True]},
+    "sn_coeff": {"type": "float", "low": 0.5, "high": 3.0, "log": True},
 }
 
 _DTYPES = {"float32": jnp.float32, "float64": jnp.float64}
@@ -134,6 +158,8 @@ class GaussianNNEnsemble(BaseMethod):
                 momentum=float(self.momentum),
                 weight_decay=float(self.weight_decay),
             )
+            if getattr(self, "spectral_norm", False):  # an option of every neural method
+                model = replace(model, spectral_norm=True, sn_coeff=self.sn_coeff)
         except ValueError as err:  # re-badge the config's message with this method's name
             msg = str(err).replace("BackboneConfig", comp).replace("TrainConfig", comp)
             raise type(err)(msg) from None

@@ -25,6 +25,12 @@ without them, tested):
   unchanged. A padded entry never reaches the loss (its mask is 0), whatever row it names.
 - ``collect_iterates=True`` (:func:`train_members_with_iterates`): also return each member's
   parameters at the end of every epoch (SWAG's moments are taken over them).
+
+Spectral normalisation (``BackboneConfig.spectral_norm``, an option of every method): the
+trainer wraps the objective in :class:`~udbench.methods.nn.spectral.SpectralNormLoss` and the
+state in ``{"sn": start vectors, "inner": state}``, trains as usual, refines the estimate and
+returns the *normalised* parameters with the caller's own state
+(:func:`udbench.methods.nn.spectral.bake`). With the option off this path is not taken.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ import numpy as np
 import optax
 
 from udbench._validation import param_error
+from udbench.methods.nn import spectral
 from udbench.methods.nn.backbone import BackboneConfig, apply_gaussian, gaussian_nll
 
 __all__ = [
@@ -350,6 +357,17 @@ def train_members(
         raise param_error("train_members", "rows", f"have shape ({n_members}, n_m)", rows.shape)
     if state is None:
         state = jnp.zeros((n_members,), dtype)
+    if model.spectral_norm:  # additive option; with it off the calls below are unchanged
+        if row_mask is not None:
+            raise param_error(
+                "train_members",
+                "row_mask",
+                "be None with spectral normalisation (not supported together yet)",
+                "a mask",
+            )
+        return _train_spectral(
+            _train_vmapped, params, state, rows, keys, X, y, dtype, loss_fn, model, train, True
+        )
     if row_mask is not None:
         return _train_vmapped_masked(  # type: ignore[no-any-return]
             params,
@@ -455,6 +473,10 @@ def train_single(
     dtype = jax.tree_util.tree_leaves(params)[0].dtype
     if state is None:
         state = jnp.zeros((), dtype)
+    if model.spectral_norm:
+        return _train_spectral(
+            _train_unvmapped, params, state, rows, key, X, y, dtype, loss_fn, model, train, False
+        )
     return _train_unvmapped(
         params,
         state,
@@ -466,6 +488,43 @@ def train_single(
         model=model,
         train=train,
     )
+
+
+def _train_spectral(
+    trainer: Callable[..., tuple[Any, Any, jax.Array]],
+    params: Any,
+    state: Any,
+    rows: Any,
+    keys: jax.Array,
+    X: Any,
+    y: Any,
+    dtype: Any,
+    loss_fn: LossFn,
+    model: BackboneConfig,
+    train: TrainConfig,
+    vmapped: bool,
+) -> tuple[Any, Any, jax.Array]:
+    """Train with spectral normalisation (module docstring); return baked params."""
+    init, bake = (_sn_init_vmapped, _sn_bake_vmapped) if vmapped else (_sn_init, _sn_bake)
+    wrapped = {"sn": init(params, keys), "inner": state}
+    params, wrapped, history = trainer(
+        params,
+        wrapped,
+        jnp.asarray(rows),
+        keys,
+        jnp.asarray(X, dtype),
+        jnp.asarray(y, dtype),
+        loss_fn=spectral.SpectralNormLoss(loss_fn),
+        model=model,
+        train=train,
+    )
+    return bake(params, wrapped["sn"], model.sn_coeff), wrapped["inner"], history
+
+
+_sn_init = jax.jit(spectral.init_sn_state)
+_sn_init_vmapped = jax.jit(jax.vmap(spectral.init_sn_state))
+_sn_bake = jax.jit(spectral.bake)
+_sn_bake_vmapped = jax.jit(jax.vmap(spectral.bake, in_axes=(0, 0, None)))
 
 
 @partial(jax.jit, static_argnames=("model",))
