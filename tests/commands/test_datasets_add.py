@@ -68,7 +68,7 @@ def test_add_generate_check_run_leaderboard(folders, capsys):
     task = Task.load(task_file)
     assert task.source["dataset"] == "plant" and task.train_idx.size == row["n_train"]
     # no target: the GP prior used the family's default hyperparameters (nothing fitted)
-    from udbench.priors.gp import default_kernel_hyper
+    from udbench.priors.gp.fit import default_kernel_hyper
 
     (fit_file,) = (folders / "cache" / "priors" / "gp").glob("plant__rbf__*.json")
     record = json.loads(fit_file.read_text())

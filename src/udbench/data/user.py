@@ -16,7 +16,7 @@ Design rules for a new dataset (documented in ``docs/data.md``):
   suite's median n, the margin keeps ``ood`` draws from exhausting an inner shell.
 - ρ = the median ρ of the packaged suite (0.32), unless given.
 - GP kernel family: chosen by the caller among :func:`spec_kernel_families`
-  (:func:`udbench.priors.gp.select_kernel_family`) when there is a target, else
+  (:func:`udbench.priors.gp.fit.select_kernel_family`) when there is a target, else
   :data:`DEFAULT_KERNEL_FAMILY`.
 """
 
@@ -78,7 +78,8 @@ TRAIN_MARGIN = 0.9
 MIN_TRAIN = 50
 #: GP kernel family of a dataset without a real target (nothing to fit): RBF, the field's
 #: default smooth kernel (also the embedded ``diabetes`` default's family). Its
-#: hyperparameters are the fit's starting values (``udbench.priors.gp.default_kernel_hyper``).
+#: hyperparameters are the fit's starting values
+#: (``udbench.priors.gp.fit.default_kernel_hyper``).
 DEFAULT_KERNEL_FAMILY = "rbf"
 #: What ``prepare_dataset`` does with duplicate covariate rows.
 DUPLICATE_POLICIES = ("error", "drop", "keep")

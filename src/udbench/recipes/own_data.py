@@ -2,8 +2,9 @@
 
 :func:`add_dataset` is what ``udbench datasets add`` runs: :func:`udbench.data.user.prepare_dataset`
 (cleaning, feasibility, design), the GP kernel family (type-II maximum likelihood among the
-SPEC's families when the table has a target, :func:`udbench.priors.gp.select_kernel_family`;
-else the stated default), and :func:`udbench.data.user.write_dataset` (the data folder).
+SPEC's families when the table has a target,
+:func:`udbench.priors.gp.fit.select_kernel_family`; else the stated default), and
+:func:`udbench.data.user.write_dataset` (the data folder).
 """
 
 from __future__ import annotations

@@ -12,14 +12,7 @@
 :data:`udbench.priors.base.PRIOR_FAMILIES`.
 """
 
-from udbench.priors.gp.fit import (
-    FIT_SETTINGS,
-    KernelFit,
-    default_kernel_hyper,
-    fit_kernel,
-    log_marginal_likelihood,
-    select_kernel_family,
-)
+from udbench.priors.gp.fit import FIT_SETTINGS, KernelFit, fit_kernel, log_marginal_likelihood
 from udbench.priors.gp.kernels import KERNEL_PARTS, kernel_matrix, parse_kernel_family
 from udbench.priors.gp.prior import GPPrior, build_prior, fit_cache_path
 
@@ -29,11 +22,9 @@ __all__ = [
     "GPPrior",
     "KernelFit",
     "build_prior",
-    "default_kernel_hyper",
     "fit_cache_path",
     "fit_kernel",
     "kernel_matrix",
     "log_marginal_likelihood",
     "parse_kernel_family",
-    "select_kernel_family",
 ]
