@@ -306,3 +306,11 @@ def test_parquet_and_csv_give_the_same_dataset(user_dir, tmp_path):
     np.testing.assert_array_equal(a.eval_idx, b.eval_idx)
     with pytest.raises(UdbenchError, match="PATH"):
         prepare_dataset(tmp_path / "t.xlsx", "plant")
+
+
+def test_tied_distances_that_make_unequal_shells_are_a_clear_error(user_dir):
+    # one 0/1 covariate, half and half: every row lies at the same distance from the mean,
+    # so all 200 rows fall in shell 0
+    frame = pd.DataFrame({"switch": np.arange(200) % 2})
+    with pytest.raises(UdbenchError, match=r"n_eval/5 = 20 rows.*\[200, 0, 0, 0, 0\]"):
+        prepare_dataset(frame, "grid", duplicates="keep")

@@ -495,6 +495,16 @@ def prepare_dataset(
     geometry = fit_geometry(X)
     shell = geometry.shell_of(X)
     assert spec.n_eval is not None
+    sizes = np.bincount(shell, minlength=N_SHELLS)
+    if sizes.min() * N_SHELLS < spec.n_eval:  # ties in the distance make unequal shells
+        raise param_error(
+            _COMMAND,
+            "table",
+            f"give shells of at least n_eval/5 = {spec.n_eval / N_SHELLS:g} rows each (many "
+            "rows share a Mahalanobis distance, e.g. repeated or few-valued covariates, so "
+            "the quintile shells are unequal); drop repeats or few-valued covariates",
+            f"shell sizes {sizes.tolist()}",
+        )
     eval_idx, cand_idx = stratified_split(shell, spec.n_eval, name)
     n_rule, n_max = design_train_size(shell, cand_idx)
     if n_train is None:
