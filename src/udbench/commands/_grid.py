@@ -18,21 +18,23 @@ def expand_grid(
     seeds: str,
     fidelity: Fidelity | str,
     draws: int,
+    data_dir: str | None = None,
 ) -> list[Any]:
     """The list of :class:`~udbench.tasks.TaskSpec` selected by the CLI's options.
 
     ``all`` datasets means the paper's suite (SPEC §2: every dataset with a task design,
-    except the embedded ``diabetes`` default, which must be named).
+    except the embedded ``diabetes`` default and the user's datasets of ``data_dir``
+    (default ``$UDBENCH_DATA_DIR``), which must be named).
     """
     from udbench.data import list_datasets
     from udbench.design import COVERAGES, NOISE_MODES
     from udbench.priors import PRIOR_FAMILIES
     from udbench.tasks import TaskSpec
 
-    designed = [s for s in list_datasets(include_ood=False)]
+    designed = [s for s in list_datasets(include_ood=False, data_dir=data_dir)]
     keys = [s.key for s in designed]
     if datasets.strip().lower() == "all":
-        ds = [s.key for s in designed if s.source != "sklearn"]
+        ds = [s.key for s in designed if s.source in ("uci", "openml")]
     else:
         ds = parse_choice_list("generate", "datasets", datasets, keys)
     fams = parse_choice_list("generate", "families", families, list(PRIOR_FAMILIES))

@@ -1,4 +1,5 @@
-"""``udbench datasets``: list the covariate suite, show one dataset, download raw tables."""
+"""``udbench datasets``: list the covariate suite, show one dataset, download raw tables,
+add a user's own table."""
 
 from __future__ import annotations
 
@@ -45,8 +46,9 @@ def _list_rows(data_dir: Path | None) -> list[dict[str, Any]]:
             "ood_only": s.ood_only,
             "available": availability(s.key, data_dir),
             "path": _where(s.key, data_dir),
+            "registry_file": s.registry_file,
         }
-        for s in list_datasets()
+        for s in list_datasets(data_dir=data_dir)
     ]
 
 
@@ -87,7 +89,7 @@ def _show(key: str, data_dir: Path | None) -> dict[str, Any]:
 def register(app: typer.Typer) -> None:
     """Add ``udbench datasets`` (list), ``datasets show`` and ``datasets download``."""
     group = typer.Typer(
-        help="The covariate suite: list datasets, show one, download raw tables.",
+        help="The covariate suite: list datasets, show one, download raw tables, add your own.",
         invoke_without_command=True,
         no_args_is_help=False,
     )
@@ -112,7 +114,9 @@ def register(app: typer.Typer) -> None:
         fmt = lambda v: "–" if v is None else str(v)  # noqa: E731
         for r in rows:
             table.add_row(
-                r["key"] + (" (OOD only)" if r["ood_only"] else ""),
+                r["key"]
+                + (" (OOD only)" if r["ood_only"] else "")
+                + (" (user)" if r["source"] == "user" else ""),
                 str(r["n_rows"]),
                 str(r["n_features"]),
                 fmt(r["n_eval"]),
@@ -125,6 +129,14 @@ def register(app: typer.Typer) -> None:
         if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
             console = Console(width=max(console.width, 120))
         console.print(table)
+        for r in rows:
+            if r["registry_file"] is not None:
+                console.print(
+                    f"{r['key']}: added by `udbench datasets add`, registered in "
+                    f"{r['registry_file']}",
+                    highlight=False,
+                    markup=False,
+                )
         from udbench.data.sources import DATA_DIR_ENV, cache_dir
 
         folder = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV)
@@ -146,7 +158,7 @@ def register(app: typer.Typer) -> None:
         from udbench.data.sources import check_key
 
         check_data_dir("udbench datasets show", data_dir)
-        info = _show(check_key(key), data_dir)
+        info = _show(check_key(key, data_dir), data_dir)
         if as_json:
             typer.echo(json.dumps(info, indent=1))
             return
@@ -201,5 +213,73 @@ def register(app: typer.Typer) -> None:
             raise param_error(
                 "udbench datasets download", "key", "name datasets that can be fetched", failed
             )
+
+    @group.command("add")
+    def add_cmd(
+        path: Path = typer.Argument(..., help="The table: .csv, .csv.gz, .tsv or .parquet."),
+        name: str = typer.Option(..., "--name", help="Key of the new dataset (lower case)."),
+        target: str | None = typer.Option(
+            None, "--target", help="Real target column (fits the GP kernel family only)."
+        ),
+        drop: str = typer.Option("", "--drop", help="Comma list of columns to leave out."),
+        covariates: str | None = typer.Option(
+            None, "--covariates", help="Comma list of the covariates to keep (default: all)."
+        ),
+        duplicates: str = typer.Option(
+            "error", "--duplicates", help="Repeated covariate rows: error, drop or keep."
+        ),
+        n_train: int | None = typer.Option(
+            None, "--n", help="Training size n (default: the rule in docs/data.md)."
+        ),
+        rho: float | None = typer.Option(
+            None, "--rho", help="Noise-to-signal ratio ρ (default: the suite's median, 0.32)."
+        ),
+        kernel: str | None = typer.Option(
+            None,
+            "--kernel",
+            help="GP kernel family, e.g. rq+linear (default: fitted with --target, else rbf).",
+        ),
+        fidelity: str = typer.Option(
+            "standard", "--fidelity", help="Fit settings of the kernel-family selection."
+        ),
+        force: bool = typer.Option(False, "--force", help="Replace a dataset of that name."),
+        as_json: bool = typer.Option(False, "--json", help="Print the entry as JSON."),
+        data_dir: Path | None = typer.Option(
+            None, "--data-dir", help="The user's data folder (default: $UDBENCH_DATA_DIR)."
+        ),
+    ) -> None:
+        """Add your own table as a dataset: clean, check, design, register (docs/data.md)."""
+        import dataclasses
+
+        from udbench._validation import check_writable
+        from udbench.data.user import user_dataset_root
+        from udbench.recipes.own_data import add_dataset
+
+        root = user_dataset_root(data_dir)
+        check_writable("udbench datasets add", "--data-dir", root)
+        split = lambda text: [c.strip() for c in text.split(",") if c.strip()]  # noqa: E731
+        added = add_dataset(
+            path,
+            name,
+            target=target,
+            drop=split(drop),
+            covariates=None if covariates is None else split(covariates),
+            duplicates=duplicates,
+            n_train=n_train,
+            rho=rho,
+            kernel_family=kernel,
+            fidelity=fidelity,
+            data_dir=data_dir,
+            force=force,
+        )
+        for note in added.warnings:
+            typer.echo(f"warning: {note}", err=True)
+        if as_json:
+            out = dataclasses.asdict(added.spec)
+            out["kernel_log_marginal_likelihood"] = added.kernel_lml
+            typer.echo(json.dumps(out, indent=1))
+            return
+        for line in added.messages:
+            typer.echo(line)
 
     app.add_typer(group, name="datasets")

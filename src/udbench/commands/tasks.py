@@ -118,9 +118,9 @@ def generate_command(
         raise param_error("generate", "max-replacements", "be >= 0", max_replacements)
     check_data_dir("generate", data_dir)
     check_out_dir("generate", out)
-    specs = expand_grid(datasets, families, noise, coverage, seeds, fidelity, draws)
-    out.mkdir(parents=True, exist_ok=True)
     dd = None if data_dir is None else str(data_dir)
+    specs = expand_grid(datasets, families, noise, coverage, seeds, fidelity, draws, dd)
+    out.mkdir(parents=True, exist_ok=True)
     todo: list[Any] = []
     clashes: list[tuple[Path, str]] = []
     n_damaged = 0

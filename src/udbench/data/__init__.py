@@ -1,7 +1,8 @@
 """The covariate suite (SPEC §2–§3): dataset registry, sources, cleaning, geometry, split.
 
 Public API: :class:`DatasetSpec`, :func:`list_datasets`, :func:`get_dataset_spec`,
-:func:`load_covariates`, :class:`Covariates`, :func:`download_dataset`, :func:`availability`.
+:func:`load_covariates`, :class:`Covariates`, :func:`download_dataset`, :func:`availability`,
+:func:`prepare_dataset` and :func:`write_dataset` (a user's table, ``udbench datasets add``).
 
 Names load on first use (``lazy_loader``): ``udbench datasets`` lists the registry without
 importing pandas or scikit-learn.
@@ -19,6 +20,7 @@ __getattr__, __dir__, _names = _lazy.attach(
         "geometry": ["N_SHELLS", "SHELL_SHRINKAGE", "CovariateGeometry", "largest_remainder"],
         "registry": ["DatasetSpec", "get_dataset_spec", "list_datasets"],
         "sources": ["availability", "cache_dir", "download_dataset"],
+        "user": ["prepare_dataset", "write_dataset"],
     },
 )
 
@@ -33,6 +35,7 @@ if TYPE_CHECKING:  # the same names, for type checkers
     )
     from udbench.data.registry import DatasetSpec, get_dataset_spec, list_datasets
     from udbench.data.sources import availability, cache_dir, download_dataset
+    from udbench.data.user import prepare_dataset, write_dataset
 
 __all__ = [
     "N_SHELLS",
@@ -49,4 +52,6 @@ __all__ = [
     "list_datasets",
     "load_covariates",
     "normalise_name",
+    "prepare_dataset",
+    "write_dataset",
 ]

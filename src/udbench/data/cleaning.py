@@ -49,8 +49,8 @@ def clean_table(
     """Clean a raw table exactly per SPEC §2.
 
     Keeps the registry's covariates (matched by :func:`normalise_name`), drops every row
-    with a missing covariate or target, and min-max scales each covariate to [0, 1] over
-    the kept rows.
+    with a missing covariate or target (no target if ``spec.target`` is empty), and min-max
+    scales each covariate to [0, 1] over the kept rows.
 
     Parameters
     ----------
@@ -63,6 +63,7 @@ def clean_table(
     -------
     X : ndarray of shape (N, d), float64 in [0, 1]
     y_real : ndarray of shape (N,), float64, in the source's target units
+        (all NaN when ``spec.target`` is empty: a user dataset added without a target)
     bounds : ndarray of shape (2, d)
         Raw minimum and maximum of every covariate over the kept rows.
 
@@ -77,7 +78,8 @@ def clean_table(
     for column in frame.columns:
         by_name.setdefault(normalise_name(column), []).append(str(column))
     columns: list[str] = []
-    for wanted in (*spec.covariates, spec.target):
+    wanted_columns = (*spec.covariates, spec.target) if spec.target else spec.covariates
+    for wanted in wanted_columns:
         found = by_name.get(normalise_name(wanted), [])
         if len(found) != 1:
             rule = (
@@ -102,7 +104,10 @@ def clean_table(
             "hold finite numbers (or be empty/'?' where missing)",
             float(values[np.isinf(values[:, j]), j][0]),
         )
-    X, y_real = values[:, :-1], values[:, -1].copy()
+    if spec.target:
+        X, y_real = values[:, :-1], values[:, -1].copy()
+    else:  # a user dataset added without a target column: no real target at all
+        X, y_real = values, np.full(values.shape[0], np.nan)
     if X.shape != (spec.n_rows, spec.n_features):
         raise param_error(
             component,

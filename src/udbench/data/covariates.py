@@ -72,6 +72,8 @@ class Covariates:
         Registry names of the d covariates.
     y_real : ndarray of shape (N,)
         The real target (for fitting GP kernel hyperparameters only; never a task target).
+        All NaN for a user dataset added without a target column (``spec.target == ""``):
+        its GP prior then uses the family's default hyperparameters (``docs/data.md``).
     z : ndarray of shape (N,)
         Noise score of every row (mean 0, SD 1 over all rows; SPEC §3).
     shell : ndarray of shape (N,), int64 in 0..4
@@ -160,8 +162,10 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=16)
-def _load(key: str, data_dir: str | None, stamp: tuple[str | None, float]) -> Covariates:
-    spec = get_dataset_spec(key)
+def _load(
+    key: str, data_dir: str | None, stamp: tuple[str | None, float, str | None, int]
+) -> Covariates:
+    spec = get_dataset_spec(key, data_dir)
     raw = read_raw_table(key, data_dir)
     X, y_real, bounds = clean_table(raw.frame, spec)
     geometry = fit_geometry(X)
@@ -188,6 +192,16 @@ def _load(key: str, data_dir: str | None, stamp: tuple[str | None, float]) -> Co
         bounds=bounds,
         origin=raw.origin,
     )
+
+
+def _registry_stamp(spec: DatasetSpec) -> tuple[str | None, int]:
+    """A user dataset's registry file and its mtime (a re-added dataset is reloaded)."""
+    if spec.registry_file is None:
+        return (None, 0)
+    try:
+        return (spec.registry_file, Path(spec.registry_file).stat().st_mtime_ns)
+    except OSError:
+        return (spec.registry_file, 0)
 
 
 def load_covariates(key: str, data_dir: str | os.PathLike[str] | None = None) -> Covariates:
@@ -218,8 +232,10 @@ def load_covariates(key: str, data_dir: str | os.PathLike[str] | None = None) ->
     """
     from udbench.data.sources import find_raw_table
 
-    get_dataset_spec(key)
+    spec = get_dataset_spec(key, data_dir)
     path = find_raw_table(key, data_dir)
-    stamp = (str(path), path.stat().st_mtime) if path is not None else (None, 0.0)
+    table, mtime = (str(path), path.stat().st_mtime) if path is not None else (None, 0.0)
+    registry_file, registry_mtime = _registry_stamp(spec)
+    stamp = (table, mtime, registry_file, registry_mtime)
     resolved = None if data_dir is None else str(Path(data_dir).expanduser())
     return _load(key, resolved, stamp)

@@ -13,11 +13,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from udbench._cache import CACHE_DIR_ENV, cache_dir
-from udbench._validation import UdbenchError, check_choice
+from udbench._validation import UdbenchError, check_choice, param_error
 
 if TYPE_CHECKING:  # pandas loads where a table is read: listing sources must stay fast
     import pandas as pd
-from udbench.data.registry import DatasetSpec, get_dataset_spec, list_datasets
+from udbench.data.registry import (
+    DATA_DIR_ENV,
+    DatasetSpec,
+    get_dataset_spec,
+    list_datasets,
+    user_data_dir,
+)
 
 __all__ = [
     "RawTable",
@@ -27,9 +33,6 @@ __all__ = [
     "find_raw_table",
     "read_raw_table",
 ]
-
-#: Environment variable naming the local data folder.
-DATA_DIR_ENV = "UDBENCH_DATA_DIR"
 
 
 @dataclass(frozen=True)
@@ -42,10 +45,7 @@ class RawTable:
 
 
 def _data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
-    if data_dir is not None:
-        return Path(data_dir).expanduser()
-    value = os.environ.get(DATA_DIR_ENV)
-    return Path(value).expanduser() if value else None
+    return user_data_dir(data_dir)
 
 
 def _table_path(root: Path, key: str) -> Path:
@@ -54,8 +54,9 @@ def _table_path(root: Path, key: str) -> Path:
 
 def availability(key: str, data_dir: str | os.PathLike[str] | None = None) -> str:
     """Where ``key`` would be loaded from: ``"local"``, ``"cached"``, ``"embedded"`` or
-    ``"needs download"`` (sources tried in that order, see :func:`find_raw_table`)."""
-    spec = get_dataset_spec(key)
+    ``"needs download"`` (sources tried in that order, see :func:`find_raw_table`); a user
+    dataset whose table is gone is ``"missing"``."""
+    spec = get_dataset_spec(key, data_dir)
     root = _data_dir(data_dir)
     if root is not None and _table_path(root, key).is_file():
         return "local"
@@ -63,7 +64,7 @@ def availability(key: str, data_dir: str | os.PathLike[str] | None = None) -> st
         return "cached"
     if spec.source == "sklearn":
         return "embedded"
-    return "needs download"
+    return "missing" if spec.source == "user" else "needs download"
 
 
 def find_raw_table(key: str, data_dir: str | os.PathLike[str] | None = None) -> Path | None:
@@ -78,7 +79,7 @@ def find_raw_table(key: str, data_dir: str | os.PathLike[str] | None = None) -> 
         If the table is nowhere available; the message names the files looked for and
         how to provide one (``udbench datasets download KEY`` or a data folder).
     """
-    spec = get_dataset_spec(key)
+    spec = get_dataset_spec(key, data_dir)
     root = _data_dir(data_dir)
     looked: list[str] = []
     if root is not None:
@@ -97,6 +98,13 @@ def find_raw_table(key: str, data_dir: str | os.PathLike[str] | None = None) -> 
     looked.append(f"{cached} (download cache, ${CACHE_DIR_ENV})")
     if spec.source == "sklearn":
         return None
+    if spec.source == "user":
+        raise UdbenchError(
+            f"load_covariates: parameter 'key' must name a dataset whose table is available; "
+            f"got {key!r}, registered in {spec.registry_file}, but its table is missing "
+            f"({' nor '.join(looked)}). Add it again: `udbench datasets add PATH --name {key} "
+            "--force`."
+        )
     where = "OpenML data id" if spec.source == "openml" else "UCI repository id"
     raise UdbenchError(
         f"load_covariates: parameter 'key' must name a dataset whose raw table is available; "
@@ -116,7 +124,7 @@ def _embedded_frame(spec: DatasetSpec) -> pd.DataFrame:
 
 def read_raw_table(key: str, data_dir: str | os.PathLike[str] | None = None) -> RawTable:
     """Read the raw table of ``key`` from the first source that has it (no cleaning)."""
-    spec = get_dataset_spec(key)
+    spec = get_dataset_spec(key, data_dir)
     path = find_raw_table(key, data_dir)
     if path is None:
         return RawTable(_embedded_frame(spec), "embedded", None)
@@ -191,6 +199,13 @@ def download_dataset(key: str, *, force: bool = False) -> Path:
         SPEC's shape.
     """
     spec = get_dataset_spec(key)
+    if spec.source == "user":
+        raise param_error(
+            "download_dataset",
+            "key",
+            "name a dataset of the packaged suite (a user dataset has no source to fetch from)",
+            key,
+        )
     path = _table_path(cache_dir(), key)
     if path.is_file() and not force:
         return path
@@ -216,9 +231,10 @@ def download_dataset(key: str, *, force: bool = False) -> Path:
 
 def downloadable_keys() -> list[str]:
     """Keys that ``udbench datasets download all`` fetches (every non-embedded dataset)."""
-    return [s.key for s in list_datasets() if s.source != "sklearn"]
+    return [s.key for s in list_datasets() if s.source in ("uci", "openml")]
 
 
-def check_key(key: str) -> str:
-    """Validate a dataset key (helper for the CLI)."""
-    return check_choice("udbench datasets", "key", key, [s.key for s in list_datasets()])
+def check_key(key: str, data_dir: str | os.PathLike[str] | None = None) -> str:
+    """Validate a dataset key, the user's datasets included (helper for the CLI)."""
+    keys = [s.key for s in list_datasets(data_dir=data_dir)]
+    return check_choice("udbench datasets", "key", key, keys)

@@ -30,8 +30,10 @@ __all__ = [
     "FIT_SETTINGS",
     "KernelFit",
     "LBFGSBObjective",
+    "default_kernel_hyper",
     "fit_kernel",
     "log_marginal_likelihood",
+    "select_kernel_family",
 ]
 
 #: Kernel-fit settings per fidelity. ``paper`` and ``standard`` share one fit (the GP has
@@ -315,3 +317,93 @@ def fit_kernel(
             "seed": seed,
         },
     )
+
+
+#: Arc-cosine order used by :func:`default_kernel_hyper` (order 1: the ReLU-network kernel).
+DEFAULT_ARCCOSINE_ORDER = 1
+
+
+def default_kernel_hyper(kernel_family: str, d: int) -> dict[str, Any]:
+    """Unit-kernel hyperparameters of ``kernel_family`` at the fit's fixed starting values.
+
+    Used for a dataset without a real target, where nothing can be fitted: ARD lengthscales
+    √d/2, periodic lengthscales and periods 1, RQ α 1, power 1, arc-cosine variances 1 and
+    order :data:`DEFAULT_ARCCOSINE_ORDER`, equal part weights (restart 0 of
+    :func:`fit_kernel`).
+
+    Parameters
+    ----------
+    kernel_family : str
+        E.g. ``"rbf"`` or ``"rq+linear"``.
+    d : int
+        Number of covariates.
+
+    Returns
+    -------
+    dict
+        ``{"kernel_family", "parts"}`` as :attr:`KernelFit.hyper` (weights sum to 1).
+    """
+    parts = parse_kernel_family(kernel_family)
+    orders = tuple(DEFAULT_ARCCOSINE_ORDER if PARTS[p].orders else 0 for p in parts)
+    with jax.enable_x64(True):
+        hyper, _, _ = _to_hyper(_init_theta(parts, int(d)), parts, orders, kernel_family)
+    return hyper
+
+
+def select_kernel_family(
+    X: np.ndarray,
+    y: np.ndarray,
+    families: Sequence[str],
+    *,
+    seed: int = 0,
+    restarts: int = 3,
+    maxiter: int = 300,
+) -> tuple[str, dict[str, float]]:
+    """Choose the kernel family of largest maximised log marginal likelihood (type-II ML).
+
+    Every family of ``families`` is fitted to (X, y) by :func:`fit_kernel` with the same
+    rows, seed and settings; the family whose best optimum has the largest log marginal
+    likelihood wins (ties: the first in ``families``). Type-II maximum likelihood over a
+    small fixed set of families (Rasmussen & Williams 2006, §5.4); no complexity penalty
+    beyond the one the marginal likelihood carries.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        Scaled covariates (at most a few thousand rows).
+    y : ndarray, shape (n,)
+        The real target (standardised inside :func:`fit_kernel`).
+    families : sequence of str
+        Candidate families (``udbench datasets add`` passes SPEC §2's families,
+        :func:`udbench.data.user.spec_kernel_families`).
+    seed, restarts, maxiter : int
+        Passed to :func:`fit_kernel`.
+
+    Returns
+    -------
+    family : str
+        The chosen family.
+    lml : dict of str to float
+        The maximised log marginal likelihood of every family (nats, standardised target).
+
+    Raises
+    ------
+    UdbenchError
+        Empty ``families``, an unknown kernel part, bad shapes or a constant target; no
+        family converged.
+    """
+    if not families:
+        raise param_error("select_kernel_family", "families", "be non-empty", list(families))
+    lml: dict[str, float] = {}
+    for family in families:
+        try:
+            fit = fit_kernel(X, y, family, seed=seed, restarts=restarts, maxiter=maxiter)
+        except UdbenchError as err:
+            if "converged" not in str(err):
+                raise
+            continue
+        lml[family] = fit.lml_final
+    if not lml:
+        raise UdbenchError(f"select_kernel_family: no family of {list(families)} converged")
+    best = max(lml, key=lambda f: (lml[f], -list(families).index(f)))
+    return best, lml

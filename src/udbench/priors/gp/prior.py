@@ -39,7 +39,7 @@ from udbench.priors.base import (
     call_seed,
     scale_from_unit_draws,
 )
-from udbench.priors.gp.fit import FIT_SETTINGS, fit_kernel
+from udbench.priors.gp.fit import FIT_SETTINGS, default_kernel_hyper, fit_kernel
 from udbench.priors.gp.kernels import kernel_matrix, parse_kernel_family
 from udbench.priors.gp.linalg import (
     JITTER_START,
@@ -332,19 +332,40 @@ def build_prior(
         if record is not None and record.get("udbench_version") != __version__:
             record = None
     if record is None:
-        cand = np.asarray(cov.cand_idx)
-        rng = make_rng("gp-fit-rows", cov.key)
-        k = min(fit_set["max_rows"], cand.size)
-        rows = np.sort(rng.choice(cand, size=k, replace=False))
-        fit = fit_kernel(
-            X[rows],
-            np.asarray(cov.y_real, dtype=np.float64)[rows],
-            family,
-            seed=derive_seed("gp-fit", cov.key),
-            restarts=fit_set["restarts"],
-            maxiter=fit_set["maxiter"],
-        )
-        unit = GPPrior(fit.hyper, 1.0, draws_at_train=False)
+        y_all = np.asarray(cov.y_real, dtype=np.float64)
+        if np.isnan(y_all).all():  # a user dataset without a target: nothing to fit
+            hyper = default_kernel_hyper(family, X.shape[1])
+            fit_record: dict[str, Any] = {
+                "fit_settings": {"fitted": False, "reason": "no real target"},
+                "fitted_total_variance": None,
+                "fitted_noise_variance": None,
+                "lml_initial": None,
+                "lml_final": None,
+                "initial": hyper,
+            }
+        else:
+            cand = np.asarray(cov.cand_idx)
+            rng = make_rng("gp-fit-rows", cov.key)
+            k = min(fit_set["max_rows"], cand.size)
+            rows = np.sort(rng.choice(cand, size=k, replace=False))
+            fit = fit_kernel(
+                X[rows],
+                np.asarray(cov.y_real, dtype=np.float64)[rows],
+                family,
+                seed=derive_seed("gp-fit", cov.key),
+                restarts=fit_set["restarts"],
+                maxiter=fit_set["maxiter"],
+            )
+            hyper = fit.hyper
+            fit_record = {
+                "fit_settings": {**fit_set, **fit.settings},
+                "fitted_total_variance": fit.total_variance,
+                "fitted_noise_variance": fit.noise_variance,
+                "lml_initial": fit.lml_initial,
+                "lml_final": fit.lml_final,
+                "initial": fit.initial,
+            }
+        unit = GPPrior(hyper, 1.0, draws_at_train=False)
         draws = unit.sample(
             X[np.asarray(cov.eval_idx)], derive_seed("gp-scale", cov.key), SCALE_N_DRAWS
         )
@@ -353,14 +374,9 @@ def build_prior(
             "udbench_version": __version__,
             "dataset": cov.key,
             "kernel_family": family,
-            "fit_settings": {**fit_set, **fit.settings},
             "data_fingerprint": fp,
-            "hyperparameters": fit.hyper,
-            "fitted_total_variance": fit.total_variance,
-            "fitted_noise_variance": fit.noise_variance,
-            "lml_initial": fit.lml_initial,
-            "lml_final": fit.lml_final,
-            "initial": fit.initial,
+            "hyperparameters": hyper,
+            **fit_record,
             "scale": a,
             "scale_n_draws": SCALE_N_DRAWS,
         }
