@@ -318,22 +318,38 @@ def register(app: typer.Typer) -> None:
             "--bootstrap-unit",
             help="Analyses: resample instances within datasets ('instance') or whole datasets.",
         ),
+        cd_metric: list[str] = typer.Option(
+            [],
+            "--cd-metric",
+            help="Metric of a critical-difference diagram (repeatable; default rho_eu_risk "
+            "and crps): rho_eu_risk, rho_au, rmse, nmse or a proxy (udbench leaderboard "
+            "--metrics).",
+        ),
     ) -> None:
         """Write an HTML report (figures embedded, PNGs beside it) with the analyses of
         ``udbench analyze`` (tables and figures under REPORT/analyses/, linked)."""
         from udbench._validation import check_choice
         from udbench.analyses import BOOTSTRAP_UNITS, analyze
+        from udbench.evaluation.leaderboard import METRIC_LABELS
         from udbench.evaluation.store import read_results
-        from udbench.report.html import write_report
+        from udbench.report.html import CD_METRICS, write_report
 
         check_choice("udbench report", "--bootstrap-unit", bootstrap_unit, BOOTSTRAP_UNITS)
+        for m in cd_metric:
+            check_choice("udbench report", "--cd-metric", m, [*METRIC_LABELS, "rho_eu_au"])
         check_out_dir("udbench report", out)
         df = read_results(results)
         extra = analyze(
             df, out / "analyses", bootstrap_unit=bootstrap_unit, link_prefix="analyses/"
         )
         folder = results if results.is_dir() else None  # kept predictions live there
-        path = write_report(df, out, sections=extra.sections, results_dir=folder)
+        path = write_report(
+            df,
+            out,
+            sections=extra.sections,
+            results_dir=folder,
+            cd_metrics=tuple(cd_metric) or CD_METRICS,
+        )
         Console().print(f"report written to {path}", highlight=False)
 
     @app.command("quickstart")
