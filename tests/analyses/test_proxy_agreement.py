@@ -98,3 +98,33 @@ def test_analyze_writes_agreement_table_levels_and_figure(results, tmp_path):
     assert (tmp_path / "tables" / "proxy_agreement_levels.csv").is_file()
     assert (tmp_path / "figures" / "proxy_agreement.png").is_file()
     assert "proxy_agreement_levels.csv" in (tmp_path / "analyses.html").read_text()
+
+
+def test_batched_bootstrap_equals_direct_resampling(results):
+    """Shared columns and per-scope products give the numbers of Resampling.mean."""
+    from udbench.analyses.tables import _context
+    from udbench.evaluation.proxies import oriented
+
+    df = results.copy()
+    df.loc[df.index[::7], "ence"] = np.nan  # other cells than the oracle's: no sharing
+    ctx = _context(df, "t", "instance", 300, 0.9, 0, None)
+    frame, boot = ctx
+    table = proxy_agreement_table(df, proxies=("crps", "ence"), criteria=("eu",), _ctx=ctx)
+    oracle = frame.wide("rho_eu_risk")
+    for proxy in ("crps", "ence"):
+        values = oriented(proxy, frame.wide(proxy))
+        for factor, level in (("all", "all"), ("dataset", "ds01")):
+            rows = np.ones(len(frame.instances), dtype=bool)
+            if factor != "all":
+                rows = frame.instances[factor].to_numpy(dtype=str) == level
+            joint = np.isfinite(values) & np.isfinite(oracle) & rows[:, None]
+            p, o = np.where(joint, values, np.nan), np.where(joint, oracle, np.nan)
+            reps = kendall_tau_b(boot.mean(p, rows), boot.mean(o, rows))
+            low, high = boot.interval(reps[:, None])
+            est = kendall_tau_b(np.nanmean(p[rows], axis=0), np.nanmean(o[rows], axis=0))
+            if proxy == "ence":
+                assert low[0] < high[0]  # a proxy with a real interval
+            got = table[(table["proxy"] == proxy) & (table["level"] == level)].iloc[0]
+            assert got["tau"] == pytest.approx(float(est), abs=1e-12)
+            assert got["tau_low"] == pytest.approx(float(low[0]), abs=1e-12)
+            assert got["tau_high"] == pytest.approx(float(high[0]), abs=1e-12)

@@ -65,42 +65,73 @@ def kendall_tau_b(x: Any, y: Any) -> np.ndarray:
         return np.where(den > 0, np.sum(s * t, axis=-1) / np.where(den > 0, den, 1.0), np.nan)
 
 
-def _means(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    v = values[rows]
-    finite = np.isfinite(v)
-    n = finite.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > 0, np.where(finite, v, 0.0).sum(axis=0) / np.maximum(n, 1), np.nan)
+def _scope_taus(
+    pairs: list[tuple[np.ndarray, np.ndarray]], rows: np.ndarray, boot: Resampling
+) -> list[dict[str, Any]]:
+    """τ (with interval) of every (proxy, oracle) table pair on the instances ``rows``.
 
+    The replicate means of all pairs come from one matrix product over the scope's instances
+    (the numbers of :meth:`Resampling.mean`, without the zero-weight rows).
+    """
+    idx = np.flatnonzero(rows)
+    blocks: list[np.ndarray] = []
+    width = 0
+    shared: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
+    cols: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    outs: list[dict[str, Any]] = []
 
-def _tau(
-    proxy: np.ndarray, oracle: np.ndarray, rows: np.ndarray, boot: Resampling
-) -> dict[str, Any]:
-    joint = np.isfinite(proxy) & np.isfinite(oracle) & rows[:, None]
-    p = np.where(joint, proxy, np.nan)
-    o = np.where(joint, oracle, np.nan)
-    methods = joint.any(axis=0)
-    out: dict[str, Any] = {
-        "tau": np.nan,
-        "tau_low": np.nan,
-        "tau_high": np.nan,
-        "n_methods": int(methods.sum()),
-        "n_instances": int(joint.any(axis=1).sum()),
-        "note": "",
-    }
-    if methods.sum() < MIN_METHODS:
-        out["note"] = f"needs >= {MIN_METHODS} methods with both values (have {methods.sum()})"
-        return out
-    p, o = p[:, methods], o[:, methods]
-    out["tau"] = float(kendall_tau_b(_means(p, rows), _means(o, rows)))
-    reps = kendall_tau_b(boot.mean(p, rows), boot.mean(o, rows))
-    # a replicate in which some method has no drawn cell is undefined (left out)
-    undefined = ~(np.isfinite(boot.mean(p, rows)).all(axis=1))
-    low, high = boot.interval(np.where(undefined, np.nan, reps)[:, None])
-    out["tau_low"], out["tau_high"] = float(low[0]), float(high[0])
-    if not np.isfinite(out["tau"]):
-        out["note"] = "one ranking has every method tied"
-    return out
+    def add(block: np.ndarray) -> np.ndarray:
+        nonlocal width
+        blocks.append(block)
+        width += block.shape[1]
+        return np.arange(width - block.shape[1], width)
+
+    for proxy, oracle in pairs:
+        joint = np.isfinite(proxy[idx]) & np.isfinite(oracle[idx])
+        methods = joint.any(axis=0)
+        p_cols = add(np.where(joint, proxy[idx], 0.0))
+        # the oracle sums and the counts are the same for every proxy defined on the same
+        # cells (the usual case): computed once
+        key = (id(oracle), np.packbits(joint).tobytes())
+        if key not in shared:
+            shared[key] = (add(np.where(joint, oracle[idx], 0.0)), add(joint.astype(float)))
+        cols.append((p_cols, *shared[key], methods))
+        outs.append(
+            {
+                "tau": np.nan,
+                "tau_low": np.nan,
+                "tau_high": np.nan,
+                "n_methods": int(methods.sum()),
+                "n_instances": int(joint.any(axis=1).sum()),
+                "note": "",
+            }
+        )
+    if not idx.size or not any(o["n_methods"] >= MIN_METHODS for o in outs):
+        for o in outs:
+            o["note"] = f"needs >= {MIN_METHODS} methods with both values (have {o['n_methods']})"
+        return outs
+    stacked = np.concatenate(blocks, axis=1, dtype=float)
+    sums = boot.counts[:, idx] @ stacked  # (B, columns)
+    full = stacked.sum(axis=0)  # the estimate: every instance once
+    for (pc, oc, dc, m), out in zip(cols, outs, strict=True):
+        if out["n_methods"] < MIN_METHODS:
+            out["note"] = (
+                f"needs >= {MIN_METHODS} methods with both values (have {out['n_methods']})"
+            )
+            continue
+        pc, oc, dc = pc[m], oc[m], dc[m]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mp, mo = sums[:, pc] / sums[:, dc], sums[:, oc] / sums[:, dc]
+            ep, eo = full[pc] / full[dc], full[oc] / full[dc]
+        out["tau"] = float(kendall_tau_b(ep, eo))
+        reps = kendall_tau_b(mp, mo)
+        # a replicate in which some method has no drawn cell is undefined (left out)
+        reps = np.where(np.isfinite(mp).all(axis=1), reps, np.nan)
+        low, high = boot.interval(reps[:, None])
+        out["tau_low"], out["tau_high"] = float(low[0]), float(high[0])
+        if not np.isfinite(out["tau"]):
+            out["note"] = "one ranking has every method tied"
+    return outs
 
 
 def proxy_agreement_table(
@@ -161,24 +192,25 @@ def proxy_agreement_table(
         col = frame.instances[f].to_numpy(dtype=str)
         scopes += [(f, str(level), col == level) for level in np.unique(col)]
     rows: list[dict[str, Any]] = []
+    pairs: list[tuple[str, str, np.ndarray, np.ndarray]] = []
     for crit in criteria:
         oracle = frame.wide(CRITERIA[crit])
-        for p in proxies:
-            values = oriented(p, frame.wide(p))
-            stored = p in frame.rows.columns
-            for factor, level, sel in scopes:
-                row = {
-                    "criterion": crit,
-                    "oracle": _ORACLE_LABELS[crit],
-                    "proxy": p,
-                    "proxy_label": PROXY_LABELS[p],
-                    "factor": factor,
-                    "level": level,
-                    **_tau(values, oracle, sel, boot),
-                }
-                if not stored:
-                    row["note"] = "not in these results (rows written before proxies were stored)"
-                rows.append(row)
+        pairs += [(crit, p, oriented(p, frame.wide(p)), oracle) for p in proxies]
+    by_scope = [_scope_taus([(v, o) for _, _, v, o in pairs], sel, boot) for _, _, sel in scopes]
+    for j, (crit, p, _, _) in enumerate(pairs):
+        for (factor, level, _), outs in zip(scopes, by_scope, strict=True):
+            row = {
+                "criterion": crit,
+                "oracle": _ORACLE_LABELS[crit],
+                "proxy": p,
+                "proxy_label": PROXY_LABELS[p],
+                "factor": factor,
+                "level": level,
+                **outs[j],
+            }
+            if p not in frame.rows.columns:
+                row["note"] = "not in these results (rows written before proxies were stored)"
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
