@@ -38,6 +38,10 @@ def test_crps_nll_against_closed_forms():
     nll = 0.5 * np.log(2 * np.pi * s**2) + 0.5 * z**2
     assert out["nll"] == pytest.approx(np.mean(nll), abs=1e-10)
     assert out["crps"] == pytest.approx(float(np.mean(sr.crps_normal(y, m, s))), abs=1e-10)
+    assert out["nll"] == pytest.approx(float(np.mean(sr.logs_normal(y, m, s))), abs=1e-10)
+    # far in the tail the log score stays finite (scoringrules' log of the density is inf)
+    far = proxy_metrics(np.zeros(2), np.full(2, 1e-6), np.zeros(2), np.array([1.0, -1.0]))
+    assert far["nll"] == pytest.approx(0.5 * np.log(2 * np.pi * 1e-6) + 0.5 / 1e-6)
     assert out["sharpness"] == pytest.approx(np.sqrt(np.mean(s**2)), rel=1e-12)
 
 

@@ -6,7 +6,8 @@ points with the task's known noise (:func:`noisy_targets`), and three of them ju
 epistemic part N(â, EU) against the ground truth f* (suffix ``_f``). Their definitions and
 sources are in docs/metrics.md; in short (means over the n points):
 
-- ``nll``: Gaussian negative log-likelihood −log φ(y; â, s²) (``scoringrules.logs_normal``);
+- ``nll``: Gaussian negative log-likelihood −log φ(y; â, s²) (closed form; equal to
+  ``scoringrules.logs_normal`` where that is finite, which it is not once φ underflows);
 - ``crps``: continuous ranked probability score of N(â, s²) at y (``scoringrules.crps_normal``,
   closed form of Gneiting et al. 2005);
 - ``picp_{50,90,95}``, ``mpiw_{50,90,95}``: coverage (fraction of y inside) and mean width of the
@@ -221,6 +222,15 @@ def _observed(abs_z_sorted: np.ndarray, p: np.ndarray) -> np.ndarray:
     return counts / abs_z_sorted.size
 
 
+def _gaussian_nll(obs: np.ndarray, mean: np.ndarray, var: np.ndarray) -> float:
+    """Mean −log φ(obs; mean, var) = ½ log(2π var) + (obs − mean)² / (2 var), closed form.
+
+    Written out rather than ``scoringrules.logs_normal``, which takes the log of the density
+    and so returns inf once the density underflows (|z| > ~38); the closed form stays finite.
+    """
+    return float(np.mean(0.5 * np.log(2.0 * np.pi * var) + 0.5 * (obs - mean) ** 2 / var))
+
+
 def _ence(sd: np.ndarray, sq_err: np.ndarray, bins: int) -> tuple[float, str | None]:
     n = sd.size
     if n < bins:
@@ -318,7 +328,7 @@ def proxy_metrics(
         undefined(total_keys, f"predictive variance AU + EU is 0 at {n_zero} of {m.size} points")
     else:
         sd = np.sqrt(var)
-        out["nll"] = float(np.mean(sr.logs_normal(obs, m, sd, backend=_BACKEND)))
+        out["nll"] = _gaussian_nll(obs, m, var)
         out["crps"] = float(np.mean(sr.crps_normal(obs, m, sd, backend=_BACKEND)))
         for q in INTERVAL_LEVELS:
             alpha = 1.0 - q / 100.0
@@ -359,7 +369,7 @@ def proxy_metrics(
             undefined(["nll_f", "crps_f"], f"EU is 0 at {n_zero_eu} of {m.size} points")
         else:
             sd_f = np.sqrt(eu)
-            out["nll_f"] = float(np.mean(sr.logs_normal(f, m, sd_f, backend=_BACKEND)))
+            out["nll_f"] = _gaussian_nll(f, m, eu)
             out["crps_f"] = float(np.mean(sr.crps_normal(f, m, sd_f, backend=_BACKEND)))
     out["nan_reasons"] = "; ".join(reasons)
     return out
