@@ -147,10 +147,12 @@ def test_report_writes_html_and_figures(fake_results, tmp_path):
     df = read_results(fake_results)
     path = write_report(df, tmp_path / "rep", n_resamples=200)
     text = path.read_text()
-    for png in ("eu_rho.png", "au_rho.png", "entanglement.png", "shells.png"):
+    pngs = ("eu_rho.png", "au_rho.png", "entanglement.png", "shells.png")
+    # and the critical-difference diagrams of rho_eu_risk and crps (issue 24)
+    for png in (*pngs, "cd_rho_eu_risk.png", "cd_crps.png"):
         data = (tmp_path / "rep" / png).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    assert text.count("data:image/png;base64,") == 4
+    assert text.count("data:image/png;base64,") == 6
     assert "Task grid" in text and "smooth-monotone" in text and "udbench" in text
     assert "n/a (constant AU)" in text  # fake-mean has constant AU
     assert text.count("<tr>") >= 6 + 2  # per-instance table has every cell

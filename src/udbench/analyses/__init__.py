@@ -12,6 +12,8 @@ intervals (resampling instances within datasets, or whole datasets):
   the others;
 - :func:`entanglement_table`: ρ(EU, AU), ρ(EU*, AU*) and Δ_ent per EU target;
 - :func:`shell_table` (EU quality per coverage shell) and :func:`accuracy_table` (RMSE, NMSE);
+- :func:`proxy_agreement_table`: Kendall's τ between the method ranking of every proxy
+  metric (NLL, CRPS, coverage, …) and the oracle ranking, pooled and per factor level;
 - :func:`analyze`: all of them, written as CSV + LaTeX tables and PNG + SVG figures with an
   HTML page (``udbench analyze``). docs/analyses.md describes the choices.
 """
@@ -23,6 +25,7 @@ from udbench.analyses._common import (
     weighted_kendall_w,
 )
 from udbench.analyses.analyze import Analysis, analyze, display_table, latex_table
+from udbench.analyses.proxies import proxy_agreement_table
 from udbench.analyses.tables import (
     FACTORS,
     accuracy_table,
@@ -47,6 +50,7 @@ __all__ = [
     "headline_table",
     "latex_table",
     "matched_prior_advantage",
+    "proxy_agreement_table",
     "rank_heatmap_table",
     "shell_table",
     "stability_table",

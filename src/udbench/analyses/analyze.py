@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from udbench.analyses import figures as fg
+from udbench.analyses import proxies as px
 from udbench.analyses import tables as tb
 from udbench.analyses._common import FAMILY_NAMES, method_families
 from udbench.report.html import REPORT_CSS, ReportSection
@@ -52,6 +53,10 @@ _HEADERS: dict[str, str] = {
     "outer_minus_inner": "shell 4 − shell 0",
     "rmse": "RMSE",
     "nmse": "NMSE",
+    "tau": "Kendall's τ",
+    "proxy_label": "proxy",
+    "n_methods": "methods",
+    "n_instances": "instances",
     **{f"rho_star_{t}": f"ρ(EU*_{t}, AU*)" for t in ("risk", "var", "point")},
     **{f"delta_ent_{t}": f"Δ_ent ({t})" for t in ("risk", "var", "point")},
 }
@@ -153,7 +158,8 @@ class Analysis:
     tables : dict
         Name -> DataFrame (``headline``, ``stability``, ``rank_heatmap``,
         ``matched_prior``, ``matched_prior_methods``, ``entanglement``, ``shells``,
-        ``accuracy``).
+        ``accuracy``, ``proxy_agreement`` — pooled τ per proxy —, ``proxy_agreement_levels`` —
+        τ per factor level).
     files : list of Path
         Every file written (tables, figures, the HTML page).
     html : Path or None
@@ -218,6 +224,16 @@ _TABLES: tuple[tuple[str, str, str], ...] = (
         "Mean RMSE and NMSE = mean (â − f*)² / Var(f*) against the ground truth f*; ranks by "
         "NMSE (1 = lowest).",
     ),
+    (
+        "proxy_agreement",
+        "Proxy metrics against the oracle: Kendall's τ of the rankings",
+        "For each proxy metric (NLL, CRPS, interval coverage and width, calibration error, "
+        "sharpness, AUSE…; docs/metrics.md), Kendall's τ-b between the method ranking by its "
+        "mean and the ranking by the oracle criterion (EU: ρ(EU, EU*_risk); AU: ρ(AU, AU*), "
+        "heteroscedastic noise, heteroscedastic-AU methods), pooled over all instances; the "
+        "same per level of every factor is in proxy_agreement_levels.csv (grey marks in the "
+        "figure). τ = 1: the proxy would have ranked the methods as the ground truth does.",
+    ),
 )
 #: table name -> figure names drawn from it
 _FIGURES: dict[str, tuple[str, ...]] = {
@@ -228,6 +244,7 @@ _FIGURES: dict[str, tuple[str, ...]] = {
     "entanglement": ("entanglement",),
     "shells": ("shells",),
     "accuracy": ("accuracy",),
+    "proxy_agreement": ("proxy_agreement",),
 }
 
 
@@ -299,6 +316,9 @@ def analyze(
     acc = tb.accuracy_table(results, _ctx=ctx)
     acc.insert(1, "family", [fam[m] for m in acc["method"]])
     t["accuracy"] = acc
+    levels = px.proxy_agreement_table(results, _ctx=ctx)
+    t["proxy_agreement"] = levels[levels["factor"] == "all"].drop(columns=["factor", "level"])
+    t["proxy_agreement"] = t["proxy_agreement"].reset_index(drop=True)
 
     draw: dict[str, Callable[[], Any]] = {
         "headline_eu": lambda: fg.headline_figure(t["headline"]),
@@ -311,6 +331,7 @@ def analyze(
         "entanglement": lambda: fg.entanglement_figure(t["entanglement"], fam),
         "shells": lambda: fg.shell_figure(t["shells"], fam),
         "accuracy": lambda: fg.accuracy_figure(t["accuracy"]),
+        "proxy_agreement": lambda: px.proxy_agreement_figure(levels),
     }
     out = Path(out_dir)
     (out / "tables").mkdir(parents=True, exist_ok=True)
@@ -341,6 +362,8 @@ def analyze(
                 continue
             if fig_name == "rank_heatmap" and t["rank_heatmap"].empty:
                 continue
+            if fig_name == "proxy_agreement" and not t["proxy_agreement"]["tau"].notna().any():
+                continue
             fig = draw[fig_name]()
             png = _save(fig, out / "figures" / f"{fig_name}.png", "png")
             svg_path = out / "figures" / f"{fig_name}.svg"
@@ -355,6 +378,12 @@ def analyze(
                 f"<a href='{link_prefix}figures/{fig_name}.png'>{fig_name}.png</a>",
                 f"<a href='{link_prefix}figures/{fig_name}.svg'>{fig_name}.svg</a>",
             ]
+        if name == "proxy_agreement":
+            extra = out / "tables" / "proxy_agreement_levels.csv"
+            levels.to_csv(extra, index=False)
+            result.files.append(extra)
+            result.tables["proxy_agreement_levels"] = levels
+            links.append(f"<a href='{link_prefix}tables/{extra.name}'>per level (CSV)</a>")
         body.append(f"<p class='files'>Files: {' · '.join(links)}</p>")
         body.append(display_table(table).to_html(index=not isinstance(table.index, pd.RangeIndex)))
         result.sections.append(ReportSection(title, "\n".join(body)))

@@ -17,8 +17,16 @@ from rich.console import Console
 from rich.table import Table
 
 from udbench._validation import param_error
+from udbench.evaluation.proxies import PROXY_KEYS, PROXY_LABELS
 
-__all__ = ["BOARD_COLUMNS", "DEFAULT_COLUMNS", "board_table", "parse_columns", "print_board"]
+__all__ = [
+    "BOARD_COLUMNS",
+    "DEFAULT_COLUMNS",
+    "board_table",
+    "parse_columns",
+    "parse_metrics",
+    "print_board",
+]
 
 #: Column key -> (header, leaderboard column). ``n`` shows valid cells (and failed, if any).
 BOARD_COLUMNS: dict[str, tuple[str, str]] = {
@@ -33,6 +41,8 @@ BOARD_COLUMNS: dict[str, tuple[str, str]] = {
     "delta_ent_risk": ("Δ_ent", "delta_ent_risk"),
     "rmse": ("RMSE", "rmse"),
     "n": ("valid", "n_valid"),
+    # proxy metrics (udbench.evaluation.proxies), shown with --metrics or --columns
+    **{k: (PROXY_LABELS[k].replace(" vs f* (EU)", "·f*"), k) for k in PROXY_KEYS},
 }
 #: The default columns (``rank`` and ``method`` are always shown).
 DEFAULT_COLUMNS: tuple[str, ...] = ("rho_eu_risk", "rho_au", "delta_ent_risk", "rmse", "n")
@@ -44,7 +54,33 @@ _LEGEND = {
     "rho_au": "ρ AU·AU* = ρ(AU, AU*) (heteroscedastic noise)",
     "delta_ent_risk": "Δ_ent = ρ(EU, AU) − ρ(EU*_risk, AU*)",
     "rmse": "RMSE of the prediction vs f* (target units)",
+    "nll": "NLL, CRPS, Winkler: of N(â, AU + EU) at noisy y (lower is better)",
+    "picp_50": "PICP q% = coverage of the central q% interval (nominal q)",
+    "mpiw_50": "MPIW q% = its mean width",
+    "ence": "ENCE: 10 equal-count SD bins",
+    "ause": "AUSE: area under the sparsification error curve",
+    "nll_f": "·f* = N(â, EU) scored at f*",
 }
+#: Columns whose legend line is another column's (one line per group).
+_GROUP: dict[str, str] = {
+    "crps": "nll",
+    "winkler_50": "nll",
+    "winkler_90": "nll",
+    "winkler_95": "nll",
+    "picp_90": "picp_50",
+    "picp_95": "picp_50",
+    "mpiw_90": "mpiw_50",
+    "mpiw_95": "mpiw_50",
+    "crps_f": "nll_f",
+    "ause_f": "nll_f",
+}
+
+
+#: Columns in target units or unbounded: shown to 3 significant digits, like RMSE.
+_SCALED = frozenset(
+    {"rmse", "nll", "crps", "sharpness", "nll_f", "crps_f"}
+    | {f"{p}_{q}" for p in ("mpiw", "winkler") for q in (50, 90, 95)}
+)
 
 
 def parse_columns(text: str | None) -> list[str]:
@@ -72,6 +108,30 @@ def parse_columns(text: str | None) -> list[str]:
     return ["rank", "method"] + [c for c in dict.fromkeys(chosen) if c not in ("rank", "method")]
 
 
+def parse_metrics(text: str | None) -> list[str]:
+    """The proxy metrics named in ``--metrics`` (comma-separated; ``all`` for every one).
+
+    Raises
+    ------
+    UdbenchError
+        An unknown name (the message lists the proxies).
+    """
+    if text is None:
+        return []
+    chosen = [c.strip() for c in text.split(",") if c.strip()]
+    if chosen == ["all"]:
+        return list(PROXY_KEYS)
+    unknown = [c for c in chosen if c not in PROXY_KEYS]
+    if unknown or not chosen:
+        raise param_error(
+            "udbench leaderboard",
+            "--metrics",
+            f"be 'all' or comma-separated names among {', '.join(PROXY_KEYS)}",
+            text,
+        )
+    return list(dict.fromkeys(chosen))
+
+
 def _finite(v: Any) -> bool:
     """True for a finite number (Python or NumPy); False for None, NaN, ±inf and pandas.NA."""
     try:
@@ -88,7 +148,7 @@ def _significant(v: float, digits: int) -> str:
 
 
 def _number(v: float, key: str) -> str:
-    if key == "rmse":
+    if key in _SCALED:
         return _significant(v, 3)
     if key == "mean_rank":
         return f"{v:.2f}"
@@ -139,7 +199,7 @@ def _cell(r: dict[str, Any], key: str, intervals: bool, rmse_scale: int = 0) -> 
     if intervals:
         return f"{text} [{_number(float(lo), key)}, {_number(float(hi), key)}]"
     half = (float(hi) - float(lo)) / 2.0
-    return f"{text}±{_significant(half, 2)}" if key == "rmse" else f"{text}±{half:.2f}"
+    return f"{text}±{_significant(half, 2)}" if key in _SCALED else f"{text}±{half:.2f}"
 
 
 def board_table(
@@ -194,7 +254,8 @@ def board_table(
     notes = [ranking] if ranking else []
     if partial:
         notes.append(str(partial))
-    legend = [_LEGEND[c] for c in cols if c in _LEGEND]
+    groups = dict.fromkeys(_GROUP.get(c, c) for c in cols)
+    legend = [_LEGEND[c] for c in groups if c in _LEGEND]
     if any(c in _AU_COLUMNS for c in cols) and bool(board["constant_aleatoric"].any()):
         legend.append("const. = constant-AU method: ρ(AU, AU*) and Δ_ent undefined (SPEC §8)")
     if "rank_value" in cols and not by_mean_rank:

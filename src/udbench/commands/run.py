@@ -226,6 +226,13 @@ def register(app: typer.Typer) -> None:
         intervals: bool = typer.Option(
             False, "--intervals", help="Show \\[low, high] intervals instead of ±half-width."
         ),
+        proxy_metrics: str | None = typer.Option(
+            None,
+            "--metrics",
+            help="Proxy metrics to add as columns (docs/metrics.md), comma-separated or 'all': "
+            "nll, crps, picp_50/90/95, mpiw_50/90/95, winkler_50/90/95, miscal_area, ence, "
+            "sharpness, spearman_err_sd, ause, nll_f, crps_f, ause_f.",
+        ),
         dataset: list[str] = typer.Option([], "--dataset", help="Only these datasets."),
         family: list[str] = typer.Option([], "--family", help="Only these oracle families."),
         noise: list[str] = typer.Option([], "--noise", help="Only these noise modes."),
@@ -239,17 +246,25 @@ def register(app: typer.Typer) -> None:
         what it is computed on are printed under the table.
         """
         from udbench._validation import param_error
-        from udbench.commands._board import parse_columns, print_board
+        from udbench.commands._board import parse_columns, parse_metrics, print_board
         from udbench.evaluation.leaderboard import (
+            LEADERBOARD_METRICS,
             filter_results,
             leaderboard,
             leaderboard_records,
         )
+        from udbench.evaluation.proxies import PROXY_KEYS
         from udbench.evaluation.store import read_results
 
         if as_json and as_csv:
             raise param_error("udbench leaderboard", "--json/--csv", "be given alone", "both")
         cols = parse_columns(columns)
+        extra = parse_metrics(proxy_metrics)
+        cols += [m for m in extra if m not in cols]
+        wanted = [*extra, *(c for c in cols if c in PROXY_KEYS)]
+        if rank_by in PROXY_KEYS:
+            wanted.append(rank_by)
+        metrics = list(dict.fromkeys([*LEADERBOARD_METRICS, *wanted]))
         rows = filter_results(
             read_results(results),
             dataset=dataset,
@@ -258,7 +273,9 @@ def register(app: typer.Typer) -> None:
             coverage=coverage,
             method=method,
         )
-        board = leaderboard(rows, rank_by=rank_by, rank_stat=rank_stat, n_resamples=n_resamples)
+        board = leaderboard(
+            rows, metrics=metrics, rank_by=rank_by, rank_stat=rank_stat, n_resamples=n_resamples
+        )
         if as_json:
             typer.echo(json.dumps(leaderboard_records(board), indent=2))
         elif as_csv:
@@ -334,15 +351,25 @@ def register(app: typer.Typer) -> None:
             "--bootstrap-unit",
             help="Analyses: resample instances within datasets ('instance') or whole datasets.",
         ),
+        cd_metric: list[str] = typer.Option(
+            [],
+            "--cd-metric",
+            help="Metric of a critical-difference diagram (repeatable; default rho_eu_risk "
+            "and crps): rho_eu_risk, rho_au, rmse, nmse or a proxy (udbench leaderboard "
+            "--metrics).",
+        ),
     ) -> None:
         """Write an HTML report (figures embedded, PNGs beside it) with the analyses of
         ``udbench analyze`` (tables and figures under REPORT/analyses/, linked)."""
         from udbench._validation import check_choice
         from udbench.analyses import BOOTSTRAP_UNITS, analyze
+        from udbench.evaluation.leaderboard import METRIC_LABELS
         from udbench.evaluation.store import read_results
-        from udbench.report.html import write_report
+        from udbench.report.html import CD_METRICS, write_report
 
         check_choice("udbench report", "--bootstrap-unit", bootstrap_unit, BOOTSTRAP_UNITS)
+        for m in cd_metric:
+            check_choice("udbench report", "--cd-metric", m, [*METRIC_LABELS, "rho_eu_au"])
         check_out_dir("udbench report", out)
         df = read_results(results)
         extra = analyze(
@@ -354,7 +381,14 @@ def register(app: typer.Typer) -> None:
             from udbench.tuning.records import load_records
 
             tuned = load_records(results / "tuned")
-        path = write_report(df, out, sections=extra.sections, results_dir=folder, tuned=tuned)
+        path = write_report(
+            df,
+            out,
+            sections=extra.sections,
+            results_dir=folder,
+            tuned=tuned,
+            cd_metrics=tuple(cd_metric) or CD_METRICS,
+        )
         Console().print(f"report written to {path}", highlight=False)
 
     @app.command("quickstart")

@@ -12,7 +12,15 @@ Per method (one entry per method configuration, labelled as given to ``udbench r
 - ``rmse``: mean RMSE of the point prediction against f*;
 - each with a percentile bootstrap interval resampling instances
   (:func:`udbench.evaluation.metrics.bootstrap_ci`), and the number of instances behind it;
-- ``n_valid`` / ``n_failed`` cells, ``mean_rank`` and ``rank``.
+- ``n_valid`` / ``n_failed`` cells, ``mean_rank`` and ``rank``;
+- on request (``metrics=``), any proxy metric of :mod:`udbench.evaluation.proxies` (NLL,
+  CRPS, PICP/MPIW/Winkler at 50/90/95 %, miscalibration area, ENCE, sharpness, ρ(|err|, SD),
+  AUSE, …); rows written before udbench stored them count as missing (NaN, ``m_n`` = 0).
+
+A proxy ranks by its own direction (:data:`udbench.evaluation.proxies.PROXY_DIRECTIONS`):
+lower NLL, CRPS, width, Winkler score, calibration error, AUSE is better, higher ρ(|err|,
+SD); a coverage PICP_q ranks by the mean |PICP_q − q| over the common instances (closest to
+nominal first), so its ``rank_value`` is that distance, not the mean coverage.
 
 Rank (SPEC §10 "method ranks"): methods are ranked on the *common instances* — those where
 every method has a finite value of the ranking metric (``rank_by``, default ρ(EU, EU*_risk))
@@ -52,6 +60,7 @@ import pandas as pd
 
 from udbench._validation import UdbenchError, UdbenchWarning, check_choice, param_error
 from udbench.evaluation.metrics import mean_ranks
+from udbench.evaluation.proxies import PROXY_DIRECTIONS, PROXY_LABELS
 
 __all__ = [
     "FILTER_COLUMNS",
@@ -84,6 +93,7 @@ METRIC_LABELS: dict[str, str] = {
     "delta_ent_risk": "Δ_ent (risk)",
     "rmse": "RMSE vs f*",
     "nmse": "NMSE vs f*",
+    **PROXY_LABELS,
 }
 #: Statistics a leaderboard can rank by (see the module docstring).
 RANK_STATS: tuple[str, ...] = ("mean", "mean_rank")
@@ -246,7 +256,8 @@ def leaderboard(
     metrics : sequence of str
         Per-instance metric columns to average (default :data:`LEADERBOARD_METRICS`).
     rank_by : str, default "rho_eu_risk"
-        The metric methods are ranked by (higher is better, except ``rmse``/``nmse``).
+        The metric methods are ranked by (higher is better, except ``rmse``/``nmse`` and the
+        proxies' own directions; module docstring). Must be one of ``metrics``.
     rank_stat : {"mean", "mean_rank"}, default "mean"
         The statistic of ``rank_by`` over the common instances that ranks (module docstring).
     confidence : float, default 0.95
@@ -308,13 +319,19 @@ def leaderboard(
     # the ranking sees the same instances as the metric's mean (AU metrics: heteroscedastic
     # noise modes and heteroscedastic-AU methods only), restricted to the common ones
     rank_rows = ok & au_ok if rank_by in _AU_METRICS else ok
-    higher = rank_by not in ("rmse", "nmse")
+    higher = _higher_is_better(rank_by)
     methods = list(board["method"])
-    common = _common_table(df[rank_rows], label, rank_by, methods)
+    ranked = df[rank_rows]
+    direction = PROXY_DIRECTIONS.get(rank_by, "")
+    if direction.startswith("nominal:"):  # coverage: rank by the distance to nominal
+        ranked = ranked.assign(**{rank_by: (ranked[rank_by] - float(direction[8:])).abs()})
+    common = _common_table(ranked, label, rank_by, methods)
     board["mean_rank"] = np.nan
     board["rank_value"] = np.nan
     n_common = 0 if common is None else len(common)
     name = METRIC_LABELS.get(rank_by, rank_by)
+    if direction.startswith("nominal:"):
+        name = f"|{name} − {float(direction[8:]):g}|"
     if common is not None:
         cols = [methods.index(m) for m in common.columns]
         board.loc[cols, "mean_rank"] = mean_ranks(common.to_numpy(), higher_is_better=higher)
@@ -329,6 +346,8 @@ def leaderboard(
         )
     else:
         board["rank_value"] = board[rank_by]
+        if direction.startswith("nominal:"):
+            board["rank_value"] = (board[rank_by] - float(direction[8:])).abs()
         ranking = (
             f"rank: each method's own mean {name} — no instance has a value for every "
             "method, so the ranks do not compare methods on the same instances"
@@ -344,6 +363,13 @@ def leaderboard(
     board.attrs["ranking"] = ranking
     board.attrs["partial"] = _partial_note(board, n_common)
     return board
+
+
+def _higher_is_better(metric: str) -> bool:
+    """Whether a larger value of ``metric`` ranks first (coverages: after |PICP − q|)."""
+    if metric in ("rmse", "nmse"):
+        return False
+    return PROXY_DIRECTIONS.get(metric, "higher") == "higher"
 
 
 def _partial_note(board: pd.DataFrame, n_common: int) -> str | None:

@@ -44,7 +44,7 @@ from udbench._threads import single_threaded
 from udbench._validation import UdbenchError, param_error
 from udbench.data import N_SHELLS
 from udbench.evaluation.executor import Executor, Failed, call_with_timeout, worker_address
-from udbench.evaluation.scoring import METRIC_KEYS, score_prediction
+from udbench.evaluation.scoring import METRIC_KEYS, PROXY_KEYS, score_prediction
 from udbench.evaluation.store import ResultsStore, cell_key
 from udbench.methods.base import BaseMethod, MethodOutputError, Prediction
 from udbench.methods.configs import MethodConfig, resolve_method, resolve_methods
@@ -245,7 +245,7 @@ def _base_row(cell: Cell) -> dict[str, Any]:
         "started_at": _now(),
         "finished_at": None,
     }
-    for k in METRIC_KEYS:
+    for k in (*METRIC_KEYS, *PROXY_KEYS):
         row[k] = float("nan")
     for s in range(N_SHELLS):
         row[f"rho_eu_risk_shell{s}"] = float("nan")

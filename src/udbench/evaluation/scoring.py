@@ -4,7 +4,9 @@
 (:func:`udbench.risk.oracle_targets`) from the task's reference posterior, ground truth and
 noise, the per-instance metrics of SPEC §10
 (:func:`udbench.evaluation.metrics.instance_metrics`) and the Spearman ρ of EU with EU*_risk
-and EU*_var inside each coverage shell (SPEC §3). The run loop
+and EU*_var inside each coverage shell (SPEC §3), and the proxy metrics of
+:mod:`udbench.evaluation.proxies` (NLL, CRPS, interval coverage and width, …) against the
+task's noisy targets (:func:`udbench.evaluation.proxies.noisy_targets`). The run loop
 (:mod:`udbench.evaluation.runner`) stores what it returns as the metric columns of a row.
 """
 
@@ -13,10 +15,11 @@ from __future__ import annotations
 import numpy as np
 
 from udbench.data import N_SHELLS
+from udbench.evaluation.proxies import PROXY_KEYS
 from udbench.methods.base import Prediction
 from udbench.tasks import Task
 
-__all__ = ["METRIC_KEYS", "N_SHELLS", "score_prediction"]
+__all__ = ["METRIC_KEYS", "N_SHELLS", "PROXY_KEYS", "score_prediction"]
 
 #: Per-instance metrics stored in every row (SPEC §10; ``instance_metrics`` keys).
 METRIC_KEYS: tuple[str, ...] = (
@@ -73,11 +76,14 @@ def score_prediction(
     -------
     metrics : dict
         :data:`METRIC_KEYS` (from :func:`udbench.evaluation.metrics.instance_metrics`,
-        SPEC §10) plus ``rho_eu_risk_shell{s}`` and ``rho_eu_var_shell{s}`` for s = 0…4.
+        SPEC §10) plus ``rho_eu_risk_shell{s}`` and ``rho_eu_var_shell{s}`` for s = 0…4,
+        and the proxy metrics :data:`udbench.evaluation.proxies.PROXY_KEYS` against the
+        noisy targets ``noisy_targets(task.spec.task_id, task.f_eval, task.noise_var_eval)``.
     notes : str or None
         Reasons for undefined metrics, if ``instance_metrics`` gave any.
     """
     from udbench.evaluation.metrics import instance_metrics
+    from udbench.evaluation.proxies import noisy_targets, proxy_metrics
     from udbench.risk import oracle_targets
 
     targets = oracle_targets(
@@ -88,6 +94,12 @@ def score_prediction(
         np.asarray(task.f_eval, dtype=np.float64),
     )
     raw = instance_metrics(pred, targets, constant_aleatoric=constant_aleatoric)
+    f_eval = np.asarray(task.f_eval, dtype=np.float64)
+    y = noisy_targets(task.spec.task_id, f_eval, task.noise_var_eval)
+    proxies = proxy_metrics(pred.mean, pred.aleatoric, pred.epistemic, y, f_eval)
+    reasons = "; ".join(str(r) for r in (raw["nan_reasons"], proxies["nan_reasons"]) if r)
+    raw = {**raw, **{k: v for k, v in proxies.items() if k != "nan_reasons"}}
+    raw["nan_reasons"] = reasons
     metrics: dict[str, float] = {}
     notes: list[str] = []
     for k, v in dict(raw).items():

@@ -40,14 +40,23 @@ from udbench._validation import UdbenchError
 from udbench.data import N_SHELLS
 from udbench.evaluation.leaderboard import (
     LEADERBOARD_METRICS,
+    METRIC_LABELS,
     TaskVersionWarning,
     leaderboard,
     select_task_versions,
 )
+from udbench.evaluation.ranking import critical_difference
 from udbench.report._factors import eu_scatter, factor_tables, shell_errorbars
 from udbench.report._figures import figure, png
+from udbench.report._proxies import (
+    CALIBRATION_GUIDE,
+    calibration_figure,
+    cd_figure,
+    instance_predictions,
+)
 
 __all__ = [
+    "CD_METRICS",
     "GRID_COLUMNS",
     "REPORT_CSS",
     "ReportSection",
@@ -55,6 +64,9 @@ __all__ = [
     "task_grid",
     "write_report",
 ]
+
+#: Metrics whose critical-difference diagram the report draws by default.
+CD_METRICS: tuple[str, ...] = ("rho_eu_risk", "crps")
 
 #: Task coordinates summarised as the task grid.
 GRID_COLUMNS: tuple[str, ...] = ("dataset", "family", "noise", "coverage", "seed", "fidelity")
@@ -280,6 +292,7 @@ def write_report(
     sections: Sequence[ReportSection] = (),
     results_dir: str | os.PathLike[str] | None = None,
     tuned: Sequence[dict[str, Any]] | None = None,
+    cd_metrics: Sequence[str] = CD_METRICS,
 ) -> Path:
     """Write the HTML report and its PNG figures; return the path of ``report.html``.
 
@@ -299,10 +312,16 @@ def write_report(
     results_dir : str or Path, optional
         The results folder the rows come from. With it, an instance whose per-point
         predictions were kept (``udbench run --keep-predictions``) gets a figure of each
-        method's EU against the oracle EU*_risk (its task file is read for the oracle).
+        method's EU against the oracle EU*_risk (its task file is read for the oracle) and
+        of the methods' calibration curves against the task's noisy targets.
     tuned : sequence of dict, optional
         Tuned-configuration records (format: :mod:`udbench.tuning.records`), shown as a table
         and as best-so-far curves.
+    cd_metrics : sequence of str, default :data:`CD_METRICS`
+        Metrics (columns of the results: ρ metrics, ``rmse``, ``nmse`` or proxies of
+        :mod:`udbench.evaluation.proxies`) that get a critical-difference diagram of mean
+        ranks (:func:`udbench.evaluation.ranking.critical_difference`; Friedman test and
+        Nemenyi CD). A metric without enough values gets a one-line note instead.
 
     Raises
     ------
@@ -378,6 +397,32 @@ def write_report(
         )
     if tuned:
         figures.append(("tuning.png", "Tuning", png(_tuning_plot(tuned))))
+    cd_notes: dict[str, str] = {}
+    for metric in cd_metrics:
+        label = METRIC_LABELS.get(metric, metric)
+        try:
+            cd = critical_difference(results, metric)
+        except UdbenchError as err:
+            cd_notes[metric] = f"Critical-difference diagram of {label}: not drawn ({err})."
+            continue
+        fname = f"cd_{metric}.png"
+        figures.append((fname, f"Critical difference: {label}", png(cd_figure(cd, label))))
+        cd_notes[fname] = (
+            f"Mean per-instance rank by {label} (1 = best) over the {cd.n_instances} instances "
+            "where every method has a value. Friedman's test of equal ranks and Nemenyi's "
+            f"critical difference CD = {cd.cd:.2f} at α = {cd.alpha:g} (Demšar 2006): methods "
+            "joined by a bar differ by less than CD in mean rank, not significantly. "
+            "Instances of one dataset are not independent, so the test is optimistic."
+        )
+    calib = instance_predictions(results, None if results_dir is None else Path(results_dir))
+    if calib is not None:
+        figures.append(
+            (
+                "calibration.png",
+                "Calibration curves",
+                png(calibration_figure(calib[1], calib[0], order)),
+            )
+        )
     for name, _, data in figures:
         (out / name).write_bytes(data)
 
@@ -428,6 +473,10 @@ def write_report(
                 "outer_minus_inner = shell 4 − shell 0.</p>"
             )
             parts.append(shells.to_html(float_format=lambda v: f"{v:.3f}", na_rep="–"))
+        if name in cd_notes:
+            parts.append(f"<p class='note'>{html.escape(cd_notes[name])}</p>")
+        if name == "calibration.png":
+            parts.append(f"<p class='note'>{html.escape(CALIBRATION_GUIDE)}</p>")
         if name == "eu_vs_oracle.png" and scatter is not None:
             parts.append(
                 f"<p class='note'>Instance {html.escape(scatter[1])}: top, each method's EU "
@@ -440,6 +489,9 @@ def write_report(
             "<code>udbench run --keep-predictions</code> and give the results folder to "
             "<code>udbench report</code> to see it.</p>"
         )
+    for metric in cd_metrics:
+        if metric in cd_notes:
+            parts.append(f"<p class='note'>{html.escape(cd_notes[metric])}</p>")
     by_factor = factor_tables(results, order)
     if by_factor:
         parts.append("<h2>By factor</h2>")
