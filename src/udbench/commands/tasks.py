@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,14 @@ from udbench.priors import DEFAULT_FIDELITY, Fidelity
 from udbench.tasks.replacement import MAX_REPLACEMENTS
 from udbench.tasks.spec import DEFAULT_DRAWS
 
-__all__ = ["check_directory", "expand_grid", "parse_seeds", "register"]
+__all__ = [
+    "EXIT_CHECK_FAILED",
+    "check_directory",
+    "check_tasks",
+    "expand_grid",
+    "parse_seeds",
+    "register",
+]
 
 
 _FIDELITY_HELP = (
@@ -204,14 +212,20 @@ def generate_command(
         raise UdbenchError(f"generate: {len(failures)} of {len(todo)} instances failed")
 
 
-def check_directory(directory: Path) -> dict[str, Any]:
-    """Pooled acceptance checks (SPEC §7) of every task file under ``directory``, by family.
+def check_tasks(tasks: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
+    """Pooled acceptance checks (SPEC §7) of the named task files, by family.
 
     Every file is verified first: its metadata checksum and the SHA-256 of every array
     (:meth:`udbench.tasks.Task.verify`), so a task reported on is one ``udbench run`` would
     accept. A file that fails is listed under ``"invalid"`` with the reason and left out of
     the pooled figures; the others are still checked. The MCMC figures come from the sampler
     diagnostics stored in each task (:func:`udbench.tasks.checks.mcmc_summary`).
+
+    Parameters
+    ----------
+    tasks : sequence of str or Path
+        Task files, folders (searched recursively) or globs, as ``udbench run`` takes them
+        (:func:`udbench.tasks.discovery.find_task_files`).
 
     Returns
     -------
@@ -222,25 +236,24 @@ def check_directory(directory: Path) -> dict[str, Any]:
         corr_mean_fstar_median``; MCMC families also ``rhat_max``,
         ``rhat_share_above_1_05``, ``n_divergent``, ``accept_rate_mean``, …) plus
         ``seed_replacements``: one ``{"task_id", "rejected", "replacement", "reason"}`` per
-        rejected seed, and for MCMC families ``preset_validation``: per fidelity of the
+        rejected seed, for MCMC families ``preset_validation``: per fidelity of the
         family's tasks, the stored warm-up sensitivity record of that preset
         (:func:`udbench.priors.validation_summary`, SPEC §7) or None when the preset has
-        none.
+        none, and ``verdicts``: one ``{"check", "figure", "threshold", "verdict"}`` per SPEC
+        §7 check (:func:`udbench.tasks.gate_verdicts`).
 
     Raises
     ------
     UdbenchError
-        ``directory`` is not a folder or holds no ``*.npz`` file.
+        A task argument that names no existing file, folder or glob, or a folder or glob
+        that holds no task file.
     """
     from udbench.priors import MCMC_FAMILIES, load_validation, validation_summary
-    from udbench.tasks import Task, pool_checks
+    from udbench.tasks import Task, gate_verdicts, pool_checks
     from udbench.tasks.checks import mcmc_summary
+    from udbench.tasks.discovery import find_task_files
 
-    if not directory.is_dir():
-        raise param_error("check", "DIR", "be an existing folder", str(directory))
-    paths = sorted(directory.rglob("*.npz"))
-    if not paths:
-        raise param_error("check", "DIR", "hold task files (*.npz)", str(directory))
+    paths = find_task_files(list(tasks), command="udbench check")
     groups: dict[str, tuple[list[dict[str, Any]], list[Any], list[dict[str, Any]]]] = {}
     invalid: list[dict[str, str]] = []
     presets: dict[str, dict[str, dict[str, Any]]] = {}  # family -> fidelity -> sampler
@@ -276,31 +289,67 @@ def check_directory(directory: Path) -> dict[str, Any]:
                 fid: None if rec is None else validation_summary(rec, by_fidelity[fid])
                 for fid, rec in records.items()
             }
+    for stats in families.values():
+        stats["verdicts"] = gate_verdicts(stats)
     return {"families": families, "invalid": invalid}
+
+
+def check_directory(directory: Path) -> dict[str, Any]:
+    """:func:`check_tasks` of the task files under one folder (kept for scripts).
+
+    Raises
+    ------
+    UdbenchError
+        ``directory`` is not a folder or holds no task file.
+    """
+    if not Path(directory).is_dir():
+        raise param_error("udbench check", "DIR", "be an existing folder", str(directory))
+    return check_tasks([directory])
 
 
 def _fmt(value: Any, spec: str) -> str:
     return "–" if value is None else format(value, spec)
 
 
-def check_command(
-    directory: Path = typer.Argument(..., help="Folder of task files."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
-) -> None:
-    """Pooled acceptance table of the reference posteriors in DIR (SPEC §7).
+#: ``udbench check --strict`` exit status when a SPEC §7 check fails.
+EXIT_CHECK_FAILED = 4
 
-    Every task file is verified (checksums of its metadata and arrays) first; exit status 1
-    if any file is invalid (listed with the reason, left out of the tables), 2 for a bad DIR.
+
+def check_command(
+    tasks: list[str] = typer.Argument(
+        ..., help="Task files, folders (searched recursively) or globs, as for run."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+    strict: bool = typer.Option(
+        False, "--strict", help=f"Exit {EXIT_CHECK_FAILED} when any SPEC §7 verdict is FAIL."
+    ),
+) -> None:
+    """Pooled acceptance checks of the reference posteriors in TASKS (SPEC §7).
+
+    Every task file is verified (checksums of its metadata and arrays) first. Each family
+    gets a verdict per check with its threshold beside the figure (pass / FAIL), and the
+    figures SPEC §7 records without a threshold are marked "not gated". Exit status 1 if
+    any file is invalid (listed with the reason, left out of the tables), 2 for a bad
+    argument, 4 with --strict when a verdict is FAIL.
     """
-    report = check_directory(directory)
+    report = check_tasks(tasks)
     result, invalid = report["families"], report["invalid"]
+    failed = [
+        (fam, v["check"])
+        for fam, r in result.items()
+        for v in r["verdicts"]
+        if v["verdict"].startswith("FAIL")
+    ]
     if as_json:
         typer.echo(json.dumps(report, indent=2))
         if invalid:
             raise typer.Exit(code=1)
+        if strict and failed:
+            raise typer.Exit(code=EXIT_CHECK_FAILED)
         return
     console = Console(width=max(120, os.get_terminal_size(0).columns if os.isatty(0) else 120))
-    table = Table(title=f"Acceptance checks: {directory}")
+    title = tasks[0] if len(tasks) == 1 else f"{len(tasks)} task arguments"
+    table = Table(title=f"Acceptance checks: {title}")
     for col in (
         "family",
         "instances",
@@ -324,6 +373,17 @@ def check_command(
             "–" if agree is None else f"{agree:.0%}",
         )
     console.print(table)
+    verdicts = Table(title="Verdicts (SPEC §7): each figure beside its threshold")
+    for col in ("family", "check", "figure", "threshold", "verdict"):
+        verdicts.add_column(col)
+    style = {"pass": "green", "FAIL": "bold red"}
+    for fam, r in result.items():
+        for v in r["verdicts"]:
+            colour = style.get(v["verdict"].split(" ")[0], "dim")
+            verdicts.add_row(
+                fam, v["check"], v["figure"], v["threshold"], f"[{colour}]{escape(v['verdict'])}[/]"
+            )
+    console.print(verdicts)
     mcmc = {fam: r for fam, r in result.items() if "rhat_max" in r}
     if mcmc:
         diag = Table(title="MCMC diagnostics (pooled over instances)")
@@ -411,6 +471,12 @@ def check_command(
             highlight=False,
         )
         raise typer.Exit(code=1)
+    if failed:
+        console.print(
+            "failed: " + "; ".join(f"{fam} {check}" for fam, check in failed), highlight=False
+        )
+        if strict:
+            raise typer.Exit(code=EXIT_CHECK_FAILED)
 
 
 def register(app: typer.Typer) -> None:

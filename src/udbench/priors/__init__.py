@@ -22,7 +22,9 @@ from udbench.priors.diagnostics import (
     rhat_gates,
 )
 from udbench.priors.validation import (
+    COVERAGE_CHANGE_MAX,
     MCMC_FAMILIES,
+    SD_CHANGE_MEDIAN_MAX,
     WARMUP_FACTOR,
     load_validation,
     protocol_issues,
@@ -35,11 +37,13 @@ from udbench.priors.validation import (
 )
 
 __all__ = [
+    "COVERAGE_CHANGE_MAX",
     "DEFAULT_FIDELITY",
     "MCMC_FAMILIES",
     "PRIOR_FAMILIES",
     "RHAT_NOT_A_GATE",
     "RHAT_THRESHOLD",
+    "SD_CHANGE_MEDIAN_MAX",
     "WARMUP_FACTOR",
     "Fidelity",
     "Posterior",

@@ -1,6 +1,6 @@
 """Benchmark task instances: generation, task files and acceptance checks (SPEC §6–§7)."""
 
-from udbench.tasks.checks import acceptance_checks, pool_checks
+from udbench.tasks.checks import acceptance_checks, gate_verdicts, pool_checks
 from udbench.tasks.generate import generate_task, make_task
 from udbench.tasks.spec import TaskSpec
 from udbench.tasks.taskfile import SCHEMA_VERSION, Task, read_task_meta, task_file_is_valid
@@ -11,6 +11,7 @@ __all__ = [
     "Task",
     "TaskSpec",
     "acceptance_checks",
+    "gate_verdicts",
     "generate_task",
     "make_task",
     "pool_checks",

@@ -35,11 +35,18 @@ import numpy as np
 
 from udbench._seeding import make_rng
 from udbench._validation import check_array, param_error
-from udbench.priors import RHAT_THRESHOLD, batch_means_mcse_var
+from udbench.priors import (
+    COVERAGE_CHANGE_MAX,
+    RHAT_THRESHOLD,
+    SD_CHANGE_MEDIAN_MAX,
+    batch_means_mcse_var,
+)
 
 __all__ = [
+    "NOMINAL_COVERAGE",
     "N_SBC_BINS",
     "acceptance_checks",
+    "gate_verdicts",
     "mcmc_summary",
     "pool_checks",
     "sbc_histogram",
@@ -48,6 +55,8 @@ __all__ = [
 
 #: SBC histogram bins (SPEC §7).
 N_SBC_BINS = 20
+#: Nominal level of the central posterior interval whose coverage is checked (SPEC §7).
+NOMINAL_COVERAGE = 0.90
 
 
 def sbc_ranks(f_star: np.ndarray, draws: np.ndarray) -> np.ndarray:
@@ -325,4 +334,101 @@ def pool_checks(
     agree = [s["mc_agree"] for s in summaries if "mc_agree" in s]
     if agree:
         out["mc_agree_fraction"] = float(np.mean(agree))
+    return out
+
+
+def _verdict(passed: bool) -> str:
+    return "pass" if passed else "FAIL"
+
+
+def gate_verdicts(stats: dict[str, Any]) -> list[dict[str, str]]:
+    """Verdict per SPEC §7 check of one family's pooled figures, with the threshold beside it.
+
+    Like ArviZ's summaries flag ``r_hat``, every figure :func:`pool_checks` reports is shown
+    with the rule it is held to, and the figures SPEC §7 records without a threshold are
+    marked ``"not gated"`` rather than left for the reader to judge:
+
+    - coverage of the central 90 % interval: passes when 0.90 lies inside the pooled
+      bootstrap interval over instances (udbench's reading of SPEC §7: the correct
+      posterior covers at the nominal rate);
+    - MC = exact (GP): every instance's Monte Carlo mean and variance agree with the
+      exact moments (Bonferroni, family-wise level 1 %; :func:`acceptance_checks`);
+    - function-space split-R̂ ≤ 1.05 at every evaluation point where the family is gated
+      (BNN; rejected seeds were replaced at generation), recorded but not gated for HBART;
+    - warm-up sensitivity (MCMC presets): the stored validation record of each fidelity
+      (|Δ coverage| < 0.005 and median |ΔSD|/SD ≤ 5 %, SPEC §7);
+    - SBC largest bin deviation, relative MCSE of σ_f² and corr(posterior mean, f*): not
+      gated (SPEC §7 gives no threshold).
+
+    Parameters
+    ----------
+    stats : dict
+        One family's entry of ``udbench check --json`` (:func:`pool_checks` output, plus
+        ``preset_validation`` for MCMC families).
+
+    Returns
+    -------
+    list of dict
+        One ``{"check", "figure", "threshold", "verdict"}`` per check (all strings);
+        ``verdict`` is ``"pass"``, ``"FAIL"``, ``"not gated"`` or ``"not validated"``.
+    """
+    out: list[dict[str, str]] = []
+
+    def add(check: str, figure: str, threshold: str, verdict: str) -> None:
+        out.append({"check": check, "figure": figure, "threshold": threshold, "verdict": verdict})
+
+    lo, hi = stats["coverage_90_ci"]
+    add(
+        "coverage 90 %",
+        f"{stats['coverage_90']:.3f} [{lo:.3f}, {hi:.3f}]",
+        f"{NOMINAL_COVERAGE:.2f} inside the 95 % interval",
+        _verdict(lo <= NOMINAL_COVERAGE <= hi),
+    )
+    agree = stats.get("mc_agree_fraction")
+    if agree is not None:
+        add(
+            "MC = exact moments",
+            f"{agree:.0%} of instances",
+            "100 % (Bonferroni, level 1 %)",
+            _verdict(agree == 1.0),
+        )
+    if "rhat_max" in stats:
+        rhat = float(stats["rhat_max"])
+        figure = "–" if not np.isfinite(rhat) else f"max {rhat:.4f}"
+        if stats.get("rhat_gate"):
+            add(
+                "split-R̂ (function space)",
+                figure,
+                f"≤ {RHAT_THRESHOLD} at every point",
+                _verdict(bool(np.isfinite(rhat) and rhat <= RHAT_THRESHOLD)),
+            )
+        else:
+            add("split-R̂ (function space)", figure, "recorded only (SPEC §7)", "not gated")
+    for fidelity, val in (stats.get("preset_validation") or {}).items():
+        threshold = f"|Δcov| < {COVERAGE_CHANGE_MAX}, median |ΔSD|/SD ≤ {SD_CHANGE_MEDIAN_MAX:.0%}"
+        if val is None:
+            add(f"warm-up sensitivity ({fidelity})", "–", threshold, "not validated")
+            continue
+        dc, sd = val.get("coverage_change"), val.get("sd_change_median")
+        figure = (
+            f"Δcov {'–' if dc is None else format(dc, '+.4f')}, "
+            f"ΔSD {'–' if sd is None else format(sd, '.3f')}"
+        )
+        verdict = _verdict(val["passed"])
+        if not val.get("settings_match", True):
+            verdict += " (record made with other sampler settings)"
+        add(f"warm-up sensitivity ({fidelity})", figure, threshold, verdict)
+    add(
+        "SBC largest bin deviation",
+        f"{stats['sbc_max_bin_deviation']:.4f}",
+        "none (0 for uniform ranks)",
+        "not gated",
+    )
+    add(
+        "MCSE σ_f² relative (median / p95)",
+        f"{stats['mcse_var_median']:.3f} / {stats['mcse_var_p95']:.3f}",
+        "none",
+        "not gated",
+    )
+    add("corr(mean, f*) median", f"{stats['corr_mean_fstar_median']:.3f}", "none", "not gated")
     return out

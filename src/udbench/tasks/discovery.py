@@ -21,7 +21,9 @@ __all__ = ["TASK_SUFFIXES", "find_task_files", "task_identity"]
 TASK_SUFFIXES: tuple[str, ...] = (".npz",)
 
 
-def find_task_files(patterns: Sequence[str | os.PathLike[str]]) -> list[Path]:
+def find_task_files(
+    patterns: Sequence[str | os.PathLike[str]], *, command: str = "udbench run"
+) -> list[Path]:
     """Expand task arguments (files, directories, globs) into a sorted list of task files.
 
     Parameters
@@ -29,6 +31,8 @@ def find_task_files(patterns: Sequence[str | os.PathLike[str]]) -> list[Path]:
     patterns : sequence of str or Path
         Each one a task file, a directory (its files ending in :data:`TASK_SUFFIXES`,
         searched recursively) or a glob pattern (``**`` allowed).
+    command : str, default "udbench run"
+        The command named in error messages.
 
     Returns
     -------
@@ -41,7 +45,7 @@ def find_task_files(patterns: Sequence[str | os.PathLike[str]]) -> list[Path]:
         If no pattern is given, or one matches no file.
     """
     if not patterns:
-        raise param_error("udbench run", "tasks", "name at least one task file or folder", [])
+        raise param_error(command, "tasks", "name at least one task file or folder", [])
     found: dict[str, Path] = {}
     for pat in patterns:
         text = os.fspath(pat)
@@ -55,7 +59,7 @@ def find_task_files(patterns: Sequence[str | os.PathLike[str]]) -> list[Path]:
             ]
             if not matches:
                 raise param_error(
-                    "udbench run",
+                    command,
                     "tasks",
                     f"be a folder holding task files ({', '.join(TASK_SUFFIXES)})",
                     text,
@@ -67,11 +71,9 @@ def find_task_files(patterns: Sequence[str | os.PathLike[str]]) -> list[Path]:
                 Path(q) for q in sorted(glob.glob(text, recursive=True)) if Path(q).is_file()
             ]
             if not matches:
-                raise param_error("udbench run", "tasks", "be a glob matching task files", text)
+                raise param_error(command, "tasks", "be a glob matching task files", text)
         else:
-            raise param_error(
-                "udbench run", "tasks", "be an existing task file, folder or glob", text
-            )
+            raise param_error(command, "tasks", "be an existing task file, folder or glob", text)
         for q in matches:
             found.setdefault(str(q.resolve()), q)
     return sorted(found.values(), key=lambda q: str(q))
