@@ -53,6 +53,7 @@ __all__ = [
     "loss_oracle_targets",
     "method_loss_terms",
     "parse_losses",
+    "ranking_agreement",
     "results_under_loss",
     "score_results",
 ]
@@ -487,7 +488,11 @@ def score_results(
     summary = ScoreSummary(losses=wanted)
     if not wanted:
         return summary
-    rows = [r for r in df.to_dict(orient="records") if str(r.get("status")) == "ok"]
+    rows = [
+        {str(k): v for k, v in r.items()}
+        for r in df.to_dict(orient="records")
+        if str(r.get("status")) == "ok"
+    ]
     summary.n_ok = len(rows)
     todo: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
@@ -541,3 +546,50 @@ def score_results(
     if summary.n_scored:
         store.compact()
     return summary
+
+
+def ranking_agreement(
+    results: pd.DataFrame,
+    loss: str,
+    *,
+    rank_by: str = "rho_eu_risk",
+    rank_stat: str = "mean",
+) -> tuple[float, int]:
+    """Kendall's τ-b between the squared-loss method ranking and the ranking under ``loss``.
+
+    Both rankings are the leaderboard's (:func:`udbench.evaluation.leaderboard.leaderboard`,
+    same ``rank_by`` criterion and ``rank_stat``), the second on
+    :func:`results_under_loss`; methods ranked in both count.
+
+    Returns
+    -------
+    tau : float
+        τ-b (:func:`udbench.evaluation.metrics.kendall_tau`); NaN when fewer than 2 methods
+        are ranked in both or one ranking ties every method.
+    n_methods : int
+        Methods ranked in both.
+
+    Raises
+    ------
+    UdbenchError
+        As :func:`results_under_loss` and the leaderboard.
+    """
+    import warnings
+
+    from udbench.evaluation.leaderboard import leaderboard
+    from udbench.evaluation.metrics import kendall_tau
+
+    other = results_under_loss(results, loss)
+    ranks = []
+    with warnings.catch_warnings():  # the caller's own leaderboard has warned already
+        warnings.simplefilter("ignore")
+        for frame in (results, other):
+            board = leaderboard(
+                frame, metrics=[rank_by], rank_by=rank_by, rank_stat=rank_stat, n_resamples=1
+            )
+            ranks.append(board.set_index("method")["rank"])
+    both = pd.concat(ranks, axis=1, keys=["squared", loss]).dropna()
+    if len(both) < 2:
+        return float("nan"), len(both)
+    tau = kendall_tau(both["squared"].to_numpy(float), both[loss].to_numpy(float))
+    return float(tau.value), len(both)
