@@ -271,6 +271,8 @@ def _task_coordinates(task: Task) -> dict[str, Any]:
         "fidelity": str(spec.fidelity),  # a Fidelity (string enum) is stored as its plain name
         "n_draws": int(spec.n_draws),
         "task_version": str(task.version) or None,
+        # only for an approximate reference (student-t noise): other rows keep their columns
+        **({} if task.reference_exact else {"reference_exact": False}),
     }
 
 
