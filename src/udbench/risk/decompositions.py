@@ -171,6 +171,24 @@ def _variance_about(draws: np.ndarray, mean: np.ndarray) -> np.ndarray:
     return var
 
 
+def _control_variate(scores: np.ndarray, eps2: np.ndarray) -> np.ndarray:
+    """The mixture entropy H(p̄) per point from M outcome scores −log p̄(Y_m), shape (M, k).
+
+    Control variate: c_m = ε_m²/2 − ½ (so that −log p_d(Y_m) − AU = c_m for the draw d that made
+    Y_m) has mean exactly 0. The estimate is mean(s) − β·mean(c) with β the per-point
+    regression coefficient Cov(s, c)/Var(c) (Glasserman 2003, §4.1). It removes the noise of
+    ε²/2, which otherwise dominates I(Y; F) when σ_f² ≪ σ² (an SD near 0.7/√M nats); β is 1
+    there and falls as the mixture widens, so the estimate is never noisier than the plain mean
+    (up to O(1/M)).
+    """
+    c = 0.5 * eps2 - 0.5
+    cc = c - c.mean(axis=0)
+    sc = scores - scores.mean(axis=0)
+    var_c = np.einsum("mk,mk->k", cc, cc)
+    beta = np.where(var_c > 0, np.einsum("mk,mk->k", sc, cc) / np.where(var_c > 0, var_c, 1), 0)
+    return scores.mean(axis=0) - beta * c.mean(axis=0)
+
+
 def _noise_samples(draws: np.ndarray, noise_sd: np.ndarray, loss: str, random_state: int):
     rng = make_rng("risk", loss, "noise", int(random_state))
     return draws + noise_sd * rng.standard_normal(draws.shape)
@@ -443,7 +461,10 @@ def log_score_decomposition(
       where the mixture entropy H(p̄) = E_{p̄}[−log p̄(Y)] is a Monte Carlo average over M
       outcome samples Y = f_d + σ ε, one for each of M evenly spaced draws d (all D by
       default), each scored against the full D-component mixture with
-      ``scoringrules.logs_mixnorm`` (in chunks of points, so memory stays bounded). The cost is
+      ``scoringrules.logs_mixnorm`` (in chunks of points, so memory stays bounded), with the
+      control variate −log p_d(Y) of the draw d that made Y (its mean is exactly AU; regression
+      coefficient per point), which removes the noise of ε²/2: where σ_f² ≪ σ² the SD of
+      I(Y; F) falls from about 0.7/√M nats to a fraction of that. The cost is
       O(M·D·n): about 10 s for D = M = 1000 and n = 300 on one core; pass ``n_samples=200``
       for large n.
 
@@ -496,7 +517,8 @@ def log_score_decomposition(
             comps[None, lo:hi, :],
             np.broadcast_to(sd[None, lo:hi, None], (1, hi - lo, d)),
         )
-        h_mix[lo:hi] = np.mean(scores, axis=0)
+        eps2 = ((y[:, lo:hi] - f[rows, lo:hi]) / sd[lo:hi]) ** 2
+        h_mix[lo:hi] = _control_variate(scores, eps2)
     return Decomposition(
         "log",
         au,
@@ -506,7 +528,8 @@ def log_score_decomposition(
         "draws",
         n_draws=d,
         n_samples=m_out,
-        estimator="exact AU and total; mixture entropy by Monte Carlo over outcome samples",
+        estimator="exact AU and total; mixture entropy by Monte Carlo over outcome samples "
+        "with the own-component control variate",
         extra={"random_state": int(random_state)},
     )
 
