@@ -130,3 +130,25 @@ def test_task_file_marks_reference_approximate_and_check_says_so(tmp_path, capsy
     assert main(["check", str(folder)]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "1 task file(s) have an APPROXIMATE reference posterior" in text
+
+
+def test_rows_and_leaderboard_flag_approximate_reference(tmp_path, capsys):
+    from _fakes import KnnMethod, MeanMethod, make_fake_task, save_fake_task
+
+    from udbench.evaluation.runner import run_benchmark
+    from udbench.evaluation.store import read_results
+    from udbench.tasks.generate import reference_record
+
+    folder = tmp_path / "tasks"
+    approx = make_fake_task(0, noise="student-t")
+    approx.diagnostics["reference"] = reference_record("student-t")
+    save_fake_task(approx, folder)
+    save_fake_task(make_fake_task(1, noise="step"), folder)
+    out = tmp_path / "res"
+    run_benchmark([folder], [MeanMethod(), KnnMethod(k=4)], out, workers=0)
+    df = read_results(out).set_index("noise")
+    assert (df.loc["student-t", "reference_exact"] == False).all()  # noqa: E712
+    assert df.loc["step", "reference_exact"].isna().all()  # other rows: no value
+    assert main(["leaderboard", str(out)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "1 instance(s) have an approximate reference posterior" in text
