@@ -134,7 +134,6 @@ def test_task_file_marks_reference_approximate_and_check_says_so(tmp_path, capsy
 
 def test_rows_and_leaderboard_flag_approximate_reference(tmp_path, capsys):
     from _fakes import KnnMethod, MeanMethod, make_fake_task, save_fake_task
-
     from udbench.evaluation.runner import run_benchmark
     from udbench.evaluation.store import read_results
     from udbench.tasks.generate import reference_record
