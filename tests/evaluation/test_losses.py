@@ -304,3 +304,21 @@ def test_analyze_with_loss(task_dir, tmp_path):
     assert "loss_agreement" not in plain.tables  # results without other losses: no table
     with pytest.raises(UdbenchError, match="no log metrics"):
         analyze(df, tmp_path / "an3", n_resamples=50, loss="log")
+
+
+def test_log_score_cache_gives_the_same_targets():
+    """`udbench score` computes the method-independent log-score term once per task."""
+    rng = np.random.default_rng(14)
+    n = 30
+    draws = rng.normal(size=n) + 0.4 * rng.standard_normal((300, n))
+    noise, f_star = rng.uniform(0.1, 1.0, n), rng.normal(size=n)
+    cache: dict = {}
+    for _ in range(3):  # three methods on one task
+        mean, au, eu = _prediction(rng, n)
+        fresh = loss_oracle_targets(draws, noise, f_star, mean, au + eu, "log")
+        cached = loss_oracle_targets(draws, noise, f_star, mean, au + eu, "log", cache=cache)
+        for name in ("au", "eu_risk", "eu_var", "eu_point", "total_risk"):
+            np.testing.assert_allclose(
+                getattr(cached, name), getattr(fresh, name), rtol=0, atol=1e-13
+            )
+    assert len(cache) == 1
