@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import scoringrules as sr
 
-from _fakes import KnnMethod, MeanMethod, make_fake_task, save_fake_task
+from _fakes import BadMethod, KnnMethod, MeanMethod, make_fake_task, save_fake_task
 from udbench._validation import UdbenchError
 from udbench.cli import main
 from udbench.evaluation.losses import (
@@ -171,11 +171,13 @@ def test_default_run_unchanged_and_score_keeps_stored_metrics(task_dir, tmp_path
     same metrics as a run with it; `score` adds the loss columns (equal to those of
     `run --loss`) and leaves every stored squared-loss metric exactly as it was."""
     plain, lossy = tmp_path / "plain", tmp_path / "lossy"
-    run_benchmark([task_dir], _METHODS, plain, workers=0, keep_predictions=True)
+    methods = [*_METHODS, BadMethod()]  # failed rows too: their text columns hold strings
+    run_benchmark([task_dir], methods, plain, workers=0, keep_predictions=True)
     run_benchmark(
-        [task_dir], _METHODS, lossy, workers=0, keep_predictions=True, losses=["crps", "log"]
+        [task_dir], methods, lossy, workers=0, keep_predictions=True, losses=["crps", "log"]
     )
     a, b = _sorted(read_results(plain)), _sorted(read_results(lossy))
+    assert (a["status"] == "failed").sum() == 3
     assert not any(c.endswith(("_crps", "_log")) for c in a.columns)
     assert set(loss_columns("crps")) <= set(b.columns)
     shells = [f"rho_eu_{t}_shell{s}" for s in range(5) for t in ("risk", "var")]
@@ -185,6 +187,7 @@ def test_default_run_unchanged_and_score_keeps_stored_metrics(task_dir, tmp_path
     summary = score_results(plain, ["crps", "log"])
     assert (summary.n_ok, summary.n_scored, summary.n_already, summary.skipped) == (9, 9, 0, [])
     after = _sorted(read_results(plain))
+    assert not list((plain / "cells" / "quarantine").glob("*"))  # no part set aside
     for col in before.columns:  # every stored value unchanged (notes gain the loss notes)
         if col == "metric_notes":
             continue

@@ -435,6 +435,11 @@ class ScoreSummary:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
+def _missing(value: Any) -> bool:
+    """True for None, pd.NA and float NaN (a missing cell as pandas gives it)."""
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)
+
+
 def _has_loss(row: dict[str, Any], loss: str) -> bool:
     value = row.get(loss_column("rho_eu_var", loss))
     return value is not None and not pd.isna(value)
@@ -506,8 +511,11 @@ def score_results(
     summary = ScoreSummary(losses=wanted)
     if not wanted:
         return summary
+    # pandas reads a missing string as NaN (a float): give such cells back as None, so the row
+    # written again keeps each column's type (a NaN "error" would clash with the failed rows')
+    text = {str(c) for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])}
     rows = [
-        {str(k): v for k, v in r.items()}
+        {str(k): (None if str(k) in text and _missing(v) else v) for k, v in r.items()}
         for r in df.to_dict(orient="records")
         if str(r.get("status")) == "ok"
     ]
@@ -556,7 +564,7 @@ def score_results(
             except UdbenchError as err:  # e.g. a damaged array of the task file
                 summary.skipped.append((key, str(err)))
                 continue
-            new = {k: (None if v is pd.NA else v) for k, v in row.items()}
+            new = dict(row)
             new.update(metrics)
             new["metric_notes"] = _merge_notes(row.get("metric_notes"), wanted, notes)
             store.write_cell(new)
