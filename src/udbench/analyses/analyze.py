@@ -159,7 +159,7 @@ class Analysis:
         Name -> DataFrame (``headline``, ``stability``, ``rank_heatmap``,
         ``matched_prior``, ``matched_prior_methods``, ``entanglement``, ``shells``,
         ``accuracy``, ``proxy_agreement`` — pooled τ per proxy —, ``proxy_agreement_levels`` —
-        τ per factor level).
+        τ per factor level — and, when the results hold other losses, ``loss_agreement``).
     files : list of Path
         Every file written (tables, figures, the HTML page).
     html : Path or None
@@ -235,6 +235,16 @@ _TABLES: tuple[tuple[str, str, str], ...] = (
         "figure). τ = 1: the proxy would have ranked the methods as the ground truth does.",
     ),
 )
+#: The table written when the results hold other losses (udbench run/score --loss).
+_LOSS_TABLE: tuple[str, str, str] = (
+    "loss_agreement",
+    "Other losses: Kendall's τ with the squared-loss ranking",
+    "For each other loss stored (CRPS, log score; paper Table 2), Kendall's τ-b between the "
+    "method ranking by mean ρ(EU, EU*_risk) under that loss's decomposition and the same "
+    "ranking under squared loss, pooled (factor 'all') and per level of every factor, with "
+    "bootstrap intervals recomputing both rankings. τ = 1: the loss does not move the "
+    "ranking.",
+)
 #: table name -> figure names drawn from it
 _FIGURES: dict[str, tuple[str, ...]] = {
     "headline": ("headline_eu", "headline_au"),
@@ -259,6 +269,7 @@ def analyze(
     families: Mapping[str, str] | None = None,
     link_prefix: str = "",
     write_html: bool = True,
+    loss: str = "squared",
 ) -> Analysis:
     """Run every analysis on a results frame; write CSV/LaTeX tables, PNG/SVG figures, HTML.
 
@@ -283,6 +294,12 @@ def analyze(
         go into a page one folder up, as in ``udbench report``).
     write_html : bool, default True
         Write ``analyses.html``.
+    loss : {"squared", "crps", "log"}, default "squared"
+        The loss whose AU/EU decomposition every analysis uses
+        (:func:`udbench.evaluation.losses.results_under_loss`; needs the results scored
+        under it). Whatever the loss, when the results hold other losses the table
+        ``loss_agreement`` (:func:`udbench.analyses.losses.loss_agreement_table`) gives
+        Kendall's τ between the squared-loss ranking and each other loss's ranking.
 
     Returns
     -------
@@ -293,6 +310,11 @@ def analyze(
     UdbenchError
         Empty results or no ok cell, bad bootstrap settings.
     """
+    from udbench.analyses.losses import loss_agreement_table, stored_losses
+    from udbench.evaluation.losses import results_under_loss
+
+    stored = results
+    results = results_under_loss(stored, loss, "analyze")
     ctx = tb._context(
         results, "analyze", bootstrap_unit, n_resamples, confidence, random_state, None
     )
@@ -319,6 +341,16 @@ def analyze(
     levels = px.proxy_agreement_table(results, _ctx=ctx)
     t["proxy_agreement"] = levels[levels["factor"] == "all"].drop(columns=["factor", "level"])
     t["proxy_agreement"] = t["proxy_agreement"].reset_index(drop=True)
+    extra_tables: list[tuple[str, str, str]] = []
+    if stored_losses(stored):
+        t["loss_agreement"] = loss_agreement_table(
+            stored,
+            bootstrap_unit=bootstrap_unit,
+            n_resamples=n_resamples,
+            confidence=confidence,
+            random_state=random_state,
+        )
+        extra_tables.append(_LOSS_TABLE)
 
     draw: dict[str, Callable[[], Any]] = {
         "headline_eu": lambda: fg.headline_figure(t["headline"]),
@@ -342,7 +374,9 @@ def analyze(
         + ("instances within datasets" if bootstrap_unit == "instance" else "whole datasets")
         + f"; {len(frame.instances)} instances, {len(frame.methods)} methods."
     )
-    for name, title, note in _TABLES:
+    if loss != "squared":
+        setting += f" Loss: {loss} (ρ and Δ_ent use its AU/EU decomposition)."
+    for name, title, note in (*_TABLES, *extra_tables):
         table = t[name]
         csv = out / "tables" / f"{name}.csv"
         table.to_csv(csv, index=not isinstance(table.index, pd.RangeIndex))

@@ -27,6 +27,13 @@ def register(app: typer.Typer) -> None:
         n_resamples: int = typer.Option(2000, "--n-resamples", help="Bootstrap replicates."),
         confidence: float = typer.Option(0.95, "--confidence", help="Interval coverage."),
         seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling."),
+        loss: str = typer.Option(
+            "squared",
+            "--loss",
+            help="Loss whose AU/EU decomposition the analyses use: squared, crps or log "
+            "(stored by udbench run/score --loss). Results holding other losses also get "
+            "loss_agreement: Kendall's τ of each loss's ranking with the squared-loss one.",
+        ),
     ) -> None:
         """Headline table, Kendall's W stability, matched-prior advantage, entanglement,
         per-shell EU quality and accuracy, with bootstrap intervals: CSV + LaTeX tables,
@@ -34,9 +41,11 @@ def register(app: typer.Typer) -> None:
         from udbench._validation import check_choice
         from udbench.analyses import analyze
         from udbench.analyses._common import BOOTSTRAP_UNITS
+        from udbench.evaluation.losses import LOSSES
         from udbench.evaluation.store import read_results
 
         check_choice("udbench analyze", "--bootstrap-unit", bootstrap_unit, BOOTSTRAP_UNITS)
+        check_choice("udbench analyze", "--loss", loss, LOSSES)
         check_out_dir("udbench analyze", out)
         res = analyze(
             read_results(results),
@@ -45,6 +54,7 @@ def register(app: typer.Typer) -> None:
             n_resamples=n_resamples,
             confidence=confidence,
             random_state=seed,
+            loss=loss,
         )
         console = Console()
         head = res.tables["headline"]
@@ -63,4 +73,15 @@ def register(app: typer.Typer) -> None:
                 highlight=False,
                 markup=False,
             )
+        agree = res.tables.get("loss_agreement")
+        if agree is not None:
+            for r in agree[agree["factor"] == "all"].to_dict(orient="records"):
+                tau = float(r["tau"])
+                text = "–" if tau != tau else f"{tau:.3f} [{r['tau_low']:.3f}, {r['tau_high']:.3f}]"
+                console.print(
+                    f"  Kendall's τ, squared vs {r['loss']} ranking ({r['criterion_label']}): "
+                    f"{text}  ({r['n_methods']} methods)",
+                    highlight=False,
+                    markup=False,
+                )
         console.print(f"page: {res.html}", highlight=False)

@@ -119,6 +119,12 @@ def register(app: typer.Typer) -> None:
             help="With --tuned, a condition without a record: 'error' or 'default' "
             "(the configuration as given).",
         ),
+        loss: str | None = typer.Option(
+            None,
+            "--loss",
+            help="Also score under these losses, comma-separated: crps, log (paper Table 2; "
+            "squared loss is always scored). Columns <metric>_<loss>; see docs/transfer.md.",
+        ),
     ) -> None:
         """Fit every method on every task, score it against the oracle, store one row per cell.
 
@@ -130,8 +136,10 @@ def register(app: typer.Typer) -> None:
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
         from udbench.commands._progress import cell_progress
+        from udbench.evaluation.losses import parse_losses
         from udbench.evaluation.runner import run_benchmark
 
+        losses = parse_losses("udbench run", loss)
         check_out_dir("udbench run", out)
         if scheduler is not None or cluster_config is not None:  # fail fast, before any work
             from udbench.evaluation.cluster import check_scheduler_address, load_cluster_config
@@ -168,6 +176,7 @@ def register(app: typer.Typer) -> None:
                     retry_failed=retry_failed,
                     on_cell=on_cell,
                     configure=configure,
+                    losses=losses,
                 )
         except KeyboardInterrupt:
             Console(stderr=True).print(
@@ -184,6 +193,14 @@ def register(app: typer.Typer) -> None:
             f"{summary.n_skipped} already finished → {summary.out}",
             highlight=False,
         )
+        if losses and summary.n_skipped:
+            console.print(
+                f"{summary.n_skipped} cell(s) were finished before and not scored again; add "
+                f"the {','.join(losses)} metrics to them with: udbench score {out} --loss "
+                f"{','.join(losses)}",
+                highlight=False,
+                markup=False,
+            )
         for key, reason in summary.failures[:10]:
             console.print(f"  failed {key}: {reason}", highlight=False, markup=False)
         if len(summary.failures) > 10:
@@ -239,13 +256,20 @@ def register(app: typer.Typer) -> None:
         coverage: list[str] = typer.Option([], "--coverage", help="Only these coverages."),
         method: list[str] = typer.Option([], "--method", help="Only these method labels."),
         n_resamples: int = typer.Option(2000, "--n-resamples", help="Bootstrap replicates."),
+        loss: str = typer.Option(
+            "squared",
+            "--loss",
+            help="Loss whose AU/EU decomposition the ρ and Δ_ent columns use: squared, crps "
+            "or log (stored by udbench run/score --loss); also prints Kendall's τ with the "
+            "squared-loss ranking.",
+        ),
     ) -> None:
         """Per method: mean ρ of EU/AU with the oracle targets, Δ_ent, RMSE, intervals, rank.
 
         Filters repeat (--noise homoscedastic --noise linear) and combine (AND). The rank and
         what it is computed on are printed under the table.
         """
-        from udbench._validation import param_error
+        from udbench._validation import check_choice, param_error
         from udbench.commands._board import parse_columns, parse_metrics, print_board
         from udbench.evaluation.leaderboard import (
             LEADERBOARD_METRICS,
@@ -265,6 +289,9 @@ def register(app: typer.Typer) -> None:
         if rank_by in PROXY_KEYS:
             wanted.append(rank_by)
         metrics = list(dict.fromkeys([*LEADERBOARD_METRICS, *wanted]))
+        from udbench.evaluation.losses import LOSSES, ranking_agreement, results_under_loss
+
+        check_choice("udbench leaderboard", "--loss", loss, LOSSES)
         rows = filter_results(
             read_results(results),
             dataset=dataset,
@@ -273,9 +300,27 @@ def register(app: typer.Typer) -> None:
             coverage=coverage,
             method=method,
         )
+        scored = results_under_loss(rows, loss, "udbench leaderboard")
         board = leaderboard(
-            rows, metrics=metrics, rank_by=rank_by, rank_stat=rank_stat, n_resamples=n_resamples
+            scored, metrics=metrics, rank_by=rank_by, rank_stat=rank_stat, n_resamples=n_resamples
         )
+        if loss != "squared":
+            tau, n_tau = ranking_agreement(rows, loss, rank_by=rank_by, rank_stat=rank_stat)
+            shown = "undefined" if tau != tau else f"{tau:.3f}"
+            board.attrs["ranking"] = (
+                f"loss: {loss} (ρ and Δ_ent use the {loss} decomposition, docs/transfer.md) · "
+                + str(board.attrs.get("ranking") or "")
+                + f" · Kendall's τ with the squared-loss ranking: {shown} ({n_tau} methods)"
+            )
+        if "reference_exact" in rows.columns:  # student-t noise: approximate oracle
+            approx = rows["reference_exact"].astype("boolean").eq(False).fillna(False)
+            if bool(approx.any()):
+                n_approx = rows.loc[approx, "task_id"].nunique()
+                board.attrs["ranking"] = (
+                    str(board.attrs.get("ranking") or "")
+                    + f" · {n_approx} instance(s) have an approximate reference posterior "
+                    "(student-t noise, docs/transfer.md)"
+                )
         if as_json:
             typer.echo(json.dumps(leaderboard_records(board), indent=2))
         elif as_csv:

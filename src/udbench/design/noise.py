@@ -1,4 +1,12 @@
-"""Aleatoric noise models σ²(x) (SPEC §4, paper B.3)."""
+"""Aleatoric noise models σ²(x) (SPEC §4, paper B.3) and the law of the noise.
+
+The four modes of SPEC §4 draw Gaussian noise; they are the benchmark grid
+(:data:`NOISE_MODES`, what ``--noise all`` means). One more mode, ``student-t``, is generated
+only when named (:data:`ALL_NOISE_MODES`): Student-t noise with ν = 4 degrees of freedom,
+scaled to the variance σ²(x) of ``smooth-monotone``. The reference posterior still conditions
+with a Gaussian likelihood of variance σ²(x), so for this mode it is misspecified (approximate):
+the task file says so and ``udbench check`` reports it (docs/transfer.md).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +19,19 @@ from scipy.special import logsumexp
 from udbench._validation import check_choice, check_positive, param_error
 from udbench.data.covariates import Covariates
 
-__all__ = ["NOISE_MODES", "NOISE_MODE_TABLE", "NoiseMode", "NoiseModel"]
+__all__ = [
+    "ALL_NOISE_MODES",
+    "NOISE_MODES",
+    "NOISE_MODE_TABLE",
+    "STUDENT_T_DF",
+    "NoiseMode",
+    "NoiseModel",
+    "get_noise_mode",
+    "unit_noise",
+]
+
+#: Degrees of freedom ν of the ``student-t`` noise mode (finite variance needs ν > 2).
+STUDENT_T_DF: float = 4.0
 
 
 @dataclass(frozen=True)
@@ -28,11 +48,48 @@ class NoiseMode:
         homoscedastic mode (h ≡ 0, no standardisation).
     description : str
         One line for listings and docs.
+    law : {"gaussian", "student-t"}, default "gaussian"
+        The law of the standardised noise ε in y = f(x) + σ(x)·ε (:meth:`unit_noise`).
+    df : float or None, default None
+        Degrees of freedom ν of a Student-t law (> 2).
+    in_grid : bool, default True
+        Part of the benchmark grid of SPEC §4 (:data:`NOISE_MODES`, ``--noise all``);
+        False: generated only when named.
+
+    Notes
+    -----
+    A mode whose law is not Gaussian is *misspecified* for the reference posterior, which
+    conditions with a Gaussian likelihood of variance σ²(x) (:attr:`gaussian`).
     """
 
     name: str
     shape: Callable[[np.ndarray], np.ndarray] | None
     description: str
+    law: str = "gaussian"
+    df: float | None = None
+    in_grid: bool = True
+
+    @property
+    def gaussian(self) -> bool:
+        """True when the noise is Gaussian (the reference posterior is then exact)."""
+        return self.law == "gaussian"
+
+    def unit_noise(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        """Draw ``size`` standardised noise values ε (mean 0, variance 1) from ``rng``.
+
+        Gaussian: ``rng.standard_normal(size)`` (the stream every Gaussian mode has always
+        used). Student-t with ν degrees of freedom: T·√((ν − 2)/ν) with T ~ t_ν
+        (``rng.standard_t``), so Var ε = 1 (Var T = ν/(ν − 2)); for ν = 4 its kurtosis is
+        infinite (heavier tails than any Gaussian).
+
+        Returns
+        -------
+        ndarray, shape (size,), float64
+        """
+        if self.law == "student-t":
+            nu = float(self.df if self.df is not None else STUDENT_T_DF)
+            return np.asarray(rng.standard_t(nu, size) * np.sqrt((nu - 2.0) / nu))
+        return np.asarray(rng.standard_normal(size))
 
 
 def _linear(z: np.ndarray) -> np.ndarray:
@@ -47,23 +104,56 @@ def _step(z: np.ndarray) -> np.ndarray:
     return (z > 0).astype(np.float64)
 
 
-#: The four noise modes of SPEC §4, one row each, in table order (named functions, so a
-#: :class:`NoiseModel` pickles for worker processes).
+#: The four noise modes of SPEC §4 and the ``student-t`` mode, one row each, in table order
+#: (named functions, so a :class:`NoiseModel` pickles for worker processes).
 NOISE_MODE_TABLE: tuple[NoiseMode, ...] = (
     NoiseMode("homoscedastic", None, "constant variance: shape 0"),
     NoiseMode("smooth-monotone", _linear, "log-variance linear in the noise score: shape z"),
     NoiseMode("u-shaped", _square, "log-variance largest at both ends of z: shape z²"),
     NoiseMode("step", _step, "two variance levels: shape 1 if z > 0 else 0"),
+    NoiseMode(
+        "student-t",
+        _linear,
+        "Student-t noise (ν = 4) with the variance of smooth-monotone; misspecified for the "
+        "Gaussian-likelihood reference posterior (approximate)",
+        law="student-t",
+        df=STUDENT_T_DF,
+        in_grid=False,
+    ),
 )
 
-#: Names of the noise modes, in table order.
-NOISE_MODES: tuple[str, ...] = tuple(m.name for m in NOISE_MODE_TABLE)
+#: Names of the noise modes of the benchmark grid (SPEC §4; ``--noise all``), in table order.
+NOISE_MODES: tuple[str, ...] = tuple(m.name for m in NOISE_MODE_TABLE if m.in_grid)
+#: Names of every noise mode, the grid's and those generated only when named.
+ALL_NOISE_MODES: tuple[str, ...] = tuple(m.name for m in NOISE_MODE_TABLE)
 
 _BY_NAME: dict[str, NoiseMode] = {m.name: m for m in NOISE_MODE_TABLE}
 
 
+def get_noise_mode(name: str) -> NoiseMode:
+    """The row of :data:`NOISE_MODE_TABLE` named ``name``.
+
+    Raises
+    ------
+    UdbenchError
+        Unknown mode (the message lists :data:`ALL_NOISE_MODES`).
+    """
+    return _BY_NAME[check_choice("get_noise_mode", "mode", name, ALL_NOISE_MODES)]
+
+
+def unit_noise(mode: str, rng: np.random.Generator, size: int) -> np.ndarray:
+    """Standardised noise ε of noise mode ``mode`` (:meth:`NoiseMode.unit_noise`).
+
+    A name outside :data:`NOISE_MODE_TABLE` (a task built by hand with
+    :func:`udbench.tasks.make_task` under its own label) draws Gaussian noise, as every task
+    did before the table had a non-Gaussian law.
+    """
+    row = _BY_NAME.get(mode)
+    return row.unit_noise(rng, size) if row is not None else np.asarray(rng.standard_normal(size))
+
+
 class NoiseModel:
-    """Heteroscedastic Gaussian noise variance σ²(x) of one dataset (SPEC §4).
+    """Heteroscedastic noise variance σ²(x) of one dataset (SPEC §4).
 
     log σ²(x) = c + s·h(x), where h is the mode's shape of the noise score z(x),
     standardised to mean 0 and SD 1 (ddof=0) over the evaluation pool (h ≡ 0 for
@@ -74,8 +164,9 @@ class NoiseModel:
     ----------
     cov : Covariates
         The dataset (its noise score and evaluation pool).
-    mode : {"homoscedastic", "smooth-monotone", "u-shaped", "step"}
-        Shape of the noise along z.
+    mode : {"homoscedastic", "smooth-monotone", "u-shaped", "step", "student-t"}
+        Shape of the noise along z (``student-t`` has the shape, hence the variance, of
+        ``smooth-monotone``; its law is in :attr:`law`).
     strength : float, default 1.0
         s ≥ 0, the SD of log σ² over the evaluation pool.
     rho : float, optional
@@ -86,6 +177,9 @@ class NoiseModel:
     ----------
     level : float
         c.
+    law : str
+        The law of the standardised noise (:class:`NoiseMode`): ``"gaussian"`` or
+        ``"student-t"``.
     shape_mean, shape_sd : float
         Mean and SD of the raw shape over the evaluation pool (used to standardise h).
 
@@ -100,8 +194,9 @@ class NoiseModel:
         self, cov: Covariates, mode: str, strength: float = 1.0, rho: float | None = None
     ) -> None:
         self.cov = cov
-        self.mode = check_choice("NoiseModel", "mode", mode, NOISE_MODES)
+        self.mode = check_choice("NoiseModel", "mode", mode, ALL_NOISE_MODES)
         self._shape = _BY_NAME[self.mode].shape
+        self.law = _BY_NAME[self.mode].law
         self.strength = check_positive("NoiseModel", "strength", strength, strict=False)
         if rho is None:
             rho = cov.spec.rho

@@ -421,7 +421,11 @@ def _check_replicates(component: str, reps: np.ndarray) -> None:
 
 
 def instance_metrics(
-    prediction: Prediction, targets: OracleTargets, *, constant_aleatoric: bool = False
+    prediction: Prediction,
+    targets: OracleTargets,
+    *,
+    constant_aleatoric: bool = False,
+    variances: bool = True,
 ) -> dict[str, float | str]:
     """Per-instance metrics of one method on one task (SPEC §10).
 
@@ -436,6 +440,11 @@ def instance_metrics(
         The method's AU is constant in x by construction (``BaseMethod.constant_aleatoric``,
         SPEC §8): its AU correlations and Δ_ent are NaN with that reason, whatever rounding
         noise its AU output carries.
+    variances : bool, default True
+        The AU and EU estimates are variances and must be >= 0. False for loss-specific
+        terms that may be negative (the log-score AU is a differential entropy;
+        :mod:`udbench.evaluation.losses`); every metric here is a rank statistic, so only
+        finiteness is then required.
 
     Returns
     -------
@@ -459,10 +468,10 @@ def instance_metrics(
     n = targets.n
     mean = check_array(name, "prediction.mean", prediction.mean, shape=(n,))
     au = check_array(
-        name, "prediction.aleatoric", prediction.aleatoric, shape=(n,), nonnegative=True
+        name, "prediction.aleatoric", prediction.aleatoric, shape=(n,), nonnegative=variances
     )
     eu = check_array(
-        name, "prediction.epistemic", prediction.epistemic, shape=(n,), nonnegative=True
+        name, "prediction.epistemic", prediction.epistemic, shape=(n,), nonnegative=variances
     )
     out: dict[str, float | str] = {}
     reasons: list[str] = []

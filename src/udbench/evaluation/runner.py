@@ -41,7 +41,7 @@ import pandas as pd
 from udbench import __version__
 from udbench._seeding import derive_seed
 from udbench._threads import single_threaded
-from udbench._validation import UdbenchError, param_error
+from udbench._validation import UdbenchError, check_choice, param_error
 from udbench.data import N_SHELLS
 from udbench.evaluation.executor import Executor, Failed, call_with_timeout, worker_address
 from udbench.evaluation.scoring import METRIC_KEYS, PROXY_KEYS, score_prediction
@@ -210,7 +210,7 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def _base_row(cell: Cell) -> dict[str, Any]:
+def _base_row(cell: Cell, losses: tuple[str, ...] = ()) -> dict[str, Any]:
     mc = cell.method
     row: dict[str, Any] = {
         "cell_key": cell.key,
@@ -250,6 +250,11 @@ def _base_row(cell: Cell) -> dict[str, Any]:
     for s in range(N_SHELLS):
         row[f"rho_eu_risk_shell{s}"] = float("nan")
         row[f"rho_eu_var_shell{s}"] = float("nan")
+    if losses:  # other losses (udbench run --loss): their columns only when asked for
+        from udbench.evaluation.losses import loss_columns
+
+        for loss in losses:
+            row.update(dict.fromkeys(loss_columns(loss), float("nan")))
     row["metric_notes"] = None
     row.update(dict(cell.extra))
     return row
@@ -266,6 +271,8 @@ def _task_coordinates(task: Task) -> dict[str, Any]:
         "fidelity": str(spec.fidelity),  # a Fidelity (string enum) is stored as its plain name
         "n_draws": int(spec.n_draws),
         "task_version": str(task.version) or None,
+        # only for an approximate reference (student-t noise): other rows keep their columns
+        **({} if task.reference_exact else {"reference_exact": False}),
     }
 
 
@@ -306,6 +313,7 @@ def evaluate_cell(
     *,
     keep_predictions: bool = False,
     timeout: float | None = None,
+    losses: tuple[str, ...] = (),
 ) -> CellOutcome:
     """Run one cell: load the task, fit, predict, validate, score; never raises for cell errors.
 
@@ -319,6 +327,8 @@ def evaluate_cell(
     timeout : float, optional
         Wall-clock limit in seconds for fit + predict; a cell over it is a failed row with
         ``error = "timeout: ..."``.
+    losses : tuple of {"crps", "log"}, default ()
+        Also score under these losses (:mod:`udbench.evaluation.losses`).
 
     Returns
     -------
@@ -331,7 +341,7 @@ def evaluate_cell(
     :func:`udbench._threads.cell_threads`), so its result does not depend on the
     worker, the number of workers or core pinning.
     """
-    row = _base_row(cell)
+    row = _base_row(cell, losses)
     outcome = CellOutcome(row=row, worker=worker_address())
     try:
         task = Task.load(cell.task_path)
@@ -393,7 +403,7 @@ def evaluate_cell(
         return outcome
     try:
         metrics, notes = score_prediction(
-            task, pred, constant_aleatoric=cell.method.constant_aleatoric
+            task, pred, constant_aleatoric=cell.method.constant_aleatoric, losses=losses
         )
     except Exception as err:
         row["error"] = f"scoring raised {_one_line(err)}"
@@ -476,6 +486,7 @@ def run_benchmark(
     on_cell: CellCallback | None = None,
     client: Any = None,
     configure: TaskConfigurer | None = None,
+    losses: tuple[str, ...] | list[str] = (),
 ) -> RunSummary:
     """Run every (task, method) cell not yet finished and store one row per cell.
 
@@ -512,6 +523,10 @@ def run_benchmark(
         An existing client to submit to (overrides ``workers``/``scheduler``/``cluster_config``).
     configure : callable, optional
         Per-task method configurations (:data:`TaskConfigurer`), e.g. tuned ones.
+    losses : sequence of {"squared", "crps", "log"}, default ()
+        Also score every cell under these losses (:mod:`udbench.evaluation.losses`;
+        ``udbench run --loss``); squared loss is always scored. Cells already finished are
+        skipped as usual: score them with :func:`udbench.evaluation.losses.score_results`.
 
     Returns
     -------
@@ -527,6 +542,13 @@ def run_benchmark(
         raise param_error("udbench run", "timeout", "be > 0 seconds", timeout)
     if workers is not None and workers < 0:
         raise param_error("udbench run", "workers", "be >= 0", workers)
+    from udbench.evaluation.losses import OTHER_LOSSES
+
+    extra_losses: tuple[str, ...] = ()
+    for loss in losses:
+        check_choice("udbench run", "loss", loss, ["squared", *OTHER_LOSSES])
+        if loss != "squared" and loss not in extra_losses:
+            extra_losses += (loss,)
     mcs = resolve_methods(methods)
     paths = find_task_files(tasks)
     store = ResultsStore(out)
@@ -548,6 +570,7 @@ def run_benchmark(
             name="udbench-cell",
             keep_predictions=keep_predictions,
             timeout=timeout,
+            **({"losses": extra_losses} if extra_losses else {}),
         )
         for n_done, (cell, result) in enumerate(stream, start=1):
             outcome = _outcome(cell, result, timeout)

@@ -57,7 +57,11 @@ def _per_shell(
 
 
 def score_prediction(
-    task: Task, pred: Prediction, *, constant_aleatoric: bool = False
+    task: Task,
+    pred: Prediction,
+    *,
+    constant_aleatoric: bool = False,
+    losses: tuple[str, ...] = (),
 ) -> tuple[dict[str, float], str | None]:
     """Oracle targets and per-instance metrics of one prediction on one task.
 
@@ -71,6 +75,11 @@ def score_prediction(
     constant_aleatoric : bool, default False
         The method's AU is constant in x by construction (SPEC §8): its AU correlations and
         Δ_ent are NaN with that reason.
+    losses : tuple of {"crps", "log"}, default ()
+        Also score under these losses (:func:`udbench.evaluation.losses.loss_metrics`:
+        oracle targets from the reference draws, the method's terms from its Gaussian
+        predictive), adding the columns ``<key>_<loss>``. Empty (the default): squared loss
+        only, exactly as before.
 
     Returns
     -------
@@ -78,7 +87,8 @@ def score_prediction(
         :data:`METRIC_KEYS` (from :func:`udbench.evaluation.metrics.instance_metrics`,
         SPEC §10) plus ``rho_eu_risk_shell{s}`` and ``rho_eu_var_shell{s}`` for s = 0…4,
         and the proxy metrics :data:`udbench.evaluation.proxies.PROXY_KEYS` against the
-        noisy targets ``noisy_targets(task.spec.task_id, task.f_eval, task.noise_var_eval)``.
+        noisy targets ``noisy_targets(task.spec.task_id, task.f_eval, task.noise_var_eval)``;
+        with ``losses``, also :data:`udbench.evaluation.losses.LOSS_METRIC_KEYS` per loss.
     notes : str or None
         Reasons for undefined metrics, if ``instance_metrics`` gave any.
     """
@@ -118,4 +128,10 @@ def score_prediction(
             np.asarray(task.shell_eval),
         )
     )
+    if losses:
+        from udbench.evaluation.losses import loss_metrics
+
+        extra, extra_notes = loss_metrics(task, pred, losses, constant_aleatoric=constant_aleatoric)
+        metrics.update(extra)
+        notes.extend(extra_notes)
     return metrics, ("; ".join(notes) if notes else None)

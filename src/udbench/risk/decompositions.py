@@ -171,6 +171,24 @@ def _variance_about(draws: np.ndarray, mean: np.ndarray) -> np.ndarray:
     return var
 
 
+def _control_variate(scores: np.ndarray, eps2: np.ndarray) -> np.ndarray:
+    """The mixture entropy H(p̄) per point from M outcome scores −log p̄(Y_m), shape (M, k).
+
+    Control variate: c_m = ε_m²/2 − ½ (so that −log p_d(Y_m) − AU = c_m for the draw d that made
+    Y_m) has mean exactly 0. The estimate is mean(s) − β·mean(c) with β the per-point
+    regression coefficient Cov(s, c)/Var(c) (Glasserman 2003, §4.1). It removes the noise of
+    ε²/2, which otherwise dominates I(Y; F) when σ_f² ≪ σ² (an SD near 0.7/√M nats); β is 1
+    there and falls as the mixture widens, so the estimate is never noisier than the plain mean
+    (up to O(1/M)).
+    """
+    c = 0.5 * eps2 - 0.5
+    cc = c - c.mean(axis=0)
+    sc = scores - scores.mean(axis=0)
+    var_c = np.einsum("mk,mk->k", cc, cc)
+    beta = np.where(var_c > 0, np.einsum("mk,mk->k", sc, cc) / np.where(var_c > 0, var_c, 1), 0)
+    return scores.mean(axis=0) - beta * c.mean(axis=0)
+
+
 def _noise_samples(draws: np.ndarray, noise_sd: np.ndarray, loss: str, random_state: int):
     rng = make_rng("risk", loss, "noise", int(random_state))
     return draws + noise_sd * rng.standard_normal(draws.shape)
@@ -430,6 +448,7 @@ def log_score_decomposition(
     *,
     n_samples: int | None = None,
     random_state: int = 0,
+    mixture_entropy: Any = None,
 ) -> Decomposition:
     """Continuous log-score decomposition from reference-posterior draws (paper A.4, Lemma A.1).
 
@@ -443,7 +462,10 @@ def log_score_decomposition(
       where the mixture entropy H(p̄) = E_{p̄}[−log p̄(Y)] is a Monte Carlo average over M
       outcome samples Y = f_d + σ ε, one for each of M evenly spaced draws d (all D by
       default), each scored against the full D-component mixture with
-      ``scoringrules.logs_mixnorm`` (in chunks of points, so memory stays bounded). The cost is
+      ``scoringrules.logs_mixnorm`` (in chunks of points, so memory stays bounded), with the
+      control variate −log p_d(Y) of the draw d that made Y (its mean is exactly AU; regression
+      coefficient per point), which removes the noise of ε²/2: where σ_f² ≪ σ² the SD of
+      I(Y; F) falls from about 0.7/√M nats to a fraction of that. The cost is
       O(M·D·n): about 10 s for D = M = 1000 and n = 300 on one core; pass ``n_samples=200``
       for large n.
 
@@ -460,6 +482,11 @@ def log_score_decomposition(
         default D.
     random_state : int, default 0
         Names the stream of the noise samples ε.
+    mixture_entropy : array_like, shape (n,), optional
+        H(p̄) per point from an earlier call on the same draws, noise variance, ``n_samples``
+        and ``random_state`` (``au + generalized_variance`` of its result): it does not depend
+        on the deployed predictive, so scoring several predictives against one posterior
+        skips the O(M·D·n) step and gives the same terms.
 
     Returns
     -------
@@ -484,6 +511,9 @@ def log_score_decomposition(
     m_out = d if n_samples is None else int(n_samples)
     if n_samples is not None and (m_out != n_samples or not 2 <= m_out <= d):
         raise param_error(name, "n_samples", f"be an integer in [2, {d}] (D)", n_samples)
+    if mixture_entropy is not None:
+        h_given = _checks.vector(name, "mixture_entropy", mixture_entropy, n)
+        return _log_terms(au, h_given, total, d, m_out, random_state)
     rows = np.linspace(0, d - 1, m_out).round().astype(np.intp)
     y = _noise_samples(f[rows], sd, "log", random_state)
     h_mix = np.empty(n)
@@ -496,7 +526,15 @@ def log_score_decomposition(
             comps[None, lo:hi, :],
             np.broadcast_to(sd[None, lo:hi, None], (1, hi - lo, d)),
         )
-        h_mix[lo:hi] = np.mean(scores, axis=0)
+        eps2 = ((y[:, lo:hi] - f[rows, lo:hi]) / sd[lo:hi]) ** 2
+        h_mix[lo:hi] = _control_variate(scores, eps2)
+    return _log_terms(au, h_mix, total, d, m_out, random_state)
+
+
+def _log_terms(
+    au: np.ndarray, h_mix: np.ndarray, total: np.ndarray, d: int, m_out: int, random_state: int
+) -> Decomposition:
+    """The log-score :class:`Decomposition` from AU, the mixture entropy H(p̄) and the total."""
     return Decomposition(
         "log",
         au,
@@ -506,7 +544,8 @@ def log_score_decomposition(
         "draws",
         n_draws=d,
         n_samples=m_out,
-        estimator="exact AU and total; mixture entropy by Monte Carlo over outcome samples",
+        estimator="exact AU and total; mixture entropy by Monte Carlo over outcome samples "
+        "with the own-component control variate",
         extra={"random_state": int(random_state)},
     )
 

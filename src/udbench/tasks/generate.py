@@ -31,6 +31,7 @@ __all__ = [
     "get_covariates",
     "get_prior",
     "make_task",
+    "reference_record",
     "replacement_seed",
     "source_fingerprint",
     "task_file_clash",
@@ -141,7 +142,9 @@ def draw_instance(
     """Steps 2–3 of SPEC §6: f* jointly at (evaluation, training) inputs, then y.
 
     f* comes from ``prior.sample`` with stream ``spec.seed_for("f_star")``;
-    y = f*(x_i) + σ(x_i)·ε_i with ε standard normal from ``spec.seed_for("noise")``.
+    y = f*(x_i) + σ(x_i)·ε_i with ε from ``spec.seed_for("noise")``: standard normal, or for
+    a non-Gaussian noise mode (``student-t``) its standardised law
+    (:func:`udbench.design.unit_noise`; variance 1, so Var y | f = σ²).
 
     Parameters
     ----------
@@ -161,9 +164,50 @@ def draw_instance(
     m = X_eval.shape[0]
     f_joint = prior.sample(np.vstack([X_eval, X_train]), spec.seed_for("f_star"), 1)[0]
     f_eval, f_train = f_joint[:m], f_joint[m:]
-    eps = np.random.default_rng(spec.seed_for("noise")).standard_normal(X_train.shape[0])
+    from udbench.design import unit_noise
+
+    eps = unit_noise(spec.noise, np.random.default_rng(spec.seed_for("noise")), X_train.shape[0])
     y = f_train + np.sqrt(noise_var_train) * eps
     return f_eval, f_train, y
+
+
+def reference_record(noise: str) -> dict[str, Any] | None:
+    """What a task records about a reference posterior that is not exact, or None.
+
+    The reference posterior conditions with a Gaussian likelihood of the known variance
+    σ²(x). For a noise mode whose law is not Gaussian (``student-t``) that likelihood is
+    misspecified, so the posterior, and every oracle target computed from it, is approximate.
+
+    Parameters
+    ----------
+    noise : str
+        The task's noise mode.
+
+    Returns
+    -------
+    dict or None
+        ``{"exact": False, "noise_law", "df", "likelihood", "note"}`` for a non-Gaussian
+        mode of :data:`udbench.design.NOISE_MODE_TABLE`; None for a Gaussian one (and for a
+        name outside the table, whose noise is Gaussian).
+    """
+    from udbench.design import ALL_NOISE_MODES, get_noise_mode
+
+    if noise not in ALL_NOISE_MODES:
+        return None
+    mode = get_noise_mode(noise)
+    if mode.gaussian:
+        return None
+    return {
+        "exact": False,
+        "noise_law": mode.law,
+        "df": mode.df,
+        "likelihood": "gaussian",
+        "note": (
+            f"misspecified: y has {mode.law} noise (df {mode.df:g}) with variance σ²(x), but "
+            "the reference posterior conditions with a Gaussian likelihood of that variance; "
+            "the posterior and every oracle target from it are approximate"
+        ),
+    }
 
 
 def make_task(
@@ -179,9 +223,11 @@ def make_task(
     """Steps 2–4 of SPEC §6 given the inputs, noise variances and training indices.
 
     Draws f* jointly at (evaluation pool, training inputs) from ``prior`` with stream
-    ``spec.seed_for("f_star")``; y = f*(x_i) + σ(x_i)·ε_i with ε from ``seed_for("noise")``;
-    conditions with the noise variances known (``seed_for("posterior")``), and runs the
-    acceptance checks (SPEC §7).
+    ``spec.seed_for("f_star")``; y = f*(x_i) + σ(x_i)·ε_i with ε from ``seed_for("noise")``
+    (:func:`draw_instance`); conditions with the noise variances known and a Gaussian
+    likelihood (``seed_for("posterior")``), and runs the acceptance checks (SPEC §7). For a
+    non-Gaussian noise mode the diagnostics get ``"reference"`` (:func:`reference_record`):
+    the posterior is approximate.
 
     Parameters
     ----------
@@ -216,12 +262,15 @@ def make_task(
     summary, per_point = acceptance_checks(f_eval, draws, post.mean, post.var, n_chains=n_chains)
     if "rhat_max" in post.diagnostics:  # MCMC families: function-space split-R̂ (SPEC §7)
         summary["rhat_max"] = float(post.diagnostics["rhat_max"])
-    diagnostics = {
+    diagnostics: dict[str, Any] = {
         "checks": summary,
         "sampler": post.diagnostics,
         "seeds": {c: spec.seed_for(c) for c in ("train", "f_star", "noise", "posterior")},
         "exact_moments": post.mean is not None,
     }
+    reference = reference_record(spec.noise)
+    if reference is not None:  # absent for Gaussian noise: those files keep their bytes
+        diagnostics["reference"] = reference
     arrays: dict[str, np.ndarray | None] = {
         "train_idx": train_idx,
         "X_train": X_train,

@@ -139,6 +139,16 @@ class Task:
     def __repr__(self) -> str:
         return f"Task({self.spec.task_id!r}, version={self.version!r})"
 
+    @property
+    def reference_exact(self) -> bool:
+        """False when the reference posterior is approximate (misspecified likelihood).
+
+        Read from ``diagnostics["reference"]["exact"]``, written for a non-Gaussian noise
+        mode (:func:`udbench.tasks.generate.reference_record`); True when absent.
+        """
+        record = self.diagnostics.get("reference") if isinstance(self.diagnostics, dict) else None
+        return bool(record.get("exact", True)) if isinstance(record, dict) else True
+
     def _get(self, name: str) -> np.ndarray | None:
         if name in self._arrays:
             return self._arrays[name]

@@ -1,0 +1,54 @@
+"""``udbench score``: add other losses' metrics (CRPS, log score) to a finished results folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+#: Exit status when some ok cells could not be scored (predictions not kept, task file gone).
+EXIT_CELLS_SKIPPED = 3
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``score``."""
+
+    @app.command("score")
+    def score_cmd(
+        results: Path = typer.Argument(..., help="Results folder written by udbench run."),
+        loss: str = typer.Option(
+            ...,
+            "--loss",
+            help="Losses to score, comma-separated: crps, log (squared is always stored).",
+        ),
+        force: bool = typer.Option(
+            False, "--force", help="Score cells that already hold a loss again."
+        ),
+    ) -> None:
+        """Score the stored predictions under the CRPS / log-score decompositions (Table 2).
+
+        Every ok cell run with --keep-predictions gets the columns <metric>_<loss>: oracle
+        targets from its task file's reference draws, the method's terms from its Gaussian
+        predictive N(mean, AU + EU) in closed form. Its other columns keep their values. Then
+        `udbench leaderboard RESULTS --loss crps` and `udbench analyze RESULTS --loss crps`
+        rank under that loss. Exit status 3 when some ok cells could not be scored (listed).
+        """
+        from udbench.evaluation.losses import parse_losses, score_results
+
+        losses = parse_losses("udbench score", loss)
+        summary = score_results(results, losses, force=force)
+        console = Console()
+        console.print(
+            f"{summary.n_ok} ok cells: {summary.n_scored} scored under "
+            f"{','.join(summary.losses) or '(squared only: nothing to do)'}, "
+            f"{summary.n_already} already scored, {len(summary.skipped)} could not be scored",
+            highlight=False,
+            markup=False,
+        )
+        for key, reason in summary.skipped[:10]:
+            console.print(f"  not scored {key}: {reason}", highlight=False, markup=False)
+        if len(summary.skipped) > 10:
+            console.print(f"  … and {len(summary.skipped) - 10} more", highlight=False)
+        if summary.skipped:
+            raise typer.Exit(EXIT_CELLS_SKIPPED)
