@@ -41,6 +41,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "analyze",
     "tuning",
     "validation",
+    "transfer",
 )
 
 app = typer.Typer(
