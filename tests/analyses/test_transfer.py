@@ -286,3 +286,22 @@ def test_fabricated_failed_alternative_cells_are_left_out_of_both() -> None:
     assert tau["tau"].iloc[0] == pytest.approx(1.0)
     with pytest.raises(UdbenchError, match="no cell is scored under both"):
         transfer_tables(correct, alternative.assign(status="failed"), n_resamples=10)
+
+
+def test_fit_settings_override_is_used_and_keys_the_cache(run_dir, tmp_path, capsys) -> None:
+    import json
+
+    out = tmp_path / "t"
+    res = run_transfer(
+        run_dir / "res",
+        ["gp:rbf"],
+        out=out,
+        n_resamples=10,
+        fit_settings={"restarts": 1, "maxiter": 3, "max_rows": 20},
+    )
+    info = json.loads(res.cells["gp:rbf"]["oracle_info"].iloc[0])
+    assert info["fit_settings"]["maxiter"] == 3 and info["fit_settings"]["n_rows"] == 20
+    run_transfer(run_dir / "res", ["gp:rbf"], out=out, n_resamples=10)  # default settings
+    assert len(list((out / "gp-rbf" / "oracles").glob("*.npz"))) == 4  # 2 tasks × 2 settings
+    code = main(["transfer", str(run_dir / "res"), "--oracle", "gp:rbf", "--fit-iters", "0"])
+    assert code == 2 and "'--fit-iters' must be an integer >= 1" in capsys.readouterr().err

@@ -229,6 +229,7 @@ def run_transfer(
     random_state: int | str = 0,
     loss: str = "squared",
     on_task: TaskCallback | None = None,
+    fit_settings: dict[str, int] | None = None,
 ) -> TransferResult:
     """``udbench transfer``: rescore the kept predictions under each oracle and compare.
 
@@ -245,7 +246,7 @@ def run_transfer(
         ``gp:KERNEL``, ``gp:prior``, ``family:FAMILY`` (:func:`parse_oracle`).
     out : str or Path, optional
         Output folder (default ``RESULTS/transfer``).
-    task_dirs, data_dir, loss, on_task
+    task_dirs, data_dir, loss, on_task, fit_settings
         As in :func:`udbench.evaluation.transfer.rescore_cells`.
     metrics, factors, bootstrap_unit, n_resamples, confidence, random_state
         As in :func:`transfer_tables`.
@@ -291,6 +292,7 @@ def run_transfer(
             data_dir=data_dir,
             loss=loss,
             on_task=on_task,
+            fit_settings=fit_settings,
         )
         if (cells["oracle_status"] == "no-predictions").all():
             raise UdbenchError(
@@ -372,12 +374,13 @@ def transfer_sections(results_dir: str | os.PathLike[str]) -> list[ReportSection
             for r in pooled.to_dict(orient="records")
         )
         levels = tau[(tau["factor"] != "all") & tau["tau"].notna()]
+        first_metric = (
+            levels[levels["metric"] == levels["metric"].iloc[0]] if len(levels) else levels
+        )
         lv = ", ".join(
-            f"{html.escape(str(r['factor']))}={html.escape(str(r['level']))}: {_fmt(r['tau'], 2)}"
-            for r in levels[levels["metric"] == levels["metric"].iloc[0]].to_dict(
-                orient="records"
-            )
-        ) if len(levels) else ""
+            html.escape(f"{r['factor']}={r['level']}") + f": {_fmt(r['tau'], 2)}"
+            for r in first_metric.to_dict(orient="records")
+        )
         first = ranks[(ranks["factor"] == "all") & (ranks["metric"] == ranks["metric"].iloc[0])]
         first = first.reindex(first["rank_shift"].abs().sort_values(ascending=False).index)
         shifts = "".join(
@@ -396,4 +399,3 @@ def transfer_sections(results_dir: str | os.PathLike[str]) -> list[ReportSection
             f"{shifts}</table>"
         )
     return [ReportSection("Transfer: rankings under alternative oracles", "".join(parts))]
-

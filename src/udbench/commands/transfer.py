@@ -37,8 +37,9 @@ def register(app: typer.Typer) -> None:
         ),
         data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
         metric: list[str] = typer.Option(
-            [], "--metric", help="Metric ordering the methods (repeatable; default "
-            "rho_eu_risk and rho_eu_var)."
+            [],
+            "--metric",
+            help="Metric ordering the methods (repeatable; default rho_eu_risk and rho_eu_var).",
         ),
         bootstrap_unit: str = typer.Option(
             "instance",
@@ -47,12 +48,21 @@ def register(app: typer.Typer) -> None:
         ),
         n_resamples: int = typer.Option(2000, "--n-resamples", help="Bootstrap replicates."),
         seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling."),
+        fit_rows: int | None = typer.Option(
+            None, "--fit-rows", help="gp:KERNEL: most training points the fit uses."
+        ),
+        fit_restarts: int | None = typer.Option(
+            None, "--fit-restarts", help="gp:KERNEL: starts of the marginal-likelihood fit."
+        ),
+        fit_iters: int | None = typer.Option(
+            None, "--fit-iters", help="gp:KERNEL: L-BFGS-B iterations per start."
+        ),
     ) -> None:
         """Recompute EU*_risk and EU*_var of every kept prediction under another reference
         posterior (same training sample, same known noise), score every method against both
         oracles, and report Kendall's τ between the two method orderings (bootstrap interval
         over instances) and each method's rank shift, pooled and per factor level."""
-        from udbench._validation import check_choice
+        from udbench._validation import check_choice, param_error
         from udbench.analyses._common import BOOTSTRAP_UNITS
         from udbench.analyses.transfer import TRANSFER_METRICS, run_transfer
         from udbench.evaluation.transfer import parse_oracle
@@ -62,6 +72,12 @@ def register(app: typer.Typer) -> None:
         check_choice(name, "--bootstrap-unit", bootstrap_unit, BOOTSTRAP_UNITS)
         if out is not None:
             check_out_dir(name, out)
+        given = {"max_rows": fit_rows, "restarts": fit_restarts, "maxiter": fit_iters}
+        overrides = {k: v for k, v in given.items() if v is not None}
+        flags = {"max_rows": "--fit-rows", "restarts": "--fit-restarts", "maxiter": "--fit-iters"}
+        for k, v in overrides.items():
+            if v < 1:
+                raise param_error(name, flags[k], "be an integer >= 1", v)
         console = Console()
 
         def progress(done: int, total: int, task_id: str) -> None:
@@ -78,6 +94,7 @@ def register(app: typer.Typer) -> None:
             n_resamples=n_resamples,
             random_state=seed,
             on_task=progress,
+            fit_settings=overrides or None,
         )
         for text, tau in res.tau.items():
             cells = res.cells[text]

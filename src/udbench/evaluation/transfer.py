@@ -62,6 +62,7 @@ __all__ = [
     "OracleMoments",
     "OracleSpec",
     "alternative_moments",
+    "fit_settings_for",
     "parse_oracle",
     "rescore_cells",
     "task_with_moments",
@@ -169,8 +170,32 @@ def _gp_moments(prior: Any, task: Task) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
+def fit_settings_for(
+    fidelity: str, overrides: dict[str, int] | None = None, component: str = "udbench transfer"
+) -> dict[str, int]:
+    """The ``gp:KERNEL`` fit settings: :data:`TRANSFER_FIT_SETTINGS` of ``fidelity``, with
+    ``overrides`` (``max_rows``, ``restarts``, ``maxiter``; each an integer >= 1).
+
+    Raises
+    ------
+    UdbenchError
+        An unknown key or a value that is not an integer >= 1.
+    """
+    out = dict(TRANSFER_FIT_SETTINGS[str(fidelity)])
+    for k, v in (overrides or {}).items():
+        check_choice(component, "fit setting", k, list(out))
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+            raise param_error(component, k, "be an integer >= 1", v)
+        out[k] = int(v)
+    return out
+
+
 def alternative_moments(
-    task: Task, oracle: OracleSpec, *, data_dir: str | os.PathLike[str] | None = None
+    task: Task,
+    oracle: OracleSpec,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    fit_settings: dict[str, int] | None = None,
 ) -> OracleMoments:
     """The posterior moments of ``task``'s training sample under ``oracle``.
 
@@ -185,6 +210,8 @@ def alternative_moments(
     data_dir : str or Path, optional
         Raw-data folder for kinds that bind a prior to the dataset (``gp:prior`` on a
         non-GP task, ``family:``); default ``$UDBENCH_DATA_DIR``.
+    fit_settings : dict, optional
+        Overrides of the ``gp:KERNEL`` fit settings (:func:`fit_settings_for`).
 
     Returns
     -------
@@ -214,7 +241,7 @@ def alternative_moments(
             info.update(kernel=prior.hyper, scale=prior.scale)
             mean, var = _gp_moments(prior, task)
         elif oracle.kind == "gp":
-            settings = TRANSFER_FIT_SETTINGS[str(spec.fidelity)]
+            settings = fit_settings_for(str(spec.fidelity), fit_settings)
             X, y = np.asarray(task.X_train), np.asarray(task.y_train)
             nv = np.asarray(task.noise_var_train)
             rows = np.arange(X.shape[0])
@@ -283,8 +310,13 @@ def task_with_moments(task: Task, mean: np.ndarray, var: np.ndarray) -> Task:
 
 
 # ------------------------------------------------------------------------------ rescoring
-def _cache_path(cache_dir: Path, task_id: str, sha: str | None) -> Path:
-    return cache_dir / f"{task_id}__{(sha or 'unknown')[:16]}.npz"
+def _cache_path(cache_dir: Path, task_id: str, sha: str | None, request: dict[str, Any]) -> Path:
+    """``<task id>__<checksum[:16]>__<request hash>.npz``: the request is the oracle and its
+    fit settings, so other settings never reuse a cached oracle."""
+    import hashlib
+
+    tag = hashlib.blake2b(json.dumps(request, sort_keys=True).encode(), digest_size=4).hexdigest()
+    return cache_dir / f"{task_id}__{(sha or 'unknown')[:16]}__{tag}.npz"
 
 
 def _load_cached(path: Path, oracle: OracleSpec) -> OracleMoments | None:
@@ -349,6 +381,7 @@ def rescore_cells(
     data_dir: str | os.PathLike[str] | None = None,
     loss: str = "squared",
     on_task: TaskCallback | None = None,
+    fit_settings: dict[str, int] | None = None,
 ) -> pd.DataFrame:
     """Score every stored prediction of ``results`` against the alternative ``oracle``.
 
@@ -371,6 +404,8 @@ def rescore_cells(
         The loss whose targets are recomputed (a hook for other losses).
     on_task : callable, optional
         Progress callback (:data:`TaskCallback`).
+    fit_settings : dict, optional
+        Overrides of the ``gp:KERNEL`` fit settings (:func:`fit_settings_for`).
 
     Returns
     -------
@@ -400,8 +435,7 @@ def rescore_cells(
             path = _locate(first, by_id)
             if path is None:
                 raise UdbenchError(
-                    f"task file {first.get('task_path')!r} not found (pass its folder with "
-                    "--tasks)"
+                    f"task file {first.get('task_path')!r} not found (pass its folder with --tasks)"
                 )
             task = Task.load(path)
             if sha is not None and task.content_sha256 != sha:
@@ -409,11 +443,19 @@ def rescore_cells(
                     f"task file {str(path)!r} holds another version of the task (checksum "
                     f"{str(task.content_sha256)[:12]}, results {sha[:12]})"
                 )
-            cpath = None if cache is None else _cache_path(cache, str(task_id), sha)
+            request = {
+                "oracle": oracle.text,
+                "fit": fit_settings_for(str(task.spec.fidelity), fit_settings)
+                if oracle.kind == "gp" and oracle.name != "prior"
+                else None,
+            }
+            cpath = None if cache is None else _cache_path(cache, str(task_id), sha, request)
             if cpath is not None and cpath.is_file():
                 moments = _load_cached(cpath, oracle)
             if moments is None:
-                moments = alternative_moments(task, oracle, data_dir=data_dir)
+                moments = alternative_moments(
+                    task, oracle, data_dir=data_dir, fit_settings=fit_settings
+                )
                 if cpath is not None:
                     _save_cached(cpath, moments)
         except Exception as err:  # recorded: the other tasks go on
