@@ -78,8 +78,8 @@ LOSSES: tuple[str, ...] = ("squared",)
 #: ``restarts`` starts of at most ``maxiter`` L-BFGS-B iterations. Lighter than the prior's
 #: own fit (one fit per task, not per dataset); conditioning always uses the whole sample.
 TRANSFER_FIT_SETTINGS: dict[str, dict[str, int]] = {
-    "paper": {"max_rows": 1000, "restarts": 2, "maxiter": 100},
-    "standard": {"max_rows": 1000, "restarts": 2, "maxiter": 100},
+    "paper": {"max_rows": 500, "restarts": 2, "maxiter": 100},
+    "standard": {"max_rows": 500, "restarts": 2, "maxiter": 100},
     "smoke": {"max_rows": 200, "restarts": 1, "maxiter": 50},
 }
 #: Metric columns of a results row that rescoring recomputes.
