@@ -305,3 +305,10 @@ def test_fit_settings_override_is_used_and_keys_the_cache(run_dir, tmp_path, cap
     assert len(list((out / "gp-rbf" / "oracles").glob("*.npz"))) == 4  # 2 tasks × 2 settings
     code = main(["transfer", str(run_dir / "res"), "--oracle", "gp:rbf", "--fit-iters", "0"])
     assert code == 2 and "'--fit-iters' must be an integer >= 1" in capsys.readouterr().err
+
+
+def test_udbench_report_shows_the_transfer_section(run_dir, tmp_path) -> None:
+    run_transfer(run_dir / "res", ["gp:prior"], n_resamples=20)
+    assert main(["report", str(run_dir / "res"), "--out", str(tmp_path / "rep")]) == 0
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "Transfer: rankings under alternative oracles" in page and "gp:prior" in page
