@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from udbench._threads import cell_threads
+from udbench._threads import cell_threads, fix_xla_threads
 from udbench.evaluation.transfer import alternative_moments, parse_oracle
 from udbench.priors.gp import GPPrior
 from udbench.tasks import TaskSpec, make_task
@@ -62,6 +62,7 @@ def main() -> None:
     ap.add_argument("--fit-restarts", type=int, default=None)
     ap.add_argument("--fit-iters", type=int, default=None)
     args = ap.parse_args()
+    fix_xla_threads()  # one XLA thread, as in task generation: before JAX is first used
     given = {"max_rows": args.fit_rows, "restarts": args.fit_restarts, "maxiter": args.fit_iters}
     overrides = {k: v for k, v in given.items() if v is not None} or None
 

@@ -62,7 +62,10 @@ def register(app: typer.Typer) -> None:
         posterior (same training sample, same known noise), score every method against both
         oracles, and report Kendall's τ between the two method orderings (bootstrap interval
         over instances) and each method's rank shift, pooled and per factor level."""
+        from udbench._threads import fix_xla_threads
         from udbench._validation import check_choice, param_error
+
+        fix_xla_threads()  # one XLA thread, as in task generation: before JAX is first used
         from udbench.analyses._common import BOOTSTRAP_UNITS
         from udbench.analyses.transfer import TRANSFER_METRICS, run_transfer
         from udbench.evaluation.transfer import parse_oracle
