@@ -312,3 +312,22 @@ def test_udbench_report_shows_the_transfer_section(run_dir, tmp_path) -> None:
     assert main(["report", str(run_dir / "res"), "--out", str(tmp_path / "rep")]) == 0
     page = (tmp_path / "rep" / "report.html").read_text()
     assert "Transfer: rankings under alternative oracles" in page and "gp:prior" in page
+
+
+def test_gp_oracles_on_an_hbart_task_and_hbart_oracle_on_a_gp_task(run_dir) -> None:
+    # a GP oracle on a non-GP truth: gp:prior is the dataset's GP prior (not in the task file)
+    spec = TaskSpec("diabetes", "hbart", "homoscedastic", "balanced", 0, fidelity="smoke")
+    hb = generate_task(TaskSpec(**{**spec.to_dict(), "n_draws": 40}))
+    own = alternative_moments(hb, parse_oracle("gp:prior"))
+    assert own.info["source"] == "dataset GP prior"
+    gp = get_prior("gp", "diabetes", "smoke")
+    want = gp.moments(hb.X_train, hb.y_train, hb.noise_var_train, hb.X_eval)
+    np.testing.assert_allclose(own.mean, want[0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(own.var, want[1], rtol=0, atol=1e-12)
+    # ... and an HBART oracle (MCMC) on a GP task: moments from its draws, which follow the
+    # same data as the task's exact GP posterior
+    task = Task.load(sorted((run_dir / "tasks").glob("*.npz"))[0])
+    alt = alternative_moments(task, parse_oracle("family:hbart"))
+    assert alt.mean.shape == alt.var.shape == task.post_mean.shape
+    assert np.all(alt.var > 0) and "sampler" in alt.info
+    assert np.corrcoef(alt.mean, task.post_mean)[0, 1] > 0.5
