@@ -145,6 +145,8 @@ def test_cli_transfer_and_errors(run_dir, capsys) -> None:
         assert main(["transfer", str(run_dir / "res"), "--oracle", bad]) == 2
         err = capsys.readouterr().err
         assert why in err and len(err.strip().splitlines()) == 1
+    args = ["transfer", str(run_dir / "res"), "--oracle", "gp:prior", "--metric", "rho_nope"]
+    assert main(args) == 2 and "'--metric' must name a metric column" in capsys.readouterr().err
 
 
 def test_results_without_predictions_is_an_error(run_dir, tmp_path) -> None:
@@ -314,6 +316,7 @@ def test_udbench_report_shows_the_transfer_section(run_dir, tmp_path) -> None:
     assert "Transfer: rankings under alternative oracles" in page and "gp:prior" in page
 
 
+@pytest.mark.slow  # HBART generation and sampling: ~40 CPU s, minutes on a loaded machine
 def test_gp_oracles_on_an_hbart_task_and_hbart_oracle_on_a_gp_task(run_dir) -> None:
     # a GP oracle on a non-GP truth: gp:prior is the dataset's GP prior (not in the task file)
     spec = TaskSpec("diabetes", "hbart", "homoscedastic", "balanced", 0, fidelity="smoke")
