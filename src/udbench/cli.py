@@ -42,6 +42,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tuning",
     "validation",
     "score",
+    "transfer",
 )
 
 app = typer.Typer(

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import scipy.linalg
+import scipy.stats
 
 from udbench._validation import UdbenchError
 from udbench.priors import make_prior, scale_from_unit_draws
@@ -253,3 +254,50 @@ def test_unwritable_cache_warns_and_gives_the_same_prior(tmp_path, monkeypatch) 
     with pytest.warns(UdbenchWarning, match="could not cache the GP fit .*UDBENCH_CACHE_DIR"):
         uncached = build_prior(cov, "smoke")
     assert uncached.scale == pytest.approx(cached.scale, rel=1e-12)
+
+
+@pytest.mark.parametrize("family", ["rq+linear", "matern12", "arccosine"])
+def test_moments_without_draws_match_dense_scipy_and_condition(family: str) -> None:
+    prior = GPPrior(_hyper(family, 3), scale=1.3)
+    Xt, Xe = RNG.random((30, 3)), RNG.random((600, 3))  # > one 512-row diagonal block
+    s2 = 0.05 + 0.3 * RNG.random(30)
+    y = RNG.standard_normal(30)
+    mean, var = prior.moments(Xt, y, s2, Xe)
+    K = prior.covariance(np.vstack([Xe, Xt]))
+    want_mean, cov, _, _ = _dense_posterior(K, s2, y, 600)
+    np.testing.assert_allclose(mean, want_mean, atol=1e-8, rtol=0)
+    np.testing.assert_allclose(var, np.diag(cov), atol=1e-8, rtol=0)
+    post = prior.condition(Xt, y, s2, Xe, key=0, n_draws=2)
+    np.testing.assert_allclose(mean, post.mean, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(var, post.var, atol=1e-10, rtol=0)
+    with pytest.raises(UdbenchError, match="noise_var_train"):
+        prior.moments(Xt, y, np.zeros(30), Xe)
+
+
+def test_fit_with_known_noise_maximises_the_exact_marginal_likelihood() -> None:
+    # data from GP(0, 2.5²·RBF) with known heteroscedastic noise; the fit must use that noise
+    # as given (no fitted noise, no standardisation of y): its reported optimum equals
+    # log N(y | 0, a²K̃ + diag σ²) at the returned hyperparameters (SciPy, dense)
+    rng = np.random.default_rng(3)
+    X = rng.random((60, 2))
+    truth = GPPrior(
+        {
+            "kernel_family": "rbf",
+            "parts": [{"kernel": "rbf", "weight": 1.0, "lengthscale": [0.4, 0.6]}],
+        },
+        scale=2.5,
+    )
+    f = truth.sample(X, key=1)[0]
+    s2 = 0.02 + 0.1 * rng.random(60)
+    y = f + np.sqrt(s2) * rng.standard_normal(60)
+    fit = fit_kernel(X, y, "rbf", seed=0, restarts=1, maxiter=200, noise_var=s2)
+    assert np.isnan(fit.noise_variance) and fit.settings["known_noise"] is True
+    K = GPPrior(fit.hyper, np.sqrt(fit.total_variance)).covariance(X)
+    lml = scipy.stats.multivariate_normal(np.zeros(60), K + np.diag(s2)).logpdf(y)
+    assert fit.lml_final == pytest.approx(lml, abs=1e-6)
+    assert fit.lml_final >= fit.lml_initial
+    # the known-noise likelihood is maximised in a's direction too: a² is of the order of
+    # the truth's 6.25 (not the standardised target's 1)
+    assert 1.5 < fit.total_variance < 25.0
+    with pytest.raises(UdbenchError, match="noise_var"):
+        fit_kernel(X, y, "rbf", restarts=1, maxiter=5, noise_var=-s2)

@@ -426,10 +426,13 @@ def register(app: typer.Typer) -> None:
             from udbench.tuning.records import load_records
 
             tuned = load_records(results / "tuned")
+        from udbench.analyses.transfer import transfer_sections
+
+        sections = [*extra.sections, *(transfer_sections(results) if results.is_dir() else [])]
         path = write_report(
             df,
             out,
-            sections=extra.sections,
+            sections=sections,
             results_dir=folder,
             tuned=tuned,
             cd_metrics=tuple(cd_metric) or CD_METRICS,

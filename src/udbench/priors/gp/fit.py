@@ -155,6 +155,7 @@ def _init_theta(parts: tuple[str, ...], d: int) -> dict[str, jax.Array]:
 def _constrain(
     theta: dict[str, Any], parts: tuple[str, ...], orders: tuple[int, ...]
 ) -> tuple[list[dict[str, Any]], list[Any], Any]:
+    """Constrained part specs, part variances and the fitted noise (None if the noise is known)."""
     specs, variances = [], []
     for i, p in enumerate(parts):
         part = PARTS[p]
@@ -165,7 +166,7 @@ def _constrain(
             spec[param.name] = param.constrain(theta[f"{i}.{param.key}"])
         specs.append(spec)
         variances.append(jnp.exp(theta[f"{i}.log_variance"]))
-    noise = _NOISE_FLOOR + jnp.exp(theta["log_noise"])
+    noise = _NOISE_FLOOR + jnp.exp(theta["log_noise"]) if "log_noise" in theta else None
     return specs, variances, noise
 
 
@@ -183,15 +184,24 @@ def log_marginal_likelihood(K: Any, y: Any, noise_var: Any) -> Any:
 
 
 def _make_objective(
-    X: np.ndarray, y: np.ndarray, parts: tuple[str, ...], orders: tuple[int, ...], unravel: Any
+    X: np.ndarray,
+    y: np.ndarray,
+    parts: tuple[str, ...],
+    orders: tuple[int, ...],
+    unravel: Any,
+    noise_var: np.ndarray | None = None,
 ) -> Any:
-    """Jitted value and gradient of the negative log marginal likelihood (flat θ)."""
+    """Jitted value and gradient of the negative log marginal likelihood (flat θ).
+
+    With ``noise_var`` (shape (n,)) the noise is known and not part of θ.
+    """
     Xj, yj = jnp.asarray(X), jnp.asarray(y)
+    known = None if noise_var is None else jnp.asarray(noise_var)
 
     def neg_lml(flat: jax.Array) -> jax.Array:
         specs, variances, noise = _constrain(unravel(flat), parts, orders)
         K = cross(sum_kernel(specs, variances), Xj, Xj)
-        return -log_marginal_likelihood(K, yj, noise)
+        return -log_marginal_likelihood(K, yj, noise if known is None else known)
 
     return jax.jit(jax.value_and_grad(neg_lml))
 
@@ -221,7 +231,8 @@ def _to_hyper(
             arr = np.asarray(val, dtype=np.float64)
             entry[k] = arr.tolist() if arr.ndim else (int(val) if k == "order" else float(arr))
         out_parts.append(entry)
-    return {"kernel_family": family, "parts": out_parts}, float(v.sum()), float(noise)
+    noise_value = float("nan") if noise is None else float(noise)
+    return {"kernel_family": family, "parts": out_parts}, float(v.sum()), noise_value
 
 
 def fit_kernel(
@@ -232,13 +243,22 @@ def fit_kernel(
     seed: int = 0,
     restarts: int = 3,
     maxiter: int = 300,
+    noise_var: np.ndarray | None = None,
 ) -> KernelFit:
     """Fit the kernel's hyperparameters to (X, y) by maximising the marginal likelihood.
 
-    ``y`` is standardised (mean 0, SD 1) here. Restart 0 starts from fixed defaults
-    (ARD lengthscales √d/2, periodic lengthscales and periods 1, RQ α 1, power 1, arc-cosine
-    variances 1, equal part variances, noise 0.1); restarts 1, 2, … perturb every log-scale
-    value by N(0, 1) from a stream derived from ``seed``. The best final optimum wins. For an
+    ``y`` is standardised (mean 0, SD 1) here, and a homoscedastic noise variance is fitted
+    with the kernel. With ``noise_var`` (the known noise variance of every observation, as
+    in a task's training sample) the noise is not fitted and ``y`` is used as given (no
+    centring or scaling: the prior has mean zero and the noise is in the units of ``y``), so
+    :attr:`KernelFit.total_variance` is the fitted prior variance a² in those units and
+    :attr:`KernelFit.noise_variance` is NaN; restart 0 then starts from a total variance
+    max(Var(y) − mean(noise_var), 0.1·Var(y)), shared equally by the parts.
+
+    Restart 0 starts from fixed defaults (ARD lengthscales √d/2, periodic lengthscales and
+    periods 1, RQ α 1, power 1, arc-cosine variances 1, equal part variances, noise 0.1);
+    restarts 1, 2, … perturb every log-scale value by N(0, 1) from a stream derived from
+    ``seed``. The best final optimum wins. For an
     arc-cosine part every order in {0, 1, 2} is fitted and the best kept.
 
     Parameters
@@ -253,6 +273,8 @@ def fit_kernel(
         Seed for the restarts' perturbations.
     restarts, maxiter : int
         Number of starts and L-BFGS-B iterations per start.
+    noise_var : ndarray, shape (n,), optional
+        Known noise variances (> 0, units of ``y`` squared); see above.
 
     Returns
     -------
@@ -261,14 +283,22 @@ def fit_kernel(
     Raises
     ------
     UdbenchError
-        Bad shapes, a constant target, or an unknown kernel part.
+        Bad shapes, a constant target, non-positive known noise variances, or an unknown
+        kernel part.
     """
     X = check_array("fit_kernel", "X", X, ndim=2)
     y = check_array("fit_kernel", "y", y, shape=(X.shape[0],))
     parts = parse_kernel_family(kernel_family)
     if not np.std(y) > 0:
         raise param_error("fit_kernel", "y", "not be constant", float(y[0]))
-    ys = (y - y.mean()) / y.std()
+    known: np.ndarray | None = None
+    if noise_var is None:
+        ys = (y - y.mean()) / y.std()
+    else:
+        known = check_array("fit_kernel", "noise_var", noise_var, shape=(X.shape[0],))
+        if not np.min(known) > 0:
+            raise param_error("fit_kernel", "noise_var", "be > 0", float(np.min(known)))
+        ys = y
     d = X.shape[1]
     # each arc-cosine order in turn (the same order for every arc-cosine part)
     arc = [i for i, p in enumerate(parts) if PARTS[p].orders]
@@ -283,6 +313,11 @@ def fit_kernel(
     initial: dict[str, Any] = {}
     with jax.enable_x64(True):
         theta0 = _init_theta(parts, d)
+        if known is not None:  # known noise: not fitted; start near the signal's variance
+            del theta0["log_noise"]
+            total0 = max(float(np.var(y) - np.mean(known)), 0.1 * float(np.var(y)))
+            for i in range(len(parts)):
+                theta0[f"{i}.log_variance"] = jnp.log(jnp.asarray(total0 / len(parts)))
         starts = [theta0]
         for _ in range(1, max(1, restarts)):
             starts.append({k: v + rng.standard_normal(np.shape(v)) for k, v in theta0.items()})
@@ -290,7 +325,7 @@ def fit_kernel(
 
         _, unravel = ravel_pytree(theta0)
         for oi, orders in enumerate(order_choices):
-            objective = _make_objective(X, ys, parts, orders, unravel)
+            objective = _make_objective(X, ys, parts, orders, unravel, known)
             for si, start in enumerate(starts):
                 flat0 = np.asarray(ravel_pytree(start)[0], dtype=np.float64)
                 flat, lml0, lml1 = _fit_one(objective, flat0, maxiter)
@@ -315,6 +350,7 @@ def fit_kernel(
             "maxiter": maxiter,
             "n_rows": int(X.shape[0]),
             "seed": seed,
+            **({"known_noise": True} if known is not None else {}),
         },
     )
 

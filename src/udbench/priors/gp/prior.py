@@ -148,6 +148,57 @@ class GPPrior:
         self._chol_cache = (fp, (L, jitter, K))
         return L, jitter, K
 
+    def moments(
+        self,
+        X_train: np.ndarray,
+        y: np.ndarray,
+        noise_var_train: np.ndarray,
+        X_eval: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Exact posterior mean and variance of f at ``X_eval``, without draws.
+
+        The moments of :meth:`condition` (R&W 2006 eq. 2.22–2.24: B = a²K_tt + diag σ² =
+        LLᵀ, A = L⁻¹a²K_te, m_S = Aᵀ L⁻¹ y, σ_f² = a²k(x, x) − colsum A²), at O(n³ + n²m)
+        cost: no joint prior factor and no sampling. Used by ``udbench transfer`` for
+        alternative GP oracles, where only the moments are needed.
+
+        Parameters
+        ----------
+        X_train : ndarray, shape (n, d)
+        y : ndarray, shape (n,)
+        noise_var_train : ndarray, shape (n,)
+            Known noise variances σ²(x_i) > 0.
+        X_eval : ndarray, shape (m, d)
+
+        Returns
+        -------
+        mean, var : ndarray, shape (m,), float64
+
+        Raises
+        ------
+        UdbenchError
+            Bad shapes, non-positive noise variances.
+        """
+        comp = "GPPrior.moments"
+        X_train = check_array(comp, "X_train", X_train, ndim=2)
+        n, d = X_train.shape
+        y = check_array(comp, "y", y, shape=(n,))
+        s2 = check_array(comp, "noise_var_train", noise_var_train, shape=(n,), nonnegative=True)
+        if n and not np.min(s2) > 0:
+            raise param_error(comp, "noise_var_train", "be > 0", float(np.min(s2)))
+        X_eval = check_array(comp, "X_eval", X_eval, shape=(None, d))
+        a2 = self._scale**2
+        with jax.enable_x64(True):
+            xp = _xp()
+            K_tt = xp.asarray(a2 * kernel_matrix(self.hyper, X_train))
+            K_te = xp.asarray(a2 * kernel_matrix(self.hyper, X_train, X_eval))
+            prior_var = xp.asarray(a2 * _diag_kernel(self.hyper, X_eval))
+            L, _ = chol_jitter(add_diag(K_tt, xp.asarray(s2)), start=None)
+            A = solve_lower(L, K_te)
+            mean = A.T @ solve_lower(L, xp.asarray(y))
+            var = xp.clip(prior_var - xp.sum(A * A, axis=0), 0.0, None)
+            return np.asarray(mean, dtype=np.float64), np.asarray(var, dtype=np.float64)
+
     def condition(
         self,
         X_train: np.ndarray,
@@ -255,6 +306,15 @@ class GPPrior:
                 },
             )
         return post
+
+
+def _diag_kernel(hyper: dict[str, Any], X: np.ndarray, block: int = 512) -> np.ndarray:
+    """diag k̃(X, X), shape (m,), in row blocks (never the m × m matrix at once)."""
+    out = np.empty(X.shape[0])
+    for i in range(0, X.shape[0], block):
+        Xb = X[i : i + block]
+        out[i : i + block] = np.diag(np.asarray(kernel_matrix(hyper, Xb)))
+    return out
 
 
 # --------------------------------------------------------------------------------------

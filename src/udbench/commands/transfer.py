@@ -1,0 +1,127 @@
+"""``udbench transfer``: rescore stored predictions under alternative oracles (docs/transfer.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from udbench.commands._options import DATA_DIR_HELP, check_out_dir, out_path
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``transfer``."""
+
+    @app.command("transfer")
+    def transfer_cmd(
+        results: Path = typer.Argument(
+            ..., help="Results folder of 'udbench run --keep-predictions'."
+        ),
+        oracle: list[str] = typer.Option(
+            ...,
+            "--oracle",
+            help="Alternative oracle (repeatable, or comma-separated): gp:KERNEL (e.g. "
+            "gp:rbf, gp:matern12, gp:rq+linear; refitted on each task's training sample), "
+            "gp:prior (the dataset's GP prior) or family:FAMILY (gp, hbart, bnn).",
+        ),
+        out: Path | None = typer.Option(
+            None,
+            "--out",
+            "-o",
+            help="Output folder (default RESULTS/transfer).",
+            parser=out_path,
+        ),
+        tasks: list[Path] = typer.Option(
+            [], "--tasks", help="Folder with the task files, if moved since the run (repeatable)."
+        ),
+        data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
+        metric: list[str] = typer.Option(
+            [],
+            "--metric",
+            help="Metric ordering the methods (repeatable; default rho_eu_risk and rho_eu_var).",
+        ),
+        bootstrap_unit: str = typer.Option(
+            "instance",
+            "--bootstrap-unit",
+            help="Resample instances within datasets ('instance') or whole datasets ('dataset').",
+        ),
+        n_resamples: int = typer.Option(2000, "--n-resamples", help="Bootstrap replicates."),
+        seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling."),
+        fit_rows: int | None = typer.Option(
+            None, "--fit-rows", help="gp:KERNEL: most training points the fit uses."
+        ),
+        fit_restarts: int | None = typer.Option(
+            None, "--fit-restarts", help="gp:KERNEL: starts of the marginal-likelihood fit."
+        ),
+        fit_iters: int | None = typer.Option(
+            None, "--fit-iters", help="gp:KERNEL: L-BFGS-B iterations per start."
+        ),
+    ) -> None:
+        """Recompute EU*_risk and EU*_var of every kept prediction under another reference
+        posterior (same training sample, same known noise), score every method against both
+        oracles, and report Kendall's τ between the two method orderings (bootstrap interval
+        over instances) and each method's rank shift, pooled and per factor level."""
+        from udbench._threads import fix_xla_threads
+        from udbench._validation import check_choice, param_error
+
+        fix_xla_threads()  # one XLA thread, as in task generation: before JAX is first used
+        from udbench.analyses._common import BOOTSTRAP_UNITS
+        from udbench.analyses.transfer import TRANSFER_METRICS, run_transfer
+        from udbench.evaluation.transfer import parse_oracle
+
+        name = "udbench transfer"
+        specs = [parse_oracle(part, name) for o in oracle for part in o.split(",") if part]
+        check_choice(name, "--bootstrap-unit", bootstrap_unit, BOOTSTRAP_UNITS)
+        if out is not None:
+            check_out_dir(name, out)
+        given = {"max_rows": fit_rows, "restarts": fit_restarts, "maxiter": fit_iters}
+        overrides = {k: v for k, v in given.items() if v is not None}
+        flags = {"max_rows": "--fit-rows", "restarts": "--fit-restarts", "maxiter": "--fit-iters"}
+        for k, v in overrides.items():
+            if v < 1:
+                raise param_error(name, flags[k], "be an integer >= 1", v)
+        console = Console()
+
+        def progress(done: int, total: int, task_id: str) -> None:
+            console.print(f"  [{done}/{total}] {task_id}", highlight=False, markup=False)
+
+        res = run_transfer(
+            results,
+            specs,
+            out=out,
+            task_dirs=tasks,
+            data_dir=data_dir,
+            metrics=tuple(metric) or TRANSFER_METRICS,
+            bootstrap_unit=bootstrap_unit,
+            n_resamples=n_resamples,
+            random_state=seed,
+            on_task=progress,
+            fit_settings=overrides or None,
+        )
+        for text, tau in res.tau.items():
+            cells = res.cells[text]
+            n_ok = int((cells["oracle_status"] == "ok").sum())
+            console.print(
+                f"{text}: {n_ok}/{len(cells)} cells rescored; files in {res.folders[text]}",
+                highlight=False,
+                markup=False,
+            )
+            for r in tau[tau["factor"] == "all"].to_dict(orient="records"):
+                t = float(r["tau"])
+                shown = "–" if t != t else f"{t:.3f} [{r['tau_low']:.3f}, {r['tau_high']:.3f}]"
+                console.print(
+                    f"  Kendall's τ ({r['metric']}, pooled): {shown}  ({r['n_methods']} "
+                    f"methods, {r['n_instances']} instances)",
+                    highlight=False,
+                    markup=False,
+                )
+            ranks = res.ranks[text]
+            first = ranks[(ranks["factor"] == "all") & (ranks["metric"] == ranks["metric"].iloc[0])]
+            moved = first[first["rank_shift"].abs() > 0].sort_values("rank_shift")
+            for r in moved.to_dict(orient="records"):
+                console.print(
+                    f"    {r['method']}: rank {r['rank_correct']:g} -> {r['rank_alternative']:g}",
+                    highlight=False,
+                    markup=False,
+                )
