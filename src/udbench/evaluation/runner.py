@@ -293,7 +293,7 @@ def _fit_predict(est: BaseMethod, task: Task) -> tuple[Prediction, float, float,
         try:
             pred_query = est.predict(np.asarray(task.X_query))
         except Exception as err:
-            raise _Stage("predict", err) from err
+            raise _Stage("predict at the query points", err) from err
     return pred, t1 - t0, t2 - t1, pred_query
 
 
@@ -377,7 +377,8 @@ def evaluate_cell(
         return outcome
     if isinstance(result, BaseException):
         if isinstance(result, _Stage) and isinstance(result.err, MethodOutputError):
-            row["error"] = f"invalid prediction: {_one_line(result.err, with_type=False)}"
+            where = " at the query points" if result.stage.endswith("query points") else ""
+            row["error"] = f"invalid prediction{where}: {_one_line(result.err, with_type=False)}"
             tb = traceback.format_exception(result.err)
         elif isinstance(result, _Stage):
             row["error"] = f"{result.stage} raised {_one_line(result.err)}"
