@@ -68,18 +68,26 @@ def _measurements(folders: list[Path]) -> Any:
 
 
 def print_projection(
-    console: Console, selected: list[Any], full: list[Any], methods: list[str], measured: Any
+    console: Console,
+    selected: list[Any],
+    full: list[Any],
+    methods: list[str],
+    measured: Any,
+    full_methods: list[str] | None = None,
 ) -> float:
     """Print the projected cost (generate + run) of the selection and of the full design.
 
-    Returns the selection's measured CPU-hours (unknown parts count 0; they are listed).
+    The full design runs ``full_methods`` (default: every registered method). Returns the
+    selection's measured CPU-hours (unknown parts count 0; they are listed).
     """
+    from udbench.methods.registry import registered_methods
     from udbench.tuning.plan import plan_grid
 
     names = [m.split(":", 1)[0] for m in methods]
+    all_names = list(registered_methods()) if full_methods is None else full_methods
     totals = {}
-    for what, specs in (("full design", full), ("this run", selected)):
-        counts, rows = plan_grid(specs, names, 1, measured)
+    for what, specs, meths in (("full design", full, all_names), ("this run", selected, names)):
+        counts, rows = plan_grid(specs, meths, 1, measured)
         rows = [r for r in rows if r.stage != "tune"]  # the study tunes nothing
         hours = sum(r.cpu_hours or 0.0 for r in rows)
         unknown = [f"{r.stage} {r.key}" for r in rows if r.cpu_hours is None]
