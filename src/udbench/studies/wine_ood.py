@@ -637,8 +637,8 @@ def _summary(
     out = pd.DataFrame(index=pd.Index(scores, name="score"))
     out["kind"] = [str(inst.loc[inst["score"] == s, "kind"].iloc[0]) for s in scores]
     for col in columns:
-        wide = inst.pivot_table(index="task_id", columns="score", values=col, dropna=False)
-        wide = wide.reindex(index=tasks, columns=scores).to_numpy(dtype=float)
+        pivot = inst.pivot_table(index="task_id", columns="score", values=col, dropna=False)
+        wide = pivot.reindex(index=tasks, columns=scores).to_numpy(dtype=float)
         lo, hi = _interval(_boot_mean(wide, counts), confidence)
         finite = np.isfinite(wide)
         n_ok = finite.sum(axis=0)
@@ -682,11 +682,13 @@ def _kendall_table(
             col = f"rho_eu_{target}"
             if col not in bench_means.columns:
                 continue
+            bench_col = dict(
+                zip(bench_means.index, bench_means[col].to_numpy(dtype=float), strict=True)
+            )
             common = [
                 m
                 for m in wide.columns
-                if m in bench_means.index
-                and np.isfinite(bench_means.loc[m, col])
+                if np.isfinite(bench_col.get(m, np.nan))
                 and np.isfinite(wide[m].to_numpy(dtype=float)).any()
             ]
             row: dict[str, Any] = {"target": f"EU*_{target}", "version": version}
@@ -919,7 +921,7 @@ def analyse(
             latex_table(tab, caption=_NOTES[name], label=f"tab:wine-ood-{name}"), encoding="utf-8"
         )
         result.files.append(tex)
-    oracle_ratio = float(var_table.loc["all", "oracle_var_ratio_matched"])
+    oracle_ratio = float(var_table["oracle_var_ratio_matched"].to_numpy(dtype=float)[0])
     for name, fig in (
         ("auroc", _auroc_figure(table)),
         ("eu_ratio", _ratio_figure(table, oracle_ratio)),

@@ -303,8 +303,11 @@ def make_task(
                 "draws_query": np.ascontiguousarray(draws_all[:, m:]),
             }
         )
-        diagnostics["query"] = {"name": query.name, "n_query": int(query.X.shape[0])}
-        diagnostics["query"].update(query.info)
+        diagnostics["query"] = {
+            "name": query.name,
+            "n_query": int(query.X.shape[0]),
+            **query.info,
+        }
     return Task(spec, arrays, diagnostics, prior.settings, version=__version__)
 
 
