@@ -172,6 +172,13 @@ def wine_ood_cmd(
     check_data_dir("udbench study wine-ood", data_dir)
     dd = None if data_dir is None else str(data_dir)
     names = _method_names(methods)
+    if smoke and any(":" in n for n in names):
+        raise param_error(
+            "udbench study wine-ood",
+            "methods",
+            "be plain method names with --smoke (it sets every hyperparameter)",
+            methods,
+        )
     ds = tuple(v.strip() for v in datasets.split(",") if v.strip())
     if not ds:
         raise param_error("udbench study wine-ood", "datasets", "name a dataset", datasets)
@@ -197,7 +204,7 @@ def wine_ood_cmd(
             f"(> {CONFIRM_CPU_HOURS:g}); pass --yes to run it, or select less with "
             "--seeds/--families/--methods"
         )
-    n_new, failures = wo.generate_tasks(design, out / "tasks", data_dir=dd, workers=workers or 0)
+    n_new, failures = wo.generate_tasks(design, out / "tasks", data_dir=dd, workers=workers)
     console.print(f"instances: {n_new} generated in {out / 'tasks'}", highlight=False)
     for task_id, err in failures:
         console.print(f"[red]failed[/] {escape(task_id)}: {escape(err)}", highlight=False)

@@ -424,7 +424,7 @@ def generate_tasks(
     out: str | os.PathLike[str],
     *,
     data_dir: str | None = None,
-    workers: int = 0,
+    workers: int | None = 0,
     scheduler: str | None = None,
     cluster_config: str | os.PathLike[str] | None = None,
     on_task: Callable[[str, str], None] | None = None,
@@ -433,7 +433,9 @@ def generate_tasks(
 
     The same :class:`~udbench.evaluation.executor.Executor` as ``udbench generate``; a file
     already holding the instance with the same query points is kept (a re-run resumes), any
-    other is made again. A failed instance is reported and the others go on.
+    other is made again. A failed instance is reported and the others go on. ``workers``:
+    0 or 1 generate in this process, N > 1 on N local Dask workers, None on one worker per
+    usable core.
 
     Returns
     -------
@@ -454,7 +456,7 @@ def generate_tasks(
         get_prior(*key, data_dir)  # fit once here (cached on disk); workers read the cache
     failures: list[tuple[str, str]] = []
     executor = Executor(
-        workers=0 if workers <= 1 else workers,
+        workers=None if workers is None else (0 if workers <= 1 else workers),
         scheduler=scheduler,
         cluster_config=cluster_config,
         pin=False if scheduler is None and cluster_config is None else None,
