@@ -151,3 +151,49 @@ def test_query_arrays_are_checked_like_the_pool() -> None:
         spec = TaskSpec("synthetic", "gp", "step", "balanced", 0, n_draws=40)
         with pytest.raises(UdbenchError, match=message):
             Task(spec, bad, {}, {})
+
+
+class _RecordingPrior:
+    """A stand-in prior that records the inputs it is conditioned at (GP maths inside)."""
+
+    def __init__(self, family: str) -> None:
+        self.family = family
+        self._gp = GPPrior(HYPER, 1.3)
+        self.seen: np.ndarray | None = None
+
+    @property
+    def scale(self) -> float:
+        return 1.3
+
+    @property
+    def settings(self) -> dict:
+        return {"family": self.family}
+
+    def sample(self, X, key, n_draws=1):  # type: ignore[no-untyped-def]
+        return self._gp.sample(X, key, n_draws)
+
+    def condition(self, X_train, y, noise_var, X_eval, key, n_draws):  # type: ignore[no-untyped-def]
+        self.seen = np.array(X_eval)
+        return self._gp.condition(X_train, y, noise_var, X_eval, key, n_draws)
+
+
+@pytest.mark.parametrize("family", ["hbart", "bnn"])
+def test_hbart_is_conditioned_at_query_inputs_clipped_to_the_unit_cube(family) -> None:
+    X = np.random.default_rng(0).random((30, 1))
+    X_q = np.array([[-0.5], [0.25], [1.5]])
+    prior = _RecordingPrior(family)
+    spec = TaskSpec("synthetic", "gp", "step", "balanced", 0, n_draws=40)
+    task = make_task(
+        spec,
+        prior,  # type: ignore[arg-type]
+        X,
+        np.arange(10),
+        np.arange(10, 30),
+        np.full(10, 0.2),
+        np.full(20, 0.2),
+        query=QueryPoints(X=X_q, idx=np.arange(3), name="red"),
+    )
+    assert prior.seen is not None
+    expected = np.clip(X_q, 0, 1) if family == "hbart" else X_q
+    np.testing.assert_array_equal(prior.seen[10:], expected)
+    np.testing.assert_array_equal(task.X_query, X_q)  # stored unclipped: what methods see

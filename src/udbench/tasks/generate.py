@@ -234,7 +234,9 @@ def make_task(
         the evaluation pool are those of the task without query points, and their sampler
         diagnostics (split-R̂) cover both sets; for the GP the exact moments at the pool are
         unchanged and the draws are joint over both sets (another draw than without query
-        points).
+        points). Query inputs outside [0, 1] are clipped to it for HBART only (its trees split
+        on thresholds in [0, 1], so its functions are constant beyond the unit cube and the
+        clipped inputs give exactly the same values); ``X_query`` stores them unclipped.
 
     Returns
     -------
@@ -245,7 +247,14 @@ def make_task(
     X_eval, X_train = X[eval_idx], X[train_idx]
     m = eval_idx.size
     f_eval, f_train, y = draw_instance(spec, prior, X_eval, X_train, noise_var_train)
-    X_cond = X_eval if query is None else np.vstack([X_eval, np.asarray(query.X, np.float64)])
+    X_cond = X_eval
+    if query is not None:
+        X_q = np.asarray(query.X, np.float64)
+        if getattr(prior, "family", None) == "hbart":
+            # every split threshold lies in [0, 1], so a tree is constant beyond the unit cube:
+            # f(x) = f(clip(x)) exactly, and the HBART sampler takes only inputs in [0, 1]
+            X_q = np.clip(X_q, 0.0, 1.0)
+        X_cond = np.vstack([X_eval, X_q])
     post = prior.condition(
         X_train, y, noise_var_train, X_cond, spec.seed_for("posterior"), spec.n_draws
     )
