@@ -325,7 +325,7 @@ def supervised_auroc(
     """AUROC of a cross-validated gradient-boosting classifier of positives vs negatives.
 
     scikit-learn's :class:`~sklearn.ensemble.HistGradientBoostingClassifier` (defaults,
-    ``random_state``) is trained on ``n_folds`` − 1 stratified folds (shuffled with
+    ``random_state``, one thread) is trained on ``n_folds`` − 1 stratified folds (shuffled with
     ``random_state``) and predicts the probability of "positive" on the held-out fold; the
     AUROC is computed on the out-of-fold probabilities of all points. It bounds how
     separable the two sets are (≈ 1: separable; ≈ 0.5: indistinguishable).
@@ -346,7 +346,12 @@ def supervised_auroc(
     y = np.concatenate([np.zeros(len(X_neg), int), np.ones(len(X_pos), int)])
     cv = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=random_state)
     clf = HistGradientBoostingClassifier(random_state=random_state)
-    proba = cross_val_predict(clf, X, y, cv=cv, method="predict_proba")[:, 1]
+    from threadpoolctl import threadpool_limits
+
+    # one OpenMP thread: on a shared machine the default (all cores) oversubscribes badly
+    # (measured: minutes instead of seconds), and it keeps the study's cells single-threaded
+    with threadpool_limits(1):
+        proba = cross_val_predict(clf, X, y, cv=cv, method="predict_proba")[:, 1]
     return auroc(proba[y == 0], proba[y == 1])
 
 
