@@ -43,6 +43,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "validation",
     "score",
     "transfer",
+    "study",
 )
 
 app = typer.Typer(

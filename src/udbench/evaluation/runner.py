@@ -283,7 +283,7 @@ def _one_line(err: BaseException, *, with_type: bool = True) -> str:
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
-def _fit_predict(est: BaseMethod, task: Task) -> tuple[Prediction, float, float]:
+def _fit_predict(est: BaseMethod, task: Task) -> tuple[Prediction, float, float, Prediction | None]:
     t0 = time.perf_counter()
     try:
         est.fit(np.asarray(task.X_train), np.asarray(task.y_train))
@@ -295,7 +295,13 @@ def _fit_predict(est: BaseMethod, task: Task) -> tuple[Prediction, float, float]
     except Exception as err:
         raise _Stage("predict", err) from err
     t2 = time.perf_counter()
-    return pred, t1 - t0, t2 - t1
+    pred_query = None
+    if task.has_query:  # query points (e.g. the wine OOD study's red wines): a second call
+        try:
+            pred_query = est.predict(np.asarray(task.X_query))
+        except Exception as err:
+            raise _Stage("predict at the query points", err) from err
+    return pred, t1 - t0, t2 - t1, pred_query
 
 
 class _Stage(Exception):
@@ -323,7 +329,11 @@ def evaluate_cell(
         The task file and method configuration.
     keep_predictions : bool, default False
         Also return the per-point predictions (columns ``eval_idx, shell, mean, aleatoric,
-        epistemic``, variances in target units squared).
+        epistemic``, variances in target units squared). A task with query points
+        (``docs/tasks.md``) is also predicted there (a second ``predict`` call, not counted
+        in ``predict_time_s``; its prediction is validated like the pool's) and its
+        predictions get a ``point_set`` column (``"eval"``, then ``"query"`` rows whose
+        ``eval_idx`` is the query row and ``shell`` −1).
     timeout : float, optional
         Wall-clock limit in seconds for fit + predict; a cell over it is a failed row with
         ``error = "timeout: ..."``.
@@ -377,7 +387,8 @@ def evaluate_cell(
         return outcome
     if isinstance(result, BaseException):
         if isinstance(result, _Stage) and isinstance(result.err, MethodOutputError):
-            row["error"] = f"invalid prediction: {_one_line(result.err, with_type=False)}"
+            where = " at the query points" if result.stage.endswith("query points") else ""
+            row["error"] = f"invalid prediction{where}: {_one_line(result.err, with_type=False)}"
             tb = traceback.format_exception(result.err)
         elif isinstance(result, _Stage):
             row["error"] = f"{result.stage} raised {_one_line(result.err)}"
@@ -388,7 +399,7 @@ def evaluate_cell(
         row["traceback"] = "".join(tb[-12:])
         row["finished_at"] = _now()
         return outcome
-    pred, fit_s, pred_s = result
+    pred, fit_s, pred_s, pred_query = result
     row["fit_time_s"] = float(fit_s)
     row["predict_time_s"] = float(pred_s)
     try:
@@ -397,6 +408,17 @@ def evaluate_cell(
                 f"{cell.method.name}.predict", "return value", "be a Prediction", type(pred)
             )
         pred.validate(n_eval, component=f"{cell.method.name}.predict")
+        if task.has_query:
+            if not isinstance(pred_query, Prediction):
+                raise param_error(
+                    f"{cell.method.name}.predict",
+                    "return value at the query points",
+                    "be a Prediction",
+                    type(pred_query),
+                )
+            pred_query.validate(
+                int(np.shape(task.X_query)[0]), component=f"{cell.method.name}.predict (query)"
+            )
     except UdbenchError as err:
         row["error"] = f"invalid prediction: {err}"
         row["finished_at"] = _now()
@@ -424,6 +446,19 @@ def evaluate_cell(
                 "epistemic": np.asarray(pred.epistemic, dtype=np.float64),
             }
         )
+        if pred_query is not None:  # query rows after the pool's, told apart by point_set
+            query = pd.DataFrame(
+                {
+                    "eval_idx": np.asarray(task.query_idx),
+                    "shell": np.full(len(pred_query.mean), -1, dtype=np.int64),
+                    "mean": np.asarray(pred_query.mean, dtype=np.float64),
+                    "aleatoric": np.asarray(pred_query.aleatoric, dtype=np.float64),
+                    "epistemic": np.asarray(pred_query.epistemic, dtype=np.float64),
+                }
+            )
+            outcome.predictions["point_set"] = "eval"
+            query["point_set"] = "query"
+            outcome.predictions = pd.concat([outcome.predictions, query], ignore_index=True)
     return outcome
 
 

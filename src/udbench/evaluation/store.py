@@ -311,20 +311,39 @@ class ResultsStore:
             df = df[df["status"] == "ok"]
         return set(df["cell_key"].astype(str))
 
-    def read_predictions(self, key: str) -> pd.DataFrame:
+    def read_predictions(self, key: str, points: str = "eval") -> pd.DataFrame:
         """Return the stored per-point predictions of cell ``key``.
+
+        Parameters
+        ----------
+        key : str
+            The cell key.
+        points : {"eval", "query", "all"}, default "eval"
+            Which points: the evaluation pool, the task's query points (a task carrying
+            query points, ``docs/tasks.md``; their file has a ``point_set`` column with
+            ``"eval"``/``"query"`` and ``eval_idx`` holds the query row there), or both.
 
         Raises
         ------
         UdbenchError
-            If the cell's predictions were not kept (run with ``keep_predictions``).
+            If the cell's predictions were not kept (run with ``keep_predictions``), or
+            ``points`` is not one of the three.
         """
+        if points not in ("eval", "query", "all"):
+            raise param_error(
+                "ResultsStore.read_predictions", "points", "be 'eval', 'query' or 'all'", points
+            )
         path = self.prediction_path(key)
         if not path.is_file():
             raise param_error(
                 "ResultsStore.read_predictions", "key", "name a cell run with keep_predictions", key
             )
-        return pd.read_parquet(path)
+        df = pd.read_parquet(path)
+        if points == "all":
+            return df
+        if "point_set" not in df.columns:  # a task without query points
+            return df if points == "eval" else df.iloc[:0]
+        return df[df["point_set"] == points].drop(columns="point_set").reset_index(drop=True)
 
     def compact(self) -> int:
         """Merge every part file into ``results.parquet`` and delete the merged parts.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from udbench.tasks.taskfile import Task, read_task_meta, task_file_is_valid
 __all__ = [
     "MAX_REPLACEMENTS",
     "REPLACEMENT_STRIDE",
+    "QueryPoints",
     "draw_instance",
     "generate_task",
     "get_covariates",
@@ -115,6 +116,34 @@ def task_file_clash(path: str | Path, spec: TaskSpec, data_sha256: str | None) -
     if old_sha is not None and data_sha256 is not None and old_sha != data_sha256:
         diffs.append(f"data fingerprint {old_sha[:12]}… (current table {data_sha256[:12]}…)")
     return "; ".join(diffs)
+
+
+@dataclass(frozen=True)
+class QueryPoints:
+    """Extra inputs at which a task stores the reference posterior (task-format extension).
+
+    The wine OOD study (``docs/studies.md``) queries every method at red wines as well as at
+    the evaluation pool, so its instances carry the oracle posterior there too
+    (:mod:`udbench.tasks.taskfile`, "Query points").
+
+    Attributes
+    ----------
+    X : ndarray, shape (m, d), float64
+        The query inputs in the task's covariate frame (scaled with the task dataset's
+        min-max bounds; values may lie outside [0, 1]).
+    idx : ndarray, shape (m,), int64
+        Row of every query point in its source table.
+    name : str
+        The table the points come from (e.g. ``"red_wine"``).
+    info : dict
+        JSON-serialisable description stored in ``diagnostics["query"]`` (source fingerprint,
+        scaling, how the rows were drawn).
+    """
+
+    X: np.ndarray
+    idx: np.ndarray
+    name: str
+    info: dict[str, Any] = field(default_factory=dict)
 
 
 def training_inputs(spec: TaskSpec, cov: Any) -> np.ndarray:
@@ -219,6 +248,7 @@ def make_task(
     noise_var_eval: np.ndarray,
     noise_var_train: np.ndarray,
     shell_eval: np.ndarray | None = None,
+    query: QueryPoints | None = None,
 ) -> Task:
     """Steps 2–4 of SPEC §6 given the inputs, noise variances and training indices.
 
@@ -242,6 +272,17 @@ def make_task(
         σ²(x) in target units squared.
     shell_eval : ndarray, shape (n_eval,) int, optional
         Shell index of every evaluation point (zeros if absent).
+    query : QueryPoints, optional
+        Extra inputs at which to store the reference posterior too. f*, the training sample
+        and y are those of the task without them (f* is not drawn at the query points). The
+        posterior is conditioned once at (evaluation pool, query points) with the same key:
+        for the MCMC families the sampler never sees the prediction inputs, so the draws at
+        the evaluation pool are those of the task without query points, and their sampler
+        diagnostics (split-R̂) cover both sets; for the GP the exact moments at the pool are
+        unchanged and the draws are joint over both sets (another draw than without query
+        points). Query inputs outside [0, 1] are clipped to it for HBART only (its trees split
+        on thresholds in [0, 1], so its functions are constant beyond the unit cube and the
+        clipped inputs give exactly the same values); ``X_query`` stores them unclipped.
 
     Returns
     -------
@@ -252,12 +293,29 @@ def make_task(
     X_eval, X_train = X[eval_idx], X[train_idx]
     m = eval_idx.size
     f_eval, f_train, y = draw_instance(spec, prior, X_eval, X_train, noise_var_train)
+    X_cond = X_eval
+    if query is not None:
+        X_q = np.asarray(query.X, np.float64)
+        if getattr(prior, "family", None) == "hbart":
+            # every split threshold lies in [0, 1], so a tree is constant beyond the unit cube:
+            # f(x) = f(clip(x)) exactly, and the HBART sampler takes only inputs in [0, 1]
+            X_q = np.clip(X_q, 0.0, 1.0)
+        X_cond = np.vstack([X_eval, X_q])
     post = prior.condition(
-        X_train, y, noise_var_train, X_eval, spec.seed_for("posterior"), spec.n_draws
+        X_train, y, noise_var_train, X_cond, spec.seed_for("posterior"), spec.n_draws
     )
-    draws = post.draws_eval
-    post_mean = post.mean if post.mean is not None else draws.mean(axis=0)
-    post_var = post.var if post.var is not None else draws.var(axis=0, ddof=1)
+    draws_all = post.draws_eval
+    draws = draws_all[:, :m] if query is not None else draws_all
+    post_mean_all = post.mean if post.mean is not None else draws_all.mean(axis=0)
+    post_var_all = post.var if post.var is not None else draws_all.var(axis=0, ddof=1)
+    post_mean, post_var = post_mean_all[:m], post_var_all[:m]
+    if query is not None:
+        # acceptance checks compare MC draws with exact moments at the pool only
+        post = replace(
+            post,
+            mean=None if post.mean is None else post.mean[:m],
+            var=None if post.var is None else post.var[:m],
+        )
     n_chains = int(post.diagnostics.get("n_chains", 1))
     summary, per_point = acceptance_checks(f_eval, draws, post.mean, post.var, n_chains=n_chains)
     if "rhat_max" in post.diagnostics:  # MCMC families: function-space split-R̂ (SPEC §7)
@@ -293,12 +351,31 @@ def make_task(
         "draws": draws,
         "draws_train": post.draws_train,
     }
+    if query is not None:
+        arrays.update(
+            {
+                "query_idx": np.asarray(query.idx, dtype=np.int64),
+                "X_query": np.asarray(query.X, dtype=np.float64),
+                "post_mean_query": np.asarray(post_mean_all[m:], dtype=np.float64),
+                "post_var_query": np.asarray(post_var_all[m:], dtype=np.float64),
+                "draws_query": np.ascontiguousarray(draws_all[:, m:]),
+            }
+        )
+        diagnostics["query"] = {
+            "name": query.name,
+            "n_query": int(query.X.shape[0]),
+            **query.info,
+        }
     return Task(spec, arrays, diagnostics, prior.settings, version=__version__)
 
 
 @single_threaded
 def generate_task(
-    spec: TaskSpec, data_dir: str | Path | None = None, *, max_replacements: int = MAX_REPLACEMENTS
+    spec: TaskSpec,
+    data_dir: str | Path | None = None,
+    *,
+    max_replacements: int = MAX_REPLACEMENTS,
+    query: QueryPoints | None = None,
 ) -> Task:
     """Generate the instance ``spec`` end to end (SPEC §6), replacing rejected seeds (SPEC §7).
 
@@ -339,6 +416,9 @@ def generate_task(
         ``diabetes`` table).
     max_replacements : int, default MAX_REPLACEMENTS
         Replacements tried before giving up.
+    query : QueryPoints, optional
+        Extra inputs at which the task also stores the reference posterior
+        (:func:`make_task`); for a gated family the R̂ rule then covers them too.
 
     Returns
     -------
@@ -375,6 +455,7 @@ def generate_task(
             noise_var_eval=noise_var_eval,
             noise_var_train=noise.variance(X[train_idx]),
             shell_eval=shell_eval,
+            query=query,
         )
 
     gated = spec.fidelity.is_reference and rhat_gates(prior)

@@ -13,6 +13,16 @@ was drawn from: ``{"dataset", "origin", "n_rows", "n_features", "data_sha256"}``
 ``data_sha256`` = :attr:`udbench.data.Covariates.fingerprint` (SHA-256 of the cleaned table in
 row order). Files written before it was recorded load with ``Task.source == {}``.
 
+Query points (optional, added without a schema change): a task may carry a second set of
+inputs at which the reference posterior is stored, e.g. the red wines of the wine OOD study
+(``docs/studies.md``). The arrays :data:`QUERY_ARRAY_NAMES` (``query_idx``, ``X_query``,
+``post_mean_query``, ``post_var_query``, ``draws_query``) are written after the others, and
+``diagnostics["query"]`` describes them (``name``: the table they come from, ``n_query``,
+``source``: its fingerprint, ``scaling``: how they were scaled). They are all present or all
+absent, and checked like the evaluation pool (:func:`check_query_arrays`: shapes against
+``X_eval`` and ``draws``, finite values, non-negative variances). A task without them writes
+exactly the bytes it wrote before the extension existed.
+
 - Lazy: :meth:`Task.load` reads ``meta.json`` only; an array is read (and its hash checked)
   on first access. :func:`read_task_meta` gives the summaries without any array.
 - Atomic: written to a temporary file in the target folder and renamed over the target;
@@ -38,7 +48,15 @@ from udbench import __version__
 from udbench._validation import UdbenchError
 from udbench.tasks.spec import TaskSpec
 
-__all__ = ["ARRAY_NAMES", "SCHEMA_VERSION", "Task", "read_task_meta", "task_file_is_valid"]
+__all__ = [
+    "ARRAY_NAMES",
+    "QUERY_ARRAY_NAMES",
+    "SCHEMA_VERSION",
+    "Task",
+    "check_query_arrays",
+    "read_task_meta",
+    "task_file_is_valid",
+]
 
 #: Version of the task-file schema; files with another version are rejected.
 SCHEMA_VERSION = 1
@@ -61,8 +79,21 @@ ARRAY_NAMES: tuple[str, ...] = (
     "mcse_var_rel",
     "draws",
     "draws_train",
+    "query_idx",
+    "X_query",
+    "post_mean_query",
+    "post_var_query",
+    "draws_query",
 )
-_OPTIONAL = frozenset({"draws_train"})
+#: The optional query-point arrays (all present or all absent; see the module notes).
+QUERY_ARRAY_NAMES: tuple[str, ...] = (
+    "query_idx",
+    "X_query",
+    "post_mean_query",
+    "post_var_query",
+    "draws_query",
+)
+_OPTIONAL = frozenset({"draws_train", *QUERY_ARRAY_NAMES})
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
@@ -80,6 +111,69 @@ def _bad(path: Path | str, why: str) -> UdbenchError:
     return UdbenchError(f"Task.load: file {str(path)!r} is not a valid udbench task file: {why}")
 
 
+def check_query_arrays(
+    arrays: dict[str, np.ndarray | None], component: str = "Task"
+) -> dict[str, np.ndarray] | None:
+    """Check a task's optional query-point arrays as the evaluation pool is checked.
+
+    Parameters
+    ----------
+    arrays : dict
+        Must hold ``X_eval`` and ``draws``; the query arrays (:data:`QUERY_ARRAY_NAMES`)
+        may all be missing/None (no query points) or must all be given.
+    component : str
+        Name used in error messages.
+
+    Returns
+    -------
+    dict or None
+        The query arrays as float64/int64 arrays, or None when the task has none.
+
+    Raises
+    ------
+    UdbenchError
+        Some but not all query arrays given; ``X_query`` not (m, d) with the columns of
+        ``X_eval``; ``query_idx``, ``post_mean_query``, ``post_var_query`` not of length m;
+        ``draws_query`` not (D, m) with the D of ``draws``; non-finite values; a negative
+        posterior variance.
+    """
+    present = [k for k in QUERY_ARRAY_NAMES if arrays.get(k) is not None]
+    if not present:
+        return None
+    if len(present) != len(QUERY_ARRAY_NAMES):
+        missing = [k for k in QUERY_ARRAY_NAMES if k not in present]
+        raise UdbenchError(
+            f"{component}: query arrays must be all present or all absent; missing {missing}"
+        )
+    q = {k: np.asarray(arrays[k]) for k in QUERY_ARRAY_NAMES}
+    x_eval = np.asarray(arrays["X_eval"])
+    draws = np.asarray(arrays["draws"])
+    X = q["X_query"]
+    if X.ndim != 2 or X.shape[1] != x_eval.shape[1] or X.shape[0] < 1:
+        raise UdbenchError(
+            f"{component}: X_query must have shape (m, {x_eval.shape[1]}) with m >= 1 "
+            f"(the columns of X_eval); got {X.shape}"
+        )
+    m = X.shape[0]
+    for k in ("query_idx", "post_mean_query", "post_var_query"):
+        if q[k].shape != (m,):
+            raise UdbenchError(f"{component}: {k} must have shape ({m},); got {q[k].shape}")
+    if q["draws_query"].shape != (draws.shape[0], m):
+        raise UdbenchError(
+            f"{component}: draws_query must have shape ({draws.shape[0]}, {m}) (the D of "
+            f"draws); got {q['draws_query'].shape}"
+        )
+    for k in ("X_query", "post_mean_query", "post_var_query", "draws_query"):
+        if not np.all(np.isfinite(q[k])):
+            raise UdbenchError(f"{component}: {k} must be finite; it has NaN or inf values")
+    if np.any(q["post_var_query"] < 0):
+        raise UdbenchError(
+            f"{component}: post_var_query must be >= 0; smallest value "
+            f"{float(q['post_var_query'].min())!r}"
+        )
+    return q
+
+
 class Task:
     """One benchmark instance with its ground truth and reference posterior (SPEC §6).
 
@@ -89,7 +183,9 @@ class Task:
     ``noise_var_eval (n_eval,)``, ``f_eval (n_eval,)``, ``shell_eval (n_eval,) int64``,
     ``post_mean (n_eval,)``, ``post_var (n_eval,)`` (variances in target units squared),
     ``sbc_rank (n_eval,) int64``, ``mcse_var_rel (n_eval,)``, ``draws (D, n_eval)``,
-    ``draws_train (D, n)`` or None.
+    ``draws_train (D, n)`` or None; optionally the query points (module notes):
+    ``query_idx (m,) int64``, ``X_query (m, d)``, ``post_mean_query (m,)``,
+    ``post_var_query (m,)``, ``draws_query (D, m)`` (all None for an ordinary task).
 
     Attributes
     ----------
@@ -130,6 +226,28 @@ class Task:
         missing = [k for k in ARRAY_NAMES if k not in self._arrays and k not in _OPTIONAL]
         if arrays and missing:
             raise UdbenchError(f"Task: arrays missing: {missing}")
+        if arrays:
+            check_query_arrays(self._arrays)
+
+    @property
+    def has_query(self) -> bool:
+        """Whether the task carries query points (``X_query`` and the posterior there)."""
+        return self._arrays.get("X_query") is not None or "X_query" in self._hashes
+
+    def query(self) -> dict[str, np.ndarray] | None:
+        """The query-point arrays, read now and checked (:func:`check_query_arrays`).
+
+        Returns
+        -------
+        dict or None
+            ``query_idx (m,) int64``, ``X_query (m, d)``, ``post_mean_query (m,)``,
+            ``post_var_query (m,)``, ``draws_query (D, m)``; None for a task without them.
+        """
+        if not self.has_query:
+            return None
+        arrays = {k: self._get(k) for k in (*QUERY_ARRAY_NAMES, "X_eval", "draws")}
+        where = "Task" if self._path is None else f"Task.load: file {str(self._path)!r}"
+        return check_query_arrays(arrays, component=where)
 
     def __getattr__(self, name: str) -> Any:
         if name in ARRAY_NAMES:
