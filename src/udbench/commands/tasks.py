@@ -41,12 +41,20 @@ def _task_path(out: Path, spec: Any) -> Path:
     return out / f"{spec.task_id}.npz"
 
 
-def _run_one(spec: Any, out: str, data_dir: str | None, max_replacements: int) -> tuple[str, str]:
+def _run_one(
+    spec: Any,
+    out: str,
+    data_dir: str | None,
+    max_replacements: int,
+    draws_train: bool | None = None,
+) -> tuple[str, str]:
     """Worker: generate and save one instance; returns (task_id, error or "")."""
     from udbench.tasks import generate_task
 
     try:
-        task = generate_task(spec, data_dir=data_dir, max_replacements=max_replacements)
+        task = generate_task(
+            spec, data_dir=data_dir, max_replacements=max_replacements, draws_train=draws_train
+        )
         task.save(_task_path(Path(out), spec))
     except Exception as err:  # one failing instance must not stop the others
         return spec.task_id, f"{type(err).__name__}: {err}"
@@ -90,6 +98,12 @@ def generate_command(
         "before it is reported as failed; 0 fails at the first rejection.",
     ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
+    draws_train: bool | None = typer.Option(
+        None,
+        "--draws-train/--no-draws-train",
+        help="Also store the posterior draws at the training inputs (D × n float32). Default: "
+        "off for the GP (its checks use the exact posterior), on for the MCMC families.",
+    ),
     overwrite: bool = typer.Option(
         False,
         "--overwrite",
@@ -149,7 +163,7 @@ def generate_command(
         f"{len(specs)} instances selected, {len(specs) - len(todo)} already done, "
         f"{len(todo)} to generate in {out}"
         + (f" ({len(clashes)} replacing files made with other settings)" if clashes else "")
-        + (f" ({n_damaged} damaged files generated again)" if n_damaged else ""),
+        + (f" ({n_damaged} damaged or old-format files generated again)" if n_damaged else ""),
         highlight=False,
     )
     # fit each prior once here (cached on disk), so workers only read the cache
@@ -192,6 +206,7 @@ def generate_command(
             out=str(out),
             data_dir=dd,
             max_replacements=max_replacements,
+            draws_train=draws_train,
         )
         for spec, result in stream:
             err = f"worker failed: {result.error}" if isinstance(result, Failed) else result[1]

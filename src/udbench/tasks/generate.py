@@ -175,6 +175,7 @@ def make_task(
     noise_var_eval: np.ndarray,
     noise_var_train: np.ndarray,
     shell_eval: np.ndarray | None = None,
+    draws_train: bool | None = None,
 ) -> Task:
     """Steps 2–4 of SPEC §6 given the inputs, noise variances and training indices.
 
@@ -196,11 +197,19 @@ def make_task(
         σ²(x) in target units squared.
     shell_eval : ndarray, shape (n_eval,) int, optional
         Shell index of every evaluation point (zeros if absent).
+    draws_train : bool, optional
+        Keep the posterior draws at the training inputs (``Task.draws_train``, D × n float32)
+        when the prior makes them. Default (None): off for the GP (its checks use the exact
+        posterior; the draws at the evaluation pool are the same either way, so the task's
+        other arrays do not depend on it), on for the MCMC families.
 
     Returns
     -------
     Task
+        Posterior draws rounded to float32 (:func:`udbench.tasks.taskfile.is_draws_array`)
+        *after* the acceptance checks, which are computed from the float64 draws.
     """
+    keep_train = (prior.family != "gp") if draws_train is None else bool(draws_train)
     eval_idx = np.asarray(eval_idx, dtype=np.int64)
     train_idx = np.asarray(train_idx, dtype=np.int64)
     X_eval, X_train = X[eval_idx], X[train_idx]
@@ -242,14 +251,18 @@ def make_task(
         "sbc_rank": per_point["sbc_rank"],
         "mcse_var_rel": per_point["mcse_var_rel"],
         "draws": draws,
-        "draws_train": post.draws_train,
+        "draws_train": post.draws_train if keep_train else None,
     }
     return Task(spec, arrays, diagnostics, prior.settings, version=__version__)
 
 
 @single_threaded
 def generate_task(
-    spec: TaskSpec, data_dir: str | Path | None = None, *, max_replacements: int = MAX_REPLACEMENTS
+    spec: TaskSpec,
+    data_dir: str | Path | None = None,
+    *,
+    max_replacements: int = MAX_REPLACEMENTS,
+    draws_train: bool | None = None,
 ) -> Task:
     """Generate the instance ``spec`` end to end (SPEC §6), replacing rejected seeds (SPEC §7).
 
@@ -290,6 +303,9 @@ def generate_task(
         ``diabetes`` table).
     max_replacements : int, default MAX_REPLACEMENTS
         Replacements tried before giving up.
+    draws_train : bool, optional
+        Keep the draws at the training inputs; default off for the GP, on for the MCMC
+        families (:func:`make_task`).
 
     Returns
     -------
@@ -326,6 +342,7 @@ def generate_task(
             noise_var_eval=noise_var_eval,
             noise_var_train=noise.variance(X[train_idx]),
             shell_eval=shell_eval,
+            draws_train=draws_train,
         )
 
     gated = spec.fidelity.is_reference and rhat_gates(prior)
