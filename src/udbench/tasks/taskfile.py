@@ -17,7 +17,9 @@ moments, never the draws. ``draws_train`` (draws at the training inputs) is opti
 default for the GP, whose checks use its exact posterior (see
 :func:`udbench.tasks.make_task`). Schema 1 (float64 draws, uncompressed, ``draws_train``
 always) is rejected with a one-line error naming the version: regenerate such files
-(``udbench generate`` does it by itself, treating them as damaged). ``content_sha256`` is the SHA-256 of the canonical JSON of the metadata without
+(``udbench generate`` does it by itself, treating them as damaged).
+
+``content_sha256`` is the SHA-256 of the canonical JSON of the metadata without
 itself, so it covers every array's bytes through their hashes: it identifies what a task file
 holds (the runner keys results by it).
 
