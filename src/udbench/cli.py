@@ -41,6 +41,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "analyze",
     "tuning",
     "validation",
+    "suite",
 )
 
 app = typer.Typer(
