@@ -34,6 +34,7 @@ methods = "_fakes:KnnMethod:sleep=0.3"
 method_params = "default"
 """
 N_TASKS = 20  # 10 seeds × 2 coverages
+FLAGS = ("--workers", "0", "--no-plan")
 
 
 @pytest.mark.parametrize(
@@ -111,8 +112,7 @@ def _start(suite_file: Path, out: Path) -> subprocess.Popen[str]:
         "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
     }
     return subprocess.Popen(
-        [sys.executable, "-c", LAUNCH, "suite", str(suite_file), "--out", str(out)]
-        + ["--workers", "0", "--no-plan"],
+        [sys.executable, "-c", LAUNCH, "suite", str(suite_file), *("--out", str(out)), *FLAGS],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
