@@ -219,7 +219,7 @@ def generate_command(
         raise UdbenchError(f"generate: {len(failures)} of {len(todo)} instances failed")
 
 
-def check_directory(directory: Path) -> dict[str, Any]:
+def check_directory(directory: Path, by_dataset: bool = False) -> dict[str, Any]:
     """Pooled acceptance checks (SPEC §7) of every task file under ``directory``, by family.
 
     Every file is verified first: its metadata checksum and the SHA-256 of every array
@@ -240,7 +240,8 @@ def check_directory(directory: Path) -> dict[str, Any]:
         rejected seed, and for MCMC families ``preset_validation``: per fidelity of the
         family's tasks, the stored warm-up sensitivity record of that preset
         (:func:`udbench.priors.validation_summary`, SPEC §7) or None when the preset has
-        none.
+        none. With ``by_dataset``, each family's stats also hold ``"datasets"``: dataset →
+        the same pooled figures over that dataset's instances.
 
     Raises
     ------
@@ -257,6 +258,7 @@ def check_directory(directory: Path) -> dict[str, Any]:
     if not paths:
         raise param_error("check", "DIR", "hold task files (*.npz)", str(directory))
     groups: dict[str, tuple[list[dict[str, Any]], list[Any], list[dict[str, Any]]]] = {}
+    per_dataset: dict[str, dict[str, tuple[list[dict[str, Any]], list[Any]]]] = {}
     invalid: list[dict[str, str]] = []
     presets: dict[str, dict[str, dict[str, Any]]] = {}  # family -> fidelity -> sampler
     for path in paths:
@@ -270,6 +272,11 @@ def check_directory(directory: Path) -> dict[str, Any]:
         presets.setdefault(task.spec.family, {}).setdefault(task.spec.fidelity.value, sampler)
         summaries.append({**task.diagnostics["checks"], **mcmc_summary(task.diagnostics)})
         mcse.append(task.mcse_var_rel)
+        if by_dataset:
+            fam_ds = per_dataset.setdefault(task.spec.family, {})
+            ds_summaries, ds_mcse = fam_ds.setdefault(task.spec.dataset, ([], []))
+            ds_summaries.append(summaries[-1])
+            ds_mcse.append(mcse[-1])
         record = task.diagnostics.get("seed_replacement") or {}
         replaced.extend(
             {
@@ -284,6 +291,8 @@ def check_directory(directory: Path) -> dict[str, Any]:
         fam: {**pool_checks(s, m), "seed_replacements": rep}
         for fam, (s, m, rep) in sorted(groups.items())
     }
+    for fam, by_ds in per_dataset.items():
+        families[fam]["datasets"] = {ds: pool_checks(s, m) for ds, (s, m) in sorted(by_ds.items())}
     for fam, by_fidelity in presets.items():
         if fam in MCMC_FAMILIES:
             records = {fid: load_validation(fam, fid) for fid in by_fidelity}
@@ -301,13 +310,16 @@ def _fmt(value: Any, spec: str) -> str:
 def check_command(
     directory: Path = typer.Argument(..., help="Folder of task files."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for scripts."),
+    by_dataset: bool = typer.Option(
+        False, "--by-dataset", help="Also pool per dataset (a row per family and dataset)."
+    ),
 ) -> None:
     """Pooled acceptance table of the reference posteriors in DIR (SPEC §7).
 
     Every task file is verified (checksums of its metadata and arrays) first; exit status 1
     if any file is invalid (listed with the reason, left out of the tables), 2 for a bad DIR.
     """
-    report = check_directory(directory)
+    report = check_directory(directory, by_dataset=by_dataset)
     result, invalid = report["families"], report["invalid"]
     if as_json:
         typer.echo(json.dumps(report, indent=2))
@@ -326,7 +338,11 @@ def check_command(
         "MC = exact",
     ):
         table.add_column(col)
-    for fam, r in result.items():
+    rows = [(fam, r) for fam, r in result.items()]
+    rows += [
+        (f"{fam} · {ds}", d) for fam, r in result.items() for ds, d in r.get("datasets", {}).items()
+    ]
+    for fam, r in rows:
         lo, hi = r["coverage_90_ci"]
         agree = r.get("mc_agree_fraction")
         table.add_row(
