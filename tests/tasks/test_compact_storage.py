@@ -155,3 +155,13 @@ def test_corrupt_compressed_member_is_caught_on_access(tmp_path) -> None:
     with pytest.raises(UdbenchError, match="draws"):
         _ = loaded.draws
     assert not task_file_is_valid(path)
+
+
+def test_generate_treats_an_old_format_file_as_one_to_write_again(tmp_path) -> None:
+    from udbench.tasks.generate import task_file_clash
+
+    (task, _), *_ = _seeded_set()
+    old = _write_schema1(task, tmp_path / "old.npz")
+    assert task_file_clash(old, task.spec, None) is None  # like a damaged file: regenerated
+    new = task.save(tmp_path / "new.npz")
+    assert task_file_clash(new, task.spec, None) == ""  # the same instance: skipped
