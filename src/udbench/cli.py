@@ -44,6 +44,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "score",
     "transfer",
     "study",
+    "suite",
 )
 
 app = typer.Typer(

@@ -40,7 +40,10 @@ def test_generate_task_diabetes_shapes_and_checks(tmp_path) -> None:
     task = generate_task(_spec())
     n, m = 150, 221
     assert task.X_train.shape == (n, 10) and task.draws.shape == (100, m)
-    assert task.draws_train.shape == (100, n)
+    assert task.draws_train is None  # the GP's default (schema 2)
+    kept = generate_task(_spec(), draws_train=True)
+    assert kept.draws_train.shape == (100, n) and kept.draws_train.dtype == np.float32
+    np.testing.assert_array_equal(kept.draws, task.draws)
     assert set(task.shell_eval) <= {0, 1, 2, 3, 4}
     assert not np.any(task.shell_eval[np.isin(task.eval_idx, task.train_idx)])
     assert not np.intersect1d(task.eval_idx, task.train_idx).size

@@ -74,8 +74,10 @@ def _fixed_task() -> Task:
 
 def test_a_task_without_query_points_is_byte_identical_to_before(tmp_path) -> None:
     path = _fixed_task().save(tmp_path / "t.npz")
-    # SHA-256 of the same task written by udbench before the extension (commit 4061e17)
-    before = "0ae357c1b4caa942597ebb231afe8438d714ccab60500352a513be034ffd46dd"
+    # SHA-256 of the same task written by udbench (schema 2) before the extension: computed
+    # with the compact-storage branch (i22 at 10b2209) alone, which never had query points.
+    # (Schema 1, commit 4061e17, wrote 0ae357c1…; schema 2 stores draws as float32.)
+    before = "2b52116b5b856f1b0973baac8c28080d813d69b9a8b236ca290128195b27f26d"
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
     with zipfile.ZipFile(path) as zf:
         assert zf.namelist() == [f"{k}.npy" for k in OLD_MEMBERS] + ["meta.json"]
@@ -128,7 +130,10 @@ def test_query_points_carry_the_oracle_posterior(tmp_path) -> None:
     np.testing.assert_array_equal(got["post_var_query"], with_q.post_var_query)
     with zipfile.ZipFile(tmp_path / "q.npz") as zf:
         names = zf.namelist()
-    assert names == [f"{k}.npy" for k in (*OLD_MEMBERS, *QUERY_ARRAY_NAMES)] + ["meta.json"]
+    # the GP keeps no training-input draws by default (schema 2); draws_query is float32
+    members = [k for k in OLD_MEMBERS if k != "draws_train"]
+    assert names == [f"{k}.npy" for k in (*members, *QUERY_ARRAY_NAMES)] + ["meta.json"]
+    assert got["draws_query"].dtype == np.float32
 
 
 def test_query_arrays_are_checked_like_the_pool() -> None:

@@ -53,12 +53,20 @@ def _task_path(out: Path, spec: Any) -> Path:
     return out / f"{spec.task_id}.npz"
 
 
-def _run_one(spec: Any, out: str, data_dir: str | None, max_replacements: int) -> tuple[str, str]:
+def _run_one(
+    spec: Any,
+    out: str,
+    data_dir: str | None,
+    max_replacements: int,
+    draws_train: bool | None = None,
+) -> tuple[str, str]:
     """Worker: generate and save one instance; returns (task_id, error or "")."""
     from udbench.tasks import generate_task
 
     try:
-        task = generate_task(spec, data_dir=data_dir, max_replacements=max_replacements)
+        task = generate_task(
+            spec, data_dir=data_dir, max_replacements=max_replacements, draws_train=draws_train
+        )
         task.save(_task_path(Path(out), spec))
     except Exception as err:  # one failing instance must not stop the others
         return spec.task_id, f"{type(err).__name__}: {err}"
@@ -107,6 +115,12 @@ def generate_command(
         "before it is reported as failed; 0 fails at the first rejection.",
     ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
+    draws_train: bool | None = typer.Option(
+        None,
+        "--draws-train/--no-draws-train",
+        help="Also store the posterior draws at the training inputs (D × n float32). Default: "
+        "off for the GP (its checks use the exact posterior), on for the MCMC families.",
+    ),
     overwrite: bool = typer.Option(
         False,
         "--overwrite",
@@ -166,7 +180,7 @@ def generate_command(
         f"{len(specs)} instances selected, {len(specs) - len(todo)} already done, "
         f"{len(todo)} to generate in {out}"
         + (f" ({len(clashes)} replacing files made with other settings)" if clashes else "")
-        + (f" ({n_damaged} damaged files generated again)" if n_damaged else ""),
+        + (f" ({n_damaged} damaged or old-format files generated again)" if n_damaged else ""),
         highlight=False,
     )
     # fit each prior once here (cached on disk), so workers only read the cache
@@ -209,6 +223,7 @@ def generate_command(
             out=str(out),
             data_dir=dd,
             max_replacements=max_replacements,
+            draws_train=draws_train,
         )
         for spec, result in stream:
             err = f"worker failed: {result.error}" if isinstance(result, Failed) else result[1]
@@ -221,7 +236,9 @@ def generate_command(
         raise UdbenchError(f"generate: {len(failures)} of {len(todo)} instances failed")
 
 
-def check_tasks(tasks: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
+def check_tasks(
+    tasks: Sequence[str | os.PathLike[str]], by_dataset: bool = False
+) -> dict[str, Any]:
     """Pooled acceptance checks (SPEC §7) of the named task files, by family.
 
     Every file is verified first: its metadata checksum and the SHA-256 of every array
@@ -256,7 +273,9 @@ def check_tasks(tasks: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
         family's tasks, the stored warm-up sensitivity record of that preset
         (:func:`udbench.priors.validation_summary`, SPEC §7) or None when the preset has
         none, and ``verdicts``: one ``{"check", "figure", "threshold", "verdict"}`` per SPEC
-        §7 check (:func:`udbench.tasks.gate_verdicts`).
+        §7 check (:func:`udbench.tasks.gate_verdicts`). With ``by_dataset``, each family's
+        stats also hold ``"datasets"``: dataset → the same pooled figures (and verdicts) over
+        that dataset's instances.
 
     Raises
     ------
@@ -271,6 +290,7 @@ def check_tasks(tasks: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
 
     paths = find_task_files(list(tasks), command="udbench check")
     groups: dict[str, tuple[list[dict[str, Any]], list[Any], list[dict[str, Any]]]] = {}
+    per_dataset: dict[str, dict[str, tuple[list[dict[str, Any]], list[Any]]]] = {}
     invalid: list[dict[str, str]] = []
     approximate: list[dict[str, str]] = []
     presets: dict[str, dict[str, dict[str, Any]]] = {}  # family -> fidelity -> sampler
@@ -291,6 +311,11 @@ def check_tasks(tasks: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
             presets.setdefault(task.spec.family, {}).setdefault(task.spec.fidelity.value, sampler)
         summaries.append({**task.diagnostics["checks"], **mcmc_summary(task.diagnostics)})
         mcse.append(task.mcse_var_rel)
+        if by_dataset:
+            fam_ds = per_dataset.setdefault(group, {})
+            ds_summaries, ds_mcse = fam_ds.setdefault(task.spec.dataset, ([], []))
+            ds_summaries.append(summaries[-1])
+            ds_mcse.append(mcse[-1])
         record = task.diagnostics.get("seed_replacement") or {}
         replaced.extend(
             {
@@ -305,6 +330,8 @@ def check_tasks(tasks: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
         fam: {**pool_checks(s, m), "seed_replacements": rep}
         for fam, (s, m, rep) in sorted(groups.items())
     }
+    for fam, by_ds in per_dataset.items():
+        families[fam]["datasets"] = {ds: pool_checks(s, m) for ds, (s, m) in sorted(by_ds.items())}
     for fam, by_fidelity in presets.items():
         if fam in MCMC_FAMILIES and fam in families:
             records = {fid: load_validation(fam, fid) for fid in by_fidelity}
@@ -313,14 +340,15 @@ def check_tasks(tasks: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
                 for fid, rec in records.items()
             }
     for fam, stats in families.items():
-        verdicts = gate_verdicts(stats)
-        if fam.endswith(APPROXIMATE_SUFFIX):
-            verdicts = [{**v, "verdict": "not gated (approximate reference)"} for v in verdicts]
-        stats["verdicts"] = verdicts
+        for pooled in (stats, *stats.get("datasets", {}).values()):
+            verdicts = gate_verdicts(pooled)
+            if fam.endswith(APPROXIMATE_SUFFIX):
+                verdicts = [{**v, "verdict": "not gated (approximate reference)"} for v in verdicts]
+            pooled["verdicts"] = verdicts
     return {"families": families, "invalid": invalid, "approximate": approximate}
 
 
-def check_directory(directory: Path) -> dict[str, Any]:
+def check_directory(directory: Path, by_dataset: bool = False) -> dict[str, Any]:
     """:func:`check_tasks` of the task files under one folder (kept for scripts).
 
     Raises
@@ -330,7 +358,7 @@ def check_directory(directory: Path) -> dict[str, Any]:
     """
     if not Path(directory).is_dir():
         raise param_error("udbench check", "DIR", "be an existing folder", str(directory))
-    return check_tasks([directory])
+    return check_tasks([directory], by_dataset=by_dataset)
 
 
 def _fmt(value: Any, spec: str) -> str:
@@ -349,6 +377,9 @@ def check_command(
     strict: bool = typer.Option(
         False, "--strict", help=f"Exit {EXIT_CHECK_FAILED} when any SPEC §7 verdict is FAIL."
     ),
+    by_dataset: bool = typer.Option(
+        False, "--by-dataset", help="Also pool per dataset (a row per family and dataset)."
+    ),
 ) -> None:
     """Pooled acceptance checks of the reference posteriors in TASKS (SPEC §7).
 
@@ -358,7 +389,7 @@ def check_command(
     any file is invalid (listed with the reason, left out of the tables), 2 for a bad
     argument, 4 with --strict when a verdict is FAIL.
     """
-    report = check_tasks(tasks)
+    report = check_tasks(tasks, by_dataset=by_dataset)
     result, invalid = report["families"], report["invalid"]
     failed = [
         (fam, v["check"])
@@ -386,7 +417,11 @@ def check_command(
         "MC = exact",
     ):
         table.add_column(col)
-    for fam, r in result.items():
+    rows = [(fam, r) for fam, r in result.items()]
+    rows += [
+        (f"{fam} · {ds}", d) for fam, r in result.items() for ds, d in r.get("datasets", {}).items()
+    ]
+    for fam, r in rows:
         lo, hi = r["coverage_90_ci"]
         agree = r.get("mc_agree_fraction")
         table.add_row(

@@ -249,6 +249,7 @@ def make_task(
     noise_var_train: np.ndarray,
     shell_eval: np.ndarray | None = None,
     query: QueryPoints | None = None,
+    draws_train: bool | None = None,
 ) -> Task:
     """Steps 2–4 of SPEC §6 given the inputs, noise variances and training indices.
 
@@ -283,11 +284,19 @@ def make_task(
         points). Query inputs outside [0, 1] are clipped to it for HBART only (its trees split
         on thresholds in [0, 1], so its functions are constant beyond the unit cube and the
         clipped inputs give exactly the same values); ``X_query`` stores them unclipped.
+    draws_train : bool, optional
+        Keep the posterior draws at the training inputs (``Task.draws_train``, D × n float32)
+        when the prior makes them. Default (None): off for the GP (its checks use the exact
+        posterior; the draws at the evaluation pool are the same either way, so the task's
+        other arrays do not depend on it), on for the MCMC families.
 
     Returns
     -------
     Task
+        Posterior draws rounded to float32 (:func:`udbench.tasks.taskfile.is_draws_array`)
+        *after* the acceptance checks, which are computed from the float64 draws.
     """
+    keep_train = (prior.family != "gp") if draws_train is None else bool(draws_train)
     eval_idx = np.asarray(eval_idx, dtype=np.int64)
     train_idx = np.asarray(train_idx, dtype=np.int64)
     X_eval, X_train = X[eval_idx], X[train_idx]
@@ -349,7 +358,7 @@ def make_task(
         "sbc_rank": per_point["sbc_rank"],
         "mcse_var_rel": per_point["mcse_var_rel"],
         "draws": draws,
-        "draws_train": post.draws_train,
+        "draws_train": post.draws_train if keep_train else None,
     }
     if query is not None:
         arrays.update(
@@ -376,6 +385,7 @@ def generate_task(
     *,
     max_replacements: int = MAX_REPLACEMENTS,
     query: QueryPoints | None = None,
+    draws_train: bool | None = None,
 ) -> Task:
     """Generate the instance ``spec`` end to end (SPEC §6), replacing rejected seeds (SPEC §7).
 
@@ -419,6 +429,9 @@ def generate_task(
     query : QueryPoints, optional
         Extra inputs at which the task also stores the reference posterior
         (:func:`make_task`); for a gated family the R̂ rule then covers them too.
+    draws_train : bool, optional
+        Keep the draws at the training inputs; default off for the GP, on for the MCMC
+        families (:func:`make_task`).
 
     Returns
     -------
@@ -456,6 +469,7 @@ def generate_task(
             noise_var_train=noise.variance(X[train_idx]),
             shell_eval=shell_eval,
             query=query,
+            draws_train=draws_train,
         )
 
     gated = spec.fidelity.is_reference and rhat_gates(prior)

@@ -1,10 +1,25 @@
 """The task file: one instance per file, versioned, checksummed, lazily loaded, no pickle.
 
-Format (schema :data:`SCHEMA_VERSION`): an uncompressed ZIP archive, readable by
-``numpy.load`` as an ``.npz`` (every array is a ``<name>.npy`` member written with
-``allow_pickle=False``), plus one member ``meta.json`` holding the schema version, the
-package version, the :class:`TaskSpec`, the prior's settings, the diagnostics and a SHA-256
-per array. ``content_sha256`` is the SHA-256 of the canonical JSON of the metadata without
+Format (schema :data:`SCHEMA_VERSION`): a ZIP archive whose array members are
+DEFLATE-compressed (:data:`COMPRESSION`, lossless), readable by ``numpy.load`` as an ``.npz``
+(every array is a ``<name>.npy`` member written with ``allow_pickle=False``), plus one member
+``meta.json`` (stored) holding the schema version, the package version, the
+:class:`TaskSpec`, the prior's settings, the diagnostics and a SHA-256 per array (of the
+``.npy`` bytes, before compression).
+
+Storage precision (schema 2): arrays of posterior draws — by rule every array named
+``draws`` or ``draws_<anything>`` (:func:`is_draws_array`; an optional array added later
+follows the same rule) — are held and stored as float32; everything else (f*, y, inputs,
+noise variances, the exact posterior moments ``post_mean``/``post_var``, the per-point checks)
+stays float64. The acceptance checks are computed from the float64 draws before they are
+rounded (stored in the diagnostics); the metrics of ``udbench run`` read the float64 exact
+moments, never the draws. ``draws_train`` (draws at the training inputs) is optional: off by
+default for the GP, whose checks use its exact posterior (see
+:func:`udbench.tasks.make_task`). Schema 1 (float64 draws, uncompressed, ``draws_train``
+always) is rejected with a one-line error naming the version: regenerate such files
+(``udbench generate`` does it by itself, treating them as damaged).
+
+``content_sha256`` is the SHA-256 of the canonical JSON of the metadata without
 itself, so it covers every array's bytes through their hashes: it identifies what a task file
 holds (the runner keys results by it).
 
@@ -39,6 +54,7 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -50,16 +66,27 @@ from udbench.tasks.spec import TaskSpec
 
 __all__ = [
     "ARRAY_NAMES",
+    "COMPRESSION",
+    "DRAWS_DTYPE",
     "QUERY_ARRAY_NAMES",
     "SCHEMA_VERSION",
     "Task",
     "check_query_arrays",
+    "is_draws_array",
     "read_task_meta",
     "task_file_is_valid",
 ]
 
 #: Version of the task-file schema; files with another version are rejected.
-SCHEMA_VERSION = 1
+#: 1: float64 draws, uncompressed; 2: float32 draws, DEFLATE members, draws_train optional.
+SCHEMA_VERSION = 2
+
+#: Storage dtype of posterior-draw arrays (:func:`is_draws_array`).
+DRAWS_DTYPE = np.float32
+
+#: ZIP compression of the array members (lossless; ``numpy.load`` reads it) and its level.
+COMPRESSION = zipfile.ZIP_DEFLATED
+COMPRESS_LEVEL = 1
 
 #: Arrays of a task (in file order); ``draws`` and ``draws_train`` are the large ones.
 ARRAY_NAMES: tuple[str, ...] = (
@@ -95,6 +122,25 @@ QUERY_ARRAY_NAMES: tuple[str, ...] = (
 )
 _OPTIONAL = frozenset({"draws_train", *QUERY_ARRAY_NAMES})
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+
+
+def is_draws_array(name: str) -> bool:
+    """True for an array of posterior draws (``draws``, ``draws_train``, ``draws_<x>``).
+
+    Such arrays are held and stored as :data:`DRAWS_DTYPE` (float32): the rule is by name, so
+    an optional array of draws added later (e.g. draws at extra query points) is compact too.
+    """
+    return name == "draws" or name.startswith("draws_")
+
+
+def _storage(name: str, arr: np.ndarray | None) -> np.ndarray | None:
+    """``arr`` as stored: floating draw arrays rounded to float32, the rest unchanged."""
+    if arr is None:
+        return None
+    arr = np.asarray(arr)
+    if is_draws_array(name) and np.issubdtype(arr.dtype, np.floating):
+        return arr.astype(DRAWS_DTYPE, copy=False)
+    return arr
 
 
 def _canonical(obj: Any) -> bytes:
@@ -182,10 +228,12 @@ class Task:
     ``f_train (n,)``, ``eval_idx (n_eval,) int64``, ``X_eval (n_eval, d)``,
     ``noise_var_eval (n_eval,)``, ``f_eval (n_eval,)``, ``shell_eval (n_eval,) int64``,
     ``post_mean (n_eval,)``, ``post_var (n_eval,)`` (variances in target units squared),
-    ``sbc_rank (n_eval,) int64``, ``mcse_var_rel (n_eval,)``, ``draws (D, n_eval)``,
-    ``draws_train (D, n)`` or None; optionally the query points (module notes):
-    ``query_idx (m,) int64``, ``X_query (m, d)``, ``post_mean_query (m,)``,
-    ``post_var_query (m,)``, ``draws_query (D, m)`` (all None for an ordinary task).
+    ``sbc_rank (n_eval,) int64``, ``mcse_var_rel (n_eval,)``, ``draws (D, n_eval) float32``,
+    ``draws_train (D, n) float32`` or None (posterior draws are float32 by rule,
+    :func:`is_draws_array`; a float64 draw array given here is rounded at construction);
+    optionally the query points (module notes): ``query_idx (m,) int64``, ``X_query (m, d)``,
+    ``post_mean_query (m,)``, ``post_var_query (m,)``, ``draws_query (D, m) float32`` (all
+    None for an ordinary task).
 
     Attributes
     ----------
@@ -220,7 +268,7 @@ class Task:
         self.version = version
         self.source: dict[str, Any] = dict(source or {})
         self.content_sha256: str | None = None
-        self._arrays: dict[str, np.ndarray | None] = dict(arrays)
+        self._arrays: dict[str, np.ndarray | None] = {k: _storage(k, v) for k, v in arrays.items()}
         self._path: Path | None = None
         self._hashes: dict[str, str] = {}
         missing = [k for k in ARRAY_NAMES if k not in self._arrays and k not in _OPTIONAL]
@@ -282,7 +330,7 @@ class Task:
         try:
             with zipfile.ZipFile(self._path) as zf:
                 data = zf.read(f"{name}.npy")
-        except (OSError, zipfile.BadZipFile, KeyError) as err:
+        except (OSError, zipfile.BadZipFile, KeyError, zlib.error, EOFError) as err:
             raise _bad(self._path, f"cannot read array {name!r} ({err})") from None
         if hashlib.sha256(data).hexdigest() != self._hashes[name]:
             raise _bad(self._path, f"checksum mismatch for array {name!r}")
@@ -296,10 +344,10 @@ class Task:
         members: list[tuple[str, bytes]] = []
         hashes: dict[str, str] = {}
         for name in ARRAY_NAMES:
-            arr = self._get(name)
+            arr = _storage(name, self._get(name))
             if arr is None:
                 continue
-            data = _npy_bytes(np.asarray(arr))
+            data = _npy_bytes(arr)
             hashes[name] = hashlib.sha256(data).hexdigest()
             members.append((f"{name}.npy", data))
         meta: dict[str, Any] = {
@@ -319,11 +367,13 @@ class Task:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as fh:
-                with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
+                with zipfile.ZipFile(fh, "w") as zf:
                     for name, data in members:
                         info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
                         info.external_attr = 0o644 << 16
-                        zf.writestr(info, data)
+                        array = name != "meta.json"
+                        info.compress_type = COMPRESSION if array else zipfile.ZIP_STORED
+                        zf.writestr(info, data, compresslevel=COMPRESS_LEVEL if array else None)
                 fh.flush()
                 os.fsync(fh.fileno())
             umask = os.umask(0)
@@ -403,15 +453,23 @@ def read_task_meta(path: str | Path) -> dict[str, Any]:
             if "meta.json" not in names:
                 raise _bad(path, "no metadata (incomplete write?)")
             meta = json.loads(zf.read("meta.json"))
-    except (zipfile.BadZipFile, OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
+    except (
+        zipfile.BadZipFile,
+        OSError,
+        json.JSONDecodeError,
+        UnicodeDecodeError,
+        zlib.error,
+        EOFError,
+    ) as err:
         raise _bad(path, f"truncated or corrupt ({err})") from None
     if not isinstance(meta, dict) or meta.get("format") != "udbench-task":
         raise _bad(path, "not a udbench task")
     if meta.get("schema_version") != SCHEMA_VERSION:
         raise _bad(
             path,
-            f"schema version {meta.get('schema_version')!r}, this udbench reads "
-            f"{SCHEMA_VERSION} (regenerate the task)",
+            f"task format (schema) version {meta.get('schema_version')!r} written by udbench "
+            f"{meta.get('udbench_version', '?')}; this udbench reads version {SCHEMA_VERSION} "
+            "only: regenerate it (udbench generate writes it again in place)",
         )
     claimed = meta.pop("content_sha256", None)
     if hashlib.sha256(_canonical(meta)).hexdigest() != claimed:
@@ -431,6 +489,44 @@ def task_file_is_valid(path: str | Path, spec: TaskSpec | None = None) -> bool:
         with zipfile.ZipFile(path) as zf:
             if zf.testzip() is not None:
                 return False
-    except (UdbenchError, zipfile.BadZipFile, OSError):
+    except (UdbenchError, zipfile.BadZipFile, OSError, zlib.error, EOFError):
         return False
     return spec is None or TaskSpec.from_dict(meta["spec"]) == spec
+
+
+def _write_schema1(task: Task, path: str | Path) -> Path:
+    """Write ``task`` in the retired schema-1 layout (tests and the storage benchmark only).
+
+    Schema 1: every array float64 as computed (draws upcast from float32, the same byte count
+    as the float64 draws it stored), members uncompressed, ``schema_version`` 1. This udbench
+    rejects such a file on load; it exists to measure the old size and test that error.
+    """
+    path = Path(path)
+    members: list[tuple[str, bytes]] = []
+    hashes: dict[str, str] = {}
+    for name in ARRAY_NAMES:
+        arr = task._get(name)
+        if arr is None:
+            continue
+        arr = np.asarray(arr)
+        if is_draws_array(name):
+            arr = arr.astype(np.float64)
+        data = _npy_bytes(arr)
+        hashes[name] = hashlib.sha256(data).hexdigest()
+        members.append((f"{name}.npy", data))
+    meta: dict[str, Any] = {
+        "format": "udbench-task",
+        "schema_version": 1,
+        "udbench_version": "0.1.0",
+        "task_id": task.spec.task_id,
+        "spec": task.spec.to_dict(),
+        "prior": task.prior,
+        "diagnostics": task.diagnostics,
+        "array_sha256": hashes,
+    }
+    meta["content_sha256"] = hashlib.sha256(_canonical(meta)).hexdigest()
+    members.append(("meta.json", json.dumps(meta, indent=1, sort_keys=True).encode()))
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name, data in members:
+            zf.writestr(zipfile.ZipInfo(name, date_time=_ZIP_DATE), data)
+    return path

@@ -1,0 +1,435 @@
+"""``udbench suite NAME --out DIR``: a named suite end to end (generate → check → run → report).
+
+The suite (:mod:`udbench.recipes.suites`: a preset row or a TOML file) is turned into the
+commands a user would type, and each stage *is* that command, run as a child process
+(``python -c 'udbench.cli.main()' …``) and printed before it runs:
+
+1. ``udbench generate … --out DIR/tasks`` (skips instances already on disk);
+2. ``udbench check DIR/tasks --json`` → ``DIR/check.json`` (skipped when the task files are
+   the ones it last checked);
+3. ``udbench run DIR/tasks -m … --out DIR/results`` (skips finished cells);
+4. ``udbench report DIR/results --out DIR/report`` (skipped when the results are the ones it
+   last reported), then the leaderboard is printed.
+
+``udbench plan`` for the suite's grid is printed first (with the times measured in DIR, if
+any). Resuming is re-running the same command: every stage relies on its command's own skip
+logic, there is no second loop. One suite runs in a folder at a time (``DIR/.suite.lock``);
+temporary files left by a killed stage (``.*.tmp`` task files, ``.tmp-*.parquet`` result
+parts) are removed before the stages run again. ``DIR/suite.json`` records the suite's
+settings (a folder holds one suite: other settings are an error) and the inputs each skipped
+stage last saw. Each child process is killed with the suite on Linux (``PR_SET_PDEATHSIG``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from udbench._validation import UdbenchError, param_error
+from udbench.commands._options import DATA_DIR_HELP, check_data_dir, check_out_dir, out_path
+
+__all__ = ["STAGES", "register", "stage_commands"]
+
+#: The stages, in order.
+STAGES: tuple[str, ...] = ("generate", "check", "run", "report")
+
+_LAUNCH = "import sys; from udbench.cli import main; sys.exit(main())"
+_STATE = "suite.json"
+_LOCK = ".suite.lock"
+#: ``udbench run`` exit status when cells failed (all stored): the suite goes on to report.
+_RUN_CELLS_FAILED = 3
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Linux: the child gets SIGKILL when the suite process dies (killed or not)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def stage_commands(
+    suite: dict[str, Any],
+    out: Path,
+    *,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    cluster_config: Path | None = None,
+    data_dir: Path | None = None,
+    tuned: Path | None = None,
+    timeout: float | None = None,
+) -> dict[str, list[str]]:
+    """The ``udbench`` argument lists of a suite's stages (and of its plan and leaderboard).
+
+    Parameters
+    ----------
+    suite : dict
+        From :func:`udbench.recipes.suites.load_suite`.
+    out : Path
+        The suite's folder.
+    workers, scheduler, cluster_config, data_dir, timeout
+        Passed to ``generate`` and ``run`` as their options of the same names (``timeout``:
+        ``run`` only).
+    tuned : Path, optional
+        Tuning folder: ``run --tuned DIR --fallback default`` (tuned configuration where a
+        record exists, the default one elsewhere).
+
+    Returns
+    -------
+    dict
+        ``{"plan", "generate", "check", "run", "report", "leaderboard"}`` → argument list
+        (without the program name).
+    """
+    from udbench.methods.registry import parse_method_spec, registered_methods
+    from udbench.recipes.suites import method_specs
+
+    tasks, results = str(out / "tasks"), str(out / "results")
+    grid = [
+        *("--datasets", suite["datasets"]),
+        *("--families", suite["families"]),
+        *("--noise", suite["noise"]),
+        *("--coverage", suite["coverage"]),
+        *("--seeds", suite["seeds"]),
+    ]
+    where: list[str] = []
+    if workers is not None:
+        where += ["--workers", str(workers)]
+    if scheduler is not None:
+        where += ["--scheduler", scheduler]
+    if cluster_config is not None:
+        where += ["--cluster-config", str(cluster_config)]
+    specs = method_specs(suite)
+    known = registered_methods()
+    names = [n for n in dict.fromkeys(parse_method_spec(s)[0] for s in specs) if n in known]
+    plan = ["plan", *grid, "--methods", ",".join(names) if names else "registered"]
+    for folder in (out / "tasks", out / "results"):
+        if folder.is_dir():
+            plan += ["--measured", str(folder)]
+    generate = [
+        "generate",
+        *grid,
+        *("--fidelity", suite["fidelity"]),
+        *("--draws", str(suite["draws"])),
+        *("--out", tasks),
+        *where,
+    ]
+    if data_dir is not None:
+        generate += ["--data-dir", str(data_dir)]
+    run = ["run", tasks, *(x for s in specs for x in ("-m", s)), "--out", results, *where]
+    if timeout is not None:
+        run += ["--timeout", str(timeout)]
+    if tuned is not None:
+        run += ["--tuned", str(tuned), "--fallback", "default"]
+    if suite.get("keep_predictions"):
+        run.append("--keep-predictions")
+    return {
+        "plan": plan,
+        "generate": generate,
+        "check": ["check", tasks, "--json"],
+        "run": run,
+        "report": ["report", results, "--out", str(out / "report")],
+        "leaderboard": ["leaderboard", results],
+    }
+
+
+def _fingerprint(paths: list[Path]) -> str:
+    """SHA-256 of the names, sizes and modification times of ``paths`` (what a stage read)."""
+    h = hashlib.sha256()
+    for p in sorted(paths):
+        st = p.stat()
+        h.update(f"{p.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def _task_files(out: Path) -> list[Path]:
+    return sorted((out / "tasks").glob("*.npz"))
+
+
+def _result_files(out: Path) -> list[Path]:
+    root = out / "results"
+    files = sorted((root / "cells").glob("*.parquet")) if (root / "cells").is_dir() else []
+    files = [p for p in files if not p.name.startswith(".")]
+    if (root / "results.parquet").is_file():
+        files.append(root / "results.parquet")
+    return files
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    """Write ``obj`` as JSON atomically (temporary file + rename)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(obj, fh, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _remove_stale_temporaries(out: Path) -> int:
+    """Delete temporary files a killed stage left (the suite holds the folder's lock)."""
+    patterns = [
+        (out, ".*.tmp"),
+        (out / "tasks", ".*.tmp"),
+        (out / "results", "**/.tmp-*.parquet"),
+    ]
+    n = 0
+    for folder, pattern in patterns:
+        if folder.is_dir():
+            for p in folder.glob(pattern):
+                if p.is_file():
+                    p.unlink(missing_ok=True)
+                    n += 1
+    return n
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextmanager
+def _folder_lock(out: Path) -> Iterator[None]:
+    """One suite per folder: ``DIR/.suite.lock`` holds the owner's host and pid; a lock whose
+    process is gone (killed suite) is taken over."""
+    path = out / _LOCK
+    me = {"host": socket.gethostname(), "pid": os.getpid()}
+    if path.exists():
+        try:
+            other = json.loads(path.read_text())
+            alive = other.get("host") == me["host"] and _pid_alive(int(other["pid"]))
+        except (ValueError, KeyError, TypeError, OSError):
+            alive = False
+        if alive:
+            raise UdbenchError(
+                f"udbench suite: another suite is running in {str(out)!r} (pid {other['pid']}); "
+                "wait for it, or use another --out"
+            )
+    _write_json(path, me)
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _settings(suite: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in suite.items() if k != "description"}
+
+
+def _summarise_check(report: dict[str, Any], console: Console) -> None:
+    for fam, r in report["families"].items():
+        lo, hi = r["coverage_90_ci"]
+        agree = r.get("mc_agree_fraction")
+        console.print(
+            f"  {fam}: {r['n_instances']} instances; coverage 90 % {r['coverage_90']:.3f} "
+            f"[{lo:.3f}, {hi:.3f}]; max SBC bin dev. {r['sbc_max_bin_deviation']:.4f}; "
+            f"MCSE σ² rel. median / p95 {r['mcse_var_median']:.3f} / {r['mcse_var_p95']:.3f}; "
+            f"corr(mean, f*) median {r['corr_mean_fstar_median']:.3f}"
+            + ("" if agree is None else f"; MC = exact {agree:.0%}"),
+            highlight=False,
+        )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``suite``."""
+
+    @app.command("suite")
+    def suite_cmd(
+        name: str | None = typer.Argument(
+            None, help="Preset (quickstart, gp-small, gp-all, paper) or a suite .toml file."
+        ),
+        out: Path | None = typer.Option(
+            None, "--out", "-o", help="Suite folder (tasks/, results/, report/).", parser=out_path
+        ),
+        list_suites: bool = typer.Option(False, "--list", help="List the preset suites."),
+        stages: str = typer.Option(
+            "all",
+            "--stages",
+            help="Stages to run: comma list of generate, check, run, report, or 'all'.",
+        ),
+        workers: int | None = typer.Option(
+            None, "--workers", "-w", help="Local Dask workers for generate and run."
+        ),
+        scheduler: str | None = typer.Option(
+            None, "--scheduler", help="Address of a running Dask scheduler (tcp://host:8786)."
+        ),
+        cluster_config: Path | None = typer.Option(
+            None, "--cluster-config", help="YAML/TOML file naming a cluster class (e.g. SLURM)."
+        ),
+        data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
+        tuned: Path | None = typer.Option(
+            None,
+            "--tuned",
+            help="Tuning folder (udbench tune --out): tuned configurations where a record "
+            "exists, defaults elsewhere.",
+        ),
+        timeout: float | None = typer.Option(
+            None, "--timeout", help="Per-cell limit in seconds for fit + predict."
+        ),
+        plan: bool = typer.Option(True, "--plan/--no-plan", help="Print udbench plan first."),
+    ) -> None:
+        """Run a named suite end to end: plan, then generate → check → run → report in --out.
+
+        Re-running the same command resumes: each stage skips finished work (task files,
+        checked files, finished cells, an up-to-date report). Exit status: 0 done, 3 some
+        cells failed (stored; the report is written), 1 invalid task files, 2 a user error,
+        130 interrupted; another code is the failing stage's.
+        """
+        from udbench.recipes.suites import SUITES, load_suite
+
+        console = Console(stderr=True)
+        if list_suites:
+            for key, s in SUITES.items():
+                typer.echo(f"{key}: {s['description']}")
+            return
+        if name is None:
+            raise param_error("udbench suite", "NAME", "be given (or use --list)", None)
+        if out is None:
+            raise param_error("udbench suite", "--out", "be given", None)
+        wanted = list(STAGES) if stages.strip().lower() == "all" else []
+        if not wanted:
+            wanted = [s.strip() for s in stages.split(",") if s.strip()]
+            bad = [s for s in wanted if s not in STAGES]
+            if bad or not wanted:
+                raise param_error(
+                    "udbench suite", "--stages", f"be 'all' or a comma list of {STAGES}", stages
+                )
+        suite = load_suite(name)
+        check_out_dir("udbench suite", out)
+        check_data_dir("udbench suite", data_dir)
+        if tuned is not None and not tuned.is_dir():
+            raise param_error("udbench suite", "--tuned", "be an existing folder", str(tuned))
+        from udbench.recipes.suites import method_specs
+
+        method_specs(suite)  # unknown methods fail here, before any work
+        out.mkdir(parents=True, exist_ok=True)
+        argv = stage_commands(
+            suite,
+            out,
+            workers=workers,
+            scheduler=scheduler,
+            cluster_config=cluster_config,
+            data_dir=data_dir,
+            tuned=tuned,
+            timeout=timeout,
+        )
+        with _folder_lock(out):
+            state_path = out / _STATE
+            state: dict[str, Any] = {}
+            if state_path.is_file():
+                state = json.loads(state_path.read_text())
+                if state.get("settings") != _settings(suite):
+                    raise UdbenchError(
+                        f"udbench suite: {str(out)!r} holds suite {state.get('suite')!r} made "
+                        f"with other settings ({state_path}); use another --out"
+                    )
+            state.setdefault("suite", suite["name"])
+            state["settings"] = _settings(suite)
+            state.setdefault("stages", {})
+            _write_json(state_path, state)
+            n_tmp = _remove_stale_temporaries(out)
+            if n_tmp:
+                console.print(
+                    f"removed {n_tmp} temporary file(s) left by an interrupted stage",
+                    highlight=False,
+                )
+            console.print(
+                f"[bold]suite {suite['name']}[/]: {suite['description']} → {out}", highlight=False
+            )
+            if plan:
+                _child(argv["plan"], console, "plan")
+            status = 0
+            for i, stage in enumerate(STAGES, 1):
+                if stage not in wanted:
+                    continue
+                head = f"[bold]stage {i}/{len(STAGES)} {stage}[/]"
+                if stage == "check":
+                    seen = _fingerprint(_task_files(out))
+                    if state["stages"].get("check") == seen and (out / "check.json").is_file():
+                        console.print(f"{head}: task files unchanged since checked, skipped")
+                        continue
+                    console.print(f"{head}: udbench {' '.join(argv['check'])}", highlight=False)
+                    rc, text = _child(argv["check"], console, stage, capture=True)
+                    report = json.loads(text) if text.strip() else None
+                    if report is not None:
+                        _write_json(out / "check.json", report)
+                        _summarise_check(report, console)
+                    if rc != 0:
+                        raise UdbenchError(
+                            f"udbench suite: stage check found invalid task files (exit {rc}, "
+                            f"see {out / 'check.json'}); delete them and re-run to regenerate"
+                        )
+                    state["stages"]["check"] = seen
+                    _write_json(state_path, state)
+                    continue
+                if stage == "report":
+                    seen = _fingerprint(_result_files(out))
+                    done = (out / "report" / "report.html").is_file()
+                    if state["stages"].get("report") == seen and done:
+                        console.print(f"{head}: results unchanged since reported, skipped")
+                        continue
+                console.print(f"{head}: udbench {' '.join(argv[stage])}", highlight=False)
+                rc, _ = _child(argv[stage], console, stage)
+                if stage == "run" and rc == _RUN_CELLS_FAILED:
+                    status = rc  # cells failed, all stored: report them
+                elif rc != 0:
+                    raise typer.Exit(rc)
+                if stage == "report":
+                    state["stages"]["report"] = _fingerprint(_result_files(out))
+                    _write_json(state_path, state)
+            if "report" in wanted:
+                _child(argv["leaderboard"], console, "leaderboard")
+            console.print(f"suite {suite['name']} done in {out}", highlight=False)
+        if status:
+            raise typer.Exit(status)
+
+
+def _child(
+    args: list[str], console: Console, stage: str, *, capture: bool = False
+) -> tuple[int, str]:
+    """Run ``udbench ARGS`` as a child process; return (exit status, captured stdout).
+
+    Raises
+    ------
+    UdbenchError
+        A user error in the stage (exit 2): its message is on stderr above.
+    KeyboardInterrupt
+        Interrupted (exit 130).
+    """
+    proc = subprocess.run(
+        [sys.executable, "-c", _LAUNCH, *args],
+        stdout=subprocess.PIPE if capture else None,
+        text=True,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        check=False,
+    )
+    if proc.returncode == 130:
+        raise KeyboardInterrupt
+    if proc.returncode == 2:
+        raise UdbenchError(
+            f"udbench suite: stage {stage} stopped on a user error (message above); fix it and "
+            "re-run the same command to resume"
+        )
+    if proc.returncode not in (0, 1, _RUN_CELLS_FAILED) and stage in ("plan", "leaderboard"):
+        console.print(f"{stage}: exit status {proc.returncode}", highlight=False)
+    return proc.returncode, proc.stdout or ""

@@ -1,0 +1,215 @@
+"""``udbench suite``: presets as data, the stage commands, and resuming after a SIGKILL in
+every stage (a real child process killed with its process group)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from udbench._validation import UdbenchError
+from udbench.commands._grid import expand_grid
+from udbench.commands.suite import stage_commands
+from udbench.recipes.suites import SUITES, load_suite, method_specs
+
+TESTS = Path(__file__).resolve().parents[1]
+LAUNCH = "import sys; from udbench.cli import main; sys.exit(main())"
+
+TINY = """
+datasets = "diabetes"
+families = "gp"
+noise = "homoscedastic"
+coverage = "all"
+seeds = "0-9"
+fidelity = "smoke"
+draws = 1000
+methods = "_fakes:KnnMethod:sleep=0.3"
+method_params = "default"
+"""
+N_TASKS = 20  # 10 seeds × 2 coverages
+FLAGS = ("--workers", "0", "--no-plan")
+
+
+@pytest.mark.parametrize(
+    ("name", "n"), [("quickstart", 4), ("gp-small", 240), ("gp-all", 960), ("paper", 3120)]
+)
+def test_preset_grids_have_the_issue_sizes(name, n) -> None:
+    s = load_suite(name)
+    specs = expand_grid(
+        s["datasets"], s["families"], s["noise"], s["coverage"], s["seeds"], s["fidelity"], 40
+    )
+    assert len(specs) == n
+    if name == "gp-all":
+        assert "sarcos" not in {x.dataset for x in specs} and len({x.dataset for x in specs}) == 12
+    assert set(s) - {"name"} == set(SUITES[name])
+
+
+def test_suite_file_is_checked_key_by_key(tmp_path) -> None:
+    path = tmp_path / "mine.toml"
+    path.write_text(TINY)
+    suite = load_suite(str(path))
+    assert suite["name"] == "mine" and suite["keep_predictions"] is False
+    path.write_text(TINY.replace("draws = 1000", 'draws = "many"'))
+    with pytest.raises(UdbenchError, match="draws"):
+        load_suite(str(path))
+    path.write_text(TINY.replace('fidelity = "smoke"', ""))
+    with pytest.raises(UdbenchError, match="missing \\['fidelity'\\]"):
+        load_suite(str(path))
+    with pytest.raises(UdbenchError, match="NAME"):
+        load_suite("no-such-suite")
+
+
+def test_stage_commands_are_the_user_commands(tmp_path) -> None:
+    quick = load_suite("quickstart")
+    specs = method_specs(quick)
+    assert specs[0].startswith("blr:max_iter=") and len(specs) >= 5  # smoke settings spelled
+    argv = stage_commands(quick, tmp_path, workers=2, tuned=tmp_path / "tuning", timeout=60.0)
+    gen = argv["generate"]
+    assert gen[0] == "generate" and gen[gen.index("--fidelity") + 1] == "smoke"
+    assert gen[gen.index("--out") + 1] == str(tmp_path / "tasks")
+    assert gen[gen.index("--workers") + 1] == "2"
+    run = argv["run"]
+    assert run[:2] == ["run", str(tmp_path / "tasks")]
+    assert [run[i + 1] for i, x in enumerate(run) if x == "-m"] == specs
+    assert run[run.index("--tuned") + 1 :][:3] == [
+        str(tmp_path / "tuning"),
+        "--fallback",
+        "default",
+    ]
+    assert "--keep-predictions" in run and run[run.index("--timeout") + 1] == "60.0"
+    assert argv["check"] == ["check", str(tmp_path / "tasks"), "--json"]
+    assert argv["report"] == [
+        "report",
+        str(tmp_path / "results"),
+        "--out",
+        str(tmp_path / "report"),
+    ]
+    gp_small = method_specs(load_suite("gp-small"))
+    assert all(":" not in s for s in gp_small)  # default hyperparameters
+
+
+def test_bad_stage_list_and_missing_out_are_user_errors(tmp_path) -> None:
+    from udbench.cli import main
+
+    assert main(["suite", "quickstart", "--out", str(tmp_path), "--stages", "fit"]) == 2
+    assert main(["suite", "quickstart"]) == 2
+    assert not any(tmp_path.iterdir())
+
+
+# -- killed in every stage -------------------------------------------------------------------
+
+
+def _start(suite_file: Path, out: Path) -> subprocess.Popen[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-c", LAUNCH, "suite", str(suite_file), *("--out", str(out)), *FLAGS],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=str(out.parent),
+        start_new_session=True,
+    )
+
+
+def _kill_in(proc: subprocess.Popen[str], stage: str, ready) -> str:  # type: ignore[no-untyped-def]
+    """Read the suite's output until stage ``stage`` starts, wait for ``ready()``, SIGKILL the
+    process group; return the output seen."""
+    seen = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        seen.append(line)
+        if re.match(rf"stage \d/4 {stage}: udbench", line):
+            break
+    else:
+        raise AssertionError(f"stage {stage} never started:\n{''.join(seen)}")
+    deadline = time.monotonic() + 300
+    while not ready():
+        assert proc.poll() is None, "".join(seen)
+        assert time.monotonic() < deadline, "".join(seen)
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    return "".join(seen)
+
+
+def _rows_per_cell(results: Path) -> pd.Series:
+    parts = [results / "results.parquet"] if (results / "results.parquet").is_file() else []
+    parts += sorted((results / "cells").glob("*.parquet"))
+    frames = [pd.read_parquet(p, columns=["cell_key"]) for p in parts]
+    return pd.concat(frames)["cell_key"].value_counts()
+
+
+@pytest.mark.slow
+def test_suite_killed_in_every_stage_resumes_to_exactly_the_expected_files(tmp_path) -> None:
+    suite_file = tmp_path / "tiny.toml"
+    suite_file.write_text(TINY)
+    out = tmp_path / "suite"
+    tasks, results, report = out / "tasks", out / "results", out / "report"
+
+    # 1. generate: killed once the first task file is written (each takes ~0.3 s)
+    _kill_in(_start(suite_file, out), "generate", lambda: any(tasks.glob("*.npz")))
+    n_before = len(list(tasks.glob("*.npz")))
+    assert 1 <= n_before < N_TASKS
+    # 2. check: killed as it starts (it verifies 20 files after a ~1 s import)
+    text = _kill_in(_start(suite_file, out), "check", lambda: True)
+    done = re.search(r"(\d+) instances selected, (\d+) already done", text)
+    assert done and int(done.group(1)) == N_TASKS and int(done.group(2)) >= n_before
+    assert not (out / "check.json").exists()
+    # 3. run: killed once the first cell is stored (each cell sleeps 0.3 s)
+    cells = results / "cells"
+    _kill_in(_start(suite_file, out), "run", lambda: any(cells.glob("[!.]*.parquet")))
+    n_cells = len(_rows_per_cell(results))
+    assert 1 <= n_cells < N_TASKS
+    assert (out / "check.json").exists()
+    # 4. report: killed as it starts
+    text = _kill_in(_start(suite_file, out), "report", lambda: True)
+    assert "check: task files unchanged since checked, skipped" in text
+    assert re.search(rf"{N_TASKS} cells: \d+ ok, 0 failed, [1-9]\d* already finished", text)
+    assert not (report / "report.html").exists()
+    assert (out / ".suite.lock").exists()  # left by the killed suite, taken over below
+
+    # the last run goes to the end
+    proc = _start(suite_file, out)
+    text, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, text
+    assert f"{N_TASKS} instances selected, {N_TASKS} already done" in text
+    assert f"{N_TASKS} cells: 0 ok, 0 failed, {N_TASKS} already finished" in text
+
+    expected = {
+        f"diabetes__gp__homoscedastic__{c}__s{s}.npz"
+        for c in ("balanced", "ood")
+        for s in range(10)
+    }
+    assert {p.name for p in tasks.iterdir()} == expected  # no temporary file left
+    per_cell = _rows_per_cell(results)
+    assert len(per_cell) == N_TASKS and (per_cell == 1).all()  # every cell once
+    rows = pd.read_parquet(results / "results.parquet")
+    assert sorted(rows["task_id"]) == sorted(e[: -len(".npz")] for e in expected)
+    assert (rows["status"] == "ok").all()
+    assert not (results / "cells" / "quarantine").exists()
+    assert not [p for p in out.rglob(".tmp-*")] and not [p for p in out.rglob(".*.tmp")]
+    assert (report / "report.html").is_file() and (out / "check.json").is_file()
+    assert {p.name for p in out.iterdir()} == {
+        "tasks",
+        "results",
+        "report",
+        "check.json",
+        "suite.json",
+    }
+
+    # and once more: nothing to do in any stage
+    proc = _start(suite_file, out)
+    text, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, text
+    assert "report: results unchanged since reported, skipped" in text
