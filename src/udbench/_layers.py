@@ -77,7 +77,8 @@ LAYERS: tuple[Layer, ...] = (
     Layer("evaluation", ("evaluation",)),  # run loop, store, scoring, leaderboard, cluster
     Layer("report", ("report",)),
     Layer("analyses and tuning", ("analyses", "tuning")),
-    Layer("recipes", ("recipes",)),  # whole jobs end to end (quickstart)
+    # whole jobs end to end (quickstart; the paper's follow-up studies)
+    Layer("recipes", ("recipes", "studies")),
     Layer("command helpers", ("commands._*",)),  # shared CLI option checks
     Layer("commands", ("commands.*",), independent=True),  # one sub-command group per module
     Layer("cli", ("commands", "cli")),

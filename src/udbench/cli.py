@@ -41,6 +41,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "analyze",
     "tuning",
     "validation",
+    "study",
 )
 
 app = typer.Typer(

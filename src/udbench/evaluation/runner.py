@@ -60,6 +60,7 @@ __all__ = [
     "TASK_SUFFIXES",
     "Cell",
     "CellCallback",
+    "CellMeasure",
     "CellOutcome",
     "MethodConfig",
     "RunSummary",
@@ -83,7 +84,16 @@ CellCallback = Callable[[int, int, "dict[str, Any] | None"], None]
 #: ``configure(task spec, method) -> (configuration for this task, extra row fields)``: lets a
 #: caller give each task its own configuration of a method (``udbench run --tuned``:
 #: :func:`udbench.tuning.records.tuned_configurer`); the extra fields are stored in the row.
+#: An extra field ``method_seed`` (an int) sets the cell's seed instead of :func:`method_seed`:
+#: a paired design (``udbench study spectral-norm``) trains every arm of a method with the
+#: same seed on the same task.
 TaskConfigurer = Callable[["TaskSpec", MethodConfig], "tuple[MethodConfig, dict[str, Any]]"]
+
+#: ``measure(fitted estimator, task) -> extra row fields``: quantities of the fitted method
+#: that the metrics do not cover (``udbench study spectral-norm``: its distance preservation),
+#: computed in the cell after scoring, outside the time limit. If it raises, the cell stays
+#: ok and the reason is added to ``metric_notes`` (the fields are then missing: NaN).
+CellMeasure = Callable[[BaseMethod, Task], "dict[str, Any]"]
 
 
 def method_seed(task_id: str, method: str, chash: str) -> int:
@@ -191,11 +201,12 @@ def plan_cells(
             mc, extra = given, dict[str, Any]()
             if configure is not None and spec is not None:
                 mc, extra = configure(spec, given)
+            seed = extra.get("method_seed")
             cell = Cell(
                 task_path=str(path),
                 task_id=tid,
                 method=mc,
-                seed=method_seed(tid, mc.name, mc.config_hash),
+                seed=method_seed(tid, mc.name, mc.config_hash) if seed is None else int(seed),
                 task_sha256=sha,
                 extra=tuple(extra.items()),
             )
@@ -306,6 +317,7 @@ def evaluate_cell(
     *,
     keep_predictions: bool = False,
     timeout: float | None = None,
+    measure: CellMeasure | None = None,
 ) -> CellOutcome:
     """Run one cell: load the task, fit, predict, validate, score; never raises for cell errors.
 
@@ -319,6 +331,8 @@ def evaluate_cell(
     timeout : float, optional
         Wall-clock limit in seconds for fit + predict; a cell over it is a failed row with
         ``error = "timeout: ..."``.
+    measure : callable, optional
+        Extra row fields from the fitted estimator (:data:`CellMeasure`), after scoring.
 
     Returns
     -------
@@ -401,6 +415,12 @@ def evaluate_cell(
         row["finished_at"] = _now()
         return outcome
     row.update(metrics)
+    if measure is not None:
+        try:
+            row.update(measure(est, task))
+        except Exception as err:
+            why = f"measure raised {_one_line(err)}"
+            notes = f"{notes}; {why}" if notes else why
     row["metric_notes"] = notes
     row["status"] = "ok"
     row["finished_at"] = _now()
@@ -476,6 +496,7 @@ def run_benchmark(
     on_cell: CellCallback | None = None,
     client: Any = None,
     configure: TaskConfigurer | None = None,
+    measure: CellMeasure | None = None,
 ) -> RunSummary:
     """Run every (task, method) cell not yet finished and store one row per cell.
 
@@ -512,6 +533,9 @@ def run_benchmark(
         An existing client to submit to (overrides ``workers``/``scheduler``/``cluster_config``).
     configure : callable, optional
         Per-task method configurations (:data:`TaskConfigurer`), e.g. tuned ones.
+    measure : callable, optional
+        Extra row fields of every ok cell from its fitted estimator (:data:`CellMeasure`);
+        a module-level function (it is pickled to the workers).
 
     Returns
     -------
@@ -548,6 +572,7 @@ def run_benchmark(
             name="udbench-cell",
             keep_predictions=keep_predictions,
             timeout=timeout,
+            measure=measure,
         )
         for n_done, (cell, result) in enumerate(stream, start=1):
             outcome = _outcome(cell, result, timeout)
