@@ -766,7 +766,7 @@ def paired_table(
     if pairs["method"].nunique() > 1:
         groups += [("all", a) for a in ARMS[1:]]
     for method, arm in groups:
-        mask = (pairs["arm"] == arm).to_numpy()
+        mask = (pairs["arm"] == arm).to_numpy().copy()
         if method != "all":
             mask &= (pairs["method"] == method).to_numpy()
         if not mask.any():
@@ -1011,7 +1011,7 @@ def _preservation_figure(t: pd.DataFrame) -> Any:
         ax.errorbar(est, yv, xerr=np.nan_to_num(err).clip(0), fmt="osD"[k], label=arm, capsize=2)
     ax.set_yticks(np.arange(len(methods)), methods)
     ax.set_xlabel("local distance preservation (mean Spearman ρ, k = 10)")
-    ax.legend(loc="outside right upper")
+    fig.legend(loc="outside right upper")
     return fig
 
 
@@ -1038,7 +1038,7 @@ def _paired_figure(t: pd.DataFrame) -> Any:
         ax.axvline(0.0, color="#777777", lw=0.8, ls="--")
         ax.set_xlabel(label)
     axes[0].set_yticks(np.arange(len(methods)), methods)
-    axes[-1].legend(loc="outside right upper")
+    fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside right upper")
     return fig
 
 
