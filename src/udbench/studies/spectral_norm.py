@@ -46,6 +46,7 @@ from __future__ import annotations
 import html
 import math
 import os
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -863,7 +864,8 @@ def regression_table(
         Z = np.hstack([X, D])
         beta = _wls(Z, y, np.ones(len(y)))[: len(cols)]
         reps = np.array([_wls(Z, y, wb)[: len(cols)] for wb in w])
-        with np.errstate(all="ignore"):
+        with warnings.catch_warnings():  # all-NaN replicates: NaN, said in the note
+            warnings.simplefilter("ignore", RuntimeWarning)
             lo = np.nanquantile(reps, a, axis=0) if np.isfinite(reps).any() else reps[0] * np.nan
             hi = np.nanquantile(reps, 1 - a, axis=0) if np.isfinite(reps).any() else lo
         for j, c in enumerate(cols):
@@ -955,7 +957,8 @@ def depth_table(
         x, y = d[xc].to_numpy(dtype=float), d[yc].to_numpy(dtype=float)
         est = within_dataset_spearman(x, y, codes)
         reps = np.array([within_dataset_spearman(x, y, codes, wb) for wb in w])
-        with np.errstate(all="ignore"):
+        with warnings.catch_warnings():  # all-NaN replicates: NaN, said in the note
+            warnings.simplefilter("ignore", RuntimeWarning)
             lo, hi = (
                 np.nanquantile(reps, [a, 1 - a]) if np.isfinite(reps).any() else (np.nan, np.nan)
             )
