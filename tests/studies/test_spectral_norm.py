@@ -335,3 +335,51 @@ def test_within_dataset_spearman_by_hand():
     y2 = np.array([1.0, 3.0, 2.0, 4.0, 5.0, 6.0])
     # centred ranks: x (-1,0,1,-1,0,1), y (-1,1,0,-1,0,1): Σ = 1+0+0+1+0+1 = 3, √(4·4) = 4
     assert sn.within_dataset_spearman(x, y2, codes) == pytest.approx(0.75, abs=1e-12)
+
+
+# ------------------------------------------------------------------------ end to end
+@pytest.mark.slow
+def test_small_study_end_to_end_pairs_arms_and_resumes(tmp_path, data_dir, monkeypatch):
+    """One dataset, one family, one seed, one method, one trial per sweep, on a Dask worker."""
+    from udbench.cli import main
+    from udbench.tuning.records import load_records
+
+    monkeypatch.setenv("UDBENCH_DATA_DIR", str(data_dir))
+    out = tmp_path / "sn"
+    args = [
+        "study", "spectral-norm", "--out", str(out), "--datasets", "diabetes", "--seeds", "0,1",
+        "--families", "gp", "--methods", "nn-lap", "--trials", "1", "--fidelity", "smoke",
+        "--draws", "40", "--workers", "1", "--n-resamples", "100", "--no-progress",
+    ]  # fmt: skip
+    assert main(args) == 2  # nothing measured yet: the cost is unknown, --yes is asked for
+    assert not (out / "results").exists()
+    assert main([*args, "--yes"]) == 0
+
+    rows = read_results(out / "results")
+    assert len(rows) == 2 * 3 and (rows["status"] == "ok").all()
+    assert set(rows["method"]) == {"nn-lap", "nn-lap+sn", "nn-lap+wd"}
+    records = {r["method"]: r for r in load_records(out / "tuning")}
+    assert records["nn-lap+sn"]["search_space"]["sn_coeff"]["low"] == 0.5
+    assert records["nn-lap+wd"]["search_space"]["weight_decay"]["low"] == 1e-2
+    for task_id, g in rows.groupby("task_id"):
+        assert g["task_sha256"].nunique() == 1  # the same instance in every arm
+        assert g["method_seed"].nunique() == 1  # and the same training seed
+        plain = g[g["sn_arm"] == "plain"].iloc[0]
+        assert int(plain["method_seed"]) == method_seed(task_id, "nn-lap", plain["config_hash"])
+        sn_row = g[g["sn_arm"] == "sn"].iloc[0]
+        params = json.loads(sn_row["config"])["params"]
+        assert params["spectral_norm"] is True and 0.5 <= params["sn_coeff"] <= 3.0
+        wd = json.loads(g[g["sn_arm"] == "wd"].iloc[0]["config"])["params"]["weight_decay"]
+        assert 1e-2 <= wd <= 1.0
+    assert rows["dist_preservation"].between(-1, 1).all()
+    pairs = pd.read_csv(out / "analysis" / "tables" / "pairs.csv")
+    assert len(pairs) == 4 and set(pairs["arm"]) == {"sn", "wd"}
+    for name in ("preservation", "paired", "regression", "depth"):
+        assert (out / "analysis" / "tables" / f"{name}.tex").is_file()
+    assert (out / "analysis" / "figures" / "paired.svg").is_file()
+
+    # resumable: a second run finds every trial and cell done (and now a measured cost)
+    before = rows.set_index("cell_key")["finished_at"]
+    assert main(args) == 0  # measured now: under an hour, no --yes needed
+    after = read_results(out / "results").set_index("cell_key")["finished_at"]
+    assert after.sort_index().equals(before.sort_index())
