@@ -114,7 +114,7 @@ DELTAS: tuple[tuple[str, str], ...] = (
 def _takes_sn(cls: type) -> bool:
     import inspect
 
-    params = inspect.signature(cls.__init__).parameters
+    params = inspect.signature(cls).parameters
     needed = ("spectral_norm", "sn_coeff", "weight_decay", "n_blocks", "hidden_dim")
     return all(p in params for p in needed) and params["spectral_norm"].default is False
 
@@ -267,7 +267,8 @@ def arm_configs(methods: Sequence[str]) -> list[ArmConfig]:
                 p["spectral_norm"] = True
             elif arm == "wd" and not 1e-2 <= float(p["weight_decay"]) <= 1.0:
                 p["weight_decay"] = WD_DEFAULT
-            out.append(ArmConfig(f"{cls.name}{label_tail}", cls(**p), arm, name))
+            arm_name = str(cls.name)  # type: ignore[attr-defined]
+            out.append(ArmConfig(f"{arm_name}{label_tail}", cls(**p), arm, name))
     return out
 
 
@@ -630,10 +631,10 @@ def paired_differences(results: pd.DataFrame) -> pd.DataFrame:
         raise UdbenchError(f"{COMPONENT}: two plain rows for task {dup[0]} and method {dup[1]}")
     rows = []
     for _, r in ok[ok["sn_arm"] != "plain"].iterrows():
-        key = (r["task_id"], r["sn_base"])
-        if key not in plain.index:
+        pair = (r["task_id"], r["sn_base"])
+        if pair not in plain.index:
             continue
-        p = plain.loc[key]
+        p: Any = plain.loc[pair]
         if r["task_sha256"] != p["task_sha256"] or int(r["method_seed"]) != int(p["method_seed"]):
             raise UdbenchError(
                 f"{COMPONENT}: arm {r['sn_arm']} of {r['sn_base']} on task {r['task_id']} is not "
@@ -734,7 +735,8 @@ def preservation_table(
         raise UdbenchError(f"{COMPONENT}: no ok study cell with a distance preservation")
     _, _, w = dataset_bootstrap(ok["dataset"].astype(str).tolist(), n_resamples, random_state)
     out = []
-    for (base, arm), idx in ok.groupby(["sn_base", "sn_arm"]).indices.items():
+    groups: dict[Any, Any] = ok.groupby(["sn_base", "sn_arm"]).indices
+    for (base, arm), idx in groups.items():
         vals = np.full(len(ok), np.nan)
         vals[idx] = ok["dist_preservation"].to_numpy(dtype=float)[idx]
         est, lo, hi, n = _mean_ci(vals, w)
