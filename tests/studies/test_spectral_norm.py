@@ -145,6 +145,50 @@ def test_configure_can_set_the_cell_seed_and_measure_adds_fields(tmp_path):
     assert "measure raised ValueError: no features here" in row["metric_notes"]
 
 
+def _tuned_hook(source: str, lr: float):
+    from udbench.methods.configs import MethodConfig, config_hash
+
+    def hook(spec, mc):
+        params = {**mc.params, "lr": lr}
+        tuned = MethodConfig(
+            f"{mc.label}[tuned]", mc.name, mc.estimator, params, config_hash(mc.name, params)
+        )
+        return tuned, {"tuned_record": f"{source}/{mc.name}"}
+
+    return hook
+
+
+def test_paired_configurer_seeds_every_arm_like_the_tuned_plain_cell():
+    arms = sn.arm_configs(["nn-ens"])
+    mcs = resolve_methods([(a.label, a.estimator) for a in arms])
+    names = {mc.name: (a.arm, a.base) for mc, a in zip(mcs, arms, strict=True)}
+    bench = _tuned_hook("bench", 0.005)
+    conf = sn.PairedConfigurer(_tuned_hook("study", 0.002), names, {"nn-ens": mcs[0]}, bench)
+    spec = make_fake_task(0).spec
+    outs = [conf(spec, mc) for mc in mcs]
+    want = method_seed(spec.task_id, "nn-ens", bench(spec, mcs[0])[0].config_hash)
+    assert [e["method_seed"] for _, e in outs] == [want] * 3
+    assert [e["sn_arm"] for _, e in outs] == ["plain", "sn", "wd"]
+    assert [e["tuned_record"].split("/")[0] for _, e in outs] == ["bench", "study", "study"]
+    assert outs[0][0].params["lr"] == 0.005 and outs[1][0].params["lr"] == 0.002
+
+
+def test_plain_tuning_leaves_the_plain_sweeps_out_of_the_plan(tmp_path):
+    specs = sn.study_specs("concrete", [0, 1], ["gp"])
+    full = sn.plan_study(specs, ["nn-ens"], tmp_path / "a", trials=3)
+    assert full.counts["sweeps"] == 3 and full.counts["trials"] == 9
+    (tmp_path / "bench").mkdir()
+    reuse = sn.plan_study(
+        specs, ["nn-ens"], tmp_path / "b", trials=3, plain_tuning=tmp_path / "bench"
+    )
+    assert reuse.counts["sweeps"] == 2 and reuse.counts["trials"] == 6
+    keys = {(r.stage, r.key) for r in reuse.rows}
+    assert ("tune", "nn-ens") not in keys and ("run", "nn-ens") in keys
+    assert ("tune", "nn-ens+sn") in keys
+    with pytest.raises(UdbenchError, match="plain-tuning"):
+        sn.plan_study(specs, ["nn-ens"], tmp_path / "c", plain_tuning=tmp_path / "missing")
+
+
 # ------------------------------------------------------------------------- pairing
 def _rows(values: dict[tuple[str, str, str], tuple[float, float, float, float]]) -> pd.DataFrame:
     """Study rows: (task, base, arm) -> (rho_risk, rho_var, preservation, nmse)."""

@@ -58,6 +58,12 @@ def spectral_norm_command(
     ),
     families: str = typer.Option("gp,hbart,bnn", "--families", help="Oracle families."),
     trials: int = typer.Option(30, "--trials", help="Tuning trials per arm and condition."),
+    plain_tuning: Path | None = typer.Option(
+        None,
+        "--plain-tuning",
+        help="A udbench tune folder with the benchmark's records of the plain methods: the "
+        "plain arms use them instead of being tuned again.",
+    ),
     fidelity: str | None = typer.Option(None, "--fidelity", help="Task fidelity (generate)."),
     draws: int | None = typer.Option(None, "--draws", help="Posterior draws D per instance."),
     workers: int | None = typer.Option(
@@ -99,7 +105,9 @@ def spectral_norm_command(
         data_dir=dd,
     )
     names = methods.replace(";", " ").split() or sn.study_methods()
-    plan = sn.plan_study(specs, names, out, trials=trials, measured=measured)
+    plan = sn.plan_study(
+        specs, names, out, trials=trials, measured=measured, plain_tuning=plain_tuning
+    )
     table = Table(title="projected cost (udbench plan: count × median measured seconds)")
     for col in ("stage", "method / family", "count", "measured", "median s", "CPU-h"):
         table.add_column(col, justify="left" if col in ("stage", "method / family") else "right")

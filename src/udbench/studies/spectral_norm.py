@@ -413,11 +413,19 @@ class PairedConfigurer:
     Wraps :func:`udbench.tuning.records.tuned_configurer` (the tuned record of the arm and
     condition on top of the arm's configuration); adds the row fields ``sn_arm``,
     ``sn_base`` and ``method_seed`` = :func:`udbench.evaluation.runner.method_seed` of the
-    task and the plain arm's tuned configuration.
+    task and the plain arm's tuned configuration. ``plain_tuned`` (default ``tuned``) gives
+    the plain arms' configurations (``--plain-tuning``: the benchmark's own records).
     """
 
-    def __init__(self, tuned: Any, arms: dict[str, tuple[str, str]], plain: dict[str, Any]):
+    def __init__(
+        self,
+        tuned: Any,
+        arms: dict[str, tuple[str, str]],
+        plain: dict[str, Any],
+        plain_tuned: Any = None,
+    ) -> None:
         self._tuned = tuned
+        self._plain_tuned = tuned if plain_tuned is None else plain_tuned
         self._arms = arms  # method name -> (arm, base)
         self._plain = plain  # base name -> plain MethodConfig (as given)
 
@@ -425,8 +433,9 @@ class PairedConfigurer:
         from udbench.evaluation.runner import method_seed
 
         arm, base = self._arms[mc.name]
-        tuned, extra = self._tuned(spec, mc)
-        plain_tuned, _ = self._tuned(spec, self._plain[base])
+        hook = self._plain_tuned if arm == "plain" else self._tuned
+        tuned, extra = hook(spec, mc)
+        plain_tuned, _ = self._plain_tuned(spec, self._plain[base])
         seed = method_seed(spec.task_id, plain_tuned.name, plain_tuned.config_hash)
         return tuned, {**extra, "sn_arm": arm, "sn_base": base, "method_seed": seed}
 
@@ -443,6 +452,7 @@ class StudyPlan:
     rows: list[Any]
     known_cpu_hours: float
     unknown: list[str] = field(default_factory=list)
+    plain_tuning: Path | None = None
 
 
 def project_cost(
@@ -501,17 +511,48 @@ def plan_study(
     *,
     trials: int = 30,
     measured: Sequence[str | os.PathLike[str]] = (),
+    plain_tuning: str | os.PathLike[str] | None = None,
 ) -> StudyPlan:
-    """Resolve the arms and project the cost (the study's own folders count as measured)."""
+    """Resolve the arms and project the cost (the study's own folders count as measured).
+
+    With ``plain_tuning`` (a ``udbench tune`` folder holding the benchmark's records of the
+    plain methods) the plain arms are not tuned again: their sweeps leave the projection.
+
+    Raises
+    ------
+    UdbenchError
+        Bad ``trials``, methods (:func:`arm_configs`), or a ``plain_tuning`` that is not a
+        folder.
+    """
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise param_error(COMPONENT, "trials", "be an integer >= 1", trials)
+    if plain_tuning is not None and not Path(plain_tuning).is_dir():
+        raise param_error(
+            COMPONENT, "plain-tuning", "be a tuning folder (udbench tune --out)", plain_tuning
+        )
     arms = arm_configs(methods)
     root = Path(out)
     folders = [*measured, root / "tasks", root / "tuning", root / "results"]
+    if plain_tuning is not None:
+        folders.append(Path(plain_tuning))
     counts, rows, known, unknown = project_cost(
         specs, [str(type(a.estimator).name) for a in arms], trials, folders
     )
-    return StudyPlan(list(specs), arms, trials, counts, rows, known, unknown)
+    if plain_tuning is not None:  # the plain arms' sweeps are already done
+        plain = {a.base for a in arms}
+        dropped = [r for r in rows if r.stage == "tune" and r.key in plain]
+        rows = [r for r in rows if r not in dropped]
+        known -= sum(r.cpu_hours for r in dropped if r.cpu_hours is not None)
+        unknown = [u for u in unknown if u not in {f"tune {r.key}" for r in dropped}]
+        n_cond = counts["sweeps"] // max(1, counts["methods"])
+        counts = {
+            **counts,
+            "sweeps": counts["sweeps"] - n_cond * len(plain),
+            "trials": counts["trials"] - n_cond * len(plain) * trials,
+        }
+    plan = StudyPlan(list(specs), arms, trials, counts, rows, known, unknown)
+    plan.plain_tuning = None if plain_tuning is None else Path(plain_tuning)
+    return plan
 
 
 def run_study(
@@ -548,10 +589,13 @@ def run_study(
     root = Path(out)
     paths = generate_tasks(plan.specs, root / "tasks", workers=workers, data_dir=data_dir, say=say)
     pairs = [(a.label, a.estimator) for a in plan.arms]
-    say(f"tuning: {len(pairs)} arm configurations, {plan.trials} trials per sweep")
+    plain_dir = plan.plain_tuning
+    own = plain_dir is None
+    to_tune = [(a.label, a.estimator) for a in plan.arms if own or a.arm != "plain"]
+    say(f"tuning: {len(to_tune)} arm configurations, {plan.trials} trials per sweep")
     tune(
         paths,
-        pairs,
+        to_tune,
         root / "tuning",
         trials=plan.trials,
         timeout=timeout,
@@ -559,9 +603,15 @@ def run_study(
         on_trial=on_trial,
     )
     mcs = resolve_methods(pairs)
-    tuned = tuned_configurer(root / "tuning", mcs, [s for s in plan.specs])
     arms = {str(type(a.estimator).name): (a.arm, a.base) for a in plan.arms}
     plain = {arms[mc.name][1]: mc for mc in mcs if arms[mc.name][0] == "plain"}
+    specs = list(plan.specs)
+    if plain_dir is None:
+        tuned = tuned_configurer(root / "tuning", mcs, specs)
+        plain_tuned = tuned
+    else:
+        tuned = tuned_configurer(root / "tuning", [m for m in mcs if m.name not in plain], specs)
+        plain_tuned = tuned_configurer(plain_dir, list(plain.values()), specs)
     say(f"running: {len(paths)} tasks × {len(mcs)} arm configurations")
     run_benchmark(
         paths,
@@ -570,10 +620,12 @@ def run_study(
         workers=workers,
         timeout=timeout,
         on_cell=on_cell,
-        configure=PairedConfigurer(tuned, arms, plain),
+        configure=PairedConfigurer(tuned, arms, plain, plain_tuned),
         measure=measure_preservation,
     )
     tuned.copy_to(root / "results" / "tuned")
+    if not own:
+        plain_tuned.copy_to(root / "results" / "tuned")
     results = read_results(root / "results")
     return analyse(results, root / "analysis", n_resamples=n_resamples)
 
