@@ -353,7 +353,7 @@ def generate_tasks(
         A clashing file, or instances whose generation failed (named).
     """
     from udbench.evaluation.executor import Executor, Failed
-    from udbench.tasks.generate import get_covariates, task_file_clash
+    from udbench.tasks.generate import get_covariates, get_prior, task_file_clash
 
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
@@ -369,6 +369,10 @@ def generate_tasks(
         if clash is None:
             todo.append(s)
     say(f"tasks: {len(specs)} instances, {len(specs) - len(todo)} already in {root}")
+    # fit each prior once here (cached on disk), so workers only read the cache (as generate)
+    for key in sorted({(s.family, s.dataset, s.fidelity) for s in todo}):
+        say(f"prior {key[0]} on {key[1]} ({key[2]}): fitting, or reading the cache")
+        get_prior(*key, data_dir)
     failures: list[str] = []
     if todo:
         with Executor(workers=workers) as ex:
