@@ -187,6 +187,8 @@ def test_plain_tuning_leaves_the_plain_sweeps_out_of_the_plan(tmp_path):
     assert ("tune", "nn-ens+sn") in keys
     with pytest.raises(UdbenchError, match="plain-tuning"):
         sn.plan_study(specs, ["nn-ens"], tmp_path / "c", plain_tuning=tmp_path / "missing")
+    with pytest.raises(UdbenchError, match="measured"):  # a named folder must hold measurements
+        sn.plan_study(specs, ["nn-ens"], tmp_path / "c", measured=[tmp_path / "bench"])
 
 
 # ------------------------------------------------------------------------- pairing
@@ -427,3 +429,30 @@ def test_small_study_end_to_end_pairs_arms_and_resumes(tmp_path, data_dir, monke
     assert main(args) == 0  # measured now: under an hour, no --yes needed
     after = read_results(out / "results").set_index("cell_key")["finished_at"]
     assert after.sort_index().equals(before.sort_index())
+
+
+def test_cost_projection_uses_measured_times_and_arms_borrow_their_plain_method(tmp_path):
+    folder = tmp_path / "measured"
+    folder.mkdir()
+    rows = pd.DataFrame(
+        {
+            "cell_key": ["a", "b", "c"],
+            "status": ["ok"] * 3,
+            "method": ["nn-ens", "nn-ens", "nn-ens+wd"],
+            "dataset": ["concrete"] * 3,
+            "fit_time_s": [10.0, 30.0, 4.0],
+            "predict_time_s": [0.0, 0.0, 1.0],
+        }
+    )
+    rows.to_parquet(folder / "results.parquet")
+    specs = sn.study_specs("concrete,airfoil", [0, 1, 2], ["gp"])
+    counts, got, known, unknown = sn.project_cost(
+        specs, ["nn-ens", "nn-ens+sn", "nn-ens+wd"], 2, [folder, tmp_path / "absent"]
+    )
+    run = {r.key: r for r in got if r.stage == "run"}
+    assert run["nn-ens"].median_s == 20.0 and run["nn-ens"].count == 6
+    assert run["nn-ens+sn"].median_s == 20.0  # borrowed from the plain method
+    assert run["nn-ens+wd"].median_s == 5.0  # its own measurement wins
+    assert known == pytest.approx(6 * (20.0 + 20.0 + 5.0) / 3600.0, rel=1e-12)
+    assert sorted(unknown) == ["tune nn-ens", "tune nn-ens+sn", "tune nn-ens+wd"]
+    assert counts["sweeps"] == 2 * 3 and counts["trials"] == 2 * 3 * 2

@@ -525,8 +525,8 @@ def plan_study(
     Raises
     ------
     UdbenchError
-        Bad ``trials``, methods (:func:`arm_configs`), or a ``plain_tuning`` that is not a
-        folder.
+        Bad ``trials``, methods (:func:`arm_configs`), a ``plain_tuning`` that is not a
+        folder, a ``measured`` folder that holds no results, tuning records or task files.
     """
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise param_error(COMPONENT, "trials", "be an integer >= 1", trials)
@@ -535,6 +535,10 @@ def plan_study(
             COMPONENT, "plain-tuning", "be a tuning folder (udbench tune --out)", plain_tuning
         )
     arms = arm_configs(methods)
+    from udbench.tuning.plan import collect_measurements
+
+    for folder in measured:  # a folder the user names must hold measurements (as plan)
+        collect_measurements([folder])
     root = Path(out)
     folders = [*measured, root / "tasks", root / "tuning", root / "results"]
     if plain_tuning is not None:
