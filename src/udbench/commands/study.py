@@ -21,7 +21,6 @@ from udbench.commands._options import (
     out_path,
     parse_seeds,
 )
-from udbench.commands._progress import cell_progress
 
 __all__ = ["register", "study_app"]
 
@@ -89,6 +88,7 @@ def spectral_norm_command(
     with the same training seed per task, and writes the paired differences, regressions
     and tables to OUT/analysis. Resumable: run the same command again.
     """
+    from udbench.commands._progress import cell_progress  # imports pandas: not at --help
     from udbench.studies import spectral_norm as sn
 
     check_data_dir("study spectral-norm", data_dir)
