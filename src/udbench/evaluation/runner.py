@@ -60,6 +60,7 @@ __all__ = [
     "TASK_SUFFIXES",
     "Cell",
     "CellCallback",
+    "CellMeasure",
     "CellOutcome",
     "MethodConfig",
     "RunSummary",
@@ -83,7 +84,16 @@ CellCallback = Callable[[int, int, "dict[str, Any] | None"], None]
 #: ``configure(task spec, method) -> (configuration for this task, extra row fields)``: lets a
 #: caller give each task its own configuration of a method (``udbench run --tuned``:
 #: :func:`udbench.tuning.records.tuned_configurer`); the extra fields are stored in the row.
+#: An extra field ``method_seed`` (an int) sets the cell's seed instead of :func:`method_seed`:
+#: a paired design (``udbench study spectral-norm``) trains every arm of a method with the
+#: same seed on the same task.
 TaskConfigurer = Callable[["TaskSpec", MethodConfig], "tuple[MethodConfig, dict[str, Any]]"]
+
+#: ``measure(fitted estimator, task) -> extra row fields``: quantities of the fitted method
+#: that the metrics do not cover (``udbench study spectral-norm``: its distance preservation),
+#: computed in the cell after scoring, outside the time limit. If it raises, the cell stays
+#: ok and the reason is added to ``metric_notes`` (the fields are then missing: NaN).
+CellMeasure = Callable[[BaseMethod, Task], "dict[str, Any]"]
 
 
 def method_seed(task_id: str, method: str, chash: str) -> int:
@@ -191,11 +201,12 @@ def plan_cells(
             mc, extra = given, dict[str, Any]()
             if configure is not None and spec is not None:
                 mc, extra = configure(spec, given)
+            seed = extra.get("method_seed")
             cell = Cell(
                 task_path=str(path),
                 task_id=tid,
                 method=mc,
-                seed=method_seed(tid, mc.name, mc.config_hash),
+                seed=method_seed(tid, mc.name, mc.config_hash) if seed is None else int(seed),
                 task_sha256=sha,
                 extra=tuple(extra.items()),
             )
@@ -320,6 +331,7 @@ def evaluate_cell(
     keep_predictions: bool = False,
     timeout: float | None = None,
     losses: tuple[str, ...] = (),
+    measure: CellMeasure | None = None,
 ) -> CellOutcome:
     """Run one cell: load the task, fit, predict, validate, score; never raises for cell errors.
 
@@ -339,6 +351,8 @@ def evaluate_cell(
         ``error = "timeout: ..."``.
     losses : tuple of {"crps", "log"}, default ()
         Also score under these losses (:mod:`udbench.evaluation.losses`).
+    measure : callable, optional
+        Extra row fields from the fitted estimator (:data:`CellMeasure`), after scoring.
 
     Returns
     -------
@@ -433,6 +447,12 @@ def evaluate_cell(
         row["finished_at"] = _now()
         return outcome
     row.update(metrics)
+    if measure is not None:
+        try:
+            row.update(measure(est, task))
+        except Exception as err:
+            why = f"measure raised {_one_line(err)}"
+            notes = f"{notes}; {why}" if notes else why
     row["metric_notes"] = notes
     row["status"] = "ok"
     row["finished_at"] = _now()
@@ -522,6 +542,7 @@ def run_benchmark(
     client: Any = None,
     configure: TaskConfigurer | None = None,
     losses: tuple[str, ...] | list[str] = (),
+    measure: CellMeasure | None = None,
 ) -> RunSummary:
     """Run every (task, method) cell not yet finished and store one row per cell.
 
@@ -562,6 +583,9 @@ def run_benchmark(
         Also score every cell under these losses (:mod:`udbench.evaluation.losses`;
         ``udbench run --loss``); squared loss is always scored. Cells already finished are
         skipped as usual: score them with :func:`udbench.evaluation.losses.score_results`.
+    measure : callable, optional
+        Extra row fields of every ok cell from its fitted estimator (:data:`CellMeasure`);
+        a module-level function (it is pickled to the workers).
 
     Returns
     -------
@@ -606,6 +630,7 @@ def run_benchmark(
             keep_predictions=keep_predictions,
             timeout=timeout,
             **({"losses": extra_losses} if extra_losses else {}),
+            measure=measure,
         )
         for n_done, (cell, result) in enumerate(stream, start=1):
             outcome = _outcome(cell, result, timeout)

@@ -8,4 +8,5 @@ writes tables (CSV, LaTeX) and figures. The command layer is ``udbench study``
 (:mod:`udbench.commands.study`); ``docs/studies.md`` describes every study.
 
 - :mod:`udbench.studies.wine_ood`: red-vs-white wine OOD detection (paper D.3).
+- :mod:`udbench.studies.spectral_norm`: the spectral-normalisation ablation (paper D.4).
 """
