@@ -529,7 +529,8 @@ def _train_spectral(
     """
     init, bake = (_sn_init_vmapped, _sn_bake_vmapped) if vmapped else (_sn_init, _sn_bake)
     wrapped = {"sn": init(params, keys), "inner": state}
-    params, wrapped, history, *iterates = trainer(  # iterates: [] or [per-epoch params]
+    iterates: list[Any]  # [] or [the per-epoch parameters]
+    params, wrapped, history, *iterates = trainer(
         params,
         wrapped,
         jnp.asarray(rows),
