@@ -265,7 +265,7 @@ def test_sn_off_leaves_the_other_neural_methods_bit_identical(name: str) -> None
 
 
 @pytest.mark.parametrize("name", list(_SMALL))
-@pytest.mark.parametrize("coeff", [0.5, 2.0])
+@pytest.mark.parametrize("coeff", [0.5, pytest.param(2.0, marks=pytest.mark.slow)])
 def test_every_neural_method_bounds_its_fitted_networks(name: str, coeff: float) -> None:
     """‖W‖₂ ≤ c (exact SVD, 1e-5 relative) for every dense layer of every network the method
     fitted: members, the MC-dropout network, DEUP's K + 1 models and error predictor,
@@ -374,6 +374,7 @@ def test_cap_exact_projects_only_the_backbone_weights_above_the_bound() -> None:
     np.testing.assert_array_equal(np.asarray(out["head"]["w"]), p["head"]["w"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(_SMALL))
 def test_conformance_battery_passes_with_sn_on(name: str) -> None:
     from udbench.methods import check_method
