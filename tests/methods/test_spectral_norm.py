@@ -204,3 +204,181 @@ def test_single_member_routine_with_sn_equals_its_vectorised_member() -> None:
     for a, b in zip(jax.tree_util.tree_leaves(solo), jax.tree_util.tree_leaves(vec), strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b[1]), rtol=0, atol=1e-6)
     assert np.linalg.svd(np.asarray(solo["input"]["w"]), compute_uv=False)[0] <= 0.6 * (1 + 1e-9)
+
+
+# -- the option on the other neural methods (nn-bag, nn-drop, nn-edl, nn-deup, nn-swag) --
+
+#: Small settings per method (one network or a few members, a handful of epochs).
+_SMALL = {
+    "nn-bag": {"n_members": 3},
+    "nn-drop": {"n_members": 8, "dropout": 0.2},
+    "nn-edl": {},
+    "nn-deup": {"n_folds": 3},
+    "nn-swag": {"n_members": 5, "swa_epochs": 4},
+}
+
+# sha256 (first 16 hex) of mean, AU, EU (float64 bytes) from the code before these methods
+# took the option (main at be9655f, CPU): hidden 8, 1 block, 4 epochs, batch 16, _SMALL.
+_GOLDEN_HASH = {
+    ("nn-bag", "float32"): "cbb8454cb49b0b6b",
+    ("nn-bag", "float64"): "ee9c1b9de06f066b",
+    ("nn-drop", "float32"): "2b0f6ab3ba23de6a",
+    ("nn-drop", "float64"): "d303ee95f25abb2e",
+    ("nn-edl", "float32"): "375c397d7c9dbbe7",
+    ("nn-edl", "float64"): "8a7ba9463ea58d1e",
+    ("nn-deup", "float32"): "7059ea9b3ed646a8",
+    ("nn-deup", "float64"): "b6c95f8d6be5373a",
+    ("nn-swag", "float32"): "e035fcb95713a3db",
+    ("nn-swag", "float64"): "c90d4e6483c81e90",
+}
+
+
+def _all_max_singular_values(params) -> list[float]:
+    """Exact largest singular value of every constrained layer of every member (float64 SVD)."""
+    n = jax.tree_util.tree_leaves(params)[0].shape[0]
+    as64 = jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), params)
+    return [s for member in range(n) for s in _max_singular_values(as64, member)]
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="golden bits recorded on CPU")
+@pytest.mark.parametrize("name", list(_SMALL))
+def test_sn_off_leaves_the_other_neural_methods_bit_identical(name: str) -> None:
+    import hashlib
+
+    from udbench.methods.registry import get_method_class
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(70, 3))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=70)
+    Xq = rng.normal(size=(9, 3))
+    for dtype in ("float32", "float64"):
+        m = get_method_class(name)(
+            hidden_dim=8, n_blocks=1, n_epochs=4, batch_size=16, dtype=dtype, **_SMALL[name]
+        )
+        assert m.get_params()["spectral_norm"] is False  # the default
+        p = m.fit(X, y).predict(Xq)
+        data = b"".join(
+            np.ascontiguousarray(a, dtype=np.float64).tobytes()
+            for a in (p.mean, p.aleatoric, p.epistemic)
+        )
+        assert hashlib.sha256(data).hexdigest()[:16] == _GOLDEN_HASH[name, dtype], dtype
+
+
+@pytest.mark.parametrize("name", list(_SMALL))
+@pytest.mark.parametrize("coeff", [0.5, pytest.param(2.0, marks=pytest.mark.slow)])
+def test_every_neural_method_bounds_its_fitted_networks(name: str, coeff: float) -> None:
+    """‖W‖₂ ≤ c (exact SVD, 1e-5 relative) for every dense layer of every network the method
+    fitted: members, the MC-dropout network, DEUP's K + 1 models and error predictor,
+    SWAG's sampled weight vectors; the bound is active (some layer at c)."""
+    from udbench.methods.registry import get_method_class
+
+    X, y = _toy()
+    m = get_method_class(name)(
+        hidden_dim=16,
+        n_blocks=2,
+        n_epochs=8,
+        batch_size=16,
+        lr=1e-2,
+        spectral_norm=True,
+        sn_coeff=coeff,
+        **_SMALL[name],
+    ).fit(X, y)
+    assert m.model_config_.spectral_norm and m.model_config_.sn_coeff == coeff
+    sv = _all_max_singular_values(m.params_)
+    if name == "nn-deup":
+        assert m.error_config_.spectral_norm and m.error_config_.sn_coeff == coeff
+        sv += _all_max_singular_values(m.error_params_)
+    if name == "nn-swag":  # the SWAG mean of bounded iterates is bounded (convexity)
+        mean = jax.tree_util.tree_map(lambda a: a[None], m.swag_mean_)
+        assert max(_all_max_singular_values(mean)) <= coeff * (1 + 1e-5)
+    assert max(sv) <= coeff * (1 + 1e-5), sv
+    assert max(sv) >= coeff * (1 - 1e-3)  # the input layer starts above 2 (He, 3 x 16)
+    p = m.predict(X[:7])
+    assert all(np.all(np.isfinite(a)) for a in (p.mean, p.aleatoric, p.epistemic))
+
+
+def test_padding_never_reaches_the_loss_under_sn() -> None:
+    """SN with a row mask (NN-DEUP's folds): which row a padded entry names, and its target,
+    change nothing (bitwise), and a mask of ones trains as the unmasked SN loop (1e-12)."""
+    X, y = _toy(n=37)
+    cfg = BackboneConfig(in_dim=3, hidden_dim=8, n_blocks=1, spectral_norm=True, sn_coeff=0.6)
+    tcfg = TrainConfig(n_epochs=3, batch_size=8, lr=0.05, momentum=0.9, weight_decay=1e-3)
+    with jax.enable_x64(True):
+        p0 = init_members(jax.random.key(3), cfg, 3, jnp.float64)
+        keys = jax.random.split(jax.random.key(4), 3)
+        full = np.tile(np.arange(37), (3, 1))
+        ref, _, ref_hist = train_members(p0, X, y, full, keys, cfg, tcfg)
+        ones, _, ones_hist = train_members(
+            p0, X, y, full, keys, cfg, tcfg, row_mask=np.ones((3, 37))
+        )
+        real = np.arange(20)
+        rows_a = np.stack([np.r_[real, np.full(17, 0)], np.arange(37), np.arange(37)])
+        rows_b = np.stack([np.r_[real, np.arange(20, 37)], np.arange(37), np.arange(37)])
+        mask = np.ones((3, 37))
+        mask[0, 20:] = 0.0
+        y_b = y.copy()
+        y_b[20:] += 100.0
+        a, _, _ = train_members(p0, X, y, rows_a, keys, cfg, tcfg, row_mask=mask)
+        b, _, _ = train_members(p0, X, y_b, rows_b, keys, cfg, tcfg, row_mask=mask)
+    for u, v in zip(jax.tree_util.tree_leaves(ref), jax.tree_util.tree_leaves(ones), strict=True):
+        np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(ref_hist), np.asarray(ones_hist), rtol=1e-12)
+    for u, v in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b), strict=True):
+        assert np.asarray(u)[0].tobytes() == np.asarray(v)[0].tobytes()
+    assert max(_all_max_singular_values(a)) <= 0.6 * (1 + 1e-9)
+
+
+def test_iterates_under_sn_are_bounded_and_end_at_the_returned_parameters() -> None:
+    from udbench.methods.nn.training import train_members_with_iterates
+
+    X, y = _toy(n=37)
+    cfg = BackboneConfig(in_dim=3, hidden_dim=8, n_blocks=1, spectral_norm=True, sn_coeff=0.6)
+    tcfg = TrainConfig(n_epochs=4, batch_size=8, lr=0.05, momentum=0.9, weight_decay=1e-3)
+    with jax.enable_x64(True):
+        p0 = init_members(jax.random.key(3), cfg, 2, jnp.float64)
+        keys = jax.random.split(jax.random.key(4), 2)
+        rows = np.tile(np.arange(37), (2, 1))
+        ref, _, ref_hist = train_members(p0, X, y, rows, keys, cfg, tcfg)
+        got, _, hist, its = train_members_with_iterates(p0, X, y, rows, keys, cfg, tcfg)
+    np.testing.assert_allclose(np.asarray(ref_hist), np.asarray(hist), rtol=1e-12)
+    for r, g, it in zip(
+        jax.tree_util.tree_leaves(ref),
+        jax.tree_util.tree_leaves(got),
+        jax.tree_util.tree_leaves(its),
+        strict=True,
+    ):
+        assert it.shape[:2] == (2, 4)
+        np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(it[:, -1]), np.asarray(g), rtol=0, atol=1e-12)
+    for epoch in range(4):  # every collected iterate is a normalised network
+        one = jax.tree_util.tree_map(lambda a, e=epoch: a[:, e], its)
+        assert max(_all_max_singular_values(one)) <= 0.6 * (1 + 1e-9)
+    first = jax.tree_util.tree_map(lambda a: a[:, 0], its)
+    assert max(_all_max_singular_values(first)) >= 0.6 * (1 - 1e-6)  # the cap is active
+
+
+def test_cap_exact_projects_only_the_backbone_weights_above_the_bound() -> None:
+    from udbench.methods.nn.spectral import cap_exact
+
+    cfg = BackboneConfig(in_dim=3, hidden_dim=8, n_blocks=1)
+    with jax.enable_x64(True):
+        p = jax.tree_util.tree_map(lambda a: a[0], init_members(jax.random.key(0), cfg, 1))
+        p = jax.tree_util.tree_map(lambda a: jnp.asarray(a, jnp.float64), p)
+        p["blocks"][0]["w1"] = p["blocks"][0]["w1"] * 1e-3  # far below the bound
+        p["head"]["w"] = p["head"]["w"] * 100.0  # the head is never constrained
+        out = cap_exact(p, 0.5)
+    s_in = np.linalg.svd(np.asarray(p["input"]["w"]), compute_uv=False)
+    got = np.linalg.svd(np.asarray(out["input"]["w"]), compute_uv=False)
+    np.testing.assert_allclose(got, s_in * 0.5 / s_in[0], rtol=1e-12)  # rescaled to c
+    np.testing.assert_array_equal(np.asarray(out["blocks"][0]["w1"]), p["blocks"][0]["w1"])
+    np.testing.assert_array_equal(np.asarray(out["head"]["w"]), p["head"]["w"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(_SMALL))
+def test_conformance_battery_passes_with_sn_on(name: str) -> None:
+    from udbench.methods import check_method
+
+    report = check_method(name, params={"spectral_norm": True, "sn_coeff": 0.8})
+    assert not report.failed(), [(c.name, c.message) for c in report.failed()]
+    assert sum(r.status == "passed" for r in report.results) >= 10

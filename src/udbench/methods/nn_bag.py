@@ -18,6 +18,7 @@ from udbench.methods.base import Prediction
 from udbench.methods.nn.ensemble import (
     NN_PARAM_CONSTRAINTS,
     NN_SEARCH_SPACE,
+    SN_PARAM_CONSTRAINTS,
     GaussianNNEnsemble,
 )
 
@@ -39,6 +40,11 @@ class NNBag(GaussianNNEnsemble):
     hidden_dim, n_blocks, activation, dropout, lr, momentum, weight_decay : see below
     n_epochs, batch_size, eps, dtype, random_state
         As :class:`udbench.methods.nn_ens.NNEnsemble` (the shared network).
+    spectral_norm : bool, default False
+        Spectrally normalise the backbone (‖W‖₂ ≤ ``sn_coeff`` for every dense layer; the
+        option of every neural method, :mod:`udbench.methods.nn.spectral`; paper D.4).
+    sn_coeff : float, default 1.0
+        The bound of spectral normalisation (used only with ``spectral_norm=True``).
 
     Notes
     -----
@@ -63,6 +69,7 @@ class NNBag(GaussianNNEnsemble):
         **NN_PARAM_CONSTRAINTS,
         "sample_fraction": {"type": "float", "low": 0.0, "high": 1.0, "low_open": True},
         "replace": {"type": "bool"},
+        **SN_PARAM_CONSTRAINTS,
     }
     smoke_params: ClassVar[dict[str, Any]] = {
         "n_members": 3,
@@ -90,6 +97,8 @@ class NNBag(GaussianNNEnsemble):
         eps: float = 1e-6,
         dtype: str = "float32",
         random_state: int | None = 0,
+        spectral_norm: bool = False,
+        sn_coeff: float = 1.0,
     ) -> None:
         self.n_members = n_members
         self.sample_fraction = sample_fraction
@@ -106,6 +115,8 @@ class NNBag(GaussianNNEnsemble):
         self.eps = eps
         self.dtype = dtype
         self.random_state = random_state
+        self.spectral_norm = spectral_norm
+        self.sn_coeff = sn_coeff
 
     def _member_rows(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """One fixed resample per member, shape (M, ⌊sample_fraction·n⌋)."""

@@ -31,6 +31,7 @@ from udbench.methods.nn.ensemble import (
     _DTYPES,
     NN_PARAM_CONSTRAINTS,
     NN_SEARCH_SPACE,
+    SN_PARAM_CONSTRAINTS,
     GaussianNNEnsemble,
 )
 from udbench.methods.nn.training import TrainConfig, predict_members, train_members
@@ -113,6 +114,12 @@ class NNDeup(GaussianNNEnsemble):
     n_epochs, batch_size, eps, dtype, random_state
         As :class:`udbench.methods.nn_ens.NNEnsemble`; the same network and optimisation
         settings serve the main models and the error predictor.
+    spectral_norm : bool, default False
+        Spectrally normalise the backbone (‖W‖₂ ≤ ``sn_coeff`` for every dense layer; the
+        option of every neural method, :mod:`udbench.methods.nn.spectral`; paper D.4). Applies
+        to the K + 1 main models and to the error predictor.
+    sn_coeff : float, default 1.0
+        The bound of spectral normalisation (used only with ``spectral_norm=True``).
 
     Notes
     -----
@@ -136,6 +143,7 @@ class NNDeup(GaussianNNEnsemble):
     param_constraints: ClassVar[dict[str, dict[str, Any]]] = {
         **{k: v for k, v in NN_PARAM_CONSTRAINTS.items() if k != "n_members"},
         "n_folds": {"type": "int", "low": 2},
+        **SN_PARAM_CONSTRAINTS,
     }
     smoke_params: ClassVar[dict[str, Any]] = {
         "n_folds": 3,
@@ -161,6 +169,8 @@ class NNDeup(GaussianNNEnsemble):
         eps: float = 1e-6,
         dtype: str = "float32",
         random_state: int | None = 0,
+        spectral_norm: bool = False,
+        sn_coeff: float = 1.0,
     ) -> None:
         self.n_folds = n_folds
         self.hidden_dim = hidden_dim
@@ -175,6 +185,8 @@ class NNDeup(GaussianNNEnsemble):
         self.eps = eps
         self.dtype = dtype
         self.random_state = random_state
+        self.spectral_norm = spectral_norm
+        self.sn_coeff = sn_coeff
 
     def _n_networks(self) -> int:
         return int(self.n_folds) + 1
@@ -221,6 +233,8 @@ class NNDeup(GaussianNNEnsemble):
                 dropout=model.dropout,
                 eps=model.eps,
                 n_outputs=1,
+                spectral_norm=model.spectral_norm,  # the option bounds every network
+                sn_coeff=model.sn_coeff,
             )
             err_init = jax.random.key(self._seed("error-init", bits=31))
             err_key = jax.random.key(self._seed("error-train", bits=31))

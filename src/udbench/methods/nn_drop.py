@@ -23,6 +23,7 @@ from udbench.methods.nn.backbone import BackboneConfig, apply_gaussian
 from udbench.methods.nn.ensemble import (
     NN_PARAM_CONSTRAINTS,
     NN_SEARCH_SPACE,
+    SN_PARAM_CONSTRAINTS,
     GaussianNNEnsemble,
 )
 
@@ -77,6 +78,12 @@ class NNDropout(GaussianNNEnsemble):
     hidden_dim, n_blocks, activation, lr, momentum, weight_decay : see below
     n_epochs, batch_size, eps, dtype, random_state
         As :class:`udbench.methods.nn_ens.NNEnsemble` (the shared network).
+    spectral_norm : bool, default False
+        Spectrally normalise the backbone (‖W‖₂ ≤ ``sn_coeff`` for every dense layer; the
+        option of every neural method, :mod:`udbench.methods.nn.spectral`; paper D.4). The
+        weights are bounded; dropout masks the activations, as in training.
+    sn_coeff : float, default 1.0
+        The bound of spectral normalisation (used only with ``spectral_norm=True``).
 
     Notes
     -----
@@ -97,7 +104,10 @@ class NNDropout(GaussianNNEnsemble):
         "n_members": {"type": "categorical", "choices": [128]},
         "dropout": {"type": "float", "low": 0.05, "high": 0.35},
     }
-    param_constraints: ClassVar[dict[str, dict[str, Any]]] = NN_PARAM_CONSTRAINTS
+    param_constraints: ClassVar[dict[str, dict[str, Any]]] = {
+        **NN_PARAM_CONSTRAINTS,
+        **SN_PARAM_CONSTRAINTS,
+    }
     smoke_params: ClassVar[dict[str, Any]] = {
         "n_members": 32,
         "hidden_dim": 16,
@@ -122,6 +132,8 @@ class NNDropout(GaussianNNEnsemble):
         eps: float = 1e-6,
         dtype: str = "float32",
         random_state: int | None = 0,
+        spectral_norm: bool = False,
+        sn_coeff: float = 1.0,
     ) -> None:
         self.n_members = n_members
         self.dropout = dropout
@@ -136,6 +148,8 @@ class NNDropout(GaussianNNEnsemble):
         self.eps = eps
         self.dtype = dtype
         self.random_state = random_state
+        self.spectral_norm = spectral_norm
+        self.sn_coeff = sn_coeff
 
     def _n_networks(self) -> int:
         return 1

@@ -26,6 +26,7 @@ from udbench.methods.nn.backbone import BackboneConfig, features, head_outputs
 from udbench.methods.nn.ensemble import (
     NN_PARAM_CONSTRAINTS,
     NN_SEARCH_SPACE,
+    SN_PARAM_CONSTRAINTS,
     GaussianNNEnsemble,
 )
 
@@ -104,6 +105,11 @@ class NNEvidential(GaussianNNEnsemble):
     n_epochs, batch_size, eps, dtype, random_state
         As :class:`udbench.methods.nn_ens.NNEnsemble` (the shared network). ``eps`` is the
         floor of v, α − 1 and β (standardised units).
+    spectral_norm : bool, default False
+        Spectrally normalise the backbone (‖W‖₂ ≤ ``sn_coeff`` for every dense layer; the
+        option of every neural method, :mod:`udbench.methods.nn.spectral`; paper D.4).
+    sn_coeff : float, default 1.0
+        The bound of spectral normalisation (used only with ``spectral_norm=True``).
 
     Notes
     -----
@@ -123,6 +129,7 @@ class NNEvidential(GaussianNNEnsemble):
     param_constraints: ClassVar[dict[str, dict[str, Any]]] = {
         **{k: v for k, v in NN_PARAM_CONSTRAINTS.items() if k != "n_members"},
         "reg_weight": {"type": "float", "low": 0.0},
+        **SN_PARAM_CONSTRAINTS,
     }
     smoke_params: ClassVar[dict[str, Any]] = {
         "hidden_dim": 16,
@@ -149,6 +156,8 @@ class NNEvidential(GaussianNNEnsemble):
         eps: float = 1e-6,
         dtype: str = "float32",
         random_state: int | None = 0,
+        spectral_norm: bool = False,
+        sn_coeff: float = 1.0,
     ) -> None:
         self.reg_weight = reg_weight
         self.hidden_dim = hidden_dim
@@ -163,6 +172,8 @@ class NNEvidential(GaussianNNEnsemble):
         self.eps = eps
         self.dtype = dtype
         self.random_state = random_state
+        self.spectral_norm = spectral_norm
+        self.sn_coeff = sn_coeff
 
     def _n_networks(self) -> int:
         return 1

@@ -27,8 +27,10 @@ from udbench.methods.nn.ensemble import (
     _DTYPES,
     NN_PARAM_CONSTRAINTS,
     NN_SEARCH_SPACE,
+    SN_PARAM_CONSTRAINTS,
     GaussianNNEnsemble,
 )
+from udbench.methods.nn.spectral import cap_exact
 from udbench.methods.nn.training import TrainConfig, train_members_with_iterates
 
 __all__ = ["NNSwag", "swag_moments"]
@@ -56,6 +58,9 @@ def swag_moments(iterates: Any) -> tuple[Any, Any]:
     return unflatten(treedef, first), unflatten(treedef, var)
 
 
+_cap_members = jax.jit(jax.vmap(cap_exact, in_axes=(0, None)))
+
+
 class NNSwag(GaussianNNEnsemble):
     """Diagonal SWAG network (NN-SWAG; Maddox et al., 2019; paper App. C.4).
 
@@ -73,6 +78,14 @@ class NNSwag(GaussianNNEnsemble):
     hidden_dim, n_blocks, activation, dropout, lr, momentum, weight_decay : see below
     n_epochs, batch_size, eps, dtype, random_state
         As :class:`udbench.methods.nn_ens.NNEnsemble`; ``n_epochs`` is the MAP phase.
+    spectral_norm : bool, default False
+        Spectrally normalise the backbone (‖W‖₂ ≤ ``sn_coeff`` for every dense layer; the
+        option of every neural method, :mod:`udbench.methods.nn.spectral`; paper D.4). The MAP
+        and SWA phases train under SN; the collected iterates are the normalised
+        weights, and every weight vector sampled from the SWAG Gaussian is projected onto
+        the bound exactly (Notes).
+    sn_coeff : float, default 1.0
+        The bound of spectral normalisation (used only with ``spectral_norm=True``).
 
     Notes
     -----
@@ -82,6 +95,17 @@ class NNSwag(GaussianNNEnsemble):
     ``swa_history_`` (SWA epochs). The SWA phase uses the MAP phase's weight decay, momentum
     and batch size; its own minibatch order (stream ``"swa"``); samples from stream
     ``"swag-samples"``.
+
+    With ``spectral_norm=True`` both phases train under spectral normalisation and the
+    iterates collected in the SWA phase are the normalised weights (each baked like a final
+    network, ‖W‖₂ ≤ c), so μ_SWAG and σ²_SWAG are moments of the functions actually trained
+    (‖μ_SWAG‖₂ ≤ c too: the spectral norm is convex). A weight vector drawn from
+    N(μ_SWAG, diag σ²_SWAG) can exceed the bound; each drawn member is therefore projected
+    exactly, W ← W·min(1, c/σ_max(W)) per constrained layer
+    (:func:`udbench.methods.nn.spectral.cap_exact`, the final step SN applies to every trained
+    network). Chosen over leaving samples unprojected because SN is a reparametrisation of the
+    network: the method with the option predicts only with bounded networks, as every other
+    method with it does. ``swag_mean_`` and ``swag_var_`` are the unprojected moments.
     """
 
     name: ClassVar[str] = "nn-swag"
@@ -101,6 +125,7 @@ class NNSwag(GaussianNNEnsemble):
         **NN_PARAM_CONSTRAINTS,
         "swa_lr": {"type": "float", "low": 0.0, "low_open": True},
         "swa_epochs": {"type": "int", "low": 2},
+        **SN_PARAM_CONSTRAINTS,
     }
     smoke_params: ClassVar[dict[str, Any]] = {
         "n_members": 10,
@@ -129,6 +154,8 @@ class NNSwag(GaussianNNEnsemble):
         eps: float = 1e-6,
         dtype: str = "float32",
         random_state: int | None = 0,
+        spectral_norm: bool = False,
+        sn_coeff: float = 1.0,
     ) -> None:
         self.n_members = n_members
         self.swa_lr = swa_lr
@@ -145,6 +172,8 @@ class NNSwag(GaussianNNEnsemble):
         self.eps = eps
         self.dtype = dtype
         self.random_state = random_state
+        self.spectral_norm = spectral_norm
+        self.sn_coeff = sn_coeff
 
     def _n_networks(self) -> int:
         return 1
@@ -188,6 +217,8 @@ class NNSwag(GaussianNNEnsemble):
                 mean,
                 var,
             )
+            if model.spectral_norm:  # SN reparametrises every network the method predicts with
+                self.params_ = _cap_members(self.params_, model.sn_coeff)
         self.map_params_ = map_params
         self.swag_mean_ = mean
         self.swag_var_ = var

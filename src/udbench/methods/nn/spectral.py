@@ -45,6 +45,7 @@ __all__ = [
     "SN_REFINE_ITERS",
     "SpectralNormLoss",
     "bake",
+    "cap_exact",
     "init_sn_state",
     "normalise",
     "power_iteration",
@@ -188,11 +189,22 @@ def bake(params: Params, state: dict[str, Any], coeff: float) -> Params:
     it enforces ‖W‖₂ ≤ c. The result needs no further normalisation.
     """
     out, _, _ = normalise(params, state, coeff, n_iter=SN_REFINE_ITERS)
+    return jax.lax.stop_gradient(cap_exact(out, coeff))
+
+
+def cap_exact(params: Params, coeff: float) -> Params:
+    """One network with every constrained weight capped at the exact bound.
+
+    W ← W·min(1, c/σ_max(W)), σ_max from an SVD, for each weight of :func:`sn_paths`; other
+    parameters pass through. The last step of :func:`bake`; also the projection of weight
+    vectors that did not come out of training (NN-SWAG's posterior samples).
+    """
+    out = params
     for _path, loc in sn_paths(out):
         w = _get(out, loc)
         sigma = jnp.linalg.svd(w, compute_uv=False)[0]
         out = _set(out, loc, w * jnp.minimum(1.0, coeff / sigma))
-    return jax.lax.stop_gradient(out)
+    return out
 
 
 @dataclass(frozen=True)

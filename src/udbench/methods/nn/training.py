@@ -26,6 +26,13 @@ without them, tested):
 - ``collect_iterates=True`` (:func:`train_members_with_iterates`): also return each member's
   parameters at the end of every epoch (SWAG's moments are taken over them).
 
+Both work with spectral normalisation. With ``row_mask`` the SN start vectors are part of the
+carried state, so a step without a real row leaves them unchanged like everything else (the
+projection is per member and does not look at the batch). With ``collect_iterates`` every
+collected iterate is baked like the final parameters (:func:`~udbench.methods.nn.spectral.bake`
+with the member's final start vectors: 3 refinement iterations and the exact SVD cap), so the
+iterates are the normalised weights, each with ‖W‖₂ ≤ c.
+
 Spectral normalisation (``BackboneConfig.spectral_norm``, an option of every method): the
 trainer wraps the objective in :class:`~udbench.methods.nn.spectral.SpectralNormLoss` and the
 state in ``{"sn": start vectors, "inner": state}``, trains as usual, refines the estimate and
@@ -358,15 +365,11 @@ def train_members(
     if state is None:
         state = jnp.zeros((n_members,), dtype)
     if model.spectral_norm:  # additive option; with it off the calls below are unchanged
+        trainer: Callable[..., Any] = _train_vmapped
         if row_mask is not None:
-            raise param_error(
-                "train_members",
-                "row_mask",
-                "be None with spectral normalisation (not supported together yet)",
-                "a mask",
-            )
-        return _train_spectral(
-            _train_vmapped, params, state, rows, keys, X, y, dtype, loss_fn, model, train, True
+            trainer = _masked_trainer(_check_row_mask(row_mask, rows.shape), False)
+        return _train_spectral(  # type: ignore[return-value]
+            trainer, params, state, rows, keys, X, y, dtype, loss_fn, model, train, True
         )
     if row_mask is not None:
         return _train_vmapped_masked(  # type: ignore[no-any-return]
@@ -438,6 +441,21 @@ def train_members_with_iterates(
     if state is None:
         state = jnp.zeros((n_members,), dtype)
     valid = None if row_mask is None else _check_row_mask(row_mask, rows.shape)
+    if model.spectral_norm:  # iterates baked like the final parameters (module docstring)
+        return _train_spectral(  # type: ignore[return-value]
+            _masked_trainer(valid, True),
+            params,
+            state,
+            rows,
+            keys,
+            X,
+            y,
+            dtype,
+            loss_fn,
+            model,
+            train,
+            True,
+        )
     return _train_vmapped_masked(  # type: ignore[no-any-return]
         params,
         state,
@@ -503,11 +521,16 @@ def _train_spectral(
     model: BackboneConfig,
     train: TrainConfig,
     vmapped: bool,
-) -> tuple[Any, Any, jax.Array]:
-    """Train with spectral normalisation (module docstring); return baked params."""
+) -> tuple[Any, ...]:
+    """Train with spectral normalisation (module docstring); return baked params.
+
+    A trainer returning a fourth output (the per-epoch iterates, axes (M, n_epochs)) gets
+    them baked too, each with its member's final start vectors.
+    """
     init, bake = (_sn_init_vmapped, _sn_bake_vmapped) if vmapped else (_sn_init, _sn_bake)
     wrapped = {"sn": init(params, keys), "inner": state}
-    params, wrapped, history = trainer(
+    iterates: list[Any]  # [] or [the per-epoch parameters]
+    params, wrapped, history, *iterates = trainer(
         params,
         wrapped,
         jnp.asarray(rows),
@@ -518,13 +541,32 @@ def _train_spectral(
         model=model,
         train=train,
     )
-    return bake(params, wrapped["sn"], model.sn_coeff), wrapped["inner"], history
+    out = (bake(params, wrapped["sn"], model.sn_coeff), wrapped["inner"], history)
+    if iterates:
+        return (*out, _sn_bake_iterates(iterates[0], wrapped["sn"], model.sn_coeff))
+    return out
+
+
+def _masked_trainer(valid: Any, collect_iterates: bool) -> Callable[..., Any]:
+    """:func:`_train_vmapped_masked` with ``valid`` and ``collect_iterates`` bound, called
+    like :func:`_train_vmapped` (the trainer argument of :func:`_train_spectral`)."""
+
+    def trainer(params, state, rows, keys, X, y, **kwargs):  # type: ignore[no-untyped-def]
+        return _train_vmapped_masked(
+            params, state, rows, keys, X, y, valid, collect_iterates=collect_iterates, **kwargs
+        )
+
+    return trainer
 
 
 _sn_init = jax.jit(spectral.init_sn_state)
 _sn_init_vmapped = jax.jit(jax.vmap(spectral.init_sn_state))
 _sn_bake = jax.jit(spectral.bake)
 _sn_bake_vmapped = jax.jit(jax.vmap(spectral.bake, in_axes=(0, 0, None)))
+# iterates (M, n_epochs, ...): every epoch's parameters baked with the member's final vectors
+_sn_bake_iterates = jax.jit(
+    jax.vmap(jax.vmap(spectral.bake, in_axes=(0, None, None)), in_axes=(0, 0, None))
+)
 
 
 @partial(jax.jit, static_argnames=("model",))
