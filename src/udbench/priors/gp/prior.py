@@ -62,6 +62,20 @@ def _normals(key: int, shape: tuple[int, ...]) -> np.ndarray:
 # --------------------------------------------------------------------------------------
 # The prior
 # --------------------------------------------------------------------------------------
+def _conditioning_inputs(
+    comp: str, X_train: Any, y: Any, noise_var_train: Any, X_eval: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Checked (X_train (n, d), y (n,), σ² (n,) > 0, X_eval (m, d)) of a conditioning call."""
+    X_train = check_array(comp, "X_train", X_train, ndim=2)
+    n, d = X_train.shape
+    y = check_array(comp, "y", y, shape=(n,))
+    s2 = check_array(comp, "noise_var_train", noise_var_train, shape=(n,), nonnegative=True)
+    if n and not np.min(s2) > 0:
+        raise param_error(comp, "noise_var_train", "be > 0", float(np.min(s2)))
+    X_eval = check_array(comp, "X_eval", X_eval, shape=(None, d))
+    return X_train, y, s2, X_eval
+
+
 class GPPrior:
     """GP reference prior f ~ GP(0, a²·k̃) bound to one dataset (SPEC §5, paper B.2, B.5).
 
@@ -180,13 +194,7 @@ class GPPrior:
             Bad shapes, non-positive noise variances.
         """
         comp = "GPPrior.moments"
-        X_train = check_array(comp, "X_train", X_train, ndim=2)
-        n, d = X_train.shape
-        y = check_array(comp, "y", y, shape=(n,))
-        s2 = check_array(comp, "noise_var_train", noise_var_train, shape=(n,), nonnegative=True)
-        if n and not np.min(s2) > 0:
-            raise param_error(comp, "noise_var_train", "be > 0", float(np.min(s2)))
-        X_eval = check_array(comp, "X_eval", X_eval, shape=(None, d))
+        X_train, y, s2, X_eval = _conditioning_inputs(comp, X_train, y, noise_var_train, X_eval)
         a2 = self._scale**2
         with jax.enable_x64(True):
             xp = _xp()
@@ -247,13 +255,8 @@ class GPPrior:
             Bad shapes, non-positive noise variances.
         """
         comp = "GPPrior.condition"
-        X_train = check_array(comp, "X_train", X_train, ndim=2)
-        n, d = X_train.shape
-        y = check_array(comp, "y", y, shape=(n,))
-        s2 = check_array(comp, "noise_var_train", noise_var_train, shape=(n,), nonnegative=True)
-        if n and not np.min(s2) > 0:
-            raise param_error(comp, "noise_var_train", "be > 0", float(np.min(s2)))
-        X_eval = check_array(comp, "X_eval", X_eval, shape=(None, d))
+        X_train, y, s2, X_eval = _conditioning_inputs(comp, X_train, y, noise_var_train, X_eval)
+        n = X_train.shape[0]
         D = int(n_draws)
         if D < 1:
             raise param_error(comp, "n_draws", "be >= 1", n_draws)
