@@ -448,7 +448,7 @@ def register(app: typer.Typer) -> None:
             None, "--workers", "-w", help="Local Dask workers (default: usable cores; 0: inline)."
         ),
     ) -> None:
-        """Offline demo on the embedded diabetes table: tasks, five methods, leaderboard, report."""
+        """Offline demo on the embedded diabetes table: tasks, every method, leaderboard, report."""
         from udbench.commands._board import print_board
         from udbench.commands._progress import cell_progress
         from udbench.recipes.quickstart import quickstart

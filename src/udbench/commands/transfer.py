@@ -58,10 +58,13 @@ def register(app: typer.Typer) -> None:
             None, "--fit-iters", help="gp:KERNEL: L-BFGS-B iterations per start."
         ),
     ) -> None:
-        """Recompute EU*_risk and EU*_var of every kept prediction under another reference
-        posterior (same training sample, same known noise), score every method against both
-        oracles, and report Kendall's τ between the two method orderings (bootstrap interval
-        over instances) and each method's rank shift, pooled and per factor level."""
+        """Rescore kept predictions under alternative oracles; Kendall's τ and rank shifts.
+
+        Recomputes EU*_risk and EU*_var of every kept prediction under another reference
+        posterior (same training sample, same known noise), scores every method against
+        both oracles, and reports Kendall's τ between the two method orderings (bootstrap
+        interval over instances) and each method's rank shift, pooled and per factor level.
+        """
         from udbench._threads import fix_xla_threads
         from udbench._validation import check_choice, param_error
 
