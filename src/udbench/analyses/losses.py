@@ -24,7 +24,7 @@ import pandas as pd
 
 from udbench._validation import check_choice
 from udbench.analyses._common import CRITERIA, Frame, Resampling
-from udbench.analyses.proxies import _scope_taus
+from udbench.analyses.proxies import _factor_scopes, _scope_taus
 from udbench.analyses.tables import FACTORS, _context
 from udbench.evaluation.losses import OTHER_LOSSES, loss_column
 
@@ -111,11 +111,7 @@ def loss_agreement_table(
     frame, boot = _context(
         results, name, bootstrap_unit, n_resamples, confidence, random_state, _ctx
     )
-    n = len(frame.instances)
-    scopes: list[tuple[str, str, np.ndarray]] = [("all", "all", np.ones(n, dtype=bool))]
-    for f in factors:
-        col = frame.instances[f].to_numpy(dtype=str)
-        scopes += [(f, str(level), col == level) for level in np.unique(col)]
+    scopes = _factor_scopes(frame, factors)
     pairs: list[tuple[str, str, np.ndarray, np.ndarray]] = []
     for crit in criteria:
         squared = frame.wide(CRITERIA[crit])

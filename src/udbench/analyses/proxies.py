@@ -23,6 +23,7 @@ Choices (docs/metrics.md):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -63,6 +64,17 @@ def kendall_tau_b(x: Any, y: Any) -> np.ndarray:
     den = np.sqrt(np.sum(s * s, axis=-1) * np.sum(t * t, axis=-1))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, np.sum(s * t, axis=-1) / np.where(den > 0, den, 1.0), np.nan)
+
+
+def _factor_scopes(frame: Frame, factors: Sequence[str]) -> list[tuple[str, str, np.ndarray]]:
+    """``(factor, level, instance mask)`` for the pooled scope ``("all", "all")`` and every
+    level of each factor, in the order of ``frame.instances``."""
+    n = len(frame.instances)
+    scopes: list[tuple[str, str, np.ndarray]] = [("all", "all", np.ones(n, dtype=bool))]
+    for f in factors:
+        col = frame.instances[f].to_numpy(dtype=str)
+        scopes += [(f, str(level), col == level) for level in np.unique(col)]
+    return scopes
 
 
 def _scope_taus(
@@ -186,11 +198,7 @@ def proxy_agreement_table(
     frame, boot = _context(
         results, name, bootstrap_unit, n_resamples, confidence, random_state, _ctx
     )
-    n = len(frame.instances)
-    scopes: list[tuple[str, str, np.ndarray]] = [("all", "all", np.ones(n, dtype=bool))]
-    for f in factors:
-        col = frame.instances[f].to_numpy(dtype=str)
-        scopes += [(f, str(level), col == level) for level in np.unique(col)]
+    scopes = _factor_scopes(frame, factors)
     rows: list[dict[str, Any]] = []
     pairs: list[tuple[str, str, np.ndarray, np.ndarray]] = []
     for crit in criteria:

@@ -33,8 +33,8 @@ import pandas as pd
 from scipy import stats
 
 from udbench._validation import UdbenchError, check_choice, param_error
-from udbench.analyses._common import Frame, prepare, resampling
-from udbench.analyses.proxies import _scope_taus
+from udbench.analyses._common import prepare, resampling
+from udbench.analyses.proxies import _factor_scopes, _scope_taus
 from udbench.analyses.tables import FACTORS
 from udbench.evaluation.transfer import OracleSpec, TaskCallback, parse_oracle, rescore_cells
 from udbench.report.html import ReportSection
@@ -52,15 +52,6 @@ __all__ = [
 TRANSFER_METRICS: tuple[str, ...] = ("rho_eu_risk", "rho_eu_var")
 #: Folder, inside the results folder, that ``udbench transfer`` writes to by default.
 TRANSFER_DIR = "transfer"
-
-
-def _scopes(frame: Frame, factors: Sequence[str]) -> list[tuple[str, str, np.ndarray]]:
-    n = len(frame.instances)
-    scopes: list[tuple[str, str, np.ndarray]] = [("all", "all", np.ones(n, dtype=bool))]
-    for f in factors:
-        col = frame.instances[f].to_numpy(dtype=str)
-        scopes += [(f, str(level), col == level) for level in np.unique(col)]
-    return scopes
 
 
 def _ranks(means: np.ndarray) -> np.ndarray:
@@ -147,7 +138,7 @@ def transfer_tables(
         random_state=random_state,
         component=name,
     )
-    scopes = _scopes(frame_c, factors)
+    scopes = _factor_scopes(frame_c, factors)
     tau_rows: list[dict[str, Any]] = []
     rank_rows: list[dict[str, Any]] = []
     for metric in metrics:
