@@ -94,6 +94,16 @@ def test_figures_without_a_spec_threshold_are_marked_not_gated() -> None:
     }
 
 
+def test_an_approximate_reference_is_never_gated() -> None:
+    stats = _stats(coverage_90_ci=[0.5, 0.6], mc_agree_fraction=0.5)
+    found = gate_verdicts(stats, approximate=True)
+    assert {v["verdict"] for v in found} == {"not gated (approximate reference)"}
+    # the same checks and figures are shown, only the verdicts change
+    plain = gate_verdicts(stats)
+    assert [(v["check"], v["figure"]) for v in found] == [(v["check"], v["figure"]) for v in plain]
+    assert {v["verdict"] for v in plain} >= {"FAIL"}
+
+
 @pytest.fixture(scope="module")
 def task_dir(tmp_path_factory):
     mp = pytest.MonkeyPatch()
@@ -129,7 +139,7 @@ def test_check_table_shows_thresholds_and_strict_exit(task_dir, capsys, monkeypa
     out = capsys.readouterr().out
     assert "Verdicts (SPEC §7)" in out and "not gated" in out and "0.90 inside" in out
 
-    def failing(stats):
+    def failing(stats, **kw):
         return [{"check": "coverage 90 %", "figure": "0.5", "threshold": "t", "verdict": "FAIL"}]
 
     monkeypatch.setattr("udbench.tasks.gate_verdicts", failing)

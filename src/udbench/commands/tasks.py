@@ -340,11 +340,9 @@ def check_tasks(
                 for fid, rec in records.items()
             }
     for fam, stats in families.items():
+        approximate_reference = fam.endswith(APPROXIMATE_SUFFIX)
         for pooled in (stats, *stats.get("datasets", {}).values()):
-            verdicts = gate_verdicts(pooled)
-            if fam.endswith(APPROXIMATE_SUFFIX):
-                verdicts = [{**v, "verdict": "not gated (approximate reference)"} for v in verdicts]
-            pooled["verdicts"] = verdicts
+            pooled["verdicts"] = gate_verdicts(pooled, approximate=approximate_reference)
     return {"families": families, "invalid": invalid, "approximate": approximate}
 
 

@@ -341,7 +341,7 @@ def _verdict(passed: bool) -> str:
     return "pass" if passed else "FAIL"
 
 
-def gate_verdicts(stats: dict[str, Any]) -> list[dict[str, str]]:
+def gate_verdicts(stats: dict[str, Any], *, approximate: bool = False) -> list[dict[str, str]]:
     """Verdict per SPEC §7 check of one family's pooled figures, with the threshold beside it.
 
     Like ArviZ's summaries flag ``r_hat``, every figure :func:`pool_checks` reports is shown
@@ -365,16 +365,24 @@ def gate_verdicts(stats: dict[str, Any]) -> list[dict[str, str]]:
     stats : dict
         One family's entry of ``udbench check --json`` (:func:`pool_checks` output, plus
         ``preset_validation`` for MCMC families).
+    approximate : bool, default False
+        The instances' reference posterior is approximate (``Task.reference_exact`` False:
+        a non-Gaussian noise mode conditioned with a Gaussian likelihood); the calibration
+        checks are not expected to hold, so every verdict is
+        ``"not gated (approximate reference)"``.
 
     Returns
     -------
     list of dict
         One ``{"check", "figure", "threshold", "verdict"}`` per check (all strings);
-        ``verdict`` is ``"pass"``, ``"FAIL"``, ``"not gated"`` or ``"not validated"``.
+        ``verdict`` is ``"pass"``, ``"FAIL"``, ``"not gated"``, ``"not validated"`` or, with
+        ``approximate``, ``"not gated (approximate reference)"``.
     """
     out: list[dict[str, str]] = []
 
     def add(check: str, figure: str, threshold: str, verdict: str) -> None:
+        if approximate:
+            verdict = "not gated (approximate reference)"
         out.append({"check": check, "figure": figure, "threshold": threshold, "verdict": verdict})
 
     lo, hi = stats["coverage_90_ci"]
