@@ -8,18 +8,16 @@ fixture's finalizer; every wait is bounded.
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from distributed import Client
 from test_real import _real_format_task
 
+from _dask_cluster import dask_cluster
 from _fakes import fit_log
 from udbench.evaluation.store import read_results
 
@@ -27,25 +25,10 @@ HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
 
 
-def _stop(procs: list[subprocess.Popen]) -> None:
-    for p in procs:
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    for p in procs:
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def scheduler(tmp_path_factory):
     """Address of a scheduler with two single-threaded workers (names w0, w1)."""
     folder = tmp_path_factory.mktemp("dask")
-    sched_file = folder / "scheduler.json"
     env = {
         **os.environ,
         # test_real sits here, _fakes one folder up (tests/)
@@ -53,56 +36,8 @@ def scheduler(tmp_path_factory):
             [str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")]
         ),
     }
-    procs: list[subprocess.Popen] = []
-
-    logs: list = []
-
-    def start(*args: str, log: str) -> None:
-        logs.append(open(folder / log, "w"))  # closed in the finalizer
-        procs.append(
-            subprocess.Popen(
-                [str(BIN / "dask"), *args],
-                stdout=logs[-1],
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
-        )
-
-    try:
-        start(
-            "scheduler",
-            "--host=127.0.0.1",
-            "--port=0",
-            "--no-dashboard",
-            f"--scheduler-file={sched_file}",
-            log="scheduler.log",
-        )
-        t0 = time.monotonic()
-        while not sched_file.is_file():
-            assert time.monotonic() - t0 < 60, "the scheduler did not start within 60 s"
-            assert procs[0].poll() is None, (folder / "scheduler.log").read_text()
-            time.sleep(0.2)
-        address = json.loads(sched_file.read_text())["address"]
-        for i in range(2):
-            start(
-                "worker",
-                address,
-                "--host=127.0.0.1",
-                "--nthreads=1",
-                "--no-dashboard",
-                f"--name=w{i}",
-                "--death-timeout=60",
-                f"--local-directory={folder}",
-                log=f"worker{i}.log",
-            )
-        with Client(address, timeout="30s") as client:
-            client.wait_for_workers(2, timeout=90)
+    with dask_cluster(folder, env) as address:
         yield address
-    finally:
-        _stop(procs)
-        for f in logs:
-            f.close()
 
 
 def _workers(address: str) -> dict[str, int]:

@@ -8,12 +8,9 @@ is bounded. Slow (process start-up on a shared machine).
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +18,7 @@ import pandas as pd
 import pytest
 from distributed import Client
 
+from _dask_cluster import dask_cluster
 from udbench.tasks import read_task_meta
 
 pytestmark = pytest.mark.slow
@@ -46,74 +44,12 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path}
 
 
-def _stop(procs: list[subprocess.Popen]) -> None:
-    for p in procs:
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    for p in procs:
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def scheduler(tmp_path_factory):
     """Address of a ``dask scheduler`` with two single-threaded ``dask worker`` processes."""
     folder = tmp_path_factory.mktemp("dask")
-    sched_file = folder / "scheduler.json"
-    procs: list[subprocess.Popen] = []
-    logs: list = []
-
-    def start(*args: str, log: str) -> None:
-        logs.append(open(folder / log, "w"))
-        procs.append(
-            subprocess.Popen(
-                [str(BIN / "dask"), *args],
-                stdout=logs[-1],
-                stderr=subprocess.STDOUT,
-                env=_env(),
-                start_new_session=True,
-            )
-        )
-
-    try:
-        start(
-            "scheduler",
-            "--host=127.0.0.1",
-            "--port=0",
-            "--no-dashboard",
-            f"--scheduler-file={sched_file}",
-            log="scheduler.log",
-        )
-        t0 = time.monotonic()
-        while not sched_file.is_file():
-            assert time.monotonic() - t0 < 60, "the scheduler did not start within 60 s"
-            assert procs[0].poll() is None, (folder / "scheduler.log").read_text()
-            time.sleep(0.2)
-        address = json.loads(sched_file.read_text())["address"]
-        for i in range(2):
-            start(
-                "worker",
-                address,
-                "--host=127.0.0.1",
-                "--nthreads=1",
-                "--no-dashboard",
-                f"--name=w{i}",
-                "--death-timeout=60",
-                f"--local-directory={folder}",
-                log=f"worker{i}.log",
-            )
-        with Client(address, timeout="30s") as client:
-            client.wait_for_workers(2, timeout=90)
+    with dask_cluster(folder, _env()) as address:
         yield address
-    finally:
-        _stop(procs)
-        for f in logs:
-            f.close()
 
 
 def _suite(tmp_path: Path, out: Path, *where: str) -> str:
