@@ -77,6 +77,17 @@ def test_param_error_shows_a_path_as_typed():
     )
 
 
+def test_param_error_shows_a_long_path_whole_but_cuts_a_long_array_repr():
+    """A deep path (pytest's or a cluster's scratch folders) must not lose its file name."""
+    from pathlib import Path
+
+    deep = "/scratch/" + "/".join(["a-rather-long-folder-name"] * 8) + "/task.npz"  # 222 chars
+    for value in (deep, Path(deep)):
+        assert str(param_error("udbench run", "tasks", "exist", value)).endswith(f"got '{deep}'")
+    text = str(param_error("f", "x", "be finite", list(range(100))))
+    assert text.endswith("...") and len(text.split("got ", 1)[1]) == 80
+
+
 def test_cache_dir_is_one_ground_level_folder_for_data_and_priors(monkeypatch, tmp_path):
     from pathlib import Path
 

@@ -41,9 +41,19 @@ class UdbenchWarning(UserWarning):
     """
 
 
-def _short(value: Any, limit: int = 80) -> str:
+#: Longest repr of a value shown in an error message. Strings and paths get a much longer limit:
+#: a file path cut at 80 characters (as under pytest's deep temporary folders or a cluster's
+#: scratch paths) would hide the very part that tells the user which file is wrong.
+_SHORT_LIMIT = 80
+_TEXT_LIMIT = 1000
+
+
+def _short(value: Any, limit: int | None = None) -> str:
     # a path is shown as the user typed it ('x.npz'), not as PosixPath('x.npz')
+    is_text = isinstance(value, (str, os.PathLike))
     text = repr(os.fspath(value) if isinstance(value, os.PathLike) else value)
+    if limit is None:
+        limit = _TEXT_LIMIT if is_text else _SHORT_LIMIT
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -59,7 +69,8 @@ def param_error(component: str, parameter: str, rule: str, value: Any) -> Udbenc
     rule : str
         The rule it must satisfy, phrased to follow "must", e.g. ``"be > 0"``.
     value : Any
-        The value received (shortened in the message).
+        The value received, shown by its repr: strings and paths whole up to 1000 characters,
+        other values up to 80 (longer ones end in ``...``).
 
     Returns
     -------
