@@ -16,8 +16,11 @@ Measurements come from folders you name (``--measured``, any number of each kind
   median is used);
 - a tuning folder of ``udbench tune``: per finished trial, its fit + predict seconds (fitted on
   80 % of the training sample);
-- a folder of task files: per instance, the MCMC sampler's ``wall_seconds`` when the prior
-  records it (HBART, BNN); GP tasks record no timing.
+- a folder of task files: per instance, the seconds ``udbench generate`` logged for it (the
+  hidden ``.udbench-generate-times.jsonl`` beside the tasks: generation, replacements, checks
+  and save, in the worker), else the MCMC sampler's ``wall_seconds`` stored in the task
+  (HBART, BNN). GP task files store no timing, so GP tasks made before the log existed (or
+  copied without it) are unknown.
 
 A figure with no measurement behind it is shown as unknown, never guessed. No scaling by data
 size is attempted: the median is over whatever instances were measured (the plan lists how
@@ -134,18 +137,46 @@ def _from_records(paths: Sequence[Path], found: Measurements) -> None:
                 found.add("tune", str(rec["method"]), secs, rec.get("dataset"))
 
 
+def _generation_log(folder: Path) -> dict[str, float]:
+    """Task id → the last logged seconds of its generation in ``folder`` (``udbench generate``'s
+    log, :data:`udbench.commands.tasks.GENERATION_LOG`); empty when there is no log. Unreadable
+    lines are skipped (a line cut by a killed process)."""
+    log = folder / ".udbench-generate-times.jsonl"
+    times: dict[str, float] = {}
+    try:
+        lines = log.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return times
+    for line in lines:
+        try:
+            rec = json.loads(line)
+            if isinstance(rec, dict) and "task_id" in rec:
+                times[str(rec["task_id"])] = float(rec["seconds"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue
+    return times
+
+
 def _from_tasks(paths: Sequence[Path], found: Measurements) -> None:
     from udbench.tasks.taskfile import read_task_meta
 
+    logs: dict[Path, dict[str, float]] = {}
     for path in paths:
         try:
             meta = read_task_meta(path)
         except Exception:
             continue
-        sampler = (meta.get("diagnostics") or {}).get("sampler") or {}
-        wall = sampler.get("wall_seconds") if isinstance(sampler, dict) else None
+        spec = meta["spec"]
+        if path.parent not in logs:
+            logs[path.parent] = _generation_log(path.parent)
+        # the generation log's whole-instance seconds (replacements, checks and save included)
+        # where ``udbench generate`` recorded them, else the MCMC sampler's own wall time
+        task_id = "{dataset}__{family}__{noise}__{coverage}__s{seed}".format(**spec)
+        wall = logs[path.parent].get(task_id)
+        if wall is None:
+            sampler = (meta.get("diagnostics") or {}).get("sampler") or {}
+            wall = sampler.get("wall_seconds") if isinstance(sampler, dict) else None
         if wall is not None:
-            spec = meta["spec"]
             found.add("generate", str(spec["family"]), float(wall), spec["dataset"])
 
 
