@@ -111,3 +111,24 @@ def test_plan_counts_and_projects_from_measurements_only(grid, capsys):
     # nothing measured: unknown, not guessed
     assert rows[("run", "gp")]["cpu_hours"] is None and rows[("run", "gp")]["n_measured"] == 0
     assert rows[("generate", "gp")]["cpu_hours"] is None
+
+
+def test_missing_records_name_the_caller_and_its_own_remedy(grid):
+    """A caller without --fallback (the spectral-norm study) must not suggest it."""
+    from udbench._validation import UdbenchError
+    from udbench.methods.configs import resolve_methods
+    from udbench.tasks import read_task_meta
+    from udbench.tasks.spec import TaskSpec
+    from udbench.tuning.records import tuned_configurer
+
+    specs = [TaskSpec(**read_task_meta(p)["spec"]) for p in sorted((grid / "tasks").glob("*.npz"))]
+    mcs = resolve_methods(["blr"])
+    with pytest.raises(UdbenchError) as default:
+        tuned_configurer(grid / "tuning", mcs, specs)
+    assert str(default.value).startswith("udbench run --tuned: no tuned record")
+    assert "--fallback default" in str(default.value)
+    with pytest.raises(UdbenchError) as own:
+        tuned_configurer(grid / "tuning", mcs, specs, command="udbench study x", remedy="tune more")
+    text = str(own.value)
+    assert text.startswith("udbench study x: no tuned record") and text.endswith("; tune more")
+    assert "fallback" not in text and "blr/toy__gp__homoscedastic__balanced" in text

@@ -614,12 +614,24 @@ def run_study(
     arms = {str(type(a.estimator).name): (a.arm, a.base) for a in plan.arms}
     plain = {arms[mc.name][1]: mc for mc in mcs if arms[mc.name][0] == "plain"}
     specs = list(plan.specs)
+    # the study has no --fallback: an arm must be tuned, so its remedy is tuning, not defaults
+    why = {
+        "command": "udbench study spectral-norm",
+        "remedy": "run the study again with more --trials (or a longer --timeout) so that every "
+        "sweep has a complete trial; the failed trials are in the tuning folder's journals",
+    }
     if plain_dir is None:
-        tuned = tuned_configurer(root / "tuning", mcs, specs)
+        tuned = tuned_configurer(root / "tuning", mcs, specs, **why)
         plain_tuned = tuned
     else:
-        tuned = tuned_configurer(root / "tuning", [m for m in mcs if m.name not in plain], specs)
-        plain_tuned = tuned_configurer(plain_dir, list(plain.values()), specs)
+        own_mcs = [m for m in mcs if m.name not in plain]
+        tuned = tuned_configurer(root / "tuning", own_mcs, specs, **why)
+        plain_why = {
+            "command": "udbench study spectral-norm --plain-tuning",
+            "remedy": f"tune the plain methods on those conditions into {str(plain_dir)!r} "
+            "(udbench tune), or leave out --plain-tuning so the study tunes them itself",
+        }
+        plain_tuned = tuned_configurer(plain_dir, list(plain.values()), specs, **plain_why)
     say(f"running: {len(paths)} tasks × {len(mcs)} arm configurations")
     run_benchmark(
         paths,

@@ -161,6 +161,9 @@ def tuned_configurer(
     specs: Iterable[TaskSpec],
     *,
     fallback: str = "error",
+    command: str = "udbench run --tuned",
+    remedy: str = "run udbench tune on those conditions, or pass --fallback default to use the "
+    "configuration as given there",
 ) -> TunedConfigs:
     """Per-task configurations from a tuning folder, checked for every task before a run.
 
@@ -181,6 +184,10 @@ def tuned_configurer(
     fallback : {"error", "default"}
         For a condition without a usable record: a one-line error naming every missing
         (method, condition), or the method's configuration as given.
+    command, remedy : str
+        Who asks (the error's first words) and what the user can do about missing records
+        (its last): a caller without ``--fallback`` (``udbench study spectral-norm``) names
+        its own remedy.
 
     Raises
     ------
@@ -236,11 +243,7 @@ def tuned_configurer(
             used.append(path)
     if missing and fallback == "error":
         shown = ", ".join(missing[:8]) + (f" … ({len(missing)} in all)" if len(missing) > 8 else "")
-        raise UdbenchError(
-            f"udbench run --tuned: no tuned record in {str(root)!r} for {shown}; run udbench "
-            "tune on those conditions, or pass --fallback default to use the configuration as "
-            "given there"
-        )
+        raise UdbenchError(f"{command}: no tuned record in {str(root)!r} for {shown}; {remedy}")
 
     return TunedConfigs(chosen, used)
 
