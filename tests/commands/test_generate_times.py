@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from udbench.cli import main
-from udbench.commands.tasks import GENERATION_LOG
+from udbench.tasks.timelog import GENERATION_LOG
 
 
 def _lines(folder):

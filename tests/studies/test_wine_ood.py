@@ -211,6 +211,34 @@ def test_cli_asks_for_yes_above_an_hour(tmp_path, data_dir, capsys) -> None:
     assert "methods" in capsys.readouterr().err
 
 
+def test_cli_projection_leaves_out_finished_cells(tmp_path, data_dir, capsys) -> None:
+    """A stopped study that is resumed is asked for --yes only for the work still to do."""
+    from udbench.cli import main
+
+    measured = tmp_path / "measured"
+    _fake_results_with_time(measured, 3600.0)  # one blr fit: one CPU-hour
+    args = ["study", "wine-ood", "--out", str(tmp_path / "study"), "--methods", "blr"]
+    args += ["--families", "gp", "--seeds", "0-2", "--measured", str(measured)]
+    assert main(args) == 2
+    assert "this run is 3 CPU-hours" in " ".join(capsys.readouterr().err.split())
+    # seed 0's blr cell is finished (an ok row in the study's results): 2 of 3 fits are left
+    ResultsStore(tmp_path / "study" / "results").write_cell(
+        {
+            "cell_key": "w0|blr",
+            "status": "ok",
+            "task_id": "white_wine__gp__smooth-monotone__balanced__s0",
+            "method": "blr",
+            "dataset": "white_wine",
+            "fit_time_s": 3600.0,  # the study's own cells are measurements too
+            "predict_time_s": 0.0,
+        }
+    )
+    assert main(args) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "this run is 2 CPU-hours" in err and "(to do: 3 instances, 2 fits)" in err
+    assert not (tmp_path / "study" / "tasks").exists()  # still nothing generated
+
+
 @pytest.mark.slow
 def test_small_study_end_to_end_and_resume(tmp_path, data_dir, capsys) -> None:
     from udbench.cli import main

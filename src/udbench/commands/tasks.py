@@ -27,12 +27,11 @@ from udbench.commands._options import (
 from udbench.priors import DEFAULT_FIDELITY, Fidelity
 from udbench.tasks.replacement import MAX_REPLACEMENTS
 from udbench.tasks.spec import DEFAULT_DRAWS
+from udbench.tasks.timelog import log_generation_time
 
 __all__ = [
     "APPROXIMATE_SUFFIX",
     "EXIT_CHECK_FAILED",
-    "GENERATION_LOG",
-    "append_generation_time",
     "check_directory",
     "check_tasks",
     "expand_grid",
@@ -53,56 +52,6 @@ _FIDELITY_HELP = (
 
 def _task_path(out: Path, spec: Any) -> Path:
     return out / f"{spec.task_id}.npz"
-
-
-#: The generation log of a task folder: one JSON line per generated instance (and per prior
-#: made ready), appended by ``udbench generate`` in the submitting process. A hidden file, so
-#: the task folder lists only the tasks; ``udbench plan --measured`` reads it (task files do
-#: not store timings: a GP task's bytes depend only on its spec and data).
-GENERATION_LOG = ".udbench-generate-times.jsonl"
-
-
-def append_generation_time(
-    out: Path, spec: Any, seconds: float, prior: tuple[str, str, str] | None = None
-) -> None:
-    """Append one line to ``out/GENERATION_LOG``.
-
-    An instance line is ``{"task_id", "family", "dataset", "fidelity", "seconds", "utc"}``
-    (wall seconds of :func:`_run_one` in the worker); a prior line is ``{"prior": family,
-    "dataset", "fidelity", "seconds", "utc"}`` (the fit, or the cache read when it was
-    fitted before; the figure does not say which). A log that cannot be written is a warning:
-    the tasks themselves are saved.
-    """
-    import datetime
-    import warnings
-
-    from udbench import __version__
-    from udbench._validation import UdbenchWarning
-
-    utc = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    if prior is None:
-        rec: dict[str, Any] = {
-            "task_id": spec.task_id,
-            "family": spec.family,
-            "dataset": spec.dataset,
-            "fidelity": str(getattr(spec.fidelity, "value", spec.fidelity)),
-        }
-    else:
-        rec = {
-            "prior": prior[0],
-            "dataset": prior[1],
-            "fidelity": str(getattr(prior[2], "value", prior[2])),
-        }
-    rec.update(seconds=round(float(seconds), 4), utc=utc, udbench=__version__)
-    try:
-        with open(Path(out) / GENERATION_LOG, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(rec) + "\n")
-    except OSError as err:
-        warnings.warn(
-            f"generate: could not record the generation time in {GENERATION_LOG}: {err}",
-            UdbenchWarning,
-            stacklevel=2,
-        )
 
 
 def _run_one(
@@ -254,7 +203,7 @@ def generate_command(
             f"prior {key[0]} on {key[1]} ({key[2]}): ready in {seconds:.1f} s",
             highlight=False,
         )
-        append_generation_time(out, None, seconds, prior=key)
+        log_generation_time(out, None, seconds, prior=key)
     failures: list[tuple[str, str]] = []
     columns = (
         TextColumn("{task.description}"),
@@ -289,7 +238,7 @@ def generate_command(
             if err:
                 failures.append((spec.task_id, err))
             else:
-                append_generation_time(out, spec, float(result[2]))
+                log_generation_time(out, spec, float(result[2]))
             bar.advance(progress)
     for task_id, err in failures:
         console.print(f"[red]failed[/] {escape(task_id)}: {escape(err)}", highlight=False)

@@ -322,15 +322,18 @@ def study_specs(
     ]
 
 
-def _generate_one(spec: Any, out: str, data_dir: str | None) -> tuple[str, str]:
-    """Worker: generate and save one instance; returns (task_id, error or "")."""
+def _generate_one(spec: Any, out: str, data_dir: str | None) -> tuple[str, str, float]:
+    """Worker: generate and save one instance; returns (task_id, error or "", wall seconds)."""
+    import time
+
     from udbench.tasks import generate_task
 
+    start = time.perf_counter()
     try:
         generate_task(spec, data_dir=data_dir).save(Path(out) / f"{spec.task_id}.npz")
     except Exception as err:  # one failing instance must not stop the others
-        return spec.task_id, f"{type(err).__name__}: {err}"
-    return spec.task_id, ""
+        return spec.task_id, f"{type(err).__name__}: {err}", time.perf_counter() - start
+    return spec.task_id, "", time.perf_counter() - start
 
 
 def generate_tasks(
@@ -352,8 +355,11 @@ def generate_tasks(
     UdbenchError
         A clashing file, or instances whose generation failed (named).
     """
+    import time
+
     from udbench.evaluation.executor import Executor, Failed
     from udbench.tasks.generate import get_covariates, get_prior, task_file_clash
+    from udbench.tasks.timelog import log_generation_time
 
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
@@ -372,7 +378,9 @@ def generate_tasks(
     # fit each prior once here (cached on disk), so workers only read the cache (as generate)
     for key in sorted({(s.family, s.dataset, s.fidelity) for s in todo}):
         say(f"prior {key[0]} on {key[1]} ({key[2]}): fitting, or reading the cache")
+        start = time.perf_counter()
         get_prior(*key, data_dir)
+        log_generation_time(root, None, time.perf_counter() - start, prior=key)
     failures: list[str] = []
     if todo:
         with Executor(workers=workers) as ex:
@@ -384,6 +392,7 @@ def generate_tasks(
                 if err:
                     failures.append(f"{spec.task_id}: {err}")
                 else:
+                    log_generation_time(root, spec, float(res[2]))
                     say(f"generated {spec.task_id}")
     if failures:
         raise UdbenchError(

@@ -411,17 +411,21 @@ def _task_done(path: Path, spec: TaskSpec, query: QueryPoints) -> bool:
 
 def _generate_one(
     spec: TaskSpec, out: str, data_dir: str | None, n_query: int, ood_dataset: str
-) -> tuple[str, str]:
-    """Worker: generate one instance with its query points and save it; (task id, error)."""
+) -> tuple[str, str, float]:
+    """Worker: generate one instance with its query points and save it; (task id, error,
+    wall seconds)."""
+    import time
+
     from udbench.tasks import generate_task
 
+    start = time.perf_counter()
     try:
         query = red_query_points(spec.dataset, ood_dataset, n_query, data_dir)
         task = generate_task(spec, data_dir=data_dir, query=query)
         task.save(_task_path(Path(out), spec))
     except Exception as err:  # one failing instance must not stop the others
-        return spec.task_id, f"{type(err).__name__}: {err}"
-    return spec.task_id, ""
+        return spec.task_id, f"{type(err).__name__}: {err}", time.perf_counter() - start
+    return spec.task_id, "", time.perf_counter() - start
 
 
 def generate_tasks(
@@ -447,8 +451,11 @@ def generate_tasks(
     n_generated : int
     failures : list of (task id, error)
     """
+    import time
+
     from udbench.evaluation.executor import Executor, Failed
     from udbench.tasks.generate import get_prior
+    from udbench.tasks.timelog import log_generation_time
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
@@ -458,7 +465,9 @@ def generate_tasks(
         if not _task_done(_task_path(folder, spec), spec, query):
             todo.append(spec)
     for key in sorted({(s.family, s.dataset, s.fidelity) for s in todo}):
+        start = time.perf_counter()
         get_prior(*key, data_dir)  # fit once here (cached on disk); workers read the cache
+        log_generation_time(folder, None, time.perf_counter() - start, prior=key)
     failures: list[tuple[str, str]] = []
     executor = Executor(
         workers=None if workers is None else (0 if workers <= 1 else workers),
@@ -480,6 +489,8 @@ def generate_tasks(
             err = f"worker failed: {result.error}" if isinstance(result, Failed) else result[1]
             if err:
                 failures.append((spec.task_id, err))
+            else:
+                log_generation_time(folder, spec, float(result[2]))
             if on_task is not None:
                 on_task(spec.task_id, err)
     return len(todo) - len(failures), failures

@@ -137,28 +137,9 @@ def _from_records(paths: Sequence[Path], found: Measurements) -> None:
                 found.add("tune", str(rec["method"]), secs, rec.get("dataset"))
 
 
-def _generation_log(folder: Path) -> dict[str, float]:
-    """Task id → the last logged seconds of its generation in ``folder`` (``udbench generate``'s
-    log, :data:`udbench.commands.tasks.GENERATION_LOG`); empty when there is no log. Unreadable
-    lines are skipped (a line cut by a killed process)."""
-    log = folder / ".udbench-generate-times.jsonl"
-    times: dict[str, float] = {}
-    try:
-        lines = log.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return times
-    for line in lines:
-        try:
-            rec = json.loads(line)
-            if isinstance(rec, dict) and "task_id" in rec:
-                times[str(rec["task_id"])] = float(rec["seconds"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-            continue
-    return times
-
-
 def _from_tasks(paths: Sequence[Path], found: Measurements) -> None:
     from udbench.tasks.taskfile import read_task_meta
+    from udbench.tasks.timelog import read_generation_log
 
     logs: dict[Path, dict[str, float]] = {}
     for path in paths:
@@ -168,7 +149,7 @@ def _from_tasks(paths: Sequence[Path], found: Measurements) -> None:
             continue
         spec = meta["spec"]
         if path.parent not in logs:
-            logs[path.parent] = _generation_log(path.parent)
+            logs[path.parent] = read_generation_log(path.parent)
         # the generation log's whole-instance seconds (replacements, checks and save included)
         # where ``udbench generate`` recorded them, else the MCMC sampler's own wall time
         task_id = "{dataset}__{family}__{noise}__{coverage}__s{seed}".format(**spec)
