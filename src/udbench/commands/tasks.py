@@ -153,6 +153,12 @@ def generate_command(
             load_cluster_config(cluster_config)
     if max_replacements < 0:
         raise param_error("generate", "max-replacements", "be >= 0", max_replacements)
+    from udbench._threads import fix_xla_threads
+
+    # one XLA thread before JAX is first used (the prior fit below): instances made in this
+    # process (--workers 1) then run as on a worker, and the fit itself does not depend on
+    # --workers (it is made here either way)
+    fix_xla_threads()
     check_data_dir("generate", data_dir)
     check_out_dir("generate", out)
     dd = None if data_dir is None else str(data_dir)

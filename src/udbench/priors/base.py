@@ -257,6 +257,12 @@ def make_prior(family: str, cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELIT
     ------
     UdbenchError
         Unknown family or fidelity, or a family whose module is not installed yet.
+
+    Notes
+    -----
+    Runs with one compute thread (:func:`udbench._threads.cell_threads`), so a fitted prior
+    does not depend on the cores of the machine or process that fitted it (the fit is made
+    once per dataset and cached; on a many-core machine it is slower than a threaded fit).
     """
     check_choice("make_prior", "family", family, PRIOR_FAMILIES)
     fidelity = Fidelity.parse("make_prior", fidelity)
@@ -268,7 +274,13 @@ def make_prior(family: str, cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELIT
         raise param_error(
             "make_prior", "family", "name an implemented prior family", family
         ) from None
-    return module.build_prior(cov, fidelity)
+    from udbench._threads import cell_threads
+
+    # one compute thread, as every instance: the fit (GP kernel, scale constant) then has the
+    # same bits whichever process makes it (``udbench generate`` fits in the submitting
+    # process, a worker or a notebook through generate_task) and however many cores it has
+    with cell_threads():
+        return module.build_prior(cov, fidelity)
 
 
 def scale_from_unit_draws(draws: np.ndarray, component: str = "scale_constant") -> float:
