@@ -24,7 +24,7 @@ import pandas as pd
 
 from udbench._validation import check_choice
 from udbench.analyses._common import CRITERIA, Frame, Resampling
-from udbench.analyses.proxies import _factor_scopes, _scope_taus
+from udbench.analyses.proxies import factor_scopes, scope_taus
 from udbench.analyses.tables import FACTORS, _context
 from udbench.evaluation.losses import OTHER_LOSSES, loss_column
 
@@ -111,7 +111,7 @@ def loss_agreement_table(
     frame, boot = _context(
         results, name, bootstrap_unit, n_resamples, confidence, random_state, _ctx
     )
-    scopes = _factor_scopes(frame, factors)
+    scopes = factor_scopes(frame, factors)
     pairs: list[tuple[str, str, np.ndarray, np.ndarray]] = []
     for crit in criteria:
         squared = frame.wide(CRITERIA[crit])
@@ -120,7 +120,7 @@ def loss_agreement_table(
             if crit == "au":  # the AU restriction of SPEC §10 (wide() knows the squared name)
                 other = np.where(np.isfinite(squared), other, np.nan)
             pairs.append((loss, crit, other, squared))
-    by_scope = [_scope_taus([(o, s) for _, _, o, s in pairs], sel, boot) for _, _, sel in scopes]
+    by_scope = [scope_taus([(o, s) for _, _, o, s in pairs], sel, boot) for _, _, sel in scopes]
     rows: list[dict[str, Any]] = []
     for j, (loss, crit, _, _) in enumerate(pairs):
         for (factor, level, _), outs in zip(scopes, by_scope, strict=True):

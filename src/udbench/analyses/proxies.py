@@ -34,7 +34,14 @@ from udbench.analyses._common import CRITERIA, Frame, Resampling
 from udbench.analyses.tables import FACTORS, _context
 from udbench.evaluation.proxies import PROXY_KEYS, PROXY_LABELS, oriented
 
-__all__ = ["MIN_METHODS", "kendall_tau_b", "proxy_agreement_figure", "proxy_agreement_table"]
+__all__ = [
+    "MIN_METHODS",
+    "factor_scopes",
+    "kendall_tau_b",
+    "proxy_agreement_figure",
+    "proxy_agreement_table",
+    "scope_taus",
+]
 
 #: Fewest methods a τ is computed for.
 MIN_METHODS = 3
@@ -66,9 +73,22 @@ def kendall_tau_b(x: Any, y: Any) -> np.ndarray:
         return np.where(den > 0, np.sum(s * t, axis=-1) / np.where(den > 0, den, 1.0), np.nan)
 
 
-def _factor_scopes(frame: Frame, factors: Sequence[str]) -> list[tuple[str, str, np.ndarray]]:
-    """``(factor, level, instance mask)`` for the pooled scope ``("all", "all")`` and every
-    level of each factor, in the order of ``frame.instances``."""
+def factor_scopes(frame: Frame, factors: Sequence[str]) -> list[tuple[str, str, np.ndarray]]:
+    """The scopes a τ table is reported on: pooled, then every level of each factor.
+
+    Parameters
+    ----------
+    frame : Frame
+        The instance × method tables (:mod:`udbench.analyses._common`).
+    factors : sequence of str
+        Columns of ``frame.instances`` (e.g. ``family``, ``noise``, ``coverage``, ``dataset``).
+
+    Returns
+    -------
+    list of (factor, level, mask)
+        ``("all", "all", all-True)`` first; ``mask`` is a bool array of shape
+        ``(n_instances,)`` in the order of ``frame.instances``.
+    """
     n = len(frame.instances)
     scopes: list[tuple[str, str, np.ndarray]] = [("all", "all", np.ones(n, dtype=bool))]
     for f in factors:
@@ -77,13 +97,35 @@ def _factor_scopes(frame: Frame, factors: Sequence[str]) -> list[tuple[str, str,
     return scopes
 
 
-def _scope_taus(
+def scope_taus(
     pairs: list[tuple[np.ndarray, np.ndarray]], rows: np.ndarray, boot: Resampling
 ) -> list[dict[str, Any]]:
-    """τ (with interval) of every (proxy, oracle) table pair on the instances ``rows``.
+    """Kendall's τ-b (with bootstrap interval) between the method orderings of every
+    (proxy, oracle) table pair, on the instances ``rows``.
 
-    The replicate means of all pairs come from one matrix product over the scope's instances
-    (the numbers of :meth:`Resampling.mean`, without the zero-weight rows).
+    Each table is instances × methods; a method's score is its mean over the scope's
+    instances where both tables are finite, and τ-b is taken between the two vectors of
+    means, on the original sample and on every replicate of ``boot`` (so the interval is a
+    percentile interval over instance resamples). The replicate means of all pairs come from
+    one matrix product over the scope's instances (the numbers of :meth:`Resampling.mean`,
+    without the zero-weight rows).
+
+    Parameters
+    ----------
+    pairs : list of (ndarray, ndarray)
+        ``(proxy, oracle)`` tables, each of shape ``(n_instances, n_methods)``; NaN where a
+        cell is missing.
+    rows : ndarray of bool, shape (n_instances,)
+        The scope (:func:`factor_scopes`).
+    boot : Resampling
+        The bootstrap over instances (:mod:`udbench.analyses._common`).
+
+    Returns
+    -------
+    list of dict
+        One per pair: ``tau``, ``tau_low``, ``tau_high`` (the 95 % interval), ``n_methods``,
+        ``n_instances`` and ``note`` (why τ is NaN: fewer than :data:`MIN_METHODS` methods
+        with both values).
     """
     idx = np.flatnonzero(rows)
     blocks: list[np.ndarray] = []
@@ -198,13 +240,13 @@ def proxy_agreement_table(
     frame, boot = _context(
         results, name, bootstrap_unit, n_resamples, confidence, random_state, _ctx
     )
-    scopes = _factor_scopes(frame, factors)
+    scopes = factor_scopes(frame, factors)
     rows: list[dict[str, Any]] = []
     pairs: list[tuple[str, str, np.ndarray, np.ndarray]] = []
     for crit in criteria:
         oracle = frame.wide(CRITERIA[crit])
         pairs += [(crit, p, oriented(p, frame.wide(p)), oracle) for p in proxies]
-    by_scope = [_scope_taus([(v, o) for _, _, v, o in pairs], sel, boot) for _, _, sel in scopes]
+    by_scope = [scope_taus([(v, o) for _, _, v, o in pairs], sel, boot) for _, _, sel in scopes]
     for j, (crit, p, _, _) in enumerate(pairs):
         for (factor, level, _), outs in zip(scopes, by_scope, strict=True):
             row = {

@@ -11,7 +11,7 @@ noise mode, coverage, dataset):
   looks worse under the alternative oracle);
 - **Kendall's τ-b** between the two orderings of the methods, with a percentile bootstrap
   interval that resamples instances (within datasets, or whole datasets), recomputing both
-  orderings on every replicate (:func:`udbench.analyses.proxies._scope_taus`, the code of
+  orderings on every replicate (:func:`udbench.analyses.proxies.scope_taus`, the code of
   the proxy-agreement table).
 
 Both oracles are compared on the same cells: those rescored under the alternative
@@ -34,7 +34,7 @@ from scipy import stats
 
 from udbench._validation import UdbenchError, check_choice, param_error
 from udbench.analyses._common import prepare, resampling
-from udbench.analyses.proxies import _factor_scopes, _scope_taus
+from udbench.analyses.proxies import factor_scopes, scope_taus
 from udbench.analyses.tables import FACTORS
 from udbench.evaluation.transfer import OracleSpec, TaskCallback, parse_oracle, rescore_cells
 from udbench.report.html import ReportSection
@@ -138,13 +138,13 @@ def transfer_tables(
         random_state=random_state,
         component=name,
     )
-    scopes = _factor_scopes(frame_c, factors)
+    scopes = factor_scopes(frame_c, factors)
     tau_rows: list[dict[str, Any]] = []
     rank_rows: list[dict[str, Any]] = []
     for metric in metrics:
         wc, wa = frame_c.wide(metric), frame_a.wide(metric)
         for factor, level, sel in scopes:
-            (out,) = _scope_taus([(wa, wc)], sel, boot)
+            (out,) = scope_taus([(wa, wc)], sel, boot)
             tau_rows.append({"metric": metric, "factor": factor, "level": level, **out})
             rank_rows += _rank_rows(frame_c.methods, wc, wa, sel, metric, factor, level)
     return pd.DataFrame(tau_rows), pd.DataFrame(rank_rows)
