@@ -201,6 +201,38 @@ def test_plain_tuning_leaves_the_plain_sweeps_out_of_the_plan(tmp_path):
         sn.plan_study(specs, ["nn-ens"], tmp_path / "c", measured=[tmp_path / "bench"])
 
 
+def test_a_resumed_study_is_projected_on_what_is_left(tmp_path):
+    """Task files, finished sweeps (records) and ok cells already in OUT leave the projection."""
+    from udbench.evaluation.store import ResultsStore
+
+    specs = sn.study_specs("concrete", [0, 1], ["gp"])
+    out = tmp_path / "study"
+    store = ResultsStore(out / "results")
+    for i, sp in enumerate(specs):  # both plain nn-ens cells ran (60 s each): measured and done
+        store.write_cell(
+            {"cell_key": f"c{i}", "status": "ok", "task_id": sp.task_id, "method": "nn-ens",
+             "dataset": sp.dataset, "fit_time_s": 60.0, "predict_time_s": 0.0}
+        )  # fmt: skip
+    (out / "tasks").mkdir(parents=True)
+    (out / "tasks" / f"{specs[0].task_id}.npz").write_bytes(b"")  # one instance made
+    cond = "concrete__gp__smooth-monotone__balanced"
+    assert {f"{s.dataset}__{s.family}__{s.noise}__{s.coverage}" for s in specs} == {cond}
+    rec = out / "tuning" / "nn-ens+sn" / f"{cond}.json"
+    rec.parent.mkdir(parents=True)
+    rec.write_text(json.dumps({"format": "udbench-tuned-config", "method": "nn-ens+sn",
+                               "condition": cond, "history": []}))  # fmt: skip
+    plan = sn.plan_study(specs, ["nn-ens"], out, trials=3)
+    rows = {(r.stage, r.key): r for r in plan.rows}
+    assert rows[("run", "nn-ens")].count == 0 and rows[("run", "nn-ens")].cpu_hours == 0
+    # the arms borrow nn-ens's 60 s; both of their cells are left
+    assert rows[("run", "nn-ens+sn")].count == 2
+    assert rows[("run", "nn-ens+sn")].cpu_hours == pytest.approx(2 * 60 / 3600)
+    assert rows[("tune", "nn-ens+sn")].count == 0  # its one sweep has a record
+    assert rows[("tune", "nn-ens+wd")].count == 3 and rows[("tune", "nn-ens")].count == 3
+    assert rows[("generate", "gp")].count == 1
+    assert plan.counts["instances"] == 2  # the counts describe the whole selection
+
+
 # ------------------------------------------------------------------------- pairing
 def _rows(values: dict[tuple[str, str, str], tuple[float, float, float, float]]) -> pd.DataFrame:
     """Study rows: (task, base, arm) -> (rho_risk, rho_var, preservation, nmse)."""

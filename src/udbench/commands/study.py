@@ -71,28 +71,6 @@ def _measurements(folders: list[Path]) -> Any:
     return found
 
 
-def finished_work(tasks: Path, results: Path) -> tuple[set[str], set[tuple[str, str]]]:
-    """What a re-run of a study skips: task ids with a task file in ``tasks`` and
-    (task id, method name) pairs with an ok cell in ``results`` (either folder may be absent).
-
-    Counted by name, as the projection counts: a task file is taken as done without verifying
-    it (``generate`` re-makes a damaged one), and a method with overrides counts as its name.
-    """
-    done_tasks = {p.stem for p in tasks.glob("*.npz")} if tasks.is_dir() else set()
-    done_cells: set[tuple[str, str]] = set()
-    if results.is_dir():
-        from udbench.evaluation.store import read_results
-
-        try:
-            df = read_results(results)
-        except UdbenchError:  # no cell stored yet
-            df = None
-        if df is not None and len(df):
-            ok = df[df["status"] == "ok"]
-            done_cells = set(zip(ok["task_id"].astype(str), ok["method"].astype(str), strict=True))
-    return done_tasks, done_cells
-
-
 def print_projection(
     console: Console,
     selected: list[Any],
@@ -100,7 +78,7 @@ def print_projection(
     methods: list[str],
     measured: Any,
     full_methods: list[str] | None = None,
-    done: tuple[set[str], set[tuple[str, str]]] | None = None,
+    done: Any = None,
 ) -> float:
     """Print the projected cost (generate + run) of the selection and of the full design.
 
@@ -110,35 +88,25 @@ def print_projection(
     stopped does not ask for ``--yes`` again for work already done. Returns the remaining
     selection's measured CPU-hours (unknown parts count 0; they are listed).
     """
-    from dataclasses import replace
-
     from udbench.methods.registry import registered_methods
-    from udbench.tuning.plan import plan_grid
+    from udbench.tuning.plan import FinishedWork, plan_grid, remaining_rows
 
     names = [m.split(":", 1)[0] for m in methods]
     all_names = list(registered_methods()) if full_methods is None else full_methods
-    done_tasks, done_cells = done if done is not None else (set(), set())
+    done = done if done is not None else FinishedWork()
     totals = {}
     for what, specs, meths in (("full design", full, all_names), ("this run", selected, names)):
         counts, rows = plan_grid(specs, meths, 1, measured)
         rows = [r for r in rows if r.stage != "tune"]  # the study tunes nothing
-        if what == "this run" and (done_tasks or done_cells):
-            left = []
-            for r in rows:
-                if r.stage == "generate":
-                    n = sum(s.family == r.key and s.task_id not in done_tasks for s in specs)
-                else:
-                    n = sum((s.task_id, r.key) not in done_cells for s in specs)
-                hours_left = None if r.cpu_hours is None else r.cpu_hours * n / max(r.count, 1)
-                left.append(replace(r, count=n, cpu_hours=hours_left))
-            rows = left
+        if what == "this run" and done:
+            rows = remaining_rows(rows, specs, 1, done)
         hours = sum(r.cpu_hours or 0.0 for r in rows)
         unknown = [f"{r.stage} {r.key}" for r in rows if r.cpu_hours is None and r.count]
         totals[what] = (hours, unknown, counts, rows)
     hours, unknown, counts, rows = totals["this run"]
     table = Table(
         title="projected CPU-hours of this run (count × median measured seconds)"
-        + ("; finished instances and cells not counted" if done_tasks or done_cells else "")
+        + ("; finished instances and cells not counted" if done else "")
     )
     for head in ("stage", "method / family", "count", "measured", "median s", "CPU-h"):
         table.add_column(head, justify="left" if head.startswith(("stage", "method")) else "right")
@@ -154,7 +122,7 @@ def print_projection(
     console.print(table)
     for what, (h, unk, c, rs) in totals.items():
         to_do = ""
-        if what == "this run" and (done_tasks or done_cells):
+        if what == "this run" and done:
             n_gen = sum(r.count for r in rs if r.stage == "generate")
             n_fit = sum(r.count for r in rs if r.stage == "run")
             to_do = f" (to do: {n_gen} instances, {n_fit} fits)"
@@ -248,6 +216,8 @@ def wine_ood_cmd(
     full = wo.WineOODDesign(fidelity=design.fidelity, n_draws=draws).specs()
     console = Console(stderr=True)
     folders = [*measured] + [p for p in (out / "tasks", out / "results") if p.is_dir()]
+    from udbench.tuning.plan import finished_work
+
     done = finished_work(out / "tasks", out / "results")
     hours = print_projection(
         console, design.specs(), full, names, _measurements(folders), done=done

@@ -480,8 +480,9 @@ def project_cost(
     (``<method>``, ``<method>+sn``, ``<method>+wd``) with ``trials`` trials per sweep, times
     from the folders in ``measured`` (any that hold results, tuning records or task files;
     others are skipped). An arm not measured yet borrows its plain method's times (same
-    network; SN adds one power iteration per step). ``generate gp`` is never measured (GP
-    tasks record no sampler time) and is left out of ``unknown``.
+    network; SN adds one power iteration per step). ``generate gp`` is measured from the task
+    folders' generation logs (:mod:`udbench.tasks.timelog`) where they exist; when it is not,
+    it is left out of ``unknown`` (a GP instance takes seconds).
 
     Returns
     -------
@@ -530,6 +531,9 @@ def plan_study(
 
     With ``plain_tuning`` (a ``udbench tune`` folder holding the benchmark's records of the
     plain methods) the plain arms are not tuned again: their sweeps leave the projection.
+    Work already in ``out`` (task files, finished sweeps, ok cells:
+    :func:`udbench.tuning.plan.finished_work`) leaves it too, so a resumed study is projected
+    (and gated by ``--yes``) on what is left; ``counts`` stay those of the whole selection.
 
     Raises
     ------
@@ -544,7 +548,7 @@ def plan_study(
             COMPONENT, "plain-tuning", "be a tuning folder (udbench tune --out)", plain_tuning
         )
     arms = arm_configs(methods)
-    from udbench.tuning.plan import collect_measurements
+    from udbench.tuning.plan import collect_measurements, finished_work, remaining_rows
 
     for folder in measured:  # a folder the user names must hold measurements (as plan)
         collect_measurements([folder])
@@ -567,6 +571,13 @@ def plan_study(
             "sweeps": counts["sweeps"] - n_cond * len(plain),
             "trials": counts["trials"] - n_cond * len(plain) * trials,
         }
+    # what a resumed study skips: task files, finished sweeps (records) and ok cells of
+    # OUT; the projection (and the --yes gate) counts only what is left
+    done = finished_work(root / "tasks", root / "results", root / "tuning")
+    if done:
+        rows = remaining_rows(rows, specs, trials, done)
+        known = float(sum(r.cpu_hours for r in rows if r.cpu_hours is not None))
+        unknown = [u for u in unknown if any(f"{r.stage} {r.key}" == u and r.count for r in rows)]
     plan = StudyPlan(list(specs), arms, trials, counts, rows, known, unknown)
     plan.plain_tuning = None if plain_tuning is None else Path(plain_tuning)
     return plan

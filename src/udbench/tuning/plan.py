@@ -37,7 +37,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PAPER_METHODS", "PlanRow", "collect_measurements", "plan_grid"]
+__all__ = [
+    "PAPER_METHODS",
+    "FinishedWork",
+    "PlanRow",
+    "collect_measurements",
+    "finished_work",
+    "plan_grid",
+    "remaining_rows",
+]
 
 #: The paper's 19 methods (SPEC §8), by registry name (some may not be registered yet).
 PAPER_METHODS: tuple[str, ...] = (
@@ -249,3 +257,99 @@ def plan_grid(
     for m in methods:
         rows.append(row("run", m, len(specs)))
     return counts, rows
+
+
+@dataclass
+class FinishedWork:
+    """What a resumed run skips (:func:`finished_work`).
+
+    Attributes
+    ----------
+    tasks : set of str
+        Task ids with a task file.
+    cells : set of (str, str)
+        ``(task id, method name)`` pairs with an ok cell.
+    sweeps : set of (str, str)
+        ``(method name, condition key)`` pairs with a tuned record (a finished sweep).
+    """
+
+    tasks: set[str] = field(default_factory=set)
+    cells: set[tuple[str, str]] = field(default_factory=set)
+    sweeps: set[tuple[str, str]] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.tasks or self.cells or self.sweeps)
+
+
+def finished_work(
+    tasks: str | os.PathLike[str] | None = None,
+    results: str | os.PathLike[str] | None = None,
+    tuning: str | os.PathLike[str] | None = None,
+) -> FinishedWork:
+    """The instances, cells and sweeps already made in a run's folders (any may be None or
+    absent).
+
+    Counted by name, as :func:`plan_grid` counts: a task file is taken as done without being
+    verified (``generate`` re-makes a damaged one), a method with overrides counts as its
+    name, and a sweep counts as done only once its record is written (a partly run sweep is
+    projected whole).
+    """
+    from udbench._validation import UdbenchError
+
+    done = FinishedWork()
+    if tasks is not None and Path(tasks).is_dir():
+        done.tasks = {p.stem for p in Path(tasks).glob("*.npz")}
+    if results is not None and Path(results).is_dir():
+        from udbench.evaluation.store import read_results
+
+        try:
+            df = read_results(results)
+        except UdbenchError:  # no cell stored yet
+            df = None
+        if df is not None and len(df) and {"task_id", "method", "status"} <= set(df.columns):
+            ok = df[df["status"] == "ok"]
+            pairs = zip(ok["task_id"].astype(str), ok["method"].astype(str), strict=True)
+            done.cells = set(pairs)
+    if tuning is not None and Path(tuning).is_dir():
+        from udbench.tuning.records import load_records
+
+        try:
+            records = load_records(tuning)
+        except UdbenchError:
+            records = []
+        done.sweeps = {(str(r["method"]), str(r["condition"])) for r in records}
+    return done
+
+
+def remaining_rows(
+    rows: Sequence[PlanRow], specs: Sequence[Any], trials: int, done: FinishedWork
+) -> list[PlanRow]:
+    """:func:`plan_grid`'s rows for what is still to do: counts and CPU-hours without the
+    instances, sweeps and cells in ``done`` (the median seconds are unchanged).
+
+    Parameters
+    ----------
+    rows : sequence of PlanRow
+        From :func:`plan_grid` over ``specs``.
+    specs : sequence of TaskSpec
+        The grid the rows were made for.
+    trials : int
+        Trials per sweep (as given to :func:`plan_grid`).
+    done : FinishedWork
+    """
+    from dataclasses import replace
+
+    from udbench.tuning.records import Condition
+
+    conditions = sorted({Condition.of(s).key for s in specs})
+    out = []
+    for r in rows:
+        if r.stage == "generate":
+            n = sum(s.family == r.key and s.task_id not in done.tasks for s in specs)
+        elif r.stage == "tune":
+            n = trials * sum((r.key, c) not in done.sweeps for c in conditions)
+        else:
+            n = sum((s.task_id, r.key) not in done.cells for s in specs)
+        hours = None if r.median_s is None else n * r.median_s / 3600.0
+        out.append(replace(r, count=n, cpu_hours=hours))
+    return out
