@@ -213,3 +213,21 @@ def test_suite_killed_in_every_stage_resumes_to_exactly_the_expected_files(tmp_p
     text, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, text
     assert "report: results unchanged since reported, skipped" in text
+
+
+def test_invalid_task_files_stop_the_suite_with_exit_1(tmp_path, capsys) -> None:
+    """The check stage's verdict on damaged files is the suite's exit status 1 (as ``udbench
+    check``), with one error line naming check.json; nothing is run."""
+    from udbench.cli import main
+
+    suite = tmp_path / "tiny.toml"
+    suite.write_text(TINY.replace('seeds = "0-9"', 'seeds = "0"'))
+    out = tmp_path / "s"
+    assert main(["suite", str(suite), "--out", str(out), *FLAGS, "--stages", "generate"]) == 0
+    victim = sorted((out / "tasks").glob("*.npz"))[0]
+    victim.write_bytes(victim.read_bytes()[:1000])  # cut: a damaged file
+    capsys.readouterr()
+    assert main(["suite", str(suite), "--out", str(out), *FLAGS, "--stages", "check"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "stage check found invalid task files (exit 1" in err and "check.json" in err
+    assert not (out / "results").exists()

@@ -209,6 +209,13 @@ def test_cli_asks_for_yes_above_an_hour(tmp_path, data_dir, capsys) -> None:
     assert not (tmp_path / "study" / "tasks").exists()  # nothing generated
     assert main([*args, "--methods", "nope"]) == 2
     assert "methods" in capsys.readouterr().err
+    # nothing measured for gp: its cost is unknown, which is not shown to be under the hour
+    args = ["study", "wine-ood", "--out", str(tmp_path / "study"), "--methods", "blr,gp"]
+    args += ["--families", "gp", "--seeds", "0", "--measured", str(measured)]
+    assert main(args) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "the cost of 1 stage(s) is not measured yet (run gp)" in err and "--yes" in err
+    assert not (tmp_path / "study" / "tasks").exists()
 
 
 def test_cli_projection_leaves_out_finished_cells(tmp_path, data_dir, capsys) -> None:
@@ -246,6 +253,7 @@ def test_small_study_end_to_end_and_resume(tmp_path, data_dir, capsys) -> None:
     args = ["study", "wine-ood", "--out", str(tmp_path / "s"), "--families", "gp"]
     args += ["--seeds", "0", "--methods", "blr", "--smoke", "--fidelity", "smoke"]
     args += ["--draws", "40", "--n-query", "150", "--workers", "0", "--n-resamples", "100"]
+    args += ["--yes"]  # nothing is measured yet: an unknown cost asks for --yes
     args += ["--data-dir", str(data_dir)]
     assert main(args) == 0, capsys.readouterr().err
     task = Task.load(next((tmp_path / "s" / "tasks").glob("*.npz")))

@@ -132,3 +132,17 @@ def test_missing_records_name_the_caller_and_its_own_remedy(grid):
     text = str(own.value)
     assert text.startswith("udbench study x: no tuned record") and text.endswith("; tune more")
     assert "fallback" not in text and "blr/toy__gp__homoscedastic__balanced" in text
+
+
+def test_tune_takes_several_methods_after_one_m(tmp_path, monkeypatch):
+    """``tune TASKS -m blr gp``: click gives -m one value; gp arrives as a task argument and
+    must be moved back to the methods (as run does), not read as a missing task path."""
+    from udbench.commands._options import split_tasks_and_methods
+
+    monkeypatch.chdir(tmp_path)
+    save_fake_task(make_fake_task(0, n_train=40), tmp_path / "tasks")
+    assert split_tasks_and_methods(["tasks", "gp"], ["blr"]) == (["tasks"], ["blr", "gp"])
+    assert split_tasks_and_methods(["tasks", "no-such"], ["blr"]) == (["tasks", "no-such"], ["blr"])
+    args = ["tune", "tasks", "-m", "blr", "gp", "--trials", "1", "--workers", "0"]
+    assert main([*args, "--out", "tuning", "--no-progress"]) == 0
+    assert sorted(r["method"] for r in load_records(tmp_path / "tuning")) == ["blr", "gp"]

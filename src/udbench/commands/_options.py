@@ -22,6 +22,7 @@ __all__ = [
     "out_path",
     "parse_choice_list",
     "parse_seeds",
+    "split_tasks_and_methods",
 ]
 
 #: Help text of every ``--data-dir`` option.
@@ -174,3 +175,40 @@ def parse_choice_list(command: str, parameter: str, text: str, choices: list[str
     for v in values:
         check_choice(command, parameter, v, choices)
     return values
+
+
+def split_tasks_and_methods(tasks: list[str], methods: list[str]) -> tuple[list[str], list[str]]:
+    """Let ``--methods a b c`` work in ``run`` and ``tune``: click gives ``-m`` one value, so
+    ``b`` and ``c`` arrive as task arguments; those that are not existing paths or globs but
+    name a registered method move to the method list.
+
+    Parameters
+    ----------
+    tasks : list of str
+        The command's positional arguments.
+    methods : list of str
+        The ``-m/--methods`` values (each may hold several space-separated specs).
+
+    Returns
+    -------
+    tasks, method_specs : list of str
+    """
+    import glob
+
+    from udbench.methods import get_method_class
+    from udbench.methods.registry import parse_method_spec
+
+    keep: list[str] = []
+    extra: list[str] = []
+    for item in tasks:
+        if Path(item).exists() or glob.has_magic(item):
+            keep.append(item)
+            continue
+        try:
+            get_method_class(parse_method_spec(item)[0])
+        except Exception:
+            keep.append(item)
+        else:
+            extra.append(item)
+    specs = [s for text in methods for s in text.split()] + extra
+    return keep, specs

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import sys
@@ -12,7 +11,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from udbench.commands._options import check_out_dir, out_path
+from udbench.commands._options import check_out_dir, out_path, split_tasks_and_methods
 
 _METHODS_HELP = (
     "Method spec: registry name or import path with optional overrides, e.g. "
@@ -25,27 +24,6 @@ _METHODS_HELP = (
 EXIT_CELLS_FAILED = 3
 #: Exit status after Ctrl-C (128 + SIGINT, the shell's convention).
 EXIT_INTERRUPTED = 130
-
-
-def _split_tasks_and_methods(tasks: list[str], methods: list[str]) -> tuple[list[str], list[str]]:
-    """Let ``--methods a b c`` work: positionals that are registered methods, not paths, move."""
-    from udbench.methods import get_method_class
-    from udbench.methods.registry import parse_method_spec
-
-    keep: list[str] = []
-    extra: list[str] = []
-    for item in tasks:
-        if Path(item).exists() or glob.has_magic(item):
-            keep.append(item)
-            continue
-        try:
-            get_method_class(parse_method_spec(item)[0])
-        except Exception:
-            keep.append(item)
-        else:
-            extra.append(item)
-    specs = [s for text in methods for s in text.split()] + extra
-    return keep, specs
 
 
 def _tuned_configure(tuned: Path, fallback: str, task_args: list[str], specs: list[str]):  # type: ignore[no-untyped-def]
@@ -148,7 +126,7 @@ def register(app: typer.Typer) -> None:
                 check_scheduler_address(scheduler)
             if cluster_config is not None:
                 load_cluster_config(cluster_config)
-        task_args, specs = _split_tasks_and_methods(tasks, methods)
+        task_args, specs = split_tasks_and_methods(tasks, methods)
         configure = None
         if tuned is not None:
             configure = _tuned_configure(tuned, fallback, task_args, specs)

@@ -37,6 +37,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from udbench._validation import UdbenchError, param_error
 from udbench.commands._options import DATA_DIR_HELP, check_data_dir, check_out_dir, out_path
@@ -51,6 +52,8 @@ _STATE = "suite.json"
 _LOCK = ".suite.lock"
 #: ``udbench run`` exit status when cells failed (all stored): the suite goes on to report.
 _RUN_CELLS_FAILED = 3
+#: Exit status when the check stage finds invalid task files (that of ``udbench check``).
+EXIT_INVALID_TASKS = 1
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
@@ -374,11 +377,18 @@ def register(app: typer.Typer) -> None:
                     if report is not None:
                         _write_json(out / "check.json", report)
                         _summarise_check(report, console)
-                    if rc != 0:
-                        raise UdbenchError(
-                            f"udbench suite: stage check found invalid task files (exit {rc}, "
-                            f"see {out / 'check.json'}); delete them and re-run to regenerate"
+                    if rc != 0:  # exit 1 (as udbench check), the one status for this case
+                        console.print(
+                            "[bold red]error:[/] "
+                            + escape(
+                                f"udbench suite: stage check found invalid task files (exit "
+                                f"{rc}, see {out / 'check.json'}); delete them and re-run to "
+                                "regenerate"
+                            ),
+                            highlight=False,
+                            soft_wrap=True,
                         )
+                        raise typer.Exit(EXIT_INVALID_TASKS)
                     state["stages"]["check"] = seen
                     _write_json(state_path, state)
                     continue

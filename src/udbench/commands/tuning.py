@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from udbench.commands._grid import expand_grid
-from udbench.commands._options import check_out_dir, out_path
+from udbench.commands._options import check_out_dir, out_path, split_tasks_and_methods
 from udbench.priors.base import DEFAULT_FIDELITY
 from udbench.tasks.spec import DEFAULT_DRAWS
 
@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
                 check_scheduler_address(scheduler)
             if cluster_config is not None:
                 load_cluster_config(cluster_config)
-        specs = [s for text in methods for s in text.split()]
+        tasks, specs = split_tasks_and_methods(tasks, methods)
         console = Console(stderr=True)
 
         from rich.progress import (
