@@ -54,6 +54,19 @@ def _task_path(out: Path, spec: Any) -> Path:
     return out / f"{spec.task_id}.npz"
 
 
+def _fit_prior(key: tuple[str, str, Any], data_dir: str | None) -> tuple[float, str]:
+    """Worker: make the prior ``key`` = (family, dataset, fidelity) ready (fit it, or read the
+    disk cache); returns (wall seconds, error or "")."""
+    from udbench.tasks.generate import get_prior
+
+    start = time.perf_counter()
+    try:
+        get_prior(*key, data_dir)
+    except Exception as err:  # reported by the submitting process, with the others
+        return time.perf_counter() - start, f"{type(err).__name__}: {err}"
+    return time.perf_counter() - start, ""
+
+
 def _run_one(
     spec: Any,
     out: str,
@@ -195,21 +208,23 @@ def generate_command(
         + (f" ({n_damaged} damaged or old-format files generated again)" if n_damaged else ""),
         highlight=False,
     )
-    # fit each prior once here (cached on disk), so workers only read the cache
-    for key in sorted({(s.family, s.dataset, s.fidelity) for s in todo}):
-        # a GP prior's kernel selection and fit take about a minute on a mid-size dataset
-        # (once; then read from the cache): show that something is happening, and how long
-        start = time.perf_counter()
-        with console.status(
-            f"prior {key[0]} on {key[1]} ({key[2]}): fitting, or reading the cache …"
-        ):
-            get_prior(*key, dd)
-        seconds = time.perf_counter() - start
-        console.print(
-            f"prior {key[0]} on {key[1]} ({key[2]}): ready in {seconds:.1f} s",
-            highlight=False,
-        )
-        log_generation_time(out, None, seconds, prior=key)
+    keys = sorted({(s.family, s.dataset, s.fidelity) for s in todo})
+    inline = jobs <= 1 and scheduler is None and cluster_config is None
+    if inline:  # fit each prior once here (cached on disk): the instances then read it
+        for key in keys:
+            # a GP prior's kernel fit takes minutes to most of an hour on one core (once; then
+            # read from the cache): show that something is happening, and how long
+            start = time.perf_counter()
+            with console.status(
+                f"prior {key[0]} on {key[1]} ({key[2]}): fitting, or reading the cache …"
+            ):
+                get_prior(*key, dd)
+            seconds = time.perf_counter() - start
+            console.print(
+                f"prior {key[0]} on {key[1]} ({key[2]}): ready in {seconds:.1f} s",
+                highlight=False,
+            )
+            log_generation_time(out, None, seconds, prior=key)
     failures: list[tuple[str, str]] = []
     columns = (
         TextColumn("{task.description}"),
@@ -229,6 +244,31 @@ def generate_command(
         pin=False if scheduler is None and cluster_config is None else None,
     )
     with Progress(*columns, console=console) as bar, executor:
+        if not inline and keys:
+            # the priors first, side by side on the workers (one thread each, as inline: the
+            # same fit), so a grid of many datasets does not wait for one fit after another;
+            # the workers write the disk cache the instances then read
+            fits = bar.add_task("fitting priors", total=len(keys))
+            bad: list[str] = []
+            for key, result in executor.map_unordered(
+                _fit_prior, keys, name="udbench-prior", data_dir=dd
+            ):
+                err = f"worker failed: {result.error}" if isinstance(result, Failed) else result[1]
+                if err:
+                    bad.append(f"prior {key[0]} on {key[1]} ({key[2]}): {err}")
+                else:
+                    console.print(
+                        f"prior {key[0]} on {key[1]} ({key[2]}): ready in {result[0]:.1f} s "
+                        "(on a worker)",
+                        highlight=False,
+                    )
+                    log_generation_time(out, None, float(result[0]), prior=key)
+                bar.advance(fits)
+            if bad:
+                raise UdbenchError(
+                    f"generate: {len(bad)} prior(s) could not be made, nothing was generated: "
+                    + "; ".join(bad)
+                )
         progress = bar.add_task("generating", total=len(todo))
         stream = executor.map_unordered(
             _run_one,

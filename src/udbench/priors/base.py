@@ -266,20 +266,22 @@ def make_prior(family: str, cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELIT
     """
     check_choice("make_prior", "family", family, PRIOR_FAMILIES)
     fidelity = Fidelity.parse("make_prior", fidelity)
-    try:
-        module = importlib.import_module(PRIOR_FAMILIES[family])
-    except ModuleNotFoundError as err:
-        if err.name != PRIOR_FAMILIES[family]:
-            raise
-        raise param_error(
-            "make_prior", "family", "name an implemented prior family", family
-        ) from None
     from udbench._threads import cell_threads
 
     # one compute thread, as every instance: the fit (GP kernel, scale constant) then has the
     # same bits whichever process makes it (``udbench generate`` fits in the submitting
-    # process, a worker or a notebook through generate_task) and however many cores it has
+    # process or on a worker, a notebook through generate_task) and however many cores it
+    # has. Entered before the family's module is imported: importing it creates JAX's
+    # backends, after which XLA's pool can no longer be fixed at one thread.
     with cell_threads():
+        try:
+            module = importlib.import_module(PRIOR_FAMILIES[family])
+        except ModuleNotFoundError as err:
+            if err.name != PRIOR_FAMILIES[family]:
+                raise
+            raise param_error(
+                "make_prior", "family", "name an implemented prior family", family
+            ) from None
         return module.build_prior(cov, fidelity)
 
 
