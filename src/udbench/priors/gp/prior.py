@@ -30,7 +30,7 @@ import numpy as np
 
 from udbench import __version__
 from udbench._seeding import derive_seed, make_rng
-from udbench._validation import UdbenchError, UdbenchWarning, check_array, param_error
+from udbench._validation import UdbenchWarning, check_array, param_error
 from udbench.priors.base import (
     DEFAULT_FIDELITY,
     SCALE_N_DRAWS,
@@ -50,14 +50,7 @@ from udbench.priors.gp.linalg import (
 )
 from udbench.priors.gp.linalg import xp as _xp
 
-__all__ = ["DRAW_JITTER_TOL", "GPPrior", "build_prior", "fit_cache_path"]
-
-#: Largest jitter, relative to the smallest exact posterior variance at the evaluation pool,
-#: that the posterior draws may carry; above it :meth:`GPPrior.condition` draws from the
-#: exact posterior covariance by eigendecomposition instead (its variance error is then
-#: round-off). 1e-3: a variance error of about 0.1 %, far below the 4.5 % standard error of a
-#: variance estimated from D = 1000 draws (SPEC §7's MC = exact check).
-DRAW_JITTER_TOL = 1e-3
+__all__ = ["GPPrior", "build_prior", "fit_cache_path"]
 
 
 def _normals(key: int, shape: tuple[int, ...]) -> np.ndarray:
@@ -235,12 +228,7 @@ class GPPrior:
         a²K_JJ is shared with the f* draw when both are made at the same inputs (as in
         :func:`udbench.tasks.make_task`). Without ``draws_at_train``: the eval-only
         posterior covariance a²K_ee − AᵀA is factorised (adaptive jitter) and
-        ``mean + z @ chol(C)ᵀ``. Standard normals z come from ``key``. When the jitter
-        either rule needed exceeds :data:`DRAW_JITTER_TOL` times the smallest exact posterior
-        variance at ``X_eval`` (nearly noise-free targets), the draws come instead from the
-        exact posterior covariance (joint at eval and train inputs with ``draws_at_train``)
-        through its eigendecomposition with negative round-off eigenvalues set to 0:
-        ``diagnostics["draws_method"]`` is then ``"posterior_eigh"``.
+        ``mean + z @ chol(C)ᵀ``. Standard normals z come from ``key``.
 
         Parameters
         ----------
@@ -305,34 +293,9 @@ class GPPrior:
                 K_ee = xp.asarray(a2 * kernel_matrix(self.hyper, X_eval))
                 var = xp.clip(xp.diag(K_ee) - xp.sum(A * A, axis=0), 0.0, None)
                 C = K_ee - A.T @ A
-                try:
-                    Lc, jit_c = chol_jitter(0.5 * (C + C.T), start=JITTER_START)
-                except UdbenchError:  # not PD even with the largest jitter: eigh below
-                    jit_c, draws = float("inf"), None
-                else:
-                    z = xp.asarray(_normals(key, (D, m)))
-                    draws = mean[None, :] + tri_matmul_T(z, Lc)
-            # A jitter added to a covariance before its Cholesky factor reaches the draws as
-            # extra variance of about its size at every point. Where the exact posterior
-            # variance is not far above it (nearly noise-free training targets: the posterior
-            # interpolates them), the draws would disagree with the exact moments; draw then
-            # from the exact posterior covariance through its eigendecomposition, negative
-            # round-off eigenvalues set to 0 (no jitter).
-            method = "matheron" if self.draws_at_train else "posterior_cholesky"
-            min_var = float(xp.min(var)) if m else 0.0
-            if float(jit_c) > DRAW_JITTER_TOL * min_var:
-                if self.draws_at_train:
-                    G = solve_lower(L, KJ[m:, :])  # L⁻¹ a²K_tJ, (n, m + n)
-                    mean_j = G.T @ w
-                    C = KJ - G.T @ G
-                else:
-                    mean_j = mean
-                    C = K_ee - A.T @ A
-                lam, Q = xp.linalg.eigh(0.5 * (C + C.T))
-                root = Q * xp.sqrt(xp.clip(lam, 0.0, None))[None, :]
-                z = xp.asarray(_normals(key, (D, root.shape[0])))
-                draws = mean_j[None, :] + z @ root.T
-                method = "posterior_eigh"
+                Lc, jit_c = chol_jitter(0.5 * (C + C.T), start=JITTER_START)
+                z = xp.asarray(_normals(key, (D, m)))
+                draws = mean[None, :] + tri_matmul_T(z, Lc)
             draws_np = np.asarray(draws)
             post = Posterior(
                 draws_eval=np.ascontiguousarray(draws_np[:, :m]),
@@ -341,11 +304,8 @@ class GPPrior:
                 var=np.asarray(var),
                 diagnostics={
                     "jitter_train": float(jit_t),
-                    # None: no jitter up to the largest made the matrix positive definite
-                    "jitter_prior" if self.draws_at_train else "jitter_posterior": (
-                        float(jit_c) if np.isfinite(float(jit_c)) else None
-                    ),
-                    "draws_method": method,
+                    "jitter_prior" if self.draws_at_train else "jitter_posterior": float(jit_c),
+                    "draws_method": "matheron" if self.draws_at_train else "posterior_cholesky",
                 },
             )
         return post
