@@ -29,7 +29,7 @@ def _start(tasks: Path, out: Path, workers: str) -> subprocess.Popen[str]:
             "run",
             str(tasks),
             "-m",
-            "_fakes:KnnMethod:sleep=1.5",
+            "_fakes:KnnMethod:sleep=4",
             "--out",
             str(out),
             "-w",
@@ -44,6 +44,8 @@ def _start(tasks: Path, out: Path, workers: str) -> subprocess.Popen[str]:
     )
 
 
+# Cells sleep 4 s (8 cells: 32 s): with 1.5 s, on a loaded CI machine every cell had finished
+# before the poll below saw the first one and the SIGINT arrived (run exit 0, not 130).
 def _interrupt_after_first_cell(proc: subprocess.Popen[str], out: Path) -> tuple[str, str]:
     deadline = time.monotonic() + 240
     while not list((out / "cells").glob("*.parquet")):
@@ -72,7 +74,7 @@ def _check(tmp_path: Path, workers: str) -> None:
     # the re-run skips the kept cells and finishes the rest
     again = subprocess.run(
         [
-            *(str(BIN / "udbench"), "run", str(tasks), "-m", "_fakes:KnnMethod:sleep=1.5"),
+            *(str(BIN / "udbench"), "run", str(tasks), "-m", "_fakes:KnnMethod:sleep=4"),
             *("--out", str(out), "-w", workers, "--no-progress"),
         ],
         capture_output=True,
