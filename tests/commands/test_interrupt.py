@@ -29,7 +29,7 @@ def _start(tasks: Path, out: Path, workers: str) -> subprocess.Popen[str]:
             "run",
             str(tasks),
             "-m",
-            "_fakes:KnnMethod:sleep=4",
+            "_fakes:KnnMethod:sleep=1.5",
             "--out",
             str(out),
             "-w",
@@ -41,11 +41,17 @@ def _start(tasks: Path, out: Path, workers: str) -> subprocess.Popen[str]:
         text=True,
         cwd=HERE.parent,  # tests/: the CLI imports _fakes from its current folder
         start_new_session=True,  # its own process group, as a terminal's foreground job
+        # as in a terminal, SIGINT at its default: a test run started in the background
+        # (``nohup … &``, a CI runner) inherits SIGINT ignored, and Python then never raises
+        # KeyboardInterrupt (the run finished all cells and exited 0)
+        preexec_fn=_default_sigint,
     )
 
 
-# Cells sleep 4 s (8 cells: 32 s): with 1.5 s, on a loaded CI machine every cell had finished
-# before the poll below saw the first one and the SIGINT arrived (run exit 0, not 130).
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_after_first_cell(proc: subprocess.Popen[str], out: Path) -> tuple[str, str]:
     deadline = time.monotonic() + 240
     while not list((out / "cells").glob("*.parquet")):
@@ -74,7 +80,7 @@ def _check(tmp_path: Path, workers: str) -> None:
     # the re-run skips the kept cells and finishes the rest
     again = subprocess.run(
         [
-            *(str(BIN / "udbench"), "run", str(tasks), "-m", "_fakes:KnnMethod:sleep=4"),
+            *(str(BIN / "udbench"), "run", str(tasks), "-m", "_fakes:KnnMethod:sleep=1.5"),
             *("--out", str(out), "-w", workers, "--no-progress"),
         ],
         capture_output=True,
