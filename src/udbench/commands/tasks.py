@@ -210,6 +210,14 @@ def generate_command(
     )
     keys = sorted({(s.family, s.dataset, s.fidelity) for s in todo})
     inline = jobs <= 1 and scheduler is None and cluster_config is None
+
+    def prior_ready(key: tuple[str, str, Any], seconds: float, where: str = "") -> None:
+        console.print(
+            f"prior {key[0]} on {key[1]} ({key[2]}): ready in {seconds:.1f} s{where}",
+            highlight=False,
+        )
+        log_generation_time(out, None, seconds, prior=key)
+
     if inline:  # fit each prior once here (cached on disk): the instances then read it
         for key in keys:
             # a GP prior's kernel fit takes minutes to most of an hour on one core (once; then
@@ -219,12 +227,7 @@ def generate_command(
                 f"prior {key[0]} on {key[1]} ({key[2]}): fitting, or reading the cache …"
             ):
                 get_prior(*key, dd)
-            seconds = time.perf_counter() - start
-            console.print(
-                f"prior {key[0]} on {key[1]} ({key[2]}): ready in {seconds:.1f} s",
-                highlight=False,
-            )
-            log_generation_time(out, None, seconds, prior=key)
+            prior_ready(key, time.perf_counter() - start)
     failures: list[tuple[str, str]] = []
     columns = (
         TextColumn("{task.description}"),
@@ -257,12 +260,7 @@ def generate_command(
                 if err:
                     bad.append(f"prior {key[0]} on {key[1]} ({key[2]}): {err}")
                 else:
-                    console.print(
-                        f"prior {key[0]} on {key[1]} ({key[2]}): ready in {result[0]:.1f} s "
-                        "(on a worker)",
-                        highlight=False,
-                    )
-                    log_generation_time(out, None, float(result[0]), prior=key)
+                    prior_ready(key, float(result[0]), " (on a worker)")
                 bar.advance(fits)
             if bad:
                 raise UdbenchError(

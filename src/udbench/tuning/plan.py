@@ -146,6 +146,7 @@ def _from_records(paths: Sequence[Path], found: Measurements) -> None:
 
 
 def _from_tasks(paths: Sequence[Path], found: Measurements) -> None:
+    from udbench.tasks.spec import TaskSpec
     from udbench.tasks.taskfile import read_task_meta
     from udbench.tasks.timelog import read_generation_log
 
@@ -160,8 +161,7 @@ def _from_tasks(paths: Sequence[Path], found: Measurements) -> None:
             logs[path.parent] = read_generation_log(path.parent)
         # the generation log's whole-instance seconds (replacements, checks and save included)
         # where ``udbench generate`` recorded them, else the MCMC sampler's own wall time
-        task_id = "{dataset}__{family}__{noise}__{coverage}__s{seed}".format(**spec)
-        wall = logs[path.parent].get(task_id)
+        wall = logs[path.parent].get(TaskSpec(**spec).task_id)
         if wall is None:
             sampler = (meta.get("diagnostics") or {}).get("sampler") or {}
             wall = sampler.get("wall_seconds") if isinstance(sampler, dict) else None
