@@ -301,3 +301,52 @@ def test_fit_with_known_noise_maximises_the_exact_marginal_likelihood() -> None:
     assert 1.5 < fit.total_variance < 25.0
     with pytest.raises(UdbenchError, match="noise_var"):
         fit_kernel(X, y, "rbf", restarts=1, maxiter=5, noise_var=-s2)
+
+
+def _near_noise_free() -> tuple[GPPrior, np.ndarray, np.ndarray, np.ndarray]:
+    """Noise σ² = 1e-13 (below the nugget ν = 1e-10·a²) and eval points 1e-6 from training
+    points: a posterior variance of f without the nugget would be ≈ 1e-13, far below ν."""
+    prior = GPPrior(_hyper("matern52", 1), scale=1.0)
+    Xt = np.sort(np.random.default_rng(3).random((60, 1)), axis=0)
+    return prior, Xt, Xt[::6] + 1e-6, np.full(60, 1e-13)
+
+
+def test_nugget_is_in_the_exact_moments_so_draws_match_them_near_noise_free() -> None:
+    """The white_wine × u-shaped case (docs/tasks.md, "Jitter") in miniature: f* and the
+    Matheron draws carry the nugget ν of the joint prior factor, so the exact variance must
+    too. Without it the draws' variance was ≈ 2000× the stored one here."""
+    prior, Xt, Xe, s2 = _near_noise_free()
+    f = prior.sample(np.vstack([Xe, Xt]), key=1)[0]
+    y = f[10:] + np.sqrt(s2) * np.random.default_rng(4).standard_normal(60)
+    D = 4000
+    post = prior.condition(Xt, y, s2, Xe, key=2, n_draws=D)
+    nu = post.diagnostics["nugget"]
+    assert nu == post.diagnostics["jitter_prior"] == pytest.approx(1e-10, rel=1e-12)
+    assert np.all(post.var >= nu)
+    # MC variance of the draws: SE ≈ var·sqrt(2 / (D − 1)); 4.5 SE over 10 points
+    ratio = post.draws_eval.var(axis=0, ddof=1) / post.var
+    assert np.all(np.abs(ratio - 1) < 4.5 * np.sqrt(2 / (D - 1)))
+    # moments() finds the same ν (cached joint factor) and the same moments, and takes ν
+    mean, var = prior.moments(Xt, y, s2, Xe)
+    np.testing.assert_allclose(var, post.var, rtol=1e-5, atol=0)
+    np.testing.assert_allclose(mean, post.mean, rtol=0, atol=1e-8)
+    _, var0 = prior.moments(Xt, y, s2, Xe, nugget=0.0)
+    assert np.all(var0 < 0.01 * nu)  # the old, nugget-free variance
+    with pytest.raises(UdbenchError, match="nugget"):
+        prior.moments(Xt, y, s2, Xe, nugget=-1.0)
+
+
+def test_f_star_is_calibrated_under_the_exact_moments_near_noise_free() -> None:
+    """Simulation-based calibration of the whole reference: f* drawn with the prior's
+    nugget, conditioned exactly, gives z = (f* − m_S)/σ_f with E z² = 1. 300 replications ×
+    10 points; z² has variance 2, so the mean of z² is within 0.25 of 1 even if the ten
+    points of a replication were fully dependent (SE ≤ sqrt(2/300) = 0.08; 3 SE)."""
+    prior, Xt, Xe, s2 = _near_noise_free()
+    rng = np.random.default_rng(5)
+    z2 = []
+    for k in range(300):
+        f = prior.sample(np.vstack([Xe, Xt]), key=100 + k)[0]
+        y = f[10:] + np.sqrt(s2) * rng.standard_normal(60)
+        mean, var = prior.moments(Xt, y, s2, Xe)
+        z2.append((f[:10] - mean) ** 2 / var)
+    assert abs(float(np.mean(z2)) - 1.0) < 0.25

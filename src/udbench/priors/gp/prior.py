@@ -13,6 +13,15 @@ Numerics: every computation runs in float64 inside a scoped ``jax.enable_x64(Tru
 matrices are jitted GPJax code; the dense linear algebra and its jitter rule are
 :mod:`udbench.priors.gp.linalg` (JAX on an accelerator, SciPy's LAPACK on CPU). The jitter
 used is recorded in the diagnostics.
+
+The nugget: a joint prior draw at inputs J is made from the Cholesky factor of
+a²k̃(J, J) + ν·I, where ν is the jitter that factorisation needs (at least
+``JITTER_START·mean diag``). The drawn f therefore carries a white-noise nugget of variance ν
+at every input, and the reference posterior is that of the prior a²k̃ + ν·δ: the training
+matrix is B = a²K_tt + diag(σ² + ν) and the posterior variance gets + ν. f*, the posterior
+draws and the exact moments then describe one model. Without the nugget in the moments they
+disagree where the posterior variance comes down to ν (≈ 1e-10 relative: nearly noise-free
+targets), e.g. white_wine × ``u-shaped`` (docs/tasks.md, "Jitter").
 """
 
 from __future__ import annotations
@@ -151,6 +160,35 @@ class GPPrior:
             z = _xp().asarray(_normals(key, (int(n_draws), X.shape[0])))
             return np.asarray(tri_matmul_T(z, L))
 
+    def nugget(self, X_eval: np.ndarray, X_train: np.ndarray) -> float:
+        """Variance ν of the white-noise nugget carried by joint prior draws at
+        J = (X_eval, X_train) (module docstring).
+
+        The jitter of the cached joint Cholesky factor when it was made at exactly these
+        inputs (as :func:`udbench.tasks.make_task` draws f* there first); otherwise its
+        first value, ``JITTER_START·mean(diag a²k̃(J, J))``, computed from the diagonal only
+        (O(m + n)). The two differ only if that factorisation needed more jitter.
+
+        Parameters
+        ----------
+        X_eval : ndarray, shape (m, d)
+        X_train : ndarray, shape (n, d)
+
+        Returns
+        -------
+        float
+            ν, target units squared.
+        """
+        XJ = np.vstack([X_eval, X_train])
+        fp = _fingerprint(XJ) + f"-{XJ.shape}"
+        if self._chol_cache is not None and self._chol_cache[0] == fp:
+            return float(self._chol_cache[1][1])
+        with jax.enable_x64(True):
+            diag = np.concatenate(
+                [_diag_kernel(self.hyper, X_eval), _diag_kernel(self.hyper, X_train)]
+            )
+        return float(JITTER_START * float(np.mean(self._scale**2 * diag)))
+
     def _prior_chol(self, X: np.ndarray) -> tuple[Any, float, Any]:
         """(Cholesky factor of a²k̃(X, X) + jitter·I, jitter, a²k̃(X, X)); the last one is
         kept, so that drawing f* and conditioning at the same inputs factorise once."""
@@ -168,13 +206,15 @@ class GPPrior:
         y: np.ndarray,
         noise_var_train: np.ndarray,
         X_eval: np.ndarray,
+        nugget: float | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Exact posterior mean and variance of f at ``X_eval``, without draws.
 
-        The moments of :meth:`condition` (R&W 2006 eq. 2.22–2.24: B = a²K_tt + diag σ² =
-        LLᵀ, A = L⁻¹a²K_te, m_S = Aᵀ L⁻¹ y, σ_f² = a²k(x, x) − colsum A²), at O(n³ + n²m)
-        cost: no joint prior factor and no sampling. Used by ``udbench transfer`` for
-        alternative GP oracles, where only the moments are needed.
+        The moments of :meth:`condition` (R&W 2006 eq. 2.22–2.24 with the nugget ν of the
+        module docstring: B = a²K_tt + diag(σ² + ν) = LLᵀ, A = L⁻¹a²K_te, m_S = Aᵀ L⁻¹ y,
+        σ_f² = a²k(x, x) + ν − colsum A²), at O(n³ + n²m) cost: no joint prior factor and no
+        sampling. Used by ``udbench transfer`` for alternative GP oracles, where only the
+        moments are needed.
 
         Parameters
         ----------
@@ -183,6 +223,9 @@ class GPPrior:
         noise_var_train : ndarray, shape (n,)
             Known noise variances σ²(x_i) > 0.
         X_eval : ndarray, shape (m, d)
+        nugget : float, optional
+            ν (>= 0, target units squared), e.g. a task's recorded ``sampler.nugget``;
+            default :meth:`nugget` at (X_eval, X_train).
 
         Returns
         -------
@@ -195,16 +238,22 @@ class GPPrior:
         """
         comp = "GPPrior.moments"
         X_train, y, s2, X_eval = _conditioning_inputs(comp, X_train, y, noise_var_train, X_eval)
+        if nugget is None:
+            nu = self.nugget(X_eval, X_train)
+        else:
+            nu = float(nugget)
+            if not (np.isfinite(nu) and nu >= 0):
+                raise param_error(comp, "nugget", "be a finite number >= 0", nugget)
         a2 = self._scale**2
         with jax.enable_x64(True):
             xp = _xp()
             K_tt = xp.asarray(a2 * kernel_matrix(self.hyper, X_train))
             K_te = xp.asarray(a2 * kernel_matrix(self.hyper, X_train, X_eval))
             prior_var = xp.asarray(a2 * _diag_kernel(self.hyper, X_eval))
-            L, _ = chol_jitter(add_diag(K_tt, xp.asarray(s2)), start=None)
+            L, _ = chol_jitter(add_diag(K_tt, xp.asarray(s2 + nu)), start=None)
             A = solve_lower(L, K_te)
             mean = A.T @ solve_lower(L, xp.asarray(y))
-            var = xp.clip(prior_var - xp.sum(A * A, axis=0), 0.0, None)
+            var = xp.clip(prior_var + nu - xp.sum(A * A, axis=0), 0.0, None)
             return np.asarray(mean, dtype=np.float64), np.asarray(var, dtype=np.float64)
 
     def condition(
@@ -218,17 +267,21 @@ class GPPrior:
     ) -> Posterior:
         """Exact GP posterior with known heteroscedastic noise (R&W 2006 eq. 2.22–2.24).
 
-        With B = a²K_tt + diag(σ²) = LLᵀ and A = L⁻¹ a²K_te, the exact posterior mean is
-        m_S = Aᵀ L⁻¹ y and the exact variance σ_f² = a²k(x, x) − colsum(A²) (no jitter).
+        The prior is a²k̃ plus the nugget ν of the module docstring (the jitter of the joint
+        prior factor at J = (eval, train), with which f* is drawn). With
+        B = a²K_tt + diag(σ² + ν) = LLᵀ and A = L⁻¹ a²K_te, the exact posterior mean is
+        m_S = Aᵀ L⁻¹ y and the exact variance σ_f² = a²k(x, x) + ν − colsum(A²).
 
         Draws, with ``draws_at_train`` (default): joint draws at (eval, train) by Matheron's
-        rule (Wilson et al. 2020, "pathwise conditioning"): f ~ N(0, a²K_JJ + jitter·I) at
-        J = (eval, train), ε ~ N(0, diag σ²), f_post = f + a²K_Jt B⁻¹ (y − f_t − ε). This has
-        exactly the posterior distribution of the jittered prior; the Cholesky factor of
-        a²K_JJ is shared with the f* draw when both are made at the same inputs (as in
-        :func:`udbench.tasks.make_task`). Without ``draws_at_train``: the eval-only
-        posterior covariance a²K_ee − AᵀA is factorised (adaptive jitter) and
-        ``mean + z @ chol(C)ᵀ``. Standard normals z come from ``key``.
+        rule (Wilson et al. 2020, "pathwise conditioning"): f ~ N(0, a²K_JJ + ν·I) at
+        J = (eval, train), ε ~ N(0, diag σ²), f_post = f + (a²K + νI)_Jt B⁻¹ (y − f_t − ε).
+        This has exactly the posterior distribution of the nugget prior, whose moments are
+        the exact ones above; the Cholesky factor of a²K_JJ + νI is shared with the f* draw
+        when both are made at the same inputs (as in :func:`udbench.tasks.make_task`).
+        Without ``draws_at_train``: ν is :meth:`nugget`, and the eval-only posterior
+        covariance a²K_ee + νI − AᵀA is factorised (adaptive jitter, recorded as
+        ``jitter_posterior``) and ``mean + z @ chol(C)ᵀ``. Standard normals z come from
+        ``key``.
 
         Parameters
         ----------
@@ -247,7 +300,8 @@ class GPPrior:
         -------
         Posterior
             ``draws_eval`` (D, n_eval), ``draws_train`` (D, n) or None, exact ``mean`` and
-            ``var`` (n_eval,), diagnostics ``{"jitter_train", "jitter_posterior"}``.
+            ``var`` (n_eval,), diagnostics ``{"jitter_train", "jitter_prior"`` (or
+            ``"jitter_posterior"``), ``"nugget", "draws_method"}``.
 
         Raises
         ------
@@ -269,31 +323,34 @@ class GPPrior:
             if self.draws_at_train:
                 # Matheron's rule on the joint prior at J = (eval, train)
                 XJ = np.vstack([X_eval, X_train])
-                LJ, jit_c, KJ = self._prior_chol(XJ)
+                LJ, nu, KJ = self._prior_chol(XJ)
                 K_te, K_tt = KJ[m:, :m], KJ[m:, m:]
             else:
+                nu = self.nugget(X_eval, X_train)
                 K_tt = xp.asarray(a2 * kernel_matrix(self.hyper, X_train))
                 K_te = xp.asarray(a2 * kernel_matrix(self.hyper, X_train, X_eval))
-            L, jit_t = chol_jitter(add_diag(K_tt, s2j), start=None)
+            L, jit_t = chol_jitter(add_diag(K_tt, s2j + nu), start=None)
             A = solve_lower(L, K_te)  # (n, m)
             w = solve_lower(L, yj)
             mean = A.T @ w
             if self.draws_at_train:
-                var = xp.clip(xp.diag(KJ)[:m] - xp.sum(A * A, axis=0), 0.0, None)
+                jit_c = nu
+                var = xp.clip(xp.diag(KJ)[:m] + nu - xp.sum(A * A, axis=0), 0.0, None)
                 z = xp.asarray(_normals(key, (D, m + 2 * n)))
                 f_prior = tri_matmul_T(z[:, : m + n], LJ)  # (D, m + n) prior draws at J
                 eps = z[:, m + n :] * xp.sqrt(s2j)[None, :]
                 resid = yj[None, :] - f_prior[:, m:] - eps  # (D, n)
                 W = solve_lower(L, resid.T)  # L⁻¹ r, (n, D)
                 V = solve_lower(L, W, trans=True)  # B⁻¹ r
-                # eval block: a²K_et B⁻¹ r = Aᵀ L⁻¹ r; train block: a²K_tt B⁻¹ r = r − Σ B⁻¹ r
+                # eval block: a²K_et B⁻¹ r = Aᵀ L⁻¹ r (no nugget across distinct inputs);
+                # train block: (a²K_tt + νI) B⁻¹ r = r − Σ B⁻¹ r, Σ = diag σ²
                 update = xp.concatenate([A.T @ W, resid.T - s2j[:, None] * V], axis=0)
                 draws = f_prior + update.T
             else:
                 K_ee = xp.asarray(a2 * kernel_matrix(self.hyper, X_eval))
-                var = xp.clip(xp.diag(K_ee) - xp.sum(A * A, axis=0), 0.0, None)
-                C = K_ee - A.T @ A
-                Lc, jit_c = chol_jitter(0.5 * (C + C.T), start=JITTER_START)
+                var = xp.clip(xp.diag(K_ee) + nu - xp.sum(A * A, axis=0), 0.0, None)
+                C = add_diag(K_ee - A.T @ A, nu)
+                Lc, jit_c = chol_jitter(0.5 * (C + C.T), start=None if nu > 0 else JITTER_START)
                 z = xp.asarray(_normals(key, (D, m)))
                 draws = mean[None, :] + tri_matmul_T(z, Lc)
             draws_np = np.asarray(draws)
@@ -305,6 +362,7 @@ class GPPrior:
                 diagnostics={
                     "jitter_train": float(jit_t),
                     "jitter_prior" if self.draws_at_train else "jitter_posterior": float(jit_c),
+                    "nugget": float(nu),
                     "draws_method": "matheron" if self.draws_at_train else "posterior_cholesky",
                 },
             )
