@@ -147,3 +147,25 @@ def test_check_table_shows_thresholds_and_strict_exit(task_dir, capsys, monkeypa
     assert "failed: gp coverage 90 %" in capsys.readouterr().out
     assert main(["check", str(task_dir), "--strict"]) == EXIT_CHECK_FAILED
     assert main(["check", str(task_dir), "--strict", "--json"]) == EXIT_CHECK_FAILED
+
+
+def test_check_lists_gp_files_made_before_the_nugget(task_dir, tmp_path, capsys) -> None:
+    from udbench.tasks import Task
+
+    assert main(["check", str(task_dir), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["before_nugget"] == []  # fresh files have ν
+    # a file as udbench wrote it before the exact moments included the nugget
+    task = Task.load(sorted(task_dir.glob("*.npz"))[0])
+    assert task.diagnostics["sampler"]["nugget"] > 0
+    del task.diagnostics["sampler"]["nugget"]
+    old = task.save(tmp_path / "old" / f"{task.spec.task_id}.npz")
+    assert main(["check", str(old), "--json"]) == 0  # still valid: listed, not rejected
+    report = json.loads(capsys.readouterr().out)
+    assert report["before_nugget"] == [
+        {"task_id": task.spec.task_id, "path": str(old), "mc_agree": True}
+    ]
+    assert report["invalid"] == [] and report["families"]["gp"]["n_instances"] == 1
+    assert main(["check", str(old)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "note: 1 GP task file(s) were made before the exact moments included" in out
+    assert "0 of them fail MC = exact" in out

@@ -317,7 +317,11 @@ def check_tasks(
     -------
     dict
         ``{"families": {family: stats}, "invalid": [{"path", "error"}, ...], "approximate":
-        [{"task_id", "path", "note"}, ...]}``; ``stats`` is
+        [{"task_id", "path", "note"}, ...], "before_nugget": [{"task_id", "path",
+        "mc_agree"}, ...]}``; ``before_nugget`` lists the GP task files made before the exact
+        moments included the prior's nugget (no ``sampler.nugget``; docs/tasks.md, "Jitter
+        and the nugget"): valid, but their moments differ from a fresh file's by about the
+        nugget, which fails MC = exact where the targets are nearly noise-free. ``stats`` is
         the :func:`udbench.tasks.pool_checks` output (``n_instances, coverage_90,
         coverage_90_ci, sbc_max_bin_deviation, mcse_var_median, mcse_var_p95,
         corr_mean_fstar_median``; MCMC families also ``rhat_max``,
@@ -348,6 +352,7 @@ def check_tasks(
     invalid: list[dict[str, str]] = []
     approximate: list[dict[str, str]] = []
     presets: dict[str, dict[str, dict[str, Any]]] = {}  # family -> fidelity -> sampler
+    before_nugget: list[dict[str, Any]] = []
     for path in paths:
         try:
             task = Task.load(path).verify()
@@ -365,6 +370,18 @@ def check_tasks(
             presets.setdefault(task.spec.family, {}).setdefault(task.spec.fidelity.value, sampler)
         summaries.append({**task.diagnostics["checks"], **mcmc_summary(task.diagnostics)})
         mcse.append(task.mcse_var_rel)
+        if (
+            task.spec.family == "gp"
+            and task.diagnostics.get("exact_moments")
+            and "nugget" not in (task.diagnostics.get("sampler") or {})
+        ):
+            before_nugget.append(
+                {
+                    "task_id": task.spec.task_id,
+                    "path": str(path),
+                    "mc_agree": bool(task.diagnostics["checks"].get("mc_agree", True)),
+                }
+            )
         if by_dataset:
             fam_ds = per_dataset.setdefault(group, {})
             ds_summaries, ds_mcse = fam_ds.setdefault(task.spec.dataset, ([], []))
@@ -397,7 +414,12 @@ def check_tasks(
         approximate_reference = fam.endswith(APPROXIMATE_SUFFIX)
         for pooled in (stats, *stats.get("datasets", {}).values()):
             pooled["verdicts"] = gate_verdicts(pooled, approximate=approximate_reference)
-    return {"families": families, "invalid": invalid, "approximate": approximate}
+    return {
+        "families": families,
+        "invalid": invalid,
+        "approximate": approximate,
+        "before_nugget": before_nugget,
+    }
 
 
 def check_directory(directory: Path, by_dataset: bool = False) -> dict[str, Any]:
@@ -497,6 +519,17 @@ def check_command(
                 fam, v["check"], v["figure"], v["threshold"], f"[{colour}]{escape(v['verdict'])}[/]"
             )
     console.print(verdicts)
+    old = report["before_nugget"]
+    if old:
+        n_fail = sum(not r["mc_agree"] for r in old)
+        console.print(
+            f"note: {len(old)} GP task file(s) were made before the exact moments included the "
+            f"prior's nugget (no sampler.nugget; docs/tasks.md, \"Jitter and the nugget\"): "
+            f"their moments differ from a fresh file's by about 1e-10 relative; {n_fail} of "
+            "them fail MC = exact, which this explains only where the targets are nearly "
+            "noise-free. Delete and regenerate them for the current reference.",
+            highlight=False,
+        )
     mcmc = {fam: r for fam, r in result.items() if "rhat_max" in r}
     if mcmc:
         diag = Table(title="MCMC diagnostics (pooled over instances)")
