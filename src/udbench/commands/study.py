@@ -87,10 +87,11 @@ def print_projection(
     and the returned hours count only the instances and cells still to make, so resuming a
     study that was stopped does not ask for ``--yes`` again for work already done. Returns
     the remaining selection's measured CPU-hours (unknown parts count 0) and its
-    ``"stage key"`` figures with no measurement (those with work left).
+    ``"stage key"`` figures with no measurement that hold the ``--yes`` gate
+    (:func:`udbench.tuning.plan.unmeasured`: work left, GP generation excepted).
     """
     from udbench.methods.registry import registered_methods
-    from udbench.tuning.plan import FinishedWork, plan_grid, remaining_rows
+    from udbench.tuning.plan import FinishedWork, plan_grid, remaining_rows, unmeasured
 
     names = [m.split(":", 1)[0] for m in methods]
     all_names = list(registered_methods()) if full_methods is None else full_methods
@@ -104,7 +105,7 @@ def print_projection(
         hours = sum(r.cpu_hours or 0.0 for r in rows)
         unknown = [f"{r.stage} {r.key}" for r in rows if r.cpu_hours is None and r.count]
         totals[what] = (hours, unknown, counts, rows)
-    hours, unknown, counts, rows = totals["this run"]
+    hours, _, counts, rows = totals["this run"]
     table = Table(
         title="projected CPU-hours of this run (count × median measured seconds)"
         + ("; finished instances and cells not counted" if done else "")
@@ -137,7 +138,7 @@ def print_projection(
             ),
             highlight=False,
         )
-    return hours, unknown
+    return hours, unmeasured(rows)
 
 
 @study_app.command("wine-ood")
@@ -225,7 +226,6 @@ def wine_ood_cmd(
     )
     # as spectral-norm: an unmeasured run stage (or MCMC generation) is not shown to be under
     # the hour; GP generation (seconds per instance once the kernel is fitted) does not count
-    unknown = [u for u in unknown if u != "generate gp"]
     if (hours > CONFIRM_CPU_HOURS or unknown) and not yes:
         why = (
             f"the projected cost of this run is {hours:.3g} CPU-hours (> {CONFIRM_CPU_HOURS:g})"

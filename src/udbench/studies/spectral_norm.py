@@ -490,7 +490,7 @@ def project_cost(
         ``plan_grid``'s counts and rows, the sum of the measured CPU-hours, and the
         ``"stage method"`` figures that have no measurement.
     """
-    from udbench.tuning.plan import Measurements, collect_measurements, plan_grid
+    from udbench.tuning.plan import Measurements, collect_measurements, plan_grid, unmeasured
 
     found = Measurements()
     for folder in measured:
@@ -510,12 +510,7 @@ def project_cost(
                     found.seconds[(stage, name)] = list(found.seconds[(stage, base)])
     counts, rows = plan_grid(list(specs), list(arm_names), trials, found)
     known = float(sum(r.cpu_hours for r in rows if r.cpu_hours is not None))
-    unknown = [
-        f"{r.stage} {r.key}"
-        for r in rows
-        if r.cpu_hours is None and not (r.stage == "generate" and r.key == "gp")
-    ]
-    return counts, rows, known, unknown
+    return counts, rows, known, unmeasured(rows)
 
 
 def plan_study(

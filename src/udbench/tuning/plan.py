@@ -45,6 +45,7 @@ __all__ = [
     "finished_work",
     "plan_grid",
     "remaining_rows",
+    "unmeasured",
 ]
 
 #: The paper's 19 methods (SPEC §8), by registry name (some may not be registered yet).
@@ -353,3 +354,25 @@ def remaining_rows(
         hours = None if r.median_s is None else n * r.median_s / 3600.0
         out.append(replace(r, count=n, cpu_hours=hours))
     return out
+
+
+def unmeasured(rows: Sequence[PlanRow]) -> list[str]:
+    """The ``"stage key"`` of every plan row with work left and no measurement, the figures a
+    study's ``--yes`` gate waits for, GP generation excepted: a GP instance takes seconds
+    (docs/tasks.md), so an unmeasured ``generate gp`` does not hold a study back.
+
+    Parameters
+    ----------
+    rows : sequence of PlanRow
+        :func:`plan_grid` (or :func:`remaining_rows`) output.
+
+    Returns
+    -------
+    list of str
+        E.g. ``["run nn-lap", "tune nn-lap+sn"]``, in row order.
+    """
+    return [
+        f"{r.stage} {r.key}"
+        for r in rows
+        if r.cpu_hours is None and r.count and not (r.stage == "generate" and r.key == "gp")
+    ]
