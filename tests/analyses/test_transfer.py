@@ -15,9 +15,11 @@ from _fakes import KnnMethod, MeanMethod
 from udbench._validation import UdbenchError
 from udbench.analyses.transfer import run_transfer, transfer_sections, transfer_tables
 from udbench.cli import main
+from udbench.evaluation.losses import LOSS_METRIC_KEYS, loss_column
 from udbench.evaluation.runner import run_benchmark
-from udbench.evaluation.store import read_results
+from udbench.evaluation.store import ResultsStore, read_results
 from udbench.evaluation.transfer import (
+    OWN_PREFIX,
     SCORED_KEYS,
     alternative_moments,
     parse_oracle,
@@ -107,6 +109,61 @@ def test_misspecified_kernel_moves_the_eu_targets_only(run_dir) -> None:
     assert '"kernel_family": "matern12"' in info and "lml_final" in info
 
 
+@pytest.mark.parametrize("loss", ["crps", "log"])
+def test_identity_oracle_under_another_loss_is_exact(run_dir, loss) -> None:
+    """gp:prior on GP tasks gives the task's own moments, and both sides use the same closed
+    form: every loss metric equals its ``own_`` twin, τ = 1, and the tables are under
+    OUT/<slug>/<loss>/ with the oracle cache shared."""
+    res = run_transfer(run_dir / "res", ["gp:prior"], n_resamples=100, loss=loss)
+    cells = _by_key(res.cells["gp:prior"])
+    assert (cells["oracle_status"] == "ok").all()
+    for key in LOSS_METRIC_KEYS:
+        col = loss_column(key, loss)
+        np.testing.assert_array_equal(cells[col], cells[OWN_PREFIX + col], err_msg=col)
+    assert cells[loss_column("rho_eu_risk", loss)].notna().all()
+    folder = run_dir / "res" / "transfer" / "gp-prior"
+    assert res.folders["gp:prior"] == folder / loss
+    assert (folder / loss / "tau.csv").is_file() and (folder / loss / "cells.parquet").is_file()
+    assert not (folder / loss / "oracles").exists()
+    tau = res.tau["gp:prior"]
+    assert set(tau["metric"]) == {loss_column("rho_eu_risk", loss), loss_column("rho_eu_var", loss)}
+    defined = tau[tau["n_methods"] >= 3]
+    assert len(defined) > 0 and (defined["tau"] == 1.0).all()
+    assert (res.ranks["gp:prior"]["rank_shift"].dropna() == 0).all()
+
+
+def test_crps_transfer_metrics_by_hand(run_dir) -> None:
+    """One cell's ρ(EU_crps, EU*_crps,risk) under gp:matern12 from the closed forms written
+    out here (paper A.3), and AU / EU*_point metrics unchanged by the oracle."""
+    res = run_transfer(run_dir / "res", ["gp:matern12"], n_resamples=50, loss="crps")
+    cells = _by_key(res.cells["gp:matern12"])
+    assert (cells["oracle_status"] == "ok").all()
+    for key in ("rho_au", "rho_eu_point"):  # neither uses the posterior
+        col = loss_column(key, "crps")
+        np.testing.assert_allclose(cells[col], cells[OWN_PREFIX + col], rtol=0, atol=1e-12)
+    col = loss_column("rho_eu_risk", "crps")
+    assert np.max(np.abs(cells[col] - cells[OWN_PREFIX + col])) > 1e-3  # the oracle moves it
+    row = cells[cells["method_label"].astype(str).str.startswith("knn3")].iloc[0]
+    task = Task.load(row["task_path"])
+    cache = run_dir / "res" / "transfer" / "gp-matern12" / "oracles"
+    (moments,) = [np.load(p) for p in cache.glob(f"{task.spec.task_id}__*.npz")]
+    m, v = moments["mean"], moments["var"]
+    pred = ResultsStore(run_dir / "res").read_predictions(row.name)
+    mu, au, eu = (pred[c].to_numpy(float) for c in ("mean", "aleatoric", "epistemic"))
+    s2, sp = task.noise_var_eval, np.sqrt(np.pi)
+    pv = au + eu
+    # E|N(m − μ̂, v + σ² + ŝ²)| = s·√(2/π)·e^{−δ²/2s²} + δ(1 − 2Φ(−δ/s)) (folded normal)
+    s, delta = np.sqrt(v + s2 + pv), m - mu
+    cross = s * np.sqrt(2 / np.pi) * np.exp(-(delta**2) / (2 * s**2)) + delta * (
+        1 - 2 * scipy.stats.norm.cdf(-delta / s)
+    )
+    gv = (np.sqrt(v + s2) - np.sqrt(s2)) / sp
+    gap = cross - (np.sqrt(v + s2) + np.sqrt(pv)) / sp
+    eu_method = (np.sqrt(pv) - np.sqrt(au)) / sp
+    want = scipy.stats.spearmanr(eu_method, gv + gap).statistic
+    assert row[col] == pytest.approx(want, abs=1e-10)
+
+
 def test_rerun_reuses_cached_oracles(run_dir) -> None:
     first = run_transfer(run_dir / "res", ["gp:rbf"], n_resamples=50)
     cache = run_dir / "res" / "transfer" / "gp-rbf" / "oracles"
@@ -147,6 +204,14 @@ def test_cli_transfer_and_errors(run_dir, capsys) -> None:
         assert why in err and len(err.strip().splitlines()) == 1
     args = ["transfer", str(run_dir / "res"), "--oracle", "gp:prior", "--metric", "rho_nope"]
     assert main(args) == 2 and "'--metric' must name a metric column" in capsys.readouterr().err
+    args = ["transfer", str(run_dir / "res"), "--oracle", "gp:prior", "--n-resamples", "50"]
+    assert main([*args, "--loss", "log"]) == 0
+    out = capsys.readouterr().out
+    assert "Kendall's τ (rho_eu_risk_log, pooled): 1.000 [1.000, 1.000]" in out
+    assert main([*args, "--loss", "pinball"]) == 2
+    assert "--loss" in capsys.readouterr().err
+    assert main([*args, "--loss", "crps", "--metric", "rmse"]) == 2  # not a loss metric
+    assert "scored under crps" in capsys.readouterr().err
 
 
 def test_results_without_predictions_is_an_error(run_dir, tmp_path) -> None:

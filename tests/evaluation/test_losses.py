@@ -15,6 +15,7 @@ from udbench._validation import UdbenchError
 from udbench.cli import main
 from udbench.evaluation.losses import (
     LOSS_METRIC_KEYS,
+    gaussian_loss_oracle_targets,
     loss_column,
     loss_columns,
     loss_metrics,
@@ -325,3 +326,34 @@ def test_log_score_cache_gives_the_same_targets():
                 getattr(cached, name), getattr(fresh, name), rtol=0, atol=1e-13
             )
     assert len(cache) == 1
+
+
+@pytest.mark.parametrize("loss", ["crps", "log"])
+def test_gaussian_targets_agree_with_draw_targets_within_mc_error(loss):
+    """``udbench transfer --loss`` takes the targets in closed form from posterior moments:
+    for a method that is not the posterior (â ≠ m, its own variances), the draw-based
+    targets of R independent sets of D Gaussian draws average to the closed form within 5
+    standard errors per point; AU* and EU*_point do not use the posterior at all."""
+    rng = np.random.default_rng(29)
+    n, d, reps = 12, 500, 30
+    m = rng.normal(size=n)
+    v, s2 = rng.uniform(0.05, 1.0, n), rng.uniform(0.05, 1.0, n)
+    f_star = m + np.sqrt(v) * rng.normal(size=n)
+    mu, pv = m + 0.7 * rng.normal(size=n), rng.uniform(0.1, 2.0, n)  # a deployed predictive
+    exact = gaussian_loss_oracle_targets(m, v, s2, f_star, mu, pv, loss)
+    est = {"eu_risk": [], "eu_var": []}
+    for r in range(reps):
+        draws = m + np.sqrt(v) * np.random.default_rng(300 + r).standard_normal((d, n))
+        t = loss_oracle_targets(draws, s2, f_star, mu, pv, loss, random_state=r)
+        np.testing.assert_allclose(t.eu_point, exact.eu_point, rtol=1e-12)
+        if loss == "crps":  # the log score's AU term is the mixture entropy minus I(Y; F)
+            np.testing.assert_allclose(t.au, exact.au, rtol=1e-12)
+        for k in est:
+            est[k].append(getattr(t, k))
+    for k, vals in est.items():
+        vals = np.asarray(vals)
+        se = vals.std(axis=0, ddof=1) / np.sqrt(reps)
+        err = np.abs(vals.mean(axis=0) - getattr(exact, k))
+        assert np.all(err <= 5 * se + 1e-12), (k, (err / se).max())
+    with pytest.raises(UdbenchError, match="loss"):
+        gaussian_loss_oracle_targets(m, v, s2, f_star, mu, pv, "squared")

@@ -36,7 +36,15 @@ from udbench._validation import UdbenchError, check_choice, param_error
 from udbench.analyses._common import prepare, resampling
 from udbench.analyses.proxies import factor_scopes, scope_taus
 from udbench.analyses.tables import FACTORS
-from udbench.evaluation.transfer import OracleSpec, TaskCallback, parse_oracle, rescore_cells
+from udbench.evaluation.losses import LOSS_METRIC_KEYS, loss_column
+from udbench.evaluation.transfer import LOSSES as TRANSFER_LOSSES
+from udbench.evaluation.transfer import (
+    OWN_PREFIX,
+    OracleSpec,
+    TaskCallback,
+    parse_oracle,
+    rescore_cells,
+)
 from udbench.report.html import ReportSection
 
 __all__ = [
@@ -229,6 +237,14 @@ def run_transfer(
     ``tau.csv`` / ``tau.parquet`` and ``ranks.csv`` / ``ranks.parquet`` (the tables of
     :func:`transfer_tables`) and ``oracles/`` (the per-task moments, reused by a re-run).
 
+    Under another ``loss`` (``crps``, ``log``) the four tables go to ``OUT/<slug>/<loss>/``
+    (the moments cache stays shared), the metrics are the loss's columns
+    (``rho_eu_risk_crps``, …), and the "correct" ordering is the one against the task's own
+    posterior moments by the same Gaussian closed form as the oracle's (columns
+    ``own_<key>_<loss>`` of the rescored rows; :mod:`udbench.evaluation.transfer`), not the
+    draw-based columns of ``udbench score --loss``, so that the identity oracle gives τ = 1
+    exactly.
+
     Parameters
     ----------
     results : str or Path
@@ -240,7 +256,9 @@ def run_transfer(
     task_dirs, data_dir, loss, on_task, fit_settings
         As in :func:`udbench.evaluation.transfer.rescore_cells`.
     metrics, factors, bootstrap_unit, n_resamples, confidence, random_state
-        As in :func:`transfer_tables`.
+        As in :func:`transfer_tables`; under another loss ``metrics`` are the squared-loss
+        names (keys of :data:`udbench.evaluation.losses.LOSS_METRIC_KEYS`), compared as
+        ``<metric>_<loss>``.
 
     Returns
     -------
@@ -266,9 +284,14 @@ def run_transfer(
     df = df[df["status"].astype(str) == "ok"]
     if df.empty:
         raise UdbenchError(f"{name}: {str(root)!r} has no ok cell")
+    check_choice(name, "--loss", loss, list(TRANSFER_LOSSES))
     for m in metrics:
-        if m not in df.columns:
+        if loss == "squared" and m not in df.columns:
             raise param_error(name, "--metric", "name a metric column of the results", m)
+        if loss != "squared" and m not in LOSS_METRIC_KEYS:
+            raise param_error(
+                name, "--metric", f"name a metric scored under {loss} (LOSS_METRIC_KEYS)", m
+            )
     out_root = Path(out) if out is not None else root / TRANSFER_DIR
     res = TransferResult()
     for spec in specs:
@@ -290,17 +313,27 @@ def run_transfer(
                 f"{name}: no cell of {str(root)!r} kept its predictions; run it with "
                 "'udbench run --keep-predictions'"
             )
-        _write_parquet(cells, folder / "cells.parquet")
+        tables_dir = folder if loss == "squared" else folder / loss
+        tables_dir.mkdir(parents=True, exist_ok=True)
+        _write_parquet(cells, tables_dir / "cells.parquet")
         res.cells[spec.text] = cells
-        res.folders[spec.text] = folder
+        res.folders[spec.text] = tables_dir
         if not (cells["oracle_status"] == "ok").any():
             first = cells["oracle_error"].dropna().astype(str)
             why = first.iloc[0] if len(first) else "unknown"
             raise UdbenchError(f"{name}: no cell could be rescored under {spec.text}: {why}")
+        correct, compared = df, list(metrics)
+        if loss != "squared":
+            compared = [loss_column(m, loss) for m in metrics]
+            own = cells.set_index(cells["cell_key"].astype(str))
+            correct = df.copy()
+            keys = correct["cell_key"].astype(str)
+            for col in compared:
+                correct[col] = keys.map(own[OWN_PREFIX + col]).astype(float)
         tau, ranks = transfer_tables(
-            df,
+            correct,
             cells,
-            metrics=metrics,
+            metrics=compared,
             factors=factors,
             bootstrap_unit=bootstrap_unit,
             n_resamples=n_resamples,
@@ -310,8 +343,8 @@ def run_transfer(
         tau.insert(0, "oracle", spec.text)
         ranks.insert(0, "oracle", spec.text)
         for table, stem in ((tau, "tau"), (ranks, "ranks")):
-            _write_parquet(table, folder / f"{stem}.parquet")
-            table.to_csv(folder / f"{stem}.csv", index=False)
+            _write_parquet(table, tables_dir / f"{stem}.parquet")
+            table.to_csv(tables_dir / f"{stem}.csv", index=False)
         res.tau[spec.text], res.ranks[spec.text] = tau, ranks
     return res
 

@@ -57,6 +57,13 @@ def register(app: typer.Typer) -> None:
         fit_iters: int | None = typer.Option(
             None, "--fit-iters", help="gp:KERNEL: L-BFGS-B iterations per start."
         ),
+        loss: str = typer.Option(
+            "squared",
+            "--loss",
+            help="Loss of the oracle targets: squared (default), crps or log (Gaussian "
+            "closed forms from each oracle's posterior moments and the task's own; tables in "
+            "OUT/<oracle>/<loss>/).",
+        ),
     ) -> None:
         """Rescore kept predictions under alternative oracles; Kendall's τ and rank shifts.
 
@@ -64,6 +71,7 @@ def register(app: typer.Typer) -> None:
         posterior (same training sample, same known noise), scores every method against
         both oracles, and reports Kendall's τ between the two method orderings (bootstrap
         interval over instances) and each method's rank shift, pooled and per factor level.
+        With --loss crps or log, the same for that loss's targets (docs/transfer.md).
         """
         from udbench._threads import fix_xla_threads
         from udbench._validation import check_choice, param_error
@@ -71,11 +79,12 @@ def register(app: typer.Typer) -> None:
         fix_xla_threads()  # one XLA thread, as in task generation: before JAX is first used
         from udbench.analyses._common import BOOTSTRAP_UNITS
         from udbench.analyses.transfer import TRANSFER_METRICS, run_transfer
-        from udbench.evaluation.transfer import parse_oracle
+        from udbench.evaluation.transfer import LOSSES, parse_oracle
 
         name = "udbench transfer"
         specs = [parse_oracle(part, name) for o in oracle for part in o.split(",") if part]
         check_choice(name, "--bootstrap-unit", bootstrap_unit, BOOTSTRAP_UNITS)
+        check_choice(name, "--loss", loss, list(LOSSES))
         if out is not None:
             check_out_dir(name, out)
         given = {"max_rows": fit_rows, "restarts": fit_restarts, "maxiter": fit_iters}
@@ -99,6 +108,7 @@ def register(app: typer.Typer) -> None:
             bootstrap_unit=bootstrap_unit,
             n_resamples=n_resamples,
             random_state=seed,
+            loss=loss,
             on_task=progress,
             fit_settings=overrides or None,
         )

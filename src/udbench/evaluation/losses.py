@@ -47,6 +47,7 @@ __all__ = [
     "LOSS_METRIC_KEYS",
     "OTHER_LOSSES",
     "ScoreSummary",
+    "gaussian_loss_oracle_targets",
     "loss_column",
     "loss_columns",
     "loss_metrics",
@@ -227,6 +228,64 @@ def loss_oracle_targets(
     )
 
 
+def gaussian_loss_oracle_targets(
+    post_mean: Any,
+    post_var: Any,
+    noise_var: Any,
+    f_star: Any,
+    pred_mean: Any,
+    pred_var: Any,
+    loss: str,
+) -> Any:
+    """Oracle targets of one method under ``loss`` for a Gaussian reference posterior, in
+    closed form (paper A.3, A.4): the terms of :func:`loss_oracle_targets` with the
+    posterior F(x) ~ N(m, σ_f²) given by its moments instead of draws.
+
+    Exact for a GP reference posterior (no Monte Carlo error); for a non-Gaussian one (an
+    MCMC family's draws) it is the Gaussian approximation with the same mean and variance.
+    Used by ``udbench transfer --loss``, whose alternative oracles give moments only.
+
+    Parameters
+    ----------
+    post_mean, post_var : array_like, shape (n,)
+        Reference-posterior mean and variance (>= 0, target units²) of f at the evaluation
+        points.
+    noise_var : array_like, shape (n,)
+        Noise variance σ²(x) (> 0 for the log score).
+    f_star : array_like, shape (n,)
+        Ground truth f*(x).
+    pred_mean, pred_var : array_like, shape (n,)
+        The method's Gaussian predictive N(â, AU + EU); ``pred_var`` > 0.
+    loss : {"crps", "log"}
+
+    Returns
+    -------
+    udbench.risk.OracleTargets
+        As :func:`loss_oracle_targets`.
+
+    Raises
+    ------
+    UdbenchError
+        Unknown loss; the errors of :func:`udbench.risk.crps_decomposition_gaussian` /
+        :func:`udbench.risk.log_score_decomposition_gaussian` (shapes, NaN/inf, negative
+        variances, ``pred_var`` <= 0, ``noise_var`` <= 0 for the log score).
+    """
+    from udbench import risk
+
+    check_choice("gaussian_loss_oracle_targets", "loss", loss, OTHER_LOSSES)
+    fs = np.asarray(f_star, dtype=np.float64)
+    fn = (
+        risk.crps_decomposition_gaussian
+        if loss == "crps"
+        else risk.log_score_decomposition_gaussian
+    )
+    dec = fn(post_mean, post_var, noise_var, pred_mean, pred_var)
+    point = fn(fs, np.zeros_like(fs), noise_var, pred_mean, pred_var)
+    return _targets(
+        dec.au, dec.eu, dec.generalized_variance, point.deployment_gap, dec.total, fs.copy()
+    )
+
+
 def method_loss_terms(
     mean: Any, aleatoric: Any, epistemic: Any, loss: str
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -289,13 +348,15 @@ def loss_metrics(
     *,
     constant_aleatoric: bool = False,
     cache: dict[str, Any] | None = None,
+    reference: str = "draws",
 ) -> tuple[dict[str, float], list[str]]:
     """Per-instance metrics of one prediction under each of ``losses`` (module docstring).
 
     Parameters
     ----------
     task : udbench.tasks.Task
-        With ``draws`` (D, n_eval), ``noise_var_eval``, ``f_eval``, ``shell_eval``.
+        With ``draws`` (D, n_eval) (or, with ``reference="gaussian"``, ``post_mean`` and
+        ``post_var``), ``noise_var_eval``, ``f_eval``, ``shell_eval``.
     pred : udbench.methods.base.Prediction
         The method's validated prediction at the evaluation points.
     losses : sequence of {"crps", "log"}
@@ -306,6 +367,10 @@ def loss_metrics(
     cache : dict, optional
         One dict per task, shared by the calls for its methods (:func:`loss_oracle_targets`):
         the log score's method-independent term is computed once.
+    reference : {"draws", "gaussian"}, default "draws"
+        Oracle targets from the reference draws (:func:`loss_oracle_targets`), or in closed
+        form from the task's posterior moments (:func:`gaussian_loss_oracle_targets`; what
+        ``udbench transfer --loss`` uses, its oracles giving moments only).
 
     Returns
     -------
@@ -325,6 +390,7 @@ def loss_metrics(
     shell = np.asarray(task.shell_eval)
     out: dict[str, float] = {}
     notes: list[str] = []
+    check_choice("loss_metrics", "reference", reference, ["draws", "gaussian"])
     for loss in losses:
         if loss == "squared":
             continue
@@ -335,9 +401,14 @@ def loss_metrics(
                 out[loss_column(k, loss)] = float("nan")
             notes.append(f"{loss}: {problem}")
             continue
-        targets = loss_oracle_targets(
-            task.draws, task.noise_var_eval, task.f_eval, mean, au + eu, loss, cache=cache
-        )
+        if reference == "gaussian":
+            targets = gaussian_loss_oracle_targets(
+                task.post_mean, task.post_var, task.noise_var_eval, task.f_eval, mean, au + eu, loss
+            )
+        else:
+            targets = loss_oracle_targets(
+                task.draws, task.noise_var_eval, task.f_eval, mean, au + eu, loss, cache=cache
+            )
         au_l, eu_l = method_loss_terms(mean, au, eu, loss)
         raw = instance_metrics(
             Prediction(mean, au_l, eu_l),

@@ -27,6 +27,16 @@ Alternative oracles (:func:`parse_oracle`):
   draws. The draws use a stream of their own (``"transfer-posterior"``), so ``family:`` of
   the task's own MCMC family is an independent re-run: its τ is the Monte Carlo floor.
 
+Other losses (``loss="crps"`` or ``"log"``; ``udbench transfer --loss``): the oracles give
+posterior moments, so the loss-specific targets of :mod:`udbench.evaluation.losses` are taken
+in closed form for a Gaussian posterior with those moments
+(:func:`udbench.evaluation.losses.gaussian_loss_oracle_targets`; exact for the GP oracles,
+the Gaussian approximation for ``family:hbart`` / ``family:bnn``). The comparison must not
+mix that with the draw-based targets of ``udbench score --loss``, whose Monte Carlo error
+would show as rank shifts: each row therefore also gets the same metrics against the task's
+*own* posterior moments by the same closed form (columns ``own_<key>_<loss>``), and the
+tables compare those two (:func:`udbench.analyses.transfer.run_transfer`).
+
 Per task the alternative moments are computed once and cached under the output folder
 (``oracles/<task id>__<checksum[:16]>.npz``), so an interrupted ``udbench transfer`` resumes;
 a task whose oracle fails gives failed rows with the reason and the others go on.
@@ -57,6 +67,7 @@ from udbench.tasks.taskfile import ARRAY_NAMES
 __all__ = [
     "LOSSES",
     "ORACLE_KINDS",
+    "OWN_PREFIX",
     "SCORED_KEYS",
     "TRANSFER_FIT_SETTINGS",
     "OracleMoments",
@@ -70,9 +81,11 @@ __all__ = [
 
 #: The kinds of alternative oracle (``KIND:NAME``).
 ORACLE_KINDS: tuple[str, ...] = ("gp", "family")
-#: Losses the rescoring supports. Only squared loss for now: the hook where the CRPS and
-#: log-score targets of ``udbench run --loss`` (issue 21, item 2) plug in.
-LOSSES: tuple[str, ...] = ("squared",)
+#: Losses the rescoring supports (module docstring: CRPS and log score in closed form).
+LOSSES: tuple[str, ...] = ("squared", "crps", "log")
+#: Prefix of a rescored row's metric under another loss against the task's own posterior
+#: moments (the same closed form as the oracle's, so the two compare without MC error).
+OWN_PREFIX: str = "own_"
 #: Marginal-likelihood fit of a ``gp:KERNEL`` oracle, per fidelity: at most ``max_rows``
 #: training points (a random subset, stream ``"transfer-fit-rows"`` of the task id),
 #: ``restarts`` starts of at most ``maxiter`` L-BFGS-B iterations. Lighter than the prior's
@@ -400,8 +413,11 @@ def rescore_cells(
         Folders searched for a task file (by task id) when a row's ``task_path`` is gone.
     data_dir : str or Path, optional
         Raw-data folder (see :func:`alternative_moments`).
-    loss : {"squared"}
-        The loss whose targets are recomputed (a hook for other losses).
+    loss : {"squared", "crps", "log"}
+        ``crps`` / ``log`` also add that loss's metric columns (``<key>_<loss>``,
+        :func:`udbench.evaluation.losses.loss_columns`) under ``oracle`` and, prefixed
+        :data:`OWN_PREFIX`, under the task's own posterior moments, both by the Gaussian
+        closed form (module docstring). The squared-loss columns are always recomputed.
     on_task : callable, optional
         Progress callback (:data:`TaskCallback`).
     fit_settings : dict, optional
@@ -461,9 +477,12 @@ def rescore_cells(
         except Exception as err:  # recorded: the other tasks go on
             error = f"oracle failed: {type(err).__name__}: {' '.join(str(err).split())}"
         view = None if task is None or moments is None else task_with_moments(task, *_mv(moments))
+        own = None
+        if view is not None and task is not None and loss != "squared":
+            own = task_with_moments(task, task.post_mean, task.post_var)
         for _, row in rows.iterrows():
             out: dict[str, Any] = {str(k): v for k, v in row.items()}
-            for k in SCORED_KEYS:
+            for k in (*SCORED_KEYS, *_loss_keys(loss)):
                 out[k] = float("nan")
             out.update(
                 oracle=oracle.text,
@@ -475,20 +494,31 @@ def rescore_cells(
                 status="failed",
             )
             if view is not None:
-                _score_row(out, row, view, store)
+                _score_row(out, row, view, store, loss, own)
             out_rows.append(out)
         if on_task is not None:
             on_task(done, len(groups), str(task_id))
-    return pd.DataFrame(out_rows, columns=_columns(results, out_rows))
+    return pd.DataFrame(out_rows, columns=_columns(results, loss))
+
+
+def _loss_keys(loss: str) -> tuple[str, ...]:
+    """The loss columns a rescored row gets: under the oracle, then under the task's own."""
+    if loss == "squared":
+        return ()
+    from udbench.evaluation.losses import loss_columns
+
+    cols = loss_columns(loss)
+    return (*cols, *(OWN_PREFIX + c for c in cols))
 
 
 def _mv(m: OracleMoments) -> tuple[np.ndarray, np.ndarray]:
     return m.mean, m.var
 
 
-def _columns(results: pd.DataFrame, rows: list[dict[str, Any]]) -> list[str]:
+def _columns(results: pd.DataFrame, loss: str) -> list[str]:
     cols = list(results.columns)
-    for extra in (*SCORED_KEYS, "oracle", "oracle_status", "oracle_error", "oracle_seconds"):
+    extras = (*SCORED_KEYS, *_loss_keys(loss))
+    for extra in (*extras, "oracle", "oracle_status", "oracle_error", "oracle_seconds"):
         if extra not in cols:
             cols.append(extra)
     if "oracle_info" not in cols:
@@ -496,7 +526,14 @@ def _columns(results: pd.DataFrame, rows: list[dict[str, Any]]) -> list[str]:
     return cols
 
 
-def _score_row(out: dict[str, Any], row: pd.Series, view: Task, store: ResultsStore) -> None:
+def _score_row(
+    out: dict[str, Any],
+    row: pd.Series,
+    view: Task,
+    store: ResultsStore,
+    loss: str = "squared",
+    own: Task | None = None,
+) -> None:
     key = str(row["cell_key"])
     path = store.prediction_path(key)
     if not path.is_file():
@@ -515,6 +552,16 @@ def _score_row(out: dict[str, Any], row: pd.Series, view: Task, store: ResultsSt
         const = row.get("constant_aleatoric")
         constant = bool(const) if isinstance(const, bool | np.bool_) else False
         metrics, notes = score_prediction(view, pred, constant_aleatoric=constant)
+        if loss != "squared" and own is not None:
+            from udbench.evaluation.losses import loss_metrics
+
+            for task_view, prefix in ((view, ""), (own, OWN_PREFIX)):
+                by_loss, loss_notes = loss_metrics(
+                    task_view, pred, (loss,), constant_aleatoric=constant, reference="gaussian"
+                )
+                metrics.update({prefix + k: v for k, v in by_loss.items()})
+                if prefix == "" and loss_notes:
+                    notes = "; ".join(filter(None, [notes, *loss_notes]))
     except Exception as err:
         out["oracle_error"] = f"rescoring failed: {type(err).__name__}: {err}"
         return
