@@ -95,6 +95,20 @@ def test_identity_moments_equal_the_task_posterior(run_dir) -> None:
         assert m.info["source"] == "task file" and m.seconds > 0
 
 
+def test_own_gp_oracle_uses_the_recorded_nugget(run_dir) -> None:
+    """gp:prior on a GP task conditions with the task's recorded nugget ν, and with none
+    for a file made before the nugget (no ``sampler.nugget``), as its stored moments were."""
+    task = Task.load(sorted((run_dir / "tasks").glob("*.npz"))[0])
+    nu = task.diagnostics["sampler"]["nugget"]
+    new = alternative_moments(task, parse_oracle("gp:prior"))
+    del task.diagnostics["sampler"]["nugget"]
+    old = alternative_moments(task, parse_oracle("gp:prior"))
+    # σ_f² + ν − k'(B + νI)⁻¹k minus σ_f² − k'B⁻¹k = ν(1 + k'B⁻²k) + O(ν²) ∈ [ν, 2ν) here
+    d = new.var - old.var
+    assert np.all(d >= nu * (1 - 1e-3)) and np.all(d < 2 * nu)
+    np.testing.assert_allclose(new.mean, old.mean, rtol=0, atol=1e-8)
+
+
 def test_misspecified_kernel_moves_the_eu_targets_only(run_dir) -> None:
     res = run_transfer(run_dir / "res", ["gp:matern12"], n_resamples=200)
     stored = _by_key(read_results(run_dir / "res"))
@@ -212,6 +226,28 @@ def test_cli_transfer_and_errors(run_dir, capsys) -> None:
     assert "--loss" in capsys.readouterr().err
     assert main([*args, "--loss", "crps", "--metric", "rmse"]) == 2  # not a loss metric
     assert "scored under crps" in capsys.readouterr().err
+    assert main([*args, "--metric", "rho_eu_risk_crps"]) == 2  # not rescored: τ = 1 spuriously
+    assert "that transfer rescores" in capsys.readouterr().err
+
+
+def test_loss_transfer_drops_stale_loss_columns_and_keeps_squared(run_dir, tmp_path) -> None:
+    """Results scored under crps and log (``udbench score --loss``): a crps transfer
+    recomputes the crps columns and leaves the log ones (scored against the task's own
+    oracle) out of its rows; the squared-loss metrics are rescored as without --loss."""
+    import shutil
+
+    res = tmp_path / "res"
+    shutil.copytree(run_dir / "res", res, ignore=shutil.ignore_patterns("transfer"))
+    assert main(["score", str(res), "--loss", "crps,log"]) == 0
+    out = run_transfer(res, ["gp:rbf"], n_resamples=50, loss="crps", out=tmp_path / "t")
+    cells = out.cells["gp:rbf"]
+    assert not [c for c in cells.columns if str(c).endswith("_log")]
+    assert cells[loss_column("rho_eu_risk", "crps")].notna().all()
+    plain = run_transfer(res, ["gp:rbf"], n_resamples=50, out=tmp_path / "t")
+    np.testing.assert_array_equal(
+        _by_key(cells)["rho_eu_risk"], _by_key(plain.cells["gp:rbf"])["rho_eu_risk"]
+    )
+    assert not [c for c in plain.cells["gp:rbf"].columns if str(c).endswith(("_log", "_crps"))]
 
 
 def test_results_without_predictions_is_an_error(run_dir, tmp_path) -> None:

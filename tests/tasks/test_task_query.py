@@ -86,13 +86,13 @@ def test_a_task_without_query_points_is_byte_identical_to_before(tmp_path) -> No
     assert ARRAY_NAMES[: len(OLD_MEMBERS)] == tuple(OLD_MEMBERS)
 
 
-def _gp_task(query: QueryPoints | None) -> Task:
+def _gp_task(query: QueryPoints | None, hyper: dict | None = None) -> Task:
     rng = np.random.default_rng(0)
     X = rng.random((30, 1))
     spec = TaskSpec("synthetic", "gp", "step", "balanced", 0, n_draws=40)
     return make_task(
         spec,
-        GPPrior(HYPER, 1.3),
+        GPPrior(hyper or HYPER, 1.3),
         X,
         np.arange(10),
         np.arange(10, 30),
@@ -112,9 +112,12 @@ def test_query_points_carry_the_oracle_posterior(tmp_path) -> None:
         np.testing.assert_array_equal(getattr(with_q, k), getattr(without, k))
     np.testing.assert_allclose(with_q.post_mean, without.post_mean, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(with_q.post_var, without.post_var, rtol=1e-10, atol=1e-12)
+    # ... under the nugget f* was drawn with, though the conditioning inputs differ
+    nu = without.diagnostics["sampler"]["nugget"]
+    assert with_q.diagnostics["sampler"]["nugget"] == nu > 0
     # the moments at the query points are the exact GP posterior there
     ref = GPPrior(HYPER, 1.3).condition(
-        with_q.X_train, with_q.y_train, with_q.noise_var_train, X_q, 5, 40
+        with_q.X_train, with_q.y_train, with_q.noise_var_train, X_q, 5, 40, nugget=nu
     )
     np.testing.assert_allclose(with_q.post_mean_query, ref.mean, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(with_q.post_var_query, ref.var, rtol=1e-10, atol=1e-12)
@@ -134,6 +137,26 @@ def test_query_points_carry_the_oracle_posterior(tmp_path) -> None:
     members = [k for k in OLD_MEMBERS if k != "draws_train"]
     assert names == [f"{k}.npy" for k in (*members, *QUERY_ARRAY_NAMES)] + ["meta.json"]
     assert got["draws_query"].dtype == np.float32
+
+
+def test_query_points_keep_the_nugget_of_f_star_under_a_nonstationary_kernel() -> None:
+    """With a linear part the prior variance grows with |x|, so the default nugget
+    (1e-10·mean diag) at (eval, query, train) is ≈ 4× the one f* was drawn with at
+    (eval, train) for these far query points: the conditioning must keep f*'s."""
+    hyper = {
+        "kernel_family": "rbf+linear",
+        "parts": [
+            {"kernel": "rbf", "weight": 0.5, "lengthscale": [0.4]},
+            {"kernel": "linear", "weight": 0.5},
+        ],
+    }
+    q = QueryPoints(X=np.array([[4.0], [5.0], [6.0]]), idx=np.arange(3), name="far", info={})
+    with_q, without = _gp_task(q, hyper), _gp_task(None, hyper)
+    nu = without.diagnostics["sampler"]["nugget"]
+    assert with_q.diagnostics["sampler"]["nugget"] == nu
+    X_all = np.vstack([with_q.X_eval, q.X, with_q.X_train])
+    assert GPPrior(hyper, 1.3).nugget(X_all[:13], X_all[13:]) > 2 * nu  # what it would be
+    np.testing.assert_allclose(with_q.post_var, without.post_var, rtol=1e-9, atol=0)
 
 
 def test_query_arrays_are_checked_like_the_pool() -> None:

@@ -40,6 +40,7 @@ from udbench.evaluation.losses import LOSS_METRIC_KEYS, loss_column
 from udbench.evaluation.transfer import LOSSES as TRANSFER_LOSSES
 from udbench.evaluation.transfer import (
     OWN_PREFIX,
+    SCORED_KEYS,
     OracleSpec,
     TaskCallback,
     parse_oracle,
@@ -286,6 +287,10 @@ def run_transfer(
         raise UdbenchError(f"{name}: {str(root)!r} has no ok cell")
     check_choice(name, "--loss", loss, list(TRANSFER_LOSSES))
     for m in metrics:
+        if loss == "squared" and m not in SCORED_KEYS:  # a column not rescored gives τ = 1
+            raise param_error(
+                name, "--metric", "name a metric column that transfer rescores (SCORED_KEYS)", m
+            )
         if loss == "squared" and m not in df.columns:
             raise param_error(name, "--metric", "name a metric column of the results", m)
         if loss != "squared" and m not in LOSS_METRIC_KEYS:

@@ -525,7 +525,7 @@ def check_command(
         console.print(
             f"note: {len(old)} GP task file(s) were made before the exact moments included the "
             f'prior\'s nugget (no sampler.nugget; docs/tasks.md, "Jitter and the nugget"): '
-            f"their moments differ from a fresh file's by about 1e-10 relative; {n_fail} of "
+            f"their moments lack the nugget ν ≈ 1e-10 × the prior variance; {n_fail} of "
             "them fail MC = exact, which this explains only where the targets are nearly "
             "noise-free. Delete and regenerate them for the current reference.",
             highlight=False,

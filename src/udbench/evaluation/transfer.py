@@ -67,6 +67,7 @@ from udbench.tasks.taskfile import ARRAY_NAMES
 __all__ = [
     "LOSSES",
     "ORACLE_KINDS",
+    "ORACLE_MOMENTS_VERSION",
     "OWN_PREFIX",
     "SCORED_KEYS",
     "TRANSFER_FIT_SETTINGS",
@@ -95,6 +96,9 @@ TRANSFER_FIT_SETTINGS: dict[str, dict[str, int]] = {
     "standard": {"max_rows": 500, "restarts": 2, "maxiter": 100},
     "smoke": {"max_rows": 200, "restarts": 1, "maxiter": 50},
 }
+#: Version of the oracle moments, part of the cache key: a cached oracle of another version
+#: is computed again (2: the GP moments include the prior's nugget, docs/tasks.md).
+ORACLE_MOMENTS_VERSION: int = 2
 #: Metric columns of a results row that rescoring recomputes.
 SCORED_KEYS: tuple[str, ...] = (
     *METRIC_KEYS,
@@ -174,12 +178,20 @@ class OracleMoments:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def _gp_moments(prior: Any, task: Task) -> tuple[np.ndarray, np.ndarray]:
+def _gp_moments(prior: Any, task: Task, own: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Exact moments of ``prior`` given the task's training sample. ``own``: the prior is
+    the GP task's own, so its recorded nugget ``sampler.nugget`` is used (0 for a file made
+    before the nugget: its stored moments have none), which reproduces the stored moments;
+    otherwise the prior's default nugget (:meth:`udbench.priors.gp.GPPrior.nugget`)."""
+    nugget = None
+    if own:
+        nugget = float(((task.diagnostics or {}).get("sampler") or {}).get("nugget", 0.0))
     return prior.moments(  # type: ignore[no-any-return]
         np.asarray(task.X_train),
         np.asarray(task.y_train),
         np.asarray(task.noise_var_train),
         np.asarray(task.X_eval),
+        nugget=nugget,
     )
 
 
@@ -252,7 +264,7 @@ def alternative_moments(
                 prior = get_prior("gp", spec.dataset, spec.fidelity, dd)
                 info["source"] = "dataset GP prior"
             info.update(kernel=prior.hyper, scale=prior.scale)
-            mean, var = _gp_moments(prior, task)
+            mean, var = _gp_moments(prior, task, own=info["source"] == "task file")
         elif oracle.kind == "gp":
             settings = fit_settings_for(str(spec.fidelity), fit_settings)
             X, y = np.asarray(task.X_train), np.asarray(task.y_train)
@@ -287,7 +299,7 @@ def alternative_moments(
             prior = get_prior(oracle.name, spec.dataset, spec.fidelity, dd)
             info["settings"] = prior.settings
             if isinstance(prior, GPPrior):  # exact: the moments need no draws
-                mean, var = _gp_moments(prior, task)
+                mean, var = _gp_moments(prior, task, own=spec.family == "gp")
             else:
                 post = prior.condition(
                     np.asarray(task.X_train),
@@ -324,8 +336,9 @@ def task_with_moments(task: Task, mean: np.ndarray, var: np.ndarray) -> Task:
 
 # ------------------------------------------------------------------------------ rescoring
 def _cache_path(cache_dir: Path, task_id: str, sha: str | None, request: dict[str, Any]) -> Path:
-    """``<task id>__<checksum[:16]>__<request hash>.npz``: the request is the oracle and its
-    fit settings, so other settings never reuse a cached oracle."""
+    """``<task id>__<checksum[:16]>__<request hash>.npz``: the request is the oracle, its
+    fit settings and :data:`ORACLE_MOMENTS_VERSION`, so other settings or an older version
+    never reuse a cached oracle."""
     import hashlib
 
     tag = hashlib.blake2b(json.dumps(request, sort_keys=True).encode(), digest_size=4).hexdigest()
@@ -438,6 +451,7 @@ def rescore_cells(
     store = ResultsStore(results_dir)
     cache = None if cache_dir is None else Path(cache_dir)
     by_id = _task_index(task_dirs)
+    stale = _stale_columns(results, loss)
     out_rows: list[dict[str, Any]] = []
     groups = list(results.groupby("task_id", sort=True))
     for done, (task_id, rows) in enumerate(groups, start=1):
@@ -461,6 +475,7 @@ def rescore_cells(
                 )
             request = {
                 "oracle": oracle.text,
+                "moments": ORACLE_MOMENTS_VERSION,
                 "fit": fit_settings_for(str(task.spec.fidelity), fit_settings)
                 if oracle.kind == "gp" and oracle.name != "prior"
                 else None,
@@ -481,7 +496,7 @@ def rescore_cells(
         if view is not None and task is not None and loss != "squared":
             own = task_with_moments(task, task.post_mean, task.post_var)
         for _, row in rows.iterrows():
-            out: dict[str, Any] = {str(k): v for k, v in row.items()}
+            out: dict[str, Any] = {str(k): v for k, v in row.items() if str(k) not in stale}
             for k in (*SCORED_KEYS, *_loss_keys(loss)):
                 out[k] = float("nan")
             out.update(
@@ -515,8 +530,19 @@ def _mv(m: OracleMoments) -> tuple[np.ndarray, np.ndarray]:
     return m.mean, m.var
 
 
+def _stale_columns(results: pd.DataFrame, loss: str) -> set[str]:
+    """Loss columns of ``results`` that this rescoring does not recompute (another loss's,
+    scored against the task's own oracle): left out of the rescored rows, where they would
+    read as values under the alternative oracle."""
+    from udbench.evaluation.losses import OTHER_LOSSES, loss_columns
+
+    cols = {c for lo in OTHER_LOSSES if lo != loss for c in loss_columns(lo)}
+    return cols & {str(c) for c in results.columns}
+
+
 def _columns(results: pd.DataFrame, loss: str) -> list[str]:
-    cols = list(results.columns)
+    stale = _stale_columns(results, loss)
+    cols = [c for c in results.columns if str(c) not in stale]
     extras = (*SCORED_KEYS, *_loss_keys(loss))
     for extra in (*extras, "oracle", "oracle_status", "oracle_error", "oracle_seconds"):
         if extra not in cols:
@@ -552,9 +578,13 @@ def _score_row(
         const = row.get("constant_aleatoric")
         constant = bool(const) if isinstance(const, bool | np.bool_) else False
         metrics, notes = score_prediction(view, pred, constant_aleatoric=constant)
-        if loss != "squared" and own is not None:
-            from udbench.evaluation.losses import loss_metrics
+    except Exception as err:
+        out["oracle_error"] = f"rescoring failed: {type(err).__name__}: {err}"
+        return
+    if loss != "squared" and own is not None:
+        from udbench.evaluation.losses import loss_metrics
 
+        try:  # a failure here leaves the loss columns NaN, with the reason; squared stays
             for task_view, prefix in ((view, ""), (own, OWN_PREFIX)):
                 by_loss, loss_notes = loss_metrics(
                     task_view, pred, (loss,), constant_aleatoric=constant, reference="gaussian"
@@ -562,9 +592,9 @@ def _score_row(
                 metrics.update({prefix + k: v for k, v in by_loss.items()})
                 if prefix == "" and loss_notes:
                     notes = "; ".join(filter(None, [notes, *loss_notes]))
-    except Exception as err:
-        out["oracle_error"] = f"rescoring failed: {type(err).__name__}: {err}"
-        return
+        except Exception as err:
+            why = f"{loss}: rescoring failed: {type(err).__name__}: {' '.join(str(err).split())}"
+            notes = "; ".join(filter(None, [notes, why]))
     out.update(metrics)
     out["metric_notes"] = notes
     out["oracle_status"] = "ok"

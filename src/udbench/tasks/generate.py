@@ -310,8 +310,13 @@ def make_task(
             # f(x) = f(clip(x)) exactly, and the HBART sampler takes only inputs in [0, 1]
             X_q = np.clip(X_q, 0.0, 1.0)
         X_cond = np.vstack([X_eval, X_q])
+    extra: dict[str, Any] = {}
+    if query is not None and getattr(prior, "family", None) == "gp":
+        # f* was drawn at (eval, train) with the nugget of that factor; the conditioning
+        # inputs (eval, query, train) keep that nugget (GPPrior.condition, docs/tasks.md)
+        extra["nugget"] = prior.nugget(X_eval, X_train)  # type: ignore[attr-defined]
     post = prior.condition(
-        X_train, y, noise_var_train, X_cond, spec.seed_for("posterior"), spec.n_draws
+        X_train, y, noise_var_train, X_cond, spec.seed_for("posterior"), spec.n_draws, **extra
     )
     draws_all = post.draws_eval
     draws = draws_all[:, :m] if query is not None else draws_all

@@ -54,6 +54,7 @@ from udbench.priors.gp.linalg import (
     JITTER_START,
     add_diag,
     chol_jitter,
+    cholesky_or_none,
     solve_lower,
     tri_matmul_T,
 )
@@ -189,14 +190,20 @@ class GPPrior:
             )
         return float(JITTER_START * float(np.mean(self._scale**2 * diag)))
 
-    def _prior_chol(self, X: np.ndarray) -> tuple[Any, float, Any]:
+    def _prior_chol(self, X: np.ndarray, nugget: float | None = None) -> tuple[Any, float, Any]:
         """(Cholesky factor of a²k̃(X, X) + jitter·I, jitter, a²k̃(X, X)); the last one is
-        kept, so that drawing f* and conditioning at the same inputs factorise once."""
+        kept, so that drawing f* and conditioning at the same inputs factorise once.
+        ``nugget`` given: that jitter first (the adaptive rule only if it does not factorise)."""
         fp = _fingerprint(X) + f"-{X.shape}"
         if self._chol_cache is not None and self._chol_cache[0] == fp:
-            return self._chol_cache[1]
+            if nugget is None or self._chol_cache[1][1] == nugget:
+                return self._chol_cache[1]
         K = _xp().asarray(self._scale**2 * kernel_matrix(self.hyper, X))
-        L, jitter = chol_jitter(K, start=JITTER_START)
+        L = None if nugget is None else cholesky_or_none(add_diag(K, float(nugget)))
+        if L is not None:
+            jitter = float(nugget)  # type: ignore[arg-type]
+        else:
+            L, jitter = chol_jitter(K, start=JITTER_START)
         self._chol_cache = (fp, (L, jitter, K))
         return L, jitter, K
 
@@ -264,6 +271,7 @@ class GPPrior:
         X_eval: np.ndarray,
         key: int,
         n_draws: int,
+        nugget: float | None = None,
     ) -> Posterior:
         """Exact GP posterior with known heteroscedastic noise (R&W 2006 eq. 2.22–2.24).
 
@@ -295,6 +303,13 @@ class GPPrior:
             Seed of the draws.
         n_draws : int
             D.
+        nugget : float, optional
+            ν (>= 0, target units²): the nugget f* was drawn with, when the conditioning
+            inputs are not the f* draw's (e.g. query points added to the pool:
+            :func:`udbench.tasks.make_task` passes :meth:`nugget` at (eval, train)). Default:
+            the joint factor's own jitter (``draws_at_train``) or :meth:`nugget`. If the joint
+            covariance does not factorise with it, the adaptive rule takes over and
+            ``sampler.nugget`` records the value used.
 
         Returns
         -------
@@ -310,6 +325,8 @@ class GPPrior:
         """
         comp = "GPPrior.condition"
         X_train, y, s2, X_eval = _conditioning_inputs(comp, X_train, y, noise_var_train, X_eval)
+        if nugget is not None and not (np.isfinite(float(nugget)) and float(nugget) >= 0):
+            raise param_error(comp, "nugget", "be a finite number >= 0", nugget)
         n = X_train.shape[0]
         D = int(n_draws)
         if D < 1:
@@ -323,10 +340,10 @@ class GPPrior:
             if self.draws_at_train:
                 # Matheron's rule on the joint prior at J = (eval, train)
                 XJ = np.vstack([X_eval, X_train])
-                LJ, nu, KJ = self._prior_chol(XJ)
+                LJ, nu, KJ = self._prior_chol(XJ, nugget)
                 K_te, K_tt = KJ[m:, :m], KJ[m:, m:]
             else:
-                nu = self.nugget(X_eval, X_train)
+                nu = self.nugget(X_eval, X_train) if nugget is None else float(nugget)
                 K_tt = xp.asarray(a2 * kernel_matrix(self.hyper, X_train))
                 K_te = xp.asarray(a2 * kernel_matrix(self.hyper, X_train, X_eval))
             L, jit_t = chol_jitter(add_diag(K_tt, s2j + nu), start=None)
