@@ -150,6 +150,16 @@ def _targets(
     )
 
 
+def _gaussian_decomposition(loss: str) -> Callable[..., Any]:
+    """The closed-form decomposition of ``loss`` ("crps" or "log") for a Gaussian posterior
+    and a Gaussian deployed predictive (paper A.3, A.4)."""
+    from udbench import risk
+
+    if loss == "crps":
+        return risk.crps_decomposition_gaussian
+    return risk.log_score_decomposition_gaussian
+
+
 def loss_oracle_targets(
     draws: Any,
     noise_var: Any,
@@ -207,7 +217,6 @@ def loss_oracle_targets(
     zero = np.zeros_like(fs)
     if loss == "crps":
         dec = risk.crps_decomposition(f, noise_var, pred_mean, pred_var, random_state=random_state)
-        point = risk.crps_decomposition_gaussian(fs, zero, noise_var, pred_mean, pred_var)
     else:
         m = None if n_samples is None else min(int(n_samples), f.shape[0])
         key = f"log_mixture_entropy:{m}:{random_state}"
@@ -222,7 +231,7 @@ def loss_oracle_targets(
         )
         if cache is not None:
             cache[key] = dec.au + dec.generalized_variance
-        point = risk.log_score_decomposition_gaussian(fs, zero, noise_var, pred_mean, pred_var)
+    point = _gaussian_decomposition(loss)(fs, zero, noise_var, pred_mean, pred_var)
     return _targets(
         dec.au, dec.eu, dec.generalized_variance, point.deployment_gap, dec.total, fs.copy()
     )
@@ -270,15 +279,9 @@ def gaussian_loss_oracle_targets(
         :func:`udbench.risk.log_score_decomposition_gaussian` (shapes, NaN/inf, negative
         variances, ``pred_var`` <= 0, ``noise_var`` <= 0 for the log score).
     """
-    from udbench import risk
-
     check_choice("gaussian_loss_oracle_targets", "loss", loss, OTHER_LOSSES)
     fs = np.asarray(f_star, dtype=np.float64)
-    fn = (
-        risk.crps_decomposition_gaussian
-        if loss == "crps"
-        else risk.log_score_decomposition_gaussian
-    )
+    fn = _gaussian_decomposition(loss)
     dec = fn(post_mean, post_var, noise_var, pred_mean, pred_var)
     point = fn(fs, np.zeros_like(fs), noise_var, pred_mean, pred_var)
     return _targets(
@@ -314,18 +317,11 @@ def method_loss_terms(
         Unknown loss; AU + EU = 0 somewhere (a point-mass predictive); for the log score,
         AU = 0 somewhere (the entropy of a point mass is −∞).
     """
-    from udbench import risk
-
     check_choice("method_loss_terms", "loss", loss, OTHER_LOSSES)
     mu = np.asarray(mean, dtype=np.float64)
     au = np.asarray(aleatoric, dtype=np.float64)
     eu = np.asarray(epistemic, dtype=np.float64)
-    fn = (
-        risk.crps_decomposition_gaussian
-        if loss == "crps"
-        else risk.log_score_decomposition_gaussian
-    )
-    dec = fn(mu, eu, au, mu, au + eu)
+    dec = _gaussian_decomposition(loss)(mu, eu, au, mu, au + eu)
     return dec.au, dec.eu
 
 
