@@ -180,31 +180,41 @@ class GPPrior:
         float
             ν, target units squared.
         """
-        XJ = np.vstack([X_eval, X_train])
-        fp = _fingerprint(XJ) + f"-{XJ.shape}"
-        if self._chol_cache is not None and self._chol_cache[0] == fp:
-            return float(self._chol_cache[1][1])
+        cached = self._cached_chol(self._chol_key(np.vstack([X_eval, X_train])))
+        if cached is not None:
+            return float(cached[1])
         with jax.enable_x64(True):
             diag = np.concatenate(
                 [_diag_kernel(self.hyper, X_eval), _diag_kernel(self.hyper, X_train)]
             )
         return float(JITTER_START * float(np.mean(self._scale**2 * diag)))
 
+    @staticmethod
+    def _chol_key(X: np.ndarray) -> str:
+        return _fingerprint(X) + f"-{X.shape}"
+
+    def _cached_chol(self, key: str) -> tuple[Any, float, Any] | None:
+        """The kept joint factor :meth:`_prior_chol` made at the inputs of ``key``
+        (:meth:`_chol_key`), or None."""
+        if self._chol_cache is not None and self._chol_cache[0] == key:
+            return self._chol_cache[1]
+        return None
+
     def _prior_chol(self, X: np.ndarray, nugget: float | None = None) -> tuple[Any, float, Any]:
         """(Cholesky factor of a²k̃(X, X) + jitter·I, jitter, a²k̃(X, X)); the last one is
         kept, so that drawing f* and conditioning at the same inputs factorise once.
         ``nugget`` given: that jitter first (the adaptive rule only if it does not factorise)."""
-        fp = _fingerprint(X) + f"-{X.shape}"
-        if self._chol_cache is not None and self._chol_cache[0] == fp:
-            if nugget is None or self._chol_cache[1][1] == nugget:
-                return self._chol_cache[1]
+        key = self._chol_key(X)
+        cached = self._cached_chol(key)
+        if cached is not None and (nugget is None or cached[1] == nugget):
+            return cached
         K = _xp().asarray(self._scale**2 * kernel_matrix(self.hyper, X))
-        L = None if nugget is None else cholesky_or_none(add_diag(K, float(nugget)))
-        if L is not None:
-            jitter = float(nugget)  # type: ignore[arg-type]
-        else:
+        L = None
+        if nugget is not None:
+            L, jitter = cholesky_or_none(add_diag(K, nugget)), nugget
+        if L is None:
             L, jitter = chol_jitter(K, start=JITTER_START)
-        self._chol_cache = (fp, (L, jitter, K))
+        self._chol_cache = (key, (L, jitter, K))
         return L, jitter, K
 
     def moments(
@@ -245,12 +255,9 @@ class GPPrior:
         """
         comp = "GPPrior.moments"
         X_train, y, s2, X_eval = _conditioning_inputs(comp, X_train, y, noise_var_train, X_eval)
-        if nugget is None:
+        nu = _checked_nugget(comp, nugget)
+        if nu is None:
             nu = self.nugget(X_eval, X_train)
-        else:
-            nu = float(nugget)
-            if not (np.isfinite(nu) and nu >= 0):
-                raise param_error(comp, "nugget", "be a finite number >= 0", nugget)
         a2 = self._scale**2
         with jax.enable_x64(True):
             xp = _xp()
@@ -325,8 +332,7 @@ class GPPrior:
         """
         comp = "GPPrior.condition"
         X_train, y, s2, X_eval = _conditioning_inputs(comp, X_train, y, noise_var_train, X_eval)
-        if nugget is not None and not (np.isfinite(float(nugget)) and float(nugget) >= 0):
-            raise param_error(comp, "nugget", "be a finite number >= 0", nugget)
+        nugget = _checked_nugget(comp, nugget)
         n = X_train.shape[0]
         D = int(n_draws)
         if D < 1:
@@ -343,7 +349,7 @@ class GPPrior:
                 LJ, nu, KJ = self._prior_chol(XJ, nugget)
                 K_te, K_tt = KJ[m:, :m], KJ[m:, m:]
             else:
-                nu = self.nugget(X_eval, X_train) if nugget is None else float(nugget)
+                nu = self.nugget(X_eval, X_train) if nugget is None else nugget
                 K_tt = xp.asarray(a2 * kernel_matrix(self.hyper, X_train))
                 K_te = xp.asarray(a2 * kernel_matrix(self.hyper, X_train, X_eval))
             L, jit_t = chol_jitter(add_diag(K_tt, s2j + nu), start=None)
@@ -384,6 +390,16 @@ class GPPrior:
                 },
             )
         return post
+
+
+def _checked_nugget(comp: str, nugget: Any) -> float | None:
+    """``nugget`` as a float (None stays None); a NaN, inf or negative value raises."""
+    if nugget is None:
+        return None
+    nu = float(nugget)
+    if not (np.isfinite(nu) and nu >= 0):
+        raise param_error(comp, "nugget", "be a finite number >= 0", nugget)
+    return nu
 
 
 def _diag_kernel(hyper: dict[str, Any], X: np.ndarray, block: int = 512) -> np.ndarray:
