@@ -287,16 +287,17 @@ def run_transfer(
         raise UdbenchError(f"{name}: {str(root)!r} has no ok cell")
     check_choice(name, "--loss", loss, list(TRANSFER_LOSSES))
     for m in metrics:
-        if loss == "squared" and m not in SCORED_KEYS:  # a column not rescored gives τ = 1
+        if loss != "squared":
+            if m not in LOSS_METRIC_KEYS:
+                raise param_error(
+                    name, "--metric", f"name a metric scored under {loss} (LOSS_METRIC_KEYS)", m
+                )
+        elif m not in SCORED_KEYS:  # a column that is not rescored would give τ = 1
             raise param_error(
                 name, "--metric", "name a metric column that transfer rescores (SCORED_KEYS)", m
             )
-        if loss == "squared" and m not in df.columns:
+        elif m not in df.columns:
             raise param_error(name, "--metric", "name a metric column of the results", m)
-        if loss != "squared" and m not in LOSS_METRIC_KEYS:
-            raise param_error(
-                name, "--metric", f"name a metric scored under {loss} (LOSS_METRIC_KEYS)", m
-            )
     out_root = Path(out) if out is not None else root / TRANSFER_DIR
     res = TransferResult()
     for spec in specs:

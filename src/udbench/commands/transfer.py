@@ -79,12 +79,11 @@ def register(app: typer.Typer) -> None:
         fix_xla_threads()  # one XLA thread, as in task generation: before JAX is first used
         from udbench.analyses._common import BOOTSTRAP_UNITS
         from udbench.analyses.transfer import TRANSFER_METRICS, run_transfer
-        from udbench.evaluation.transfer import LOSSES, parse_oracle
+        from udbench.evaluation.transfer import parse_oracle
 
         name = "udbench transfer"
         specs = [parse_oracle(part, name) for o in oracle for part in o.split(",") if part]
         check_choice(name, "--bootstrap-unit", bootstrap_unit, BOOTSTRAP_UNITS)
-        check_choice(name, "--loss", loss, list(LOSSES))
         if out is not None:
             check_out_dir(name, out)
         given = {"max_rows": fit_rows, "restarts": fit_restarts, "maxiter": fit_iters}

@@ -492,9 +492,8 @@ def rescore_cells(
         except Exception as err:  # recorded: the other tasks go on
             error = f"oracle failed: {type(err).__name__}: {' '.join(str(err).split())}"
         view = None if task is None or moments is None else task_with_moments(task, *_mv(moments))
-        own = None
-        if view is not None and task is not None and loss != "squared":
-            own = task_with_moments(task, task.post_mean, task.post_var)
+        # the task itself holds its own moments (the closed-form "own" side of another loss)
+        own = task if view is not None and loss != "squared" else None
         for _, row in rows.iterrows():
             out: dict[str, Any] = {str(k): v for k, v in row.items() if str(k) not in stale}
             for k in (*SCORED_KEYS, *_loss_keys(loss)):
@@ -513,7 +512,7 @@ def rescore_cells(
             out_rows.append(out)
         if on_task is not None:
             on_task(done, len(groups), str(task_id))
-    return pd.DataFrame(out_rows, columns=_columns(results, loss))
+    return pd.DataFrame(out_rows, columns=_columns(results, loss, stale))
 
 
 def _loss_keys(loss: str) -> tuple[str, ...]:
@@ -540,8 +539,7 @@ def _stale_columns(results: pd.DataFrame, loss: str) -> set[str]:
     return cols & {str(c) for c in results.columns}
 
 
-def _columns(results: pd.DataFrame, loss: str) -> list[str]:
-    stale = _stale_columns(results, loss)
+def _columns(results: pd.DataFrame, loss: str, stale: set[str]) -> list[str]:
     cols = [c for c in results.columns if str(c) not in stale]
     extras = (*SCORED_KEYS, *_loss_keys(loss))
     for extra in (*extras, "oracle", "oracle_status", "oracle_error", "oracle_seconds"):
