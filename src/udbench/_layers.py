@@ -78,7 +78,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer("report", ("report",)),
     Layer("analyses and tuning", ("analyses", "tuning")),
     # whole jobs end to end (quickstart; the studies of paper Appendix D)
-    Layer("recipes", ("recipes", "studies")),
+    Layer("recipes", ("recipes", "studies", "campaigns")),
     Layer("command helpers", ("commands._*",)),  # shared CLI option checks
     Layer("commands", ("commands.*",), independent=True),  # one sub-command group per module
     Layer("cli", ("commands", "cli")),

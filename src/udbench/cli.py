@@ -45,6 +45,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "transfer",
     "study",
     "suite",
+    "campaign",
 )
 
 app = typer.Typer(

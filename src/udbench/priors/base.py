@@ -178,9 +178,14 @@ class Prior(Protocol):
     settings : dict
         Everything needed to reproduce the prior (hyperparameters, fidelity, sampler
         settings); JSON-serialisable; recorded in every task.
+    numerics_version : int
+        Version of the family's numerics, bumped only by a change that alters the draws for
+        the same settings and key (not by other commits); keys campaign records
+        (:mod:`udbench.campaigns`).
     """
 
     family: str
+    numerics_version: int
 
     @property
     def scale(self) -> float: ...

@@ -208,6 +208,10 @@ class MCMCPrior:
     #: Whether task generation gates this family's reference posteriors on the SPEC §7 R̂
     #: rule (and replaces rejected seeds). BNN: True; HBART: False (R̂ recorded only).
     rhat_gate: ClassVar[bool] = True
+    #: Version of the family's numerics: bumped only by a change that alters the draws for
+    #: the same settings and key (model, sampler code path, seed streams), never by other
+    #: commits. Campaign records (:mod:`udbench.campaigns`) are keyed by it.
+    numerics_version: ClassVar[int] = 1
 
     def __init__(
         self,

@@ -32,7 +32,9 @@ instances. Records of the shipped presets live in the package folder :data:`RECO
 
 from __future__ import annotations
 
+import base64
 import json
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -49,15 +51,19 @@ __all__ = [
     "MCMC_FAMILIES",
     "MIN_INSTANCES_PER_DATASET",
     "RECORD_DIR",
+    "RUNS",
     "SD_CHANGE_MEDIAN_MAX",
     "VALIDATION_DATASETS",
     "VALIDATION_N_DRAWS",
     "WARMUP_FACTOR",
+    "decode_run",
+    "encode_run",
     "load_validation",
     "protocol_issues",
     "record_path",
     "save_validation",
     "summarise_instance",
+    "summarise_run",
     "validation_summary",
     "warmup_figures",
     "warmup_verdict",
@@ -89,6 +95,41 @@ RECORD_DIR: Path = Path(__file__).resolve().parent / "validations"
 RUNS: tuple[str, ...] = ("base", "long", "floor")
 
 
+def summarise_run(f_star: np.ndarray, draws: np.ndarray) -> dict[str, Any]:
+    """Per-point reductions of one run's draws (kept instead of the draws).
+
+    Parameters
+    ----------
+    f_star : ndarray, shape (m,)
+        Ground truth at the evaluation points.
+    draws : ndarray, shape (D, m)
+        Posterior draws of the run.
+
+    Returns
+    -------
+    dict
+        ``covered`` (m,) bool: f* inside the central 90 % interval (empirical 5 % and 95 %
+        quantiles); ``sd`` (m,) float64: posterior SD (``ddof=1``); ``corr``: Pearson
+        correlation of the posterior mean with f* (0 when either is constant).
+
+    Raises
+    ------
+    UdbenchError
+        ``draws`` not of shape (D, m).
+    """
+    comp = "summarise_run"
+    f_star = check_array(comp, "f_star", f_star, ndim=1)
+    d = check_array(comp, "draws", draws, shape=(None, f_star.size))
+    lo, hi = np.quantile(d, [0.05, 0.95], axis=0)
+    mean = d.mean(axis=0)
+    ok = f_star.size > 1 and np.std(mean) > 0 and np.std(f_star) > 0
+    return {
+        "covered": (f_star >= lo) & (f_star <= hi),
+        "sd": d.std(axis=0, ddof=1),
+        "corr": float(np.corrcoef(mean, f_star)[0, 1]) if ok else 0.0,
+    }
+
+
 def summarise_instance(f_star: np.ndarray, draws: dict[str, np.ndarray]) -> dict[str, Any]:
     """Per-point reductions of one instance's three runs (kept instead of the draws).
 
@@ -103,29 +144,74 @@ def summarise_instance(f_star: np.ndarray, draws: dict[str, np.ndarray]) -> dict
     Returns
     -------
     dict
-        ``covered_<run>`` (m,) bool: f* inside the central 90 % interval (empirical 5 %
-        and 95 % quantiles); ``sd_<run>`` (m,) float64: posterior SD (``ddof=1``);
-        ``corr_<run>``: Pearson correlation of the posterior mean with f*.
+        ``covered_<run>``, ``sd_<run>`` and ``corr_<run>`` of :func:`summarise_run` for
+        every run.
 
     Raises
     ------
     UdbenchError
         A run missing or of the wrong shape.
     """
-    comp = "summarise_instance"
-    f_star = check_array(comp, "f_star", f_star, ndim=1)
     out: dict[str, Any] = {}
     for run in RUNS:
         if run not in draws:
-            raise param_error(comp, "draws", f"have the runs {list(RUNS)}", sorted(draws))
-        d = check_array(comp, f"draws[{run!r}]", draws[run], shape=(None, f_star.size))
-        lo, hi = np.quantile(d, [0.05, 0.95], axis=0)
-        out[f"covered_{run}"] = (f_star >= lo) & (f_star <= hi)
-        out[f"sd_{run}"] = d.std(axis=0, ddof=1)
-        mean = d.mean(axis=0)
-        ok = f_star.size > 1 and np.std(mean) > 0 and np.std(f_star) > 0
-        out[f"corr_{run}"] = float(np.corrcoef(mean, f_star)[0, 1]) if ok else 0.0
+            raise param_error(
+                "summarise_instance", "draws", f"have the runs {list(RUNS)}", sorted(draws)
+            )
+        for key, value in summarise_run(f_star, draws[run]).items():
+            out[f"{key}_{run}"] = value
     return out
+
+
+def encode_run(summary: dict[str, Any]) -> dict[str, Any]:
+    """A :func:`summarise_run` result as a small JSON-ready record (a few KB).
+
+    ``covered`` is bit-packed; ``sd`` is stored as little-endian float32 (relative rounding
+    6e-8, far below the Monte Carlo error of an SD from D = 1000 draws), zlib-compressed;
+    both base64. :func:`decode_run` inverts it. A validation run through records and one in
+    memory both pass through this encoding, so they give the same figures bit for bit.
+
+    Returns
+    -------
+    dict
+        ``n_points``, ``covered_count``, ``covered`` (str), ``sd_float32`` (str), ``corr``.
+    """
+    covered = np.asarray(summary["covered"], dtype=bool)
+    sd = np.asarray(summary["sd"], dtype="<f4")
+    return {
+        "n_points": int(covered.size),
+        "covered_count": int(covered.sum()),
+        "covered": base64.b64encode(np.packbits(covered).tobytes()).decode("ascii"),
+        "sd_float32": base64.b64encode(zlib.compress(sd.tobytes(), 9)).decode("ascii"),
+        "corr": float(summary["corr"]),
+    }
+
+
+def decode_run(record: dict[str, Any]) -> dict[str, Any]:
+    """Invert :func:`encode_run`: ``covered`` (m,) bool, ``sd`` (m,) float64, ``corr``.
+
+    Raises
+    ------
+    UdbenchError
+        A record whose arrays do not have ``n_points`` entries or whose ``covered_count``
+        does not match (a damaged record).
+    """
+    m = int(record["n_points"])
+    try:
+        bits = np.frombuffer(base64.b64decode(record["covered"]), dtype=np.uint8)
+        covered = np.unpackbits(bits, count=m).astype(bool)
+        raw = zlib.decompress(base64.b64decode(record["sd_float32"]))
+        sd = np.frombuffer(raw, dtype="<f4").astype(np.float64)
+    except (ValueError, zlib.error, KeyError) as err:
+        raise param_error("decode_run", "record", "hold an encoded run", str(err)) from None
+    if covered.size != m or sd.size != m or int(covered.sum()) != int(record["covered_count"]):
+        raise param_error(
+            "decode_run",
+            "record",
+            f"hold {m} points and {record.get('covered_count')} covered",
+            f"{covered.size} / {sd.size} points, {int(covered.sum())} covered",
+        )
+    return {"covered": covered, "sd": sd, "corr": float(record["corr"])}
 
 
 def _rel_change(a: np.ndarray, b: np.ndarray) -> np.ndarray:

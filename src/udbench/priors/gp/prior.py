@@ -104,6 +104,9 @@ class GPPrior:
     """
 
     family = "gp"
+    #: Version of the GP reference numerics (bumped by a change that alters the moments or
+    #: draws for the same settings and key; 2: the prior's nugget is part of the model).
+    numerics_version = 2
 
     def __init__(
         self,

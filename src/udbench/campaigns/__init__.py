@@ -1,0 +1,25 @@
+"""Campaigns: long work as resumable units with small committed records.
+
+:mod:`udbench.campaigns.engine` runs units and keeps their records (resume, numerics
+versions, stale and failed records, one writer per folder); :mod:`udbench.campaigns.mcmc`
+is the MCMC reference-posterior campaign (BNN NUTS settings, HBART preset validation at full
+size, the multi-family task set). ``udbench campaign`` is the command line.
+"""
+
+from udbench.campaigns.engine import (
+    Unit,
+    load_done_records,
+    read_record,
+    record_file,
+    run_campaign,
+    unit_status,
+)
+
+__all__ = [
+    "Unit",
+    "load_done_records",
+    "read_record",
+    "record_file",
+    "run_campaign",
+    "unit_status",
+]

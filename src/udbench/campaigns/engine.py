@@ -1,0 +1,386 @@
+"""Resumable campaigns: long work cut into units, each leaving a small committed record.
+
+A *campaign* is work longer than one sitting (a preset validation at full size, a sweep of
+sampler settings, a tuning grid). It is cut into :class:`Unit` objects, each small enough to
+finish in minutes, and each finished unit writes one small JSON *record* (settings, seeds,
+figures, the version of the numerics it depends on, the code version, the machine and its
+load) under a records folder that is meant to be committed to the repository. Big artefacts
+(task files) go to a separate work folder that is not. A later run, possibly on a fresh
+machine with only the committed records, redoes only what is missing
+(:func:`run_campaign`); the figures and verdicts are rebuilt from the records alone by the
+campaign's own summary functions (e.g. :mod:`udbench.campaigns.mcmc`).
+
+Which records count (:func:`unit_status`):
+
+- ``done``: a record with ``"status": "done"``, the unit's settings and the unit's numerics
+  versions. Records survive commits that do not change the numbers: a unit is identified by
+  its settings and by a *numerics version* per component (a constant such as
+  :attr:`udbench.priors.base.Prior.numerics_version`, bumped only by a change that alters the
+  draws), never by the commit.
+- ``stale``: a record made under another numerics version or with other settings. It is
+  reported, never mixed into a summary, and the unit is redone (its record replaced).
+- ``failed``: the unit raised; the record holds the error. The run goes on with the next
+  unit, and a later run retries it.
+- ``corrupt``: the file is not a readable record (reported; redone).
+- ``missing``: no record.
+
+A unit that is killed mid-way leaves no record (records are written atomically, after the
+work), so a resumed run redoes exactly the unfinished unit. One writer per records folder:
+:func:`run_campaign` takes ``<records>/.campaign.lock`` (host and pid; a lock whose process
+is gone is taken over).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import socket
+import subprocess
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from udbench import __version__
+from udbench._validation import UdbenchError, param_error
+
+__all__ = [
+    "RECORD_SCHEMA",
+    "Unit",
+    "campaign_lock",
+    "code_version",
+    "load_done_records",
+    "machine_facts",
+    "read_record",
+    "record_file",
+    "run_campaign",
+    "unit_status",
+]
+
+#: Version of the record layout written by :func:`run_campaign`.
+RECORD_SCHEMA = 1
+_LOCK = ".campaign.lock"
+_ID_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/+=")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit of a campaign.
+
+    Parameters
+    ----------
+    unit_id : str
+        Stable name, also the record's path under the records folder
+        (``<unit_id>.json``; ``/`` makes sub-folders). Letters, digits and ``._-/+=`` only.
+    kind : str
+        What kind of unit (e.g. ``"hbart-validation"``); summaries select records by it.
+    settings : dict
+        Everything that defines the unit's numbers (JSON-ready). A record with other
+        settings is stale.
+    numerics : dict of str to int
+        Numerics version of every component whose numbers the unit depends on (e.g.
+        ``{"hbart": 1}``). A record made under other versions is stale.
+    work : callable
+        ``work() -> dict``: does the work and returns the JSON-ready result.
+    estimate_seconds : float, optional
+        Projected wall seconds on the reference machine (for the status table).
+    """
+
+    unit_id: str
+    kind: str
+    settings: dict[str, Any]
+    numerics: dict[str, int]
+    work: Callable[[], dict[str, Any]] = field(compare=False, repr=False)
+    estimate_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        uid = self.unit_id
+        if not uid or set(uid) - _ID_CHARS or uid.startswith("/") or ".." in uid.split("/"):
+            raise param_error(
+                "Unit", "unit_id", "be a relative name of letters, digits and ._-/+=", uid
+            )
+
+
+def record_file(records: str | Path, unit_id: str) -> Path:
+    """``<records>/<unit_id>.json``."""
+    return Path(records) / f"{unit_id}.json"
+
+
+def read_record(path: str | Path) -> dict[str, Any] | None:
+    """The record at ``path``: None if there is none; ``{"status": "corrupt", ...}`` if the
+    file cannot be read as a record."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        return {"status": "corrupt", "error": f"{type(err).__name__}: {err}"}
+    if not isinstance(record, dict) or "status" not in record or "unit_id" not in record:
+        return {"status": "corrupt", "error": "not a campaign record (no status/unit_id)"}
+    return record
+
+
+def _canonical(value: Any) -> Any:
+    return json.loads(json.dumps(value, sort_keys=True))
+
+
+def unit_status(unit: Unit, records: str | Path) -> tuple[str, dict[str, Any] | None]:
+    """Status of ``unit`` against its record (module docstring) and the record itself.
+
+    Returns
+    -------
+    (status, record) : tuple
+        ``status`` is ``"done"``, ``"stale"``, ``"failed"``, ``"corrupt"`` or ``"missing"``;
+        ``record`` is the parsed record (None if missing).
+    """
+    record = read_record(record_file(records, unit.unit_id))
+    if record is None:
+        return "missing", None
+    if record["status"] == "corrupt":
+        return "corrupt", record
+    if record.get("numerics") != unit.numerics:
+        return "stale", record
+    if record.get("settings") != _canonical(unit.settings):
+        return "stale", record
+    if record["status"] != "done":
+        return "failed", record
+    return "done", record
+
+
+def code_version() -> dict[str, Any]:
+    """The udbench version and, where the package runs from a git checkout, its commit."""
+    out: dict[str, Any] = {"udbench": __version__}
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return out
+    out["commit"] = commit
+    out["dirty"] = bool(dirty)
+    return out
+
+
+def machine_facts() -> dict[str, Any]:
+    """Host name, processor, cores and the 1-minute load average (for cost figures)."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    return {
+        "host": socket.gethostname(),
+        "processor": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "load_1min": load,
+    }
+
+
+def _write_atomic(path: Path, payload: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(payload, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextmanager
+def campaign_lock(records: str | Path) -> Iterator[None]:
+    """One writer per records folder: ``<records>/.campaign.lock`` (host, pid).
+
+    Raises
+    ------
+    UdbenchError
+        Another live process on this host holds the lock.
+    """
+    folder = Path(records)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / _LOCK
+    me = {"host": socket.gethostname(), "pid": os.getpid()}
+    if path.exists():
+        try:
+            other = json.loads(path.read_text())
+            alive = other.get("host") == me["host"] and _pid_alive(int(other["pid"]))
+        except (ValueError, KeyError, TypeError, OSError):
+            alive = False
+        if alive and int(other["pid"]) != me["pid"]:
+            raise UdbenchError(
+                f"campaign: another run is writing records in {str(folder)!r} "
+                f"(pid {other['pid']}); wait for it or stop it"
+            )
+    _write_atomic(path, me)
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def run_campaign(
+    units: Sequence[Unit],
+    records: str | Path,
+    *,
+    max_seconds: float | None = None,
+    max_units: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, int]:
+    """Run every unit of ``units`` that has no valid record, in order, writing records.
+
+    Parameters
+    ----------
+    units : sequence of Unit
+        Unit ids must be unique.
+    records : str or Path
+        Records folder (committed to the repository).
+    max_seconds : float, optional
+        Start no new unit after this many wall seconds (the running one finishes).
+    max_units : int, optional
+        Run at most this many units.
+    progress : callable, optional
+        Called with one line per unit started, finished, failed or skipped as stale.
+
+    Returns
+    -------
+    dict
+        Counts: ``skipped`` (already done), ``done``, ``failed`` (this run), ``left``.
+
+    Raises
+    ------
+    UdbenchError
+        Duplicate unit ids; another process holds the folder's lock.
+    """
+    ids = [u.unit_id for u in units]
+    if len(set(ids)) != len(ids):
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        raise param_error("run_campaign", "units", "have unique unit ids", dup)
+    say = progress or (lambda line: None)
+    counts = {"skipped": 0, "done": 0, "failed": 0, "left": 0}
+    t_start = time.perf_counter()
+    with campaign_lock(records):
+        for unit in units:
+            status, old = unit_status(unit, records)
+            if status == "done":
+                counts["skipped"] += 1
+                continue
+            out_of_time = max_seconds is not None and time.perf_counter() - t_start > max_seconds
+            out_of_units = max_units is not None and counts["done"] + counts["failed"] >= max_units
+            if out_of_time or out_of_units:
+                counts["left"] += 1
+                continue
+            if status in ("stale", "corrupt"):
+                why = (old or {}).get("error") or (
+                    f"numerics {(old or {}).get('numerics')} / other settings"
+                )
+                say(f"{unit.unit_id}: record {status} ({why}); redoing it")
+            say(f"{unit.unit_id}: started")
+            started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+            machine = machine_facts()
+            t0, c0 = time.perf_counter(), time.process_time()
+            try:
+                result: dict[str, Any] | None = unit.work()
+                error = None
+            except KeyboardInterrupt:
+                raise
+            except Exception as err:  # recorded, the campaign goes on
+                result, error = None, f"{type(err).__name__}: {err}"
+                tb = traceback.format_exc(limit=8)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            record: dict[str, Any] = {
+                "schema": RECORD_SCHEMA,
+                "unit_id": unit.unit_id,
+                "kind": unit.kind,
+                "status": "done" if error is None else "failed",
+                "settings": _canonical(unit.settings),
+                "numerics": dict(unit.numerics),
+                "started": started,
+                "wall_seconds": round(wall, 3),
+                "cpu_seconds": round(cpu, 3),
+                "machine": machine,
+                "code": code_version(),
+            }
+            if error is None:
+                record["result"] = _canonical(result)
+                counts["done"] += 1
+                say(f"{unit.unit_id}: done in {wall / 60:.1f} min")
+            else:
+                record["error"] = error
+                record["traceback"] = tb
+                counts["failed"] += 1
+                say(f"{unit.unit_id}: FAILED ({error}); recorded, going on")
+            _write_atomic(record_file(records, unit.unit_id), record)
+    return counts
+
+
+def load_done_records(
+    records: str | Path, kind: str | None = None, numerics: Mapping[str, int] | None = None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The finished records under ``records`` (optionally of one ``kind``), and the notes.
+
+    Parameters
+    ----------
+    records : str or Path
+    kind : str, optional
+        Keep records of this kind only.
+    numerics : mapping, optional
+        The current numerics versions: a record whose versions differ for any component
+        named in both is left out and named in the notes (never mixed into a summary).
+
+    Returns
+    -------
+    (done, notes) : tuple
+        ``done``: parsed records with status ``done``, sorted by unit id; ``notes``: one line
+        per record left out (corrupt, failed, other numerics version).
+    """
+    folder = Path(records)
+    done: list[dict[str, Any]] = []
+    notes: list[str] = []
+    if not folder.is_dir():
+        return done, notes
+    for path in sorted(folder.rglob("*.json")):
+        record = read_record(path)
+        if record is None:
+            continue
+        rel = path.relative_to(folder).with_suffix("").as_posix()
+        if record["status"] == "corrupt":
+            notes.append(f"{rel}: unreadable record ({record['error']})")
+            continue
+        if kind is not None and record.get("kind") != kind:
+            continue
+        if record["status"] != "done":
+            notes.append(f"{rel}: failed ({record.get('error')}); retried by the next run")
+            continue
+        if numerics is not None:
+            theirs = record.get("numerics") or {}
+            clash = {
+                k: (theirs[k], v) for k, v in numerics.items() if k in theirs and theirs[k] != v
+            }
+            if clash:
+                notes.append(
+                    f"{rel}: made under numerics {theirs} (now {dict(numerics)}); left out"
+                )
+                continue
+        done.append(record)
+    done.sort(key=lambda r: str(r["unit_id"]))
+    return done, notes

@@ -1,0 +1,223 @@
+"""``udbench campaign``: long work run as resumable units with committed records.
+
+``run`` does every unit without a valid record (resumable, one writer per records folder),
+``status`` counts done / stale / failed / missing units and projects the hours left, and
+``summarise`` rebuilds the figures and verdicts from the records alone (and, with
+``--write``, the generated documentation page and the preset validation records).
+See docs/campaigns.md.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from udbench._validation import param_error
+from udbench.commands._options import DATA_DIR_HELP, check_data_dir, parse_choice_list
+
+campaign_app = typer.Typer(
+    name="campaign",
+    help=(
+        "Long work (validations, sweeps) as resumable units, each leaving a small record to "
+        "commit: run, status, summarise."
+    ),
+    no_args_is_help=True,
+)
+
+_CAMPAIGNS = ("mcmc",)
+_RECORDS_HELP = (
+    "Records folder (committed; default docs/validation/<campaign>, from the repo root)."
+)
+_WORK_HELP = "Folder for big artefacts such as task files (not committed)."
+
+
+def _records(campaign: str, records: Path | None) -> Path:
+    return records if records is not None else Path("docs") / "validation" / campaign
+
+
+def _work(campaign: str, work: Path | None) -> Path:
+    if work is not None:
+        return work
+    base = os.environ.get("UDBENCH_CACHE_DIR") or str(Path.home() / ".cache" / "udbench")
+    return Path(base) / "campaigns" / campaign
+
+
+def _units(campaign: str, parts: str, layouts: str | None, work: Path, data_dir: Path | None):  # type: ignore[no-untyped-def]
+    from udbench.campaigns import mcmc
+
+    if campaign not in _CAMPAIGNS:
+        raise param_error("udbench campaign", "campaign", f"be one of {list(_CAMPAIGNS)}", campaign)
+    chosen = parse_choice_list("udbench campaign", "parts", parts, list(mcmc.PARTS))
+    lays = (
+        None
+        if layouts is None
+        else parse_choice_list("udbench campaign", "layouts", layouts, list(mcmc.HBART_LAYOUTS))
+    )
+    return mcmc.campaign_units(
+        chosen, work_dir=work, data_dir=None if data_dir is None else str(data_dir), layouts=lays
+    )
+
+
+def run_command(
+    campaign: str = typer.Argument(..., help="Campaign name: mcmc."),
+    parts: str = typer.Option(
+        "all",
+        "--parts",
+        help="Comma list of parts, or 'all' (mcmc: bnn-sweep, hbart-validation, multi-family).",
+    ),
+    layouts: str | None = typer.Option(
+        None, "--layouts", help="HBART layouts to validate (default all, cheapest first)."
+    ),
+    records: Path | None = typer.Option(None, "--records", help=_RECORDS_HELP),
+    work: Path | None = typer.Option(None, "--work", help=_WORK_HELP),
+    max_hours: float | None = typer.Option(
+        None, "--max-hours", help="Start no new unit after this many hours."
+    ),
+    max_units: int | None = typer.Option(None, "--max-units", help="Run at most this many units."),
+    nice: int = typer.Option(
+        19, "--nice", help="Lower this process's priority by this much (0-19) first."
+    ),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
+) -> None:
+    """Run every unit that has no valid record, in order; each writes its record when done.
+
+    Kill it at any time: the unit in progress leaves no record and is redone by the next
+    run; finished units are skipped. A failed unit is recorded and the run goes on.
+    """
+    from udbench.campaigns import run_campaign
+
+    check_data_dir("campaign run", data_dir)
+    if not 0 <= nice <= 19:
+        raise param_error("udbench campaign run", "nice", "be an integer in 0..19", nice)
+    if max_hours is not None and not max_hours > 0:
+        raise param_error("udbench campaign run", "max-hours", "be > 0", max_hours)
+    if max_units is not None and max_units < 1:
+        raise param_error("udbench campaign run", "max-units", "be an integer >= 1", max_units)
+    if nice:
+        os.nice(nice)
+    console = Console(emoji=False, highlight=False)
+    folder = _records(campaign, records)
+    units = _units(campaign, parts, layouts, _work(campaign, work), data_dir)
+    counts = run_campaign(
+        units,
+        folder,
+        max_seconds=None if max_hours is None else max_hours * 3600,
+        max_units=max_units,
+        progress=lambda line: console.print(escape(line)),
+    )
+    console.print(
+        escape(
+            f"{counts['done']} unit(s) done, {counts['failed']} failed, {counts['skipped']} "
+            f"already done, {counts['left']} left; records in {folder}"
+        )
+    )
+
+
+def _estimate(unit: Any, done: list[dict[str, Any]]) -> float | None:
+    """Seconds for ``unit``: the mean of finished records of the same shape, else its guess."""
+    key = _shape(unit.kind, unit.settings)
+    same = [float(r["wall_seconds"]) for r in done if _shape(r["kind"], r["settings"]) == key]
+    if same:
+        return sum(same) / len(same)
+    return unit.estimate_seconds
+
+
+def _shape(kind: str, settings: dict[str, Any]) -> tuple[Any, ...]:
+    task = str(settings.get("task_id", ""))
+    parts = task.split("__")
+    dataset, family = (parts[0], parts[1]) if len(parts) > 1 else ("", "")
+    return (kind, settings.get("layout"), settings.get("run"), dataset, family)
+
+
+def status_command(
+    campaign: str = typer.Argument(..., help="Campaign name: mcmc."),
+    parts: str = typer.Option("all", "--parts", help="Comma list of parts, or 'all'."),
+    layouts: str | None = typer.Option(None, "--layouts", help="HBART layouts (default all)."),
+    records: Path | None = typer.Option(None, "--records", help=_RECORDS_HELP),
+    work: Path | None = typer.Option(None, "--work", help=_WORK_HELP),
+) -> None:
+    """Units done, stale, failed and missing per part, and the hours left (projected)."""
+    from udbench.campaigns import unit_status
+    from udbench.campaigns.engine import load_done_records
+
+    folder = _records(campaign, records)
+    units = _units(campaign, parts, layouts, _work(campaign, work), None)
+    done, _ = load_done_records(folder)
+    table = Table(title=f"campaign {campaign}: {folder}")
+    for col in ("part", "done", "stale", "failed", "missing", "CPU-h done", "hours left (est.)"):
+        table.add_column(col)
+    rows: dict[str, dict[str, Any]] = {}
+    for unit in units:
+        status, rec = unit_status(unit, folder)
+        part = unit.unit_id.split("/")[0]
+        if unit.kind == "hbart-validation":
+            part += "/" + unit.settings["layout"]
+        row = rows.setdefault(
+            part,
+            {"done": 0, "stale": 0, "failed": 0, "missing": 0, "cpu": 0.0, "left": 0.0, "?": 0},
+        )
+        row["corrupt" if status == "corrupt" else status] = row.get(status, 0) + 1
+        if status == "done" and rec is not None:
+            row["cpu"] += float(rec["cpu_seconds"]) / 3600
+            continue
+        est = _estimate(unit, done)
+        if est is None:
+            row["?"] += 1
+        else:
+            row["left"] += est / 3600
+    for part, r in rows.items():
+        left = f"{r['left']:.1f}" + (f" + {r['?']} unmeasured" if r["?"] else "")
+        table.add_row(
+            escape(part),
+            str(r["done"]),
+            str(r["stale"]),
+            str(r["failed"]),
+            str(r["missing"] + r.get("corrupt", 0)),
+            f"{r['cpu']:.2f}",
+            left,
+        )
+    Console(emoji=False, highlight=False, width=120).print(table)
+
+
+def summarise_command(
+    campaign: str = typer.Argument(..., help="Campaign name: mcmc."),
+    records: Path | None = typer.Option(None, "--records", help=_RECORDS_HELP),
+    write: bool = typer.Option(
+        False,
+        "--write",
+        help="Write the generated page (docs/validation/<campaign>.md beside the records) and, "
+        "for an HBART layout equal to a shipped preset, that preset's validation record.",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Figures and verdicts rebuilt from the records alone."""
+    import json
+
+    from udbench.campaigns.report import mcmc_summary, write_mcmc_summary
+
+    if campaign not in _CAMPAIGNS:
+        raise param_error("udbench campaign", "campaign", f"be one of {list(_CAMPAIGNS)}", campaign)
+    folder = _records(campaign, records)
+    summary = mcmc_summary(folder)
+    console = Console(emoji=False, highlight=False)
+    if as_json:
+        typer.echo(json.dumps(summary, indent=1, default=str))
+    else:
+        console.print(summary["markdown"], markup=False)
+    if write:
+        for path in write_mcmc_summary(summary, folder):
+            console.print(escape(f"written: {path}"))
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``campaign`` group."""
+    campaign_app.command("run")(run_command)
+    campaign_app.command("status")(status_command)
+    campaign_app.command("summarise")(summarise_command)
+    app.add_typer(campaign_app, name="campaign")
