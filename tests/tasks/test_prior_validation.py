@@ -6,60 +6,19 @@ show the record."""
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import json
 
 import numpy as np
 import pytest
 
-from udbench._seeding import derive_seed
+from _fakes import WARMUP_HYPER, FakeWarmupPrior
 from udbench._validation import UdbenchError
 from udbench.cli import main
-from udbench.priors import Posterior, load_validation, save_validation, validation_summary
+from udbench.priors import load_validation, save_validation, validation_summary
 from udbench.priors import validation as pv
 from udbench.priors.gp import GPPrior
 from udbench.tasks import validate_prior
 from udbench.tasks import validation as tv
-
-HYPER = {
-    "kernel_family": "matern32",
-    "parts": [{"kernel": "matern32", "weight": 1.0, "lengthscale": [1.0] * 10}],
-}
-
-
-class FakeWarmupPrior(GPPrior):
-    """The exact GP posterior as an "MCMC" prior with a warm-up setting.
-
-    ``mode="exact"``: draws from the exact posterior (new draws for every warm-up and key);
-    ``"ignore"``: draws from the prior (they ignore the data); ``"wide"``: the exact
-    posterior, but with the SD inflated by 30 % unless the warm-up is >= 400 (an
-    unconverged preset)."""
-
-    family = "hbart"
-
-    def __init__(self, mode: str, n_warmup: int = 100) -> None:
-        super().__init__(HYPER, scale=1.0)
-        self.mode, self.n_warmup = mode, n_warmup
-
-    @property
-    def sampler_settings(self) -> dict:
-        return {"n_chains": 1, "n_warmup": self.n_warmup}
-
-    def with_sampler_overrides(self, overrides: dict) -> FakeWarmupPrior:
-        twin = copy.copy(self)
-        twin.n_warmup = int(overrides["n_warmup"])
-        return twin
-
-    def condition(self, X_train, y, noise_var_train, X_eval, key, n_draws):
-        k = derive_seed("fake", key, self.n_warmup)
-        if self.mode == "ignore":
-            return Posterior(draws_eval=self.sample(X_eval, k, n_draws))
-        post = super().condition(X_train, y, noise_var_train, X_eval, k, n_draws)
-        draws = post.draws_eval
-        if self.mode == "wide" and self.n_warmup < 400:
-            draws = post.mean + 1.3 * (draws - post.mean)
-        return dataclasses.replace(post, draws_eval=draws, mean=None, var=None)
 
 
 @pytest.fixture(autouse=True)
@@ -136,7 +95,10 @@ def test_bad_arguments() -> None:
         _run("exact", warmup_factor=1)
     with pytest.raises(UdbenchError, match="warm-up"):
         validate_prior(
-            "hbart", "standard", ["diabetes"], prior_factory=lambda *a: GPPrior(HYPER, scale=1.0)
+            "hbart",
+            "standard",
+            ["diabetes"],
+            prior_factory=lambda *a: GPPrior(WARMUP_HYPER, scale=1.0),
         )
 
 
@@ -242,3 +204,54 @@ def test_shipped_records_load_and_match_their_presets() -> None:
         summary = validation_summary(rec, {"engine": "x", **rec["sampler_settings"]})
         assert summary["settings_match"]
         assert summary["full_protocol"] is (not rec["protocol_issues"])
+
+
+def test_preset_validation_status_says_why_a_record_does_not_validate(tmp_path) -> None:
+    from udbench.priors import preset_validation_status
+    from udbench.priors.hbart import FIDELITY_SETTINGS
+
+    good = {
+        "passed": True,
+        "failures": [],
+        "protocol_issues": [],
+        "sampler_settings": dict(FIDELITY_SETTINGS["standard"]),
+        "numerics_version": 1,
+        "pooled": {"n_instances": 16},
+        "datasets": ["protein", "kin8nm"],
+        "date": "2026-12-01",
+    }
+    summary, warning = preset_validation_status("hbart", "standard", directory=tmp_path)
+    assert summary is None and "no validation record" in warning
+    cases = [
+        ({}, None),
+        ({"passed": False, "failures": ["kin8nm: |coverage change| 0.0061 >= 0.005"]}, "fails"),
+        ({"protocol_issues": ["kin8nm: 3 instances (< 8)"]}, "incomplete: kin8nm: 3"),
+        ({"sampler_settings": {**good["sampler_settings"], "thin": 1}}, "other sampler"),
+        ({"numerics_version": 0}, "numerics version 0"),
+    ]
+    for change, expected in cases:
+        save_validation({**good, **change}, tmp_path / "hbart-standard.json")
+        summary, warning = preset_validation_status("hbart", "standard", directory=tmp_path)
+        assert summary is not None and summary["date"] == "2026-12-01"
+        if expected is None:
+            assert warning is None and summary["applies"] and summary["numerics_match"]
+        else:
+            assert not summary["applies"] and expected in warning, (change, warning)
+    save_validation({**good}, tmp_path / "hbart-smoke.json")
+    assert "never a reference" in preset_validation_status("hbart", "smoke", directory=tmp_path)[1]
+
+
+def test_the_report_shows_the_preset_validation_of_mcmc_results(tmp_path) -> None:
+    import pandas as pd
+
+    from udbench.report._validation import preset_validation_html
+
+    results = pd.DataFrame(
+        {"family": ["gp", "hbart", "bnn"], "fidelity": ["standard", "smoke", "standard"]}
+    )
+    page = "\n".join(preset_validation_html(results))
+    assert "Reference posteriors: preset validation" in page
+    # hbart smoke has a shipped (reduced, failing) record; bnn standard has none
+    assert "hbart smoke: no passing validation record" in page
+    assert "bnn standard: no validation record" in page
+    assert preset_validation_html(results[results["family"] == "gp"]) == []

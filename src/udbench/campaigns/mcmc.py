@@ -123,16 +123,10 @@ _MULTI_SECONDS = {
 
 
 def numerics_versions() -> dict[str, int]:
-    """``{family: numerics_version}`` of the three prior families (no JAX import)."""
-    from udbench.priors.bnn import BNNPrior
-    from udbench.priors.gp.prior import GPPrior
-    from udbench.priors.hbart import HBARTPrior
+    """``{family: numerics_version}`` of every prior family."""
+    from udbench.priors import family_numerics_version, list_prior_families
 
-    return {
-        "gp": int(GPPrior.numerics_version),
-        "hbart": int(HBARTPrior.numerics_version),
-        "bnn": int(BNNPrior.numerics_version),
-    }
+    return {f: family_numerics_version(f) for f in list_prior_families()}
 
 
 def _preset(family: str, fidelity: str, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -308,7 +302,6 @@ def _validation_specs(datasets: Sequence[str], seeds: Sequence[int]) -> list[Any
     return [spec for group in zip(*per, strict=True) for spec in group]
 
 
-@_single_threaded
 def _validation_work(
     spec: Any, run: str, overrides: dict[str, Any], kw: dict[str, Any]
 ) -> dict[str, Any]:

@@ -90,6 +90,7 @@ def run_command(
     Kill it at any time: the unit in progress leaves no record and is redone by the next
     run; finished units are skipped. A failed unit is recorded and the run goes on.
     """
+    from udbench._threads import fix_xla_threads
     from udbench.campaigns import run_campaign
 
     check_data_dir("campaign run", data_dir)
@@ -101,6 +102,9 @@ def run_command(
         raise param_error("udbench campaign run", "max-units", "be an integer >= 1", max_units)
     if nice:
         os.nice(nice)
+    # one XLA compute thread per unit, as every instance and cell (udbench._threads); before
+    # the units are built, since importing a sampler library may create JAX's backends
+    fix_xla_threads()
     console = Console(emoji=False, highlight=False)
     folder = _records(campaign, records)
     units = _units(campaign, parts, layouts, _work(campaign, work), data_dir)

@@ -330,7 +330,9 @@ def check_tasks(
         rejected seed, for MCMC families ``preset_validation``: per fidelity of the
         family's tasks, the stored warm-up sensitivity record of that preset
         (:func:`udbench.priors.validation_summary`, SPEC §7) or None when the preset has
-        none, and ``verdicts``: one ``{"check", "figure", "threshold", "verdict"}`` per SPEC
+        none, and ``preset_validation_warnings`` (one line per preset whose record does not
+        validate these tasks: :func:`udbench.priors.preset_validation_status`), and
+        ``verdicts``: one ``{"check", "figure", "threshold", "verdict"}`` per SPEC
         §7 check (:func:`udbench.tasks.gate_verdicts`). With ``by_dataset``, each family's
         stats also hold ``"datasets"``: dataset → the same pooled figures (and verdicts) over
         that dataset's instances.
@@ -341,7 +343,7 @@ def check_tasks(
         A task argument that names no existing file, folder or glob, or a folder or glob
         that holds no task file.
     """
-    from udbench.priors import MCMC_FAMILIES, load_validation, validation_summary
+    from udbench.priors import MCMC_FAMILIES, preset_validation_status
     from udbench.tasks import Task, gate_verdicts, pool_checks
     from udbench.tasks.checks import mcmc_summary
     from udbench.tasks.discovery import find_task_files
@@ -405,11 +407,11 @@ def check_tasks(
         families[fam]["datasets"] = {ds: pool_checks(s, m) for ds, (s, m) in sorted(by_ds.items())}
     for fam, by_fidelity in presets.items():
         if fam in MCMC_FAMILIES and fam in families:
-            records = {fid: load_validation(fam, fid) for fid in by_fidelity}
-            families[fam]["preset_validation"] = {
-                fid: None if rec is None else validation_summary(rec, by_fidelity[fid])
-                for fid, rec in records.items()
-            }
+            status = {fid: preset_validation_status(fam, fid, s) for fid, s in by_fidelity.items()}
+            families[fam]["preset_validation"] = {fid: st[0] for fid, st in status.items()}
+            families[fam]["preset_validation_warnings"] = [
+                st[1] for st in status.values() if st[1] is not None
+            ]
     for fam, stats in families.items():
         approximate_reference = fam.endswith(APPROXIMATE_SUFFIX)
         for pooled in (stats, *stats.get("datasets", {}).values()):
@@ -578,11 +580,12 @@ def check_command(
             "|ΔSD|/SD median / p95 (floor)",
             "datasets (instances)",
             "protocol",
+            "date / numerics",
         ):
             val.add_column(col)
         for fam, fid, v in validations:
             if v is None:
-                val.add_row(fam, fid, "not validated", "–", "–", "–", "–")
+                val.add_row(fam, fid, "not validated", "–", "–", "–", "–", "–")
                 continue
             verdict = "pass" if v["passed"] else "FAIL"
             if not v["settings_match"]:
@@ -597,8 +600,13 @@ def check_command(
                 f"({_fmt(v['sd_floor_median'], '.3f')})",
                 f"{','.join(v['datasets'])} ({_fmt(v['n_instances'], 'd')})",
                 "SPEC §7" if v["full_protocol"] else "reduced: " + "; ".join(v["protocol_issues"]),
+                f"{v['date'] or '–'} / v{_fmt(v['numerics_version'], 'd')}"
+                + (" (now other)" if v["numerics_match"] is False else ""),
             )
         console.print(val)
+        for r in result.values():
+            for line in r.get("preset_validation_warnings") or []:
+                console.print(f"warning: {escape(line)}", highlight=False)
     replaced = [(fam, x) for fam, r in result.items() for x in r["seed_replacements"]]
     if replaced:
         log = Table(title="Seed replacements (SPEC §7)")

@@ -61,6 +61,7 @@ __all__ = [
     "Posterior",
     "Prior",
     "call_seed",
+    "family_numerics_version",
     "list_prior_families",
     "make_prior",
     "scale_from_unit_draws",
@@ -235,6 +236,21 @@ def call_seed(family: str, use: str | None, key: int, *, bits: int = 63) -> int:
     if use is None:
         return int(key)
     return derive_seed(f"{family}-{use}", int(key), bits=bits)
+
+
+def family_numerics_version(family: str) -> int:
+    """The numerics version of ``family``'s prior class (``PRIOR_CLASS`` of its module).
+
+    Raises
+    ------
+    UdbenchError
+        An unknown family.
+    """
+    import importlib
+
+    check_choice("family_numerics_version", "family", family, list(PRIOR_FAMILIES))
+    module = importlib.import_module(PRIOR_FAMILIES[family])
+    return int(module.PRIOR_CLASS.numerics_version)
 
 
 def list_prior_families() -> list[str]:

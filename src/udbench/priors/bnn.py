@@ -41,6 +41,7 @@ __all__ = [
     "FIDELITY_SETTINGS",
     "N_HIDDEN",
     "N_REFERENCE",
+    "PRIOR_CLASS",
     "BNNPrior",
     "build_prior",
     "choose_reference_rows",
@@ -503,6 +504,11 @@ class BNNPrior(MCMCPrior):
                 )
             )
         return out
+
+
+#: The family's prior class (its capabilities, e.g. ``numerics_version``; read by
+#: :func:`udbench.priors.base.family_numerics_version`).
+PRIOR_CLASS = BNNPrior
 
 
 def build_prior(cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELITY) -> BNNPrior:

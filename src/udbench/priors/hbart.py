@@ -41,6 +41,7 @@ from udbench.priors.mcmc import HBARTDiagnostics, MCMCPrior
 
 __all__ = [
     "FIDELITY_SETTINGS",
+    "PRIOR_CLASS",
     "Forest",
     "HBARTPrior",
     "bin_inputs",
@@ -566,6 +567,11 @@ class HBARTPrior(MCMCPrior):
         return Posterior(
             draws_eval=draws_eval, draws_train=draws_train, diagnostics=diagnostics.to_dict()
         )
+
+
+#: The family's prior class (its capabilities, e.g. ``numerics_version``; read by
+#: :func:`udbench.priors.base.family_numerics_version`).
+PRIOR_CLASS = HBARTPrior
 
 
 def build_prior(cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELITY) -> HBARTPrior:

@@ -59,6 +59,7 @@ __all__ = [
     "decode_run",
     "encode_run",
     "load_validation",
+    "preset_validation_status",
     "protocol_issues",
     "record_path",
     "save_validation",
@@ -370,7 +371,9 @@ def load_validation(
         raise param_error("load_validation", "record", "be valid JSON", f"{path}: {err}") from None
 
 
-def validation_summary(record: dict[str, Any], sampler: dict[str, Any] | None) -> dict[str, Any]:
+def validation_summary(
+    record: dict[str, Any], sampler: dict[str, Any] | None, numerics_version: int | None = None
+) -> dict[str, Any]:
     """What ``udbench check`` shows of a preset's record for tasks with ``sampler`` settings.
 
     Parameters
@@ -380,18 +383,27 @@ def validation_summary(record: dict[str, Any], sampler: dict[str, Any] | None) -
     sampler : dict or None
         The tasks' ``prior["sampler"]`` settings; the record applies when every sampler
         setting it was made with has the same value there (``settings_match``).
+    numerics_version : int, optional
+        The family's current :attr:`~udbench.priors.base.Prior.numerics_version`; the
+        record applies only if it was made under the same version (``numerics_match``; None
+        when the record or the caller does not say).
 
     Returns
     -------
     dict
         ``passed``, ``failures``, ``protocol_issues``, ``full_protocol`` (no issues),
-        ``settings_match``, ``datasets``, ``n_instances``, ``coverage_base``,
-        ``coverage_long``, ``coverage_change``, ``sd_change_median``, ``sd_change_p95``,
-        ``sd_floor_median``, ``date``.
+        ``settings_match``, ``numerics_version`` (the record's), ``numerics_match``,
+        ``applies`` (passed, full protocol, settings and numerics match), ``datasets``,
+        ``n_instances``, ``coverage_base``, ``coverage_long``, ``coverage_change``,
+        ``sd_change_median``, ``sd_change_p95``, ``sd_floor_median``, ``date``.
     """
     pooled = record.get("pooled", {})
     made_with = record.get("sampler_settings", {})
     match = sampler is not None and all(sampler.get(k) == v for k, v in made_with.items())
+    theirs = record.get("numerics_version")
+    numerics_match = (
+        None if theirs is None or numerics_version is None else int(theirs) == numerics_version
+    )
     keys = (
         "coverage_base",
         "coverage_long",
@@ -401,13 +413,70 @@ def validation_summary(record: dict[str, Any], sampler: dict[str, Any] | None) -
         "sd_floor_median",
         "n_instances",
     )
+    full = not record.get("protocol_issues")
+    passed = bool(record.get("passed"))
     return {
-        "passed": bool(record.get("passed")),
+        "passed": passed,
         "failures": list(record.get("failures", [])),
         "protocol_issues": list(record.get("protocol_issues", [])),
-        "full_protocol": not record.get("protocol_issues"),
+        "full_protocol": full,
         "settings_match": bool(match),
+        "numerics_version": theirs,
+        "numerics_match": numerics_match,
+        "applies": passed and full and bool(match) and numerics_match is not False,
         "datasets": list(record.get("datasets", [])),
         **{k: pooled.get(k) for k in keys},
         "date": record.get("date"),
     }
+
+
+def preset_validation_status(
+    family: str,
+    fidelity: str,
+    sampler: dict[str, Any] | None = None,
+    directory: str | Path | None = None,
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The shipped validation record of a preset and, when it does not validate it, a warning.
+
+    Parameters
+    ----------
+    family, fidelity : str
+        An MCMC family and one of its presets.
+    sampler : dict, optional
+        The tasks' sampler settings (default: the preset's as shipped).
+    directory : str or Path, optional
+        Where records are kept (default :data:`RECORD_DIR`).
+
+    Returns
+    -------
+    (summary, warning) : tuple
+        ``summary``: :func:`validation_summary` of the record, or None without one;
+        ``warning``: None when the record validates these tasks (``applies``), else one line
+        naming why not (no record, failed, incomplete protocol, other sampler settings, other
+        numerics version).
+    """
+    import importlib
+
+    from udbench.priors.base import PRIOR_FAMILIES, family_numerics_version
+
+    module = importlib.import_module(PRIOR_FAMILIES[family])
+    if sampler is None:
+        sampler = dict(getattr(module, "FIDELITY_SETTINGS", {}).get(fidelity, {}))
+    record = load_validation(family, fidelity, directory)
+    name = f"{family} {fidelity}"
+    not_ref = "" if fidelity != "smoke" else " (smoke is for tests, never a reference)"
+    if record is None:
+        return None, f"{name}: no validation record for this preset (SPEC §7){not_ref}"
+    summary = validation_summary(record, sampler, family_numerics_version(family))
+    if summary["applies"]:
+        return summary, None
+    why = []
+    if not summary["passed"]:
+        why.append("the record fails: " + "; ".join(summary["failures"]))
+    if not summary["full_protocol"]:
+        why.append("reduced or incomplete: " + "; ".join(summary["protocol_issues"]))
+    if not summary["settings_match"]:
+        why.append("the record was made with other sampler settings")
+    if summary["numerics_match"] is False:
+        why.append(f"the record was made under numerics version {summary['numerics_version']}")
+    return summary, f"{name}: no passing validation record ({'; '.join(why)}){not_ref}"

@@ -54,6 +54,7 @@ from udbench.report._proxies import (
     cd_figure,
     instance_predictions,
 )
+from udbench.report._validation import preset_validation_html
 
 __all__ = [
     "CD_METRICS",
@@ -448,6 +449,7 @@ def write_report(
     for col, vals in grid.items():
         parts.append(f"<tr><th>{col}</th><td>{html.escape(', '.join(map(str, vals)))}</td></tr>")
     parts.append("</table>")
+    parts.extend(preset_validation_html(results))
     parts.append("<h2>Leaderboard</h2>")
     parts.append(
         "<p class='note'>Means over instances with "

@@ -105,6 +105,8 @@ def validation_run(
     UdbenchError
         Unknown run, a family without a warm-up, a bad factor.
     """
+    from udbench._threads import cell_threads
+
     comp = "validation_run"
     check_choice(comp, "run", run, RUNS)
     _check_factor(comp, warmup_factor)
@@ -134,7 +136,8 @@ def validation_run(
     if run == "floor":
         key = derive_seed("warmup-floor", key)
     t0 = time.perf_counter()
-    post = prior.condition(X_train, y, nv, X_eval, key, int(spec.n_draws))
+    with cell_threads():  # one compute thread, as every instance (docs/running.md)
+        post = prior.condition(X_train, y, nv, X_eval, key, int(spec.n_draws))
     seconds = time.perf_counter() - t0
     diag = post.diagnostics
     return {
@@ -170,8 +173,9 @@ def combine_validation(
     """The validation record (figures, verdict, protocol) from :func:`validation_run` results.
 
     Only instances with all three runs count; an instance with fewer is listed in
-    ``incomplete``. Datasets are taken in the order of ``datasets``; instances in the order
-    of ``runs``.
+    ``incomplete``. Datasets are taken in the order of ``datasets``, instances within a
+    dataset by task id, whatever the order of ``runs`` (so a record rebuilt from campaign
+    records equals the one computed in memory).
 
     Parameters
     ----------
@@ -200,7 +204,8 @@ def combine_validation(
     by_task: dict[str, dict[str, dict[str, Any]]] = {}
     for r in runs:
         by_task.setdefault(str(r["task_id"]), {})[str(r["run"])] = r
-    complete = {t: rs for t, rs in by_task.items() if all(k in rs for k in RUNS)}
+    # sorted by task id, so the figures (bootstrap included) do not depend on the order of runs
+    complete = {t: by_task[t] for t in sorted(by_task) if all(k in by_task[t] for k in RUNS)}
     incomplete = sorted(set(by_task) - set(complete))
     if not complete:
         raise param_error(comp, "runs", "hold all three runs of at least one instance", incomplete)

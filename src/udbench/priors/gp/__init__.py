@@ -14,11 +14,12 @@
 
 from udbench.priors.gp.fit import FIT_SETTINGS, KernelFit, fit_kernel, log_marginal_likelihood
 from udbench.priors.gp.kernels import KERNEL_PARTS, kernel_matrix, parse_kernel_family
-from udbench.priors.gp.prior import GPPrior, build_prior, fit_cache_path
+from udbench.priors.gp.prior import PRIOR_CLASS, GPPrior, build_prior, fit_cache_path
 
 __all__ = [
     "FIT_SETTINGS",
     "KERNEL_PARTS",
+    "PRIOR_CLASS",
     "GPPrior",
     "KernelFit",
     "build_prior",

@@ -60,7 +60,7 @@ from udbench.priors.gp.linalg import (
 )
 from udbench.priors.gp.linalg import xp as _xp
 
-__all__ = ["GPPrior", "build_prior", "fit_cache_path"]
+__all__ = ["PRIOR_CLASS", "GPPrior", "build_prior", "fit_cache_path"]
 
 
 def _normals(key: int, shape: tuple[int, ...]) -> np.ndarray:
@@ -447,6 +447,11 @@ def _write_json_atomic(path: Path, obj: dict[str, Any]) -> None:
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)
     os.replace(tmp, path)
+
+
+#: The family's prior class (its capabilities, e.g. ``numerics_version``; read by
+#: :func:`udbench.priors.base.family_numerics_version`).
+PRIOR_CLASS = GPPrior
 
 
 def build_prior(

@@ -1,0 +1,166 @@
+"""The campaign engine: records, resume after a kill, numerics versions, failures, the lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from udbench._validation import UdbenchError
+from udbench.campaigns import Unit, load_done_records, read_record, run_campaign, unit_status
+from udbench.campaigns.engine import campaign_lock, record_file
+
+
+def _unit(uid: str, value: int, numerics: int = 1, log: list | None = None) -> Unit:
+    def work() -> dict:
+        if log is not None:
+            log.append(uid)
+        return {"value": value}
+
+    return Unit(uid, "toy", {"value": value}, {"toy": numerics}, work)
+
+
+def test_records_are_written_and_a_rerun_skips_them(tmp_path: Path) -> None:
+    log: list[str] = []
+    units = [_unit("a/one", 1, log=log), _unit("a/two", 2, log=log)]
+    assert run_campaign(units, tmp_path) == {"skipped": 0, "done": 2, "failed": 0, "left": 0}
+    rec = read_record(record_file(tmp_path, "a/two"))
+    assert rec is not None and rec["status"] == "done" and rec["result"] == {"value": 2}
+    assert rec["numerics"] == {"toy": 1} and rec["settings"] == {"value": 2}
+    assert {"udbench", "host", "load_1min"} <= set(rec["code"]) | set(rec["machine"])
+    assert rec["cpu_seconds"] >= 0 and rec["wall_seconds"] >= 0
+    assert run_campaign(units, tmp_path)["skipped"] == 2
+    assert log == ["a/one", "a/two"]  # nothing redone
+    assert not (tmp_path / ".campaign.lock").exists()
+
+
+def test_records_survive_commits_but_not_a_numerics_change(tmp_path: Path) -> None:
+    run_campaign([_unit("u", 1)], tmp_path)
+    path = record_file(tmp_path, "u")
+    rec = json.loads(path.read_text())
+    rec["code"] = {"udbench": "0.0.0", "commit": "0" * 40, "dirty": True}  # another commit
+    path.write_text(json.dumps(rec))
+    assert unit_status(_unit("u", 1), tmp_path)[0] == "done"
+    # the sampler's numerics changed: the record is stale, left out of summaries, redone
+    assert unit_status(_unit("u", 1, numerics=2), tmp_path)[0] == "stale"
+    done, notes = load_done_records(tmp_path, "toy", {"toy": 2})
+    assert done == [] and len(notes) == 1 and "numerics" in notes[0]
+    log: list[str] = []
+    counts = run_campaign([_unit("u", 1, numerics=2, log=log)], tmp_path)
+    assert counts["done"] == 1 and log == ["u"]
+    assert load_done_records(tmp_path, "toy", {"toy": 2})[0][0]["numerics"] == {"toy": 2}
+    # other settings are stale too
+    assert unit_status(_unit("u", 5, numerics=2), tmp_path)[0] == "stale"
+
+
+def test_a_failed_unit_is_recorded_the_run_goes_on_and_a_rerun_retries(tmp_path: Path) -> None:
+    def boom() -> dict:
+        raise RuntimeError("sampler diverged")
+
+    log: list[str] = []
+    units = [Unit("bad", "toy", {}, {"toy": 1}, boom), _unit("good", 1, log=log)]
+    counts = run_campaign(units, tmp_path)
+    assert counts == {"skipped": 0, "done": 1, "failed": 1, "left": 0} and log == ["good"]
+    rec = read_record(record_file(tmp_path, "bad"))
+    assert rec["status"] == "failed" and "sampler diverged" in rec["error"]
+    assert unit_status(units[0], tmp_path)[0] == "failed"
+    done, notes = load_done_records(tmp_path)
+    assert [r["unit_id"] for r in done] == ["good"] and "bad: failed" in notes[0]
+    assert run_campaign(units, tmp_path)["failed"] == 1  # retried
+
+
+def test_corrupt_records_are_reported_and_redone(tmp_path: Path) -> None:
+    record_file(tmp_path, "u").write_text("{not json")
+    assert unit_status(_unit("u", 1), tmp_path)[0] == "corrupt"
+    assert "unreadable" in load_done_records(tmp_path)[1][0]
+    assert run_campaign([_unit("u", 1)], tmp_path)["done"] == 1
+
+
+def test_limits_leave_units_for_later(tmp_path: Path) -> None:
+    units = [_unit(f"u{i}", i) for i in range(4)]
+    assert run_campaign(units, tmp_path, max_units=1) == {
+        "skipped": 0,
+        "done": 1,
+        "failed": 0,
+        "left": 3,
+    }
+    assert run_campaign(units, tmp_path, max_seconds=0.0)["left"] == 3  # no new unit starts
+
+
+def test_bad_unit_ids_and_duplicates_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(UdbenchError, match="unit_id"):
+        _unit("../escape", 1)
+    with pytest.raises(UdbenchError, match="unit_id"):
+        _unit("with space", 1)
+    with pytest.raises(UdbenchError, match="unique"):
+        run_campaign([_unit("a", 1), _unit("a", 2)], tmp_path)
+
+
+def test_one_writer_per_records_folder(tmp_path: Path) -> None:
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (tmp_path / ".campaign.lock").write_text(
+            json.dumps({"host": os.uname().nodename, "pid": other.pid})
+        )
+        with pytest.raises(UdbenchError, match="another run is writing"):
+            run_campaign([_unit("a", 1)], tmp_path)
+    finally:
+        other.kill()
+        other.wait()
+    # the owner is gone: its lock is taken over
+    with campaign_lock(tmp_path):
+        assert json.loads((tmp_path / ".campaign.lock").read_text())["pid"] == os.getpid()
+
+
+_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from udbench.campaigns import Unit, run_campaign
+
+    records, marks = Path(sys.argv[1]), Path(sys.argv[2])
+
+    def work(i):
+        def run():
+            (marks / f"start{i}").write_text("")
+            if i == 1:
+                time.sleep(float(sys.argv[3]))
+            return {"i": i}
+        return run
+
+    units = [Unit(f"u{i}", "toy", {"i": i}, {"toy": 1}, work(i)) for i in range(3)]
+    print(run_campaign(units, records))
+    """
+)
+
+
+def test_a_campaign_killed_mid_unit_redoes_only_that_unit(tmp_path: Path) -> None:
+    script = tmp_path / "campaign.py"
+    script.write_text(_SCRIPT)
+    records, marks = tmp_path / "records", tmp_path / "marks"
+    marks.mkdir()
+    proc = subprocess.Popen([sys.executable, str(script), str(records), str(marks), "60"])
+    deadline = time.monotonic() + 60
+    while not (marks / "start1").exists():  # unit 1 is running
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert record_file(records, "u0").is_file() and not record_file(records, "u1").exists()
+    for mark in marks.iterdir():
+        mark.unlink()
+    out = subprocess.run(
+        [sys.executable, str(script), str(records), str(marks), "0"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "'skipped': 1, 'done': 2" in out  # the lock of the killed run was taken over
+    assert sorted(p.name for p in marks.iterdir()) == ["start1", "start2"]

@@ -1,0 +1,122 @@
+"""The MCMC campaign's units and summaries (issue 34), without MCMC: the HBART validation
+units run on the fake warm-up prior of the validation tests (exact GP posterior), and the
+verdict rebuilt from records equals the in-memory ``validate_prior`` record."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from _fakes import FakeWarmupPrior
+from udbench._validation import UdbenchError
+from udbench.campaigns import mcmc, run_campaign
+from udbench.campaigns.engine import record_file
+from udbench.campaigns.report import mcmc_summary, write_mcmc_summary
+from udbench.tasks import validate_prior
+
+KW = {"max_train": 60, "max_eval": 50}
+
+
+@pytest.fixture(autouse=True)
+def _env(tmp_path, monkeypatch):
+    monkeypatch.setenv("UDBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("UDBENCH_DATA_DIR", raising=False)  # diabetes is embedded
+
+
+def _factory(fam, ds, fid):
+    return FakeWarmupPrior("exact")
+
+
+def _units(**kw):
+    return mcmc.hbart_validation_units(
+        {"lean": {}}, datasets=["diabetes"], prior_factory=_factory, **KW, **kw
+    )
+
+
+def test_validation_rebuilt_from_records_equals_the_in_memory_record(tmp_path: Path) -> None:
+    units = _units()
+    assert len(units) == 8 * 3  # 4 noise modes x 2 coverages x 3 runs
+    assert run_campaign(units, tmp_path)["done"] == 24
+    by_layout, notes = mcmc.hbart_validation_records(tmp_path)
+    assert notes == []
+    rebuilt = by_layout["lean"]
+    direct = validate_prior(
+        "hbart", "standard", ["diabetes"], prior_factory=_factory, n_draws=1000, **KW
+    )
+    for key in ("per_dataset", "pooled", "passed", "failures", "protocol_issues", "warmup"):
+        assert rebuilt[key] == direct[key], key
+    assert rebuilt["passed"] and rebuilt["incomplete"] == []
+    assert [r["task_id"] for r in rebuilt["instances"]] == sorted(
+        r["task_id"] for r in direct["instances"]
+    ) or {r["task_id"] for r in rebuilt["instances"]} == {r["task_id"] for r in direct["instances"]}
+    # records are small: a few KB each
+    sizes = [p.stat().st_size for p in tmp_path.rglob("*.json")]
+    assert max(sizes) < 8000
+
+
+def test_an_incomplete_instance_is_left_out_and_named(tmp_path: Path) -> None:
+    units = _units()
+    run_campaign(units[:4], tmp_path)  # one instance whole, the next with one run
+    rec = mcmc.hbart_validation_records(tmp_path)[0]["lean"]
+    assert rec["pooled"]["n_instances"] == 1 and len(rec["incomplete"]) == 1
+    assert "diabetes: 1 instances (< 8)" in rec["protocol_issues"]
+
+
+def test_a_numerics_change_makes_validation_records_stale(tmp_path: Path, monkeypatch) -> None:
+    run_campaign(_units()[:3], tmp_path)
+    from udbench.priors.hbart import HBARTPrior
+
+    monkeypatch.setattr(HBARTPrior, "numerics_version", HBARTPrior.numerics_version + 1)
+    by_layout, notes = mcmc.hbart_validation_records(tmp_path)
+    assert by_layout == {} and len(notes) == 3 and all("numerics" in n for n in notes)
+    assert run_campaign(_units()[:3], tmp_path)["done"] == 3  # redone under the new version
+
+
+def test_summary_page_and_preset_record(tmp_path: Path, monkeypatch) -> None:
+    from udbench.priors import validation as pv
+
+    monkeypatch.setattr(pv, "RECORD_DIR", tmp_path / "validations")
+    records = tmp_path / "mcmc"
+    # a layout equal to the shipped `standard` preset (no overrides)
+    units = mcmc.hbart_validation_units(
+        {"standard": {}}, datasets=["diabetes"], prior_factory=_factory, **KW
+    )
+    run_campaign(units[:3], records)
+    rec = json.loads(record_file(records, units[0].unit_id).read_text())
+    # the fake prior reports its own sampler settings; make the record claim the preset's
+    from udbench.priors.hbart import FIDELITY_SETTINGS
+
+    for path in records.rglob("*.json"):
+        r = json.loads(path.read_text())
+        r["result"]["sampler_settings"] = dict(FIDELITY_SETTINGS["standard"])
+        path.write_text(json.dumps(r))
+    summary = mcmc_summary(records)
+    assert "### `standard`" in summary["markdown"] and "incomplete" in summary["markdown"]
+    written = write_mcmc_summary(summary, records)
+    assert written[0] == records.with_suffix(".md") and written[0].read_text().startswith("#")
+    saved = json.loads((tmp_path / "validations" / "hbart-standard.json").read_text())
+    assert saved["numerics_version"] == 1 and saved["fidelity"] == "standard"
+    assert rec["settings"]["layout"] == "standard"
+
+
+def test_unit_lists() -> None:
+    units = mcmc.campaign_units(work_dir="w")
+    ids = [u.unit_id for u in units]
+    assert len(ids) == len(set(ids))
+    assert ids[0] == "bnn-sweep/d9"
+    # validation instances alternate between the two datasets, runs of one instance together
+    val = [u for u in units if u.kind == "hbart-validation"]
+    assert [u.settings["run"] for u in val[:3]] == ["base", "long", "floor"]
+    assert val[0].settings["task_id"].startswith("kin8nm") and val[3].settings[
+        "task_id"
+    ].startswith("protein")
+    assert len(val) == len(mcmc.HBART_LAYOUTS) * 16 * 3
+    multi = [u for u in units if u.kind == "multi-family"]
+    assert len(multi) == 2 * 3 * 4 * 2 * 2
+    assert multi[0].settings["sampler"] == {} and multi[-1].numerics == {"hbart": 1}
+    with pytest.raises(UdbenchError, match="parts"):
+        mcmc.campaign_units(["nope"], work_dir="w")
+    with pytest.raises(UdbenchError, match="overrides"):
+        mcmc.bnn_sweep_units({"x": {"no_such_setting": 1}})
