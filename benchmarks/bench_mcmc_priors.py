@@ -22,6 +22,15 @@ f(x) per wall second (median and smallest over the evaluation inputs), R̂ and t
 ``--scale`` < 1 shrinks n and n_eval (e.g. on a shared machine); the paper fidelity is
 long (hours for HBART on 2 CPU cores) and is not in the default list. Last line:
 ``standard_minutes_per_instance_max: <x>`` (the slower family at standard fidelity).
+
+The full-size BNN sweep of issue 34 is a campaign (``udbench campaign run mcmc --parts
+bnn-sweep``, records in ``docs/validation/mcmc/bnn-sweep/``): each NUTS setting on the real
+kin8nm task is one unit. ``--sweep-records DIR`` prints its table from the records (ESS of f
+per CPU second for every setting tried, the chosen one — the current ``standard`` preset —
+marked) and minutes per ``standard`` instance from the campaign's HBART and BNN records;
+``--run-sweep`` first runs the missing units (resumable). Last line then:
+``bnn_ess_per_second_ratio_new_vs_old: <x>`` (ESS median per CPU second of the chosen
+setting over the former preset, max tree depth 9 with a diagonal mass matrix).
 """
 
 from __future__ import annotations
@@ -127,8 +136,56 @@ def _run(target: Any, *args: Any) -> dict:
     return res
 
 
+def _sweep_report(records: str, run: bool) -> None:
+    """The BNN sweep and the standard minutes per instance from the campaign records."""
+    from udbench.campaigns import mcmc, run_campaign
+    from udbench.campaigns.engine import load_done_records
+    from udbench.priors.bnn import FIDELITY_SETTINGS
+
+    if run:
+        run_campaign(mcmc.bnn_sweep_units(), records, progress=print)
+    rows, notes = mcmc.bnn_sweep_table(records)
+    chosen = next((r for r in rows if r["sampler_settings"] == FIDELITY_SETTINGS["standard"]), None)
+    for r in rows:
+        mark = "  <- chosen (standard)" if r is chosen else ""
+        print(
+            f"bnn {r['setting']}: ESS median {r['ess_bulk_f_median']:.0f}, p5 "
+            f"{r['ess_bulk_f_p5']:.0f}, ESS/CPU-s {r['ess_median_per_cpu_second']:.3f} "
+            f"(p5 {r['ess_p5_per_cpu_second']:.3f}), per 1000 leapfrog "
+            f"{r['ess_median_per_kgrad_kept']:.2f}, CPU {r['sampler_cpu_seconds'] / 60:.1f} min, "
+            f"max R̂ {r['rhat_max']:.3f}, depth {r['tree_depth_mean']:.2f} "
+            f"({r['share_at_max_tree_depth']:.0%} at max), coverage {r['coverage_90']:.3f}"
+            f"{mark}",
+            flush=True,
+        )
+    for note in notes:
+        print(f"left out: {note}")
+    done, _ = load_done_records(records)
+    for family, kind in (("hbart", "hbart-validation"), ("bnn", "multi-family")):
+        walls = [
+            float(r["wall_seconds"])
+            for r in done
+            if r["kind"] == kind
+            and str(r["settings"]["task_id"]).startswith(("kin8nm__", "protein__"))
+            and f"__{family}__" in str(r["settings"]["task_id"])
+            and r["settings"].get("run", "base") == "base"
+            and r["settings"]["sampler"] == mcmc._preset(family, "standard", {})
+        ]
+        if walls:
+            print(f"{family} standard at full size: {np.mean(walls) / 60:.1f} min per instance "
+                  f"(mean of {len(walls)} campaign records)")  # fmt: skip
+    base = next((r for r in rows if r["setting"] == "d9"), None)
+    if base is None or chosen is None:
+        print("bnn_ess_per_second_ratio_new_vs_old: nan")
+        return
+    ratio = chosen["ess_median_per_cpu_second"] / base["ess_median_per_cpu_second"]
+    print(f"bnn_ess_per_second_ratio_new_vs_old: {ratio:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--sweep-records", default=None, help="campaign records folder (issue 34)")
+    ap.add_argument("--run-sweep", action="store_true", help="run missing sweep units first")
     ap.add_argument("--fidelities", default="smoke,standard")
     ap.add_argument("--families", default="hbart,bnn")
     ap.add_argument("--scale", type=float, default=1.0)
@@ -140,6 +197,9 @@ def main() -> None:
     )
     ap.add_argument("--skip-chain-methods", action="store_true")
     args = ap.parse_args()
+    if args.sweep_records is not None:
+        _sweep_report(args.sweep_records, args.run_sweep)
+        return
     minutes: dict[str, float] = {}
     for fidelity in filter(None, args.fidelities.split(",")):
         for family in args.families.split(","):
