@@ -241,11 +241,14 @@ def _settings(suite: dict[str, Any]) -> dict[str, Any]:
 
 def _summarise_check(report: dict[str, Any], console: Console) -> None:
     for fam, r in report["families"].items():
-        lo, hi = r["coverage_90_ci"]
+        ci = r.get("coverage_90_ci")
         agree = r.get("mc_agree_fraction")
+        expected = r.get("coverage_90_expected")
         console.print(
-            f"  {fam}: {r['n_instances']} instances; coverage 90 % {r['coverage_90']:.3f} "
-            f"[{lo:.3f}, {hi:.3f}]; max SBC bin dev. {r['sbc_max_bin_deviation']:.4f}; "
+            f"  {fam}: {r['n_instances']} instances; coverage 90 % {r['coverage_90']:.3f}"
+            + ("" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
+            + ("" if expected is None else f" (correct posterior {expected:.3f})")
+            + f"; max SBC bin dev. {r['sbc_max_bin_deviation']:.4f}; "
             f"MCSE σ² rel. median / p95 {r['mcse_var_median']:.3f} / {r['mcse_var_p95']:.3f}; "
             f"corr(mean, f*) median {r['corr_mean_fstar_median']:.3f}"
             + ("" if agree is None else f"; MC = exact {agree:.0%}"),
