@@ -249,9 +249,14 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Add your own table as a dataset: clean, check, design, register (docs/data.md)."""
+        from udbench._validation import check_int, check_positive, check_writable
+
+        # numbers first: before the table is read or any heavy import
+        check_int("udbench datasets add", "--n", n_train, minimum=2, allow_none=True)
+        if rho is not None:
+            check_positive("udbench datasets add", "--rho", rho)
         import dataclasses
 
-        from udbench._validation import check_writable
         from udbench.data.user import user_dataset_root
         from udbench.recipes.own_data import add_dataset
 

@@ -170,6 +170,10 @@ def check_method_command(
     --timeout <= 0) are an error before any check runs (exit 2). A user's class is imported
     from the current directory too (as ``python -m`` would).
     """
+    from udbench._validation import check_seed, check_timeout
+
+    check_seed("udbench check-method", "--random-state", random_state)  # before any import
+    check_timeout("udbench check-method", "--timeout", timeout)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     from udbench.methods.conformance import check_method

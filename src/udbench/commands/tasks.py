@@ -15,7 +15,14 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from udbench._validation import UdbenchError, param_error
+from udbench._lock import folder_lock
+from udbench._validation import (
+    MAX_WORKERS_PER_CORE,
+    UdbenchError,
+    check_int,
+    check_workers,
+    param_error,
+)
 from udbench.commands._grid import expand_grid
 from udbench.commands._options import (
     DATA_DIR_HELP,
@@ -26,7 +33,7 @@ from udbench.commands._options import (
 )
 from udbench.priors import DEFAULT_FIDELITY, Fidelity
 from udbench.tasks.replacement import MAX_REPLACEMENTS
-from udbench.tasks.spec import DEFAULT_DRAWS
+from udbench.tasks.spec import DEFAULT_DRAWS, MAX_DRAWS, MIN_DRAWS
 from udbench.tasks.timelog import log_generation_time
 
 __all__ = [
@@ -42,6 +49,9 @@ __all__ = [
 #: Appended to a family in ``udbench check`` for tasks with an approximate reference posterior.
 APPROXIMATE_SUFFIX = " (approximate reference)"
 
+
+#: Most seed replacements ``--max-replacements`` accepts (each one a whole new instance).
+MAX_REPLACE_LIMIT = 100
 
 _FIDELITY_HELP = (
     f"Prior preset: {', '.join(x.value for x in Fidelity)}; only "
@@ -103,7 +113,12 @@ def generate_command(
     ),
     coverage: str = typer.Option("all", "--coverage", help="Coverages: comma list or 'all'."),
     seeds: str = typer.Option("0", "--seeds", help="E.g. 0-9, 0,2,5 or 'all' (0-9)."),
-    draws: int = typer.Option(DEFAULT_DRAWS, "--draws", help="Posterior draws D per instance."),
+    draws: int = typer.Option(
+        DEFAULT_DRAWS,
+        "--draws",
+        help=f"Posterior draws D per instance ({MIN_DRAWS} to {MAX_DRAWS}; for MCMC families a "
+        "multiple of the preset's chains).",
+    ),
     fidelity: str = typer.Option(
         DEFAULT_FIDELITY.value,
         "--fidelity",
@@ -119,7 +134,7 @@ def generate_command(
         "--jobs",
         "-j",
         help="Local worker processes generating instances in parallel (Dask); 1 or 0: in this "
-        "process.",
+        f"process; at most {MAX_WORKERS_PER_CORE} × the usable cores.",
     ),
     scheduler: str | None = typer.Option(
         None, "--scheduler", help="Address of a running Dask scheduler (tcp://host:8786)."
@@ -131,7 +146,8 @@ def generate_command(
         MAX_REPLACEMENTS,
         "--max-replacements",
         help="Seed replacements tried for an MCMC instance rejected by the R̂ rule (SPEC §7) "
-        "before it is reported as failed; 0 fails at the first rejection.",
+        f"before it is reported as failed (0 to {MAX_REPLACE_LIMIT}); 0 fails at the first "
+        "rejection.",
     ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
     draws_train: bool | None = typer.Option(
@@ -153,10 +169,11 @@ def generate_command(
     resumes); a damaged one is generated again; one made with other settings or from other
     data is an error (exit 2) unless --overwrite.
     """
-    from udbench.tasks.generate import get_covariates, get_prior, task_file_clash
-
-    if jobs < 0:
-        raise param_error("generate", "workers", "be >= 0", jobs)
+    comp = "udbench generate"
+    # numbers first, before anything heavy is imported (JAX: seconds)
+    check_int(comp, "--draws", draws, minimum=MIN_DRAWS, maximum=MAX_DRAWS)
+    check_workers(comp, "--workers", jobs)
+    check_int(comp, "--max-replacements", max_replacements, minimum=0, maximum=MAX_REPLACE_LIMIT)
     if scheduler is not None or cluster_config is not None:  # fail fast, before any work
         from udbench.evaluation.cluster import check_scheduler_address, load_cluster_config
 
@@ -164,19 +181,43 @@ def generate_command(
             check_scheduler_address(scheduler)
         if cluster_config is not None:
             load_cluster_config(cluster_config)
-    if max_replacements < 0:
-        raise param_error("generate", "max-replacements", "be >= 0", max_replacements)
+    check_data_dir("generate", data_dir)
+    check_out_dir("generate", out)
+    dd = None if data_dir is None else str(data_dir)
+    specs = expand_grid(datasets, families, noise, coverage, seeds, fidelity, draws, dd)
+    with folder_lock(out, comp):
+        _generate(
+            specs,
+            out,
+            dd,
+            jobs,
+            scheduler,
+            cluster_config,
+            max_replacements,
+            draws_train,
+            overwrite,
+        )
+
+
+def _generate(
+    specs: list[Any],
+    out: Path,
+    dd: str | None,
+    jobs: int,
+    scheduler: str | None,
+    cluster_config: Path | None,
+    max_replacements: int,
+    draws_train: bool | None,
+    overwrite: bool,
+) -> None:
+    """The body of ``udbench generate`` once its options are checked (the folder is locked)."""
     from udbench._threads import fix_xla_threads
+    from udbench.tasks.generate import get_covariates, get_prior, task_file_clash
 
     # one XLA thread before JAX is first used (the prior fit below): instances made in this
     # process (--workers 1) then run as on a worker, and the fit itself does not depend on
     # --workers (it is made here either way)
     fix_xla_threads()
-    check_data_dir("generate", data_dir)
-    check_out_dir("generate", out)
-    dd = None if data_dir is None else str(data_dir)
-    specs = expand_grid(datasets, families, noise, coverage, seeds, fidelity, draws, dd)
-    out.mkdir(parents=True, exist_ok=True)
     todo: list[Any] = []
     clashes: list[tuple[Path, str]] = []
     n_damaged = 0

@@ -31,9 +31,10 @@ bootstrap interval that resamples whole instances (SPEC §7), the coverage a cor
 gives at those D and the randomization test of it (:func:`pool_checks`); the pooled SBC
 histogram's largest bin deviation from the exact expected shares; median and 95th percentile
 of the relative MCSE over all points; median of the per-instance correlations; the number of
-instances whose MC moments disagree with the exact ones and its binomial p-value; for MCMC families (:func:`mcmc_summary` of the stored sampler
-diagnostics) the largest function-space split-R̂, the share of points with R̂ > 1.05,
-divergences, mean acceptance, NUTS tree depth and the number of replaced seeds.
+instances whose MC moments disagree with the exact ones and its binomial p-value; for MCMC
+families (:func:`mcmc_summary` of the stored sampler diagnostics) the largest function-space
+split-R̂, the share of points with R̂ > 1.05, divergences, mean acceptance, NUTS tree depth
+and the number of replaced seeds.
 """
 
 from __future__ import annotations
@@ -660,8 +661,7 @@ def gate_verdicts(stats: dict[str, Any], *, approximate: bool = False) -> list[d
         add(
             "MC = exact moments",
             f"{n - int(n_bad)} / {n} instances agree",
-            f"disagreeing instances within Binomial(n, {MC_AGREE_LEVEL:.0%}): "
-            f"p > {GATE_LEVEL:.0%}",
+            f"disagreeing instances within Binomial(n, {MC_AGREE_LEVEL:.0%}): p > {GATE_LEVEL:.0%}",
             _verdict(float(stats["mc_disagree_p"]) > GATE_LEVEL),
         )
     if "rhat_max" in stats:
