@@ -347,12 +347,9 @@ def check_timeout(component: str, parameter: str, value: Any) -> float | None:
     if value is None:
         return None
     rule = f"be a number of seconds in (0, {MAX_TIMEOUT_S:.0f}] (30 days; omit it for no limit)"
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise param_error(component, parameter, rule, value)
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise param_error(component, parameter, rule, value) from None
+    v = float(value)
     if not (np.isfinite(v) and 0.0 < v <= MAX_TIMEOUT_S):
         raise param_error(component, parameter, rule, value)
     return v

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from udbench._lock import folder_lock
 from udbench._validation import check_seed
+from udbench.commands._console import make_console
 from udbench.commands._options import check_level, check_out_dir, check_resamples, out_path
 
 
@@ -63,7 +63,7 @@ def register(app: typer.Typer) -> None:
                 random_state=seed,
                 loss=loss,
             )
-        console = Console()
+        console = make_console()
         head = res.tables["headline"]
         console.print(
             f"{len(head)} methods; {len(res.files)} files written to {out} "

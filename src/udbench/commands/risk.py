@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from udbench._validation import (
@@ -21,6 +20,7 @@ from udbench._validation import (
     check_writable,
     param_error,
 )
+from udbench.commands._console import make_console
 from udbench.commands._options import out_path
 
 LOSSES = ("squared", "crps", "log", "multiclass_log", "brier")
@@ -164,4 +164,4 @@ def register(app: typer.Typer) -> None:
         for col in terms:
             table.add_column(col)
         table.add_row(*(f"{frame[c].mean():.6g}" for c in terms))
-        Console().print(table)
+        make_console().print(table)

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from udbench._lock import folder_lock
 from udbench._validation import check_timeout, check_workers
+from udbench.commands._console import make_console
 from udbench.commands._options import (
     check_out_dir,
     check_resamples,
@@ -51,8 +52,8 @@ def _tuned_configure(tuned: Path, fallback: str, task_args: list[str], specs: li
 
 def _console() -> Console:
     """A console; when not writing to a terminal, 100 columns (the table never needs more)."""
-    console = Console()
-    return console if console.is_terminal else Console(width=100)
+    console = make_console()
+    return console if console.is_terminal else make_console(width=100)
 
 
 def register(app: typer.Typer) -> None:
@@ -168,7 +169,7 @@ def register(app: typer.Typer) -> None:
                         losses=losses,
                     )
             except KeyboardInterrupt:
-                Console(stderr=True).print(
+                make_console(stderr=True).print(
                     f"interrupted; {stored[0]} cell(s) finished in this run are kept in {out}; "
                     "re-run the same command to resume",
                     highlight=False,
@@ -176,7 +177,7 @@ def register(app: typer.Typer) -> None:
                     soft_wrap=True,
                 )
                 raise typer.Exit(EXIT_INTERRUPTED) from None
-            console = Console()
+            console = make_console()
             console.print(
                 f"{summary.n_cells} cells: {summary.n_ok} ok, {summary.n_failed} failed, "
                 f"{summary.n_skipped} already finished → {summary.out}",
@@ -434,7 +435,7 @@ def register(app: typer.Typer) -> None:
             tuned=tuned,
             cd_metrics=tuple(cd_metric) or CD_METRICS,
         )
-        Console().print(f"report written to {path}", highlight=False)
+        make_console().print(f"report written to {path}", highlight=False)
 
     @app.command("quickstart")
     def quickstart_cmd(

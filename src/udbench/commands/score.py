@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from udbench._lock import folder_lock
 from udbench._validation import param_error
+from udbench.commands._console import make_console
 
 #: Exit status when some ok cells could not be scored (predictions not kept, task file gone).
 EXIT_CELLS_SKIPPED = 3
@@ -46,7 +46,7 @@ def register(app: typer.Typer) -> None:
             )
         with folder_lock(results, "udbench score"):  # it rewrites the folder's cells
             summary = score_results(results, losses, force=force)
-        console = Console()
+        console = make_console()
         console.print(
             f"{summary.n_ok} ok cells: {summary.n_scored} scored under "
             f"{','.join(summary.losses) or '(squared only: nothing to do)'}, "

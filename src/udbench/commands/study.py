@@ -25,6 +25,7 @@ from udbench._validation import (
     check_workers,
     param_error,
 )
+from udbench.commands._console import make_console
 from udbench.commands._options import (
     DATA_DIR_HELP,
     check_data_dir,
@@ -232,7 +233,7 @@ def wine_ood_cmd(
     for d in ds:  # fail fast on a table without the red-wine covariates or a bad n_query
         wo.red_query_points(d, design.ood_dataset, n_query, dd)
     full = wo.WineOODDesign(fidelity=design.fidelity, n_draws=draws).specs()
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     folders = [*measured] + [p for p in (out / "tasks", out / "results") if p.is_dir()]
     from udbench.tuning.plan import finished_work
 
@@ -257,7 +258,9 @@ def wine_ood_cmd(
         n_new, failures = wo.generate_tasks(design, out / "tasks", data_dir=dd, workers=workers)
         console.print(f"instances: {n_new} generated in {out / 'tasks'}", highlight=False)
         for task_id, err in failures:
-            console.print(f"[red]failed[/] {escape(task_id)}: {escape(err)}", highlight=False)
+            console.print(
+                f"[red]failed[/] {escape(task_id)}: {escape(err)}", highlight=False, markup=True
+            )
         method_specs: list[Any] = names
         if smoke:
             from udbench.methods.registry import get_method_class, make_method
@@ -281,7 +284,9 @@ def wine_ood_cmd(
             highlight=False,
         )
         for key, err in summary.failures[:10]:
-            console.print(f"[red]failed[/] {escape(key)}: {escape(err)}", highlight=False)
+            console.print(
+                f"[red]failed[/] {escape(key)}: {escape(err)}", highlight=False, markup=True
+            )
         result = wo.analyse(
             out / "results",
             out / "tasks",
@@ -301,7 +306,7 @@ def wine_ood_cmd(
                 f"{r['eu_ratio_matched']:.3g}",
                 f"{r['partial_spearman']:.3f}",
             )
-        Console().print(view)
+        make_console().print(view)
         console.print(f"tables and figures in {out / 'analysis'}", highlight=False)
         if failures or summary.n_failed:
             raise typer.Exit(3)
@@ -374,7 +379,7 @@ def spectral_norm_command(
     check_data_dir("study spectral-norm", data_dir)
     check_out_dir("study spectral-norm", out)
     dd = None if data_dir is None else str(data_dir)
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     fams = [f.strip() for f in families.split(",") if f.strip()]
     specs = sn.study_specs(
         datasets,
@@ -394,7 +399,7 @@ def spectral_norm_command(
     for r in plan.rows:
         table.add_row(
             r.stage,
-            escape(r.key),
+            r.key,  # the console prints table cells as they are
             str(r.count),
             str(r.n_measured),
             _fmt(r.median_s),
@@ -452,13 +457,13 @@ def spectral_norm_command(
                 timeout=timeout,
                 data_dir=dd,
                 n_resamples=n_resamples,
-                say=lambda text: console.print(escape(text), highlight=False),
+                say=lambda text: console.print(text, highlight=False),
                 on_cell=on_cell,
             )
     paired = analysis.tables["paired"]
     from udbench.analyses import display_table
 
-    Console().print(display_table(paired).to_string(index=False), highlight=False)
+    make_console().print(display_table(paired).to_string(index=False), highlight=False)
     console.print(f"tables, figures and study.html in {out / 'analysis'}", highlight=False)
 
 

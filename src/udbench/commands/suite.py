@@ -39,6 +39,7 @@ from rich.markup import escape
 
 from udbench._lock import folder_lock
 from udbench._validation import UdbenchError, check_timeout, check_workers, param_error
+from udbench.commands._console import make_console
 from udbench.commands._options import DATA_DIR_HELP, check_data_dir, check_out_dir, out_path
 
 __all__ = ["STAGES", "register", "stage_commands"]
@@ -298,7 +299,7 @@ def register(app: typer.Typer) -> None:
         check_timeout(comp, "--timeout", timeout)
         from udbench.recipes.suites import SUITES, load_suite
 
-        console = Console(stderr=True)
+        console = make_console(stderr=True)
         if list_suites:
             for key, s in SUITES.items():
                 typer.echo(f"{key}: {s['description']}")
@@ -385,7 +386,10 @@ def register(app: typer.Typer) -> None:
                     highlight=False,
                 )
             console.print(
-                f"[bold]suite {suite['name']}[/]: {suite['description']} → {out}", highlight=False
+                f"[bold]suite {escape(suite['name'])}[/]: "
+                + escape(f"{suite['description']} → {out}"),
+                highlight=False,
+                markup=True,
             )
             if plan:
                 _child(argv["plan"], console, "plan")
@@ -397,9 +401,15 @@ def register(app: typer.Typer) -> None:
                 if stage == "check":
                     seen = _fingerprint(_task_files(out))
                     if state["stages"].get("check") == seen and (out / "check.json").is_file():
-                        console.print(f"{head}: task files unchanged since checked, skipped")
+                        console.print(
+                            f"{head}: task files unchanged since checked, skipped", markup=True
+                        )
                         continue
-                    console.print(f"{head}: udbench {' '.join(argv['check'])}", highlight=False)
+                    console.print(
+                        f"{head}: " + escape(f"udbench {' '.join(argv['check'])}"),
+                        highlight=False,
+                        markup=True,
+                    )
                     rc, text = _child(argv["check"], console, stage, capture=True)
                     report = json.loads(text) if text.strip() else None
                     if report is not None:
@@ -415,6 +425,7 @@ def register(app: typer.Typer) -> None:
                             ),
                             highlight=False,
                             soft_wrap=True,
+                            markup=True,
                         )
                         raise typer.Exit(EXIT_INVALID_TASKS)
                     state["stages"]["check"] = seen
@@ -424,9 +435,15 @@ def register(app: typer.Typer) -> None:
                     seen = _fingerprint(_result_files(out))
                     done = (out / "report" / "report.html").is_file()
                     if state["stages"].get("report") == seen and done:
-                        console.print(f"{head}: results unchanged since reported, skipped")
+                        console.print(
+                            f"{head}: results unchanged since reported, skipped", markup=True
+                        )
                         continue
-                console.print(f"{head}: udbench {' '.join(argv[stage])}", highlight=False)
+                console.print(
+                    f"{head}: " + escape(f"udbench {' '.join(argv[stage])}"),
+                    highlight=False,
+                    markup=True,
+                )
                 rc, _ = _child(argv[stage], console, stage)
                 if stage == "run" and rc == _RUN_CELLS_FAILED:
                     status = rc  # cells failed, all stored: report them

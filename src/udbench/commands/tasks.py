@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -23,6 +22,7 @@ from udbench._validation import (
     check_workers,
     param_error,
 )
+from udbench.commands._console import make_console, styled
 from udbench.commands._grid import expand_grid
 from udbench.commands._options import (
     DATA_DIR_HELP,
@@ -241,7 +241,7 @@ def _generate(
             f"with other settings or data (e.g. {path.name}: {why}); pass --overwrite to replace "
             "them, or generate into another --out"
         )
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     console.print(
         f"{len(specs)} instances selected, {len(specs) - len(todo)} already done, "
         f"{len(todo)} to generate in {out}"
@@ -264,8 +264,9 @@ def _generate(
             # a GP prior's kernel fit takes minutes to most of an hour on one core (once; then
             # read from the cache): show that something is happening, and how long
             start = time.perf_counter()
+            # a status line is always markup (rich's Spinner): the dataset name is escaped
             with console.status(
-                f"prior {key[0]} on {key[1]} ({key[2]}): fitting, or reading the cache …"
+                escape(f"prior {key[0]} on {key[1]} ({key[2]}): fitting, or reading the cache …")
             ):
                 get_prior(*key, dd)
             prior_ready(key, time.perf_counter() - start)
@@ -326,7 +327,9 @@ def _generate(
                 log_generation_time(out, spec, float(result[2]))
             bar.advance(progress)
     for task_id, err in failures:
-        console.print(f"[red]failed[/] {escape(task_id)}: {escape(err)}", highlight=False)
+        console.print(
+            f"[red]failed[/] {escape(task_id)}: {escape(err)}", highlight=False, markup=True
+        )
     if failures:
         raise UdbenchError(f"generate: {len(failures)} of {len(todo)} instances failed")
 
@@ -544,7 +547,7 @@ def check_command(
         if strict and failed:
             raise typer.Exit(code=EXIT_CHECK_FAILED)
         return
-    console = Console(width=max(120, os.get_terminal_size(0).columns if os.isatty(0) else 120))
+    console = make_console(width=max(120, os.get_terminal_size(0).columns if os.isatty(0) else 120))
     title = tasks[0] if len(tasks) == 1 else f"{len(tasks)} task arguments"
     table = Table(title=f"Acceptance checks: {title}")
     for col in (
@@ -583,7 +586,7 @@ def check_command(
         for v in r["verdicts"]:
             colour = style.get(v["verdict"].split(" ")[0], "dim")
             verdicts.add_row(
-                fam, v["check"], v["figure"], v["threshold"], f"[{colour}]{escape(v['verdict'])}[/]"
+                fam, v["check"], v["figure"], v["threshold"], styled(v["verdict"], colour)
             )
     console.print(verdicts)
     old = report["before_nugget"]
@@ -684,7 +687,7 @@ def check_command(
             markup=False,
         )
     for bad in invalid:
-        console.print(f"[bold red]invalid[/] {escape(bad['error'])}", highlight=False)
+        console.print(f"[bold red]invalid[/] {escape(bad['error'])}", highlight=False, markup=True)
     if invalid:
         console.print(
             f"{len(invalid)} of {len(invalid) + sum(r['n_instances'] for r in result.values())} "

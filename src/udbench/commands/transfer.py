@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from udbench._lock import folder_lock
 from udbench._validation import check_int, check_seed
+from udbench.commands._console import make_console
 from udbench.commands._options import DATA_DIR_HELP, check_out_dir, check_resamples, out_path
 
 
@@ -96,7 +96,7 @@ def register(app: typer.Typer) -> None:
             check_out_dir(name, out)
         given = {"max_rows": fit_rows, "restarts": fit_restarts, "maxiter": fit_iters}
         overrides = {k: v for k, v in given.items() if v is not None}
-        console = Console()
+        console = make_console()
 
         def progress(done: int, total: int, task_id: str) -> None:
             console.print(f"  [{done}/{total}] {task_id}", highlight=False, markup=False)

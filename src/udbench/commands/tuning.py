@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from udbench._lock import folder_lock
 from udbench._validation import check_int, check_seed, check_timeout, check_workers
+from udbench.commands._console import make_console
 from udbench.commands._grid import expand_grid
 from udbench.commands._options import check_out_dir, out_path, split_tasks_and_methods
 from udbench.priors.base import DEFAULT_FIDELITY
@@ -97,7 +97,7 @@ def register(app: typer.Typer) -> None:
             if cluster_config is not None:
                 load_cluster_config(cluster_config)
         tasks, specs = split_tasks_and_methods(tasks, methods)
-        console = Console(stderr=True)
+        console = make_console(stderr=True)
 
         from rich.progress import (
             BarColumn,
@@ -139,14 +139,14 @@ def register(app: typer.Typer) -> None:
                     pin=pin,
                     on_trial=on_trial,
                 )
-        Console().print(
+        make_console().print(
             f"{summary.n_sweeps} sweeps: {summary.n_trials_run} trials run "
             f"({summary.n_trials_failed} failed), {summary.n_resumed_trials} kept from earlier "
             f"runs, {summary.n_interrupted} interrupted; {len(summary.records)} records → "
             f"{summary.out}",
             highlight=False,
         )
-        Console().print(
+        make_console().print(
             f"next: udbench tune-summary {out}  ·  udbench run TASKS -m … --tuned {out}",
             highlight=False,
             markup=False,
@@ -179,7 +179,7 @@ def register(app: typer.Typer) -> None:
                 str(r["n_failed"]),
                 params,
             )
-        Console(width=200 if not sys.stdout.isatty() else None).print(table)
+        make_console(width=200 if not sys.stdout.isatty() else None).print(table)
 
     @app.command("plan")
     def plan_cmd(
@@ -238,7 +238,7 @@ def register(app: typer.Typer) -> None:
                 )
             )
             return
-        console = Console(width=200 if not sys.stdout.isatty() else None)
+        console = make_console(width=200 if not sys.stdout.isatty() else None)
         console.print(
             f"{counts['instances']} instances in {counts['conditions']} conditions; "
             f"{counts['methods']} methods → {counts['sweeps']} sweeps × {trials} trials = "

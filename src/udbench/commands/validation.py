@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from udbench._validation import check_int, param_error
+from udbench.commands._console import make_console
 from udbench.commands._options import (
     DATA_DIR_HELP,
     check_data_dir,
@@ -135,7 +136,7 @@ def validate_prior_command(
     for name, value in (("max-train", max_train), ("max-eval", max_eval)):
         if value is not None and value < 2:
             raise param_error("validate-prior", name, "be an integer >= 2", value)
-    console = Console(width=160)
+    console = make_console(width=160)
     progress = None if as_json else (lambda line: console.print(line, highlight=False))
     result = validate_prior(
         family,
