@@ -103,7 +103,8 @@ def _create(path: Path, content: str) -> bool:
 
 @contextmanager
 def folder_lock(folder: str | os.PathLike[str], command: str) -> Iterator[Path]:
-    """Hold ``folder``'s lock while the block runs (the folder is created if needed).
+    """Hold ``folder``'s lock while the block runs (the folder is made if needed, and removed
+    again if the block leaves it empty).
 
     Parameters
     ----------
@@ -124,6 +125,9 @@ def folder_lock(folder: str | os.PathLike[str], command: str) -> Iterator[Path]:
         process id, host, since when) and what to do.
     """
     folder = Path(folder)
+    # the folders made here only to hold the lock are removed again if the command leaves them
+    # empty (a command refused after its checks writes nothing)
+    made = [p for p in (folder, *folder.absolute().parents) if not p.exists()]
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / LOCK_NAME
     me = _me(command)
@@ -149,6 +153,7 @@ def folder_lock(folder: str | os.PathLike[str], command: str) -> Iterator[Path]:
             )
         path.unlink(missing_ok=True)  # left by a process that is gone: take it over
     else:  # pragma: no cover - three stale locks in a row
+        _remove_empty(made)
         raise UdbenchError(f"{command}: cannot take the lock {str(path)!r}; try again")
     try:
         yield path
@@ -156,3 +161,13 @@ def folder_lock(folder: str | os.PathLike[str], command: str) -> Iterator[Path]:
         owner = lock_owner(folder)
         if owner is not None and owner.get("pid") == me["pid"] and owner.get("host") == me["host"]:
             path.unlink(missing_ok=True)
+        _remove_empty(made)
+
+
+def _remove_empty(made: list[Path]) -> None:
+    """Remove the folders of ``made`` (innermost first) that are still empty."""
+    for p in made:
+        try:
+            p.rmdir()
+        except OSError:  # not empty (the command wrote there), or gone
+            return

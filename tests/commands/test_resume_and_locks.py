@@ -209,10 +209,12 @@ OWNERS = [
 DATA = os.environ.get("UDBENCH_DATA_DIR")
 
 
-@pytest.mark.parametrize(("args", "owned"), OWNERS, ids=[a[0] for a, _ in OWNERS])
+@pytest.mark.parametrize(("args", "owned"), OWNERS, ids=[" ".join(a[:2]) for a, _ in OWNERS])
 def test_every_folder_owner_refuses_a_second_writer(
     args, owned, cache, tmp_path, capsys, live_owner
 ):
+    if "{D}" in args and not (DATA and Path(DATA).is_dir()):
+        pytest.skip("UDBENCH_DATA_DIR is not set to a data folder (see README)")
     empty, folder = _folders(tmp_path)
     folder.mkdir()
     (folder / LOCK_NAME).write_text(json.dumps(live_owner))
@@ -274,3 +276,15 @@ def test_of_processes_starting_at_once_exactly_one_holds_the_folder(tmp_path) ->
     got = sorted(results.get(timeout=10) for _ in procs)
     assert got == ["held", "refused", "refused", "refused"]
     assert not (tmp_path / LOCK_NAME).exists()
+
+
+def test_a_folder_made_for_the_lock_alone_is_removed_again(tmp_path) -> None:
+    folder = tmp_path / "new" / "deeper"
+    with pytest.raises(RuntimeError):
+        with folder_lock(folder, "udbench test"):
+            assert (folder / LOCK_NAME).exists()
+            raise RuntimeError("the command failed before writing")
+    assert not (tmp_path / "new").exists()
+    with folder_lock(folder, "udbench test"):
+        (folder / "result.txt").write_text("kept")
+    assert sorted(p.name for p in folder.iterdir()) == ["result.txt"]

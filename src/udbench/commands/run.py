@@ -138,10 +138,11 @@ def register(app: typer.Typer) -> None:
             if cluster_config is not None:
                 load_cluster_config(cluster_config)
         task_args, specs = split_tasks_and_methods(tasks, methods)
+        configure = None
+        if tuned is not None:  # every condition checked before the folder is made
+            configure = _tuned_configure(tuned, fallback, task_args, specs)
         with folder_lock(out, comp):  # one writer per results folder
-            configure = None
-            if tuned is not None:
-                configure = _tuned_configure(tuned, fallback, task_args, specs)
+            if configure is not None:
                 configure.copy_to(out / "tuned")  # the results folder carries its configurations
             stored = [0]  # cells this invocation stored, for the line after a Ctrl-C
             try:
