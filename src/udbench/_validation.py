@@ -45,10 +45,11 @@ MAX_WORKERS_PER_CORE = 4
 MAX_TIMEOUT_S = 30 * 24 * 3600.0
 #: Largest seed (seeds are unsigned 32-bit integers in NumPy, Optuna and JAX streams).
 MAX_SEED = 2**32 - 1
-#: Largest magnitude of a method's inputs and targets: their squares (variances, kernels,
-#: least squares) stay finite in float64 (max ≈ 1.8e308); 1e300-scaled data gave NaN output
-#: or a raw ``OverflowError``.
-MAX_ABS_INPUT = 1e150
+#: Largest magnitude of a method's inputs and targets: their squares (variances in target
+#: units, kernels, least squares) stay finite in float64 (max ≈ 1.8e308) with a margin of 100;
+#: 1e300-scaled data gave NaN output or a raw ``OverflowError``. Targets up to it keep the
+#: methods' equivariance under y -> c·y (tested to c = 1e150).
+MAX_ABS_INPUT = 1e153
 
 
 class UdbenchError(ValueError):

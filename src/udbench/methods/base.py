@@ -295,7 +295,7 @@ class BaseMethod(BaseEstimator):
         ------
         UdbenchError
             Invalid hyperparameters, wrong shapes, NaN/inf in ``X`` or ``y``, entries of
-            magnitude above 1e150 (:data:`udbench._validation.MAX_ABS_INPUT`), fewer than
+            magnitude above 1e153 (:data:`udbench._validation.MAX_ABS_INPUT`), fewer than
             2 rows.
 
         Notes
@@ -327,7 +327,7 @@ class BaseMethod(BaseEstimator):
         NotFittedError
             If called before :meth:`fit`.
         UdbenchError
-            Wrong number of features, NaN/inf in ``X``, entries of magnitude above 1e150.
+            Wrong number of features, NaN/inf in ``X``, entries of magnitude above 1e153.
         MethodOutputError
             If the method's output has a wrong shape, NaN/inf or a negative variance.
         """
