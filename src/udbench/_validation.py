@@ -16,14 +16,40 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "MAX_ABS_INPUT",
+    "MAX_SEED",
+    "MAX_TIMEOUT_S",
+    "MAX_WORKERS_PER_CORE",
     "UdbenchError",
     "UdbenchWarning",
+    "as_list",
     "check_array",
     "check_choice",
+    "check_int",
     "check_positive",
+    "check_seed",
+    "check_timeout",
+    "check_workers",
     "check_writable",
     "param_error",
+    "usable_core_count",
 ]
+
+#: Most local worker processes per usable core (``--workers``, ``workers=``). Each worker
+#: computes with one thread, so more workers than cores only wait; a few per core are
+#: allowed (I/O, uneven cells), beyond that a typo (``--workers 1000``: hundreds of processes,
+#: leaked semaphores, minutes before anything is reported) is refused.
+MAX_WORKERS_PER_CORE = 4
+#: Longest per-cell / per-trial time limit in seconds (30 days); no limit: give none. Larger
+#: values overflow the timers of the operating system (``--timeout 1e308``).
+MAX_TIMEOUT_S = 30 * 24 * 3600.0
+#: Largest seed (seeds are unsigned 32-bit integers in NumPy, Optuna and JAX streams).
+MAX_SEED = 2**32 - 1
+#: Largest magnitude of a method's inputs and targets: their squares (variances in target
+#: units, kernels, least squares) stay finite in float64 (max ≈ 1.8e308) with a margin of 100;
+#: 1e300-scaled data gave NaN output or a raw ``OverflowError``. Targets up to it keep the
+#: methods' equivariance under y -> c·y (tested to c = 1e150).
+MAX_ABS_INPUT = 1e153
 
 
 class UdbenchError(ValueError):
@@ -114,6 +140,7 @@ def check_array(
     finite: bool = True,
     nonnegative: bool = False,
     dtype: Any = np.float64,
+    max_abs: float | None = None,
 ) -> np.ndarray:
     """Convert ``value`` to an array and check it.
 
@@ -133,6 +160,9 @@ def check_array(
         Reject negative entries (e.g. variances).
     dtype : numpy dtype, default float64
         Target dtype; ``None`` keeps the input's dtype.
+    max_abs : float, optional
+        Reject entries of larger magnitude (e.g. :data:`MAX_ABS_INPUT`, whose squares are
+        still finite in float64).
 
     Returns
     -------
@@ -165,6 +195,16 @@ def check_array(
         raise param_error(
             component, parameter, "contain only finite values", f"{n_bad} NaN/inf entries"
         )
+    if max_abs is not None and arr.size and arr.dtype.kind in "fiuc":
+        largest = float(np.max(np.abs(arr)))
+        if largest > max_abs:
+            raise param_error(
+                component,
+                parameter,
+                f"have entries of magnitude <= {max_abs:g} (squares and variances must be "
+                "finite in float64; rescale the data)",
+                f"largest magnitude {largest:g}",
+            )
     if nonnegative and arr.size and np.nanmin(arr) < 0:
         raise param_error(
             component, parameter, "be non-negative", f"minimum {float(np.nanmin(arr))!r}"
@@ -223,3 +263,149 @@ def check_writable(component: str, parameter: str, path: str | os.PathLike[str])
     os.close(fd)
     os.unlink(probe)
     return target
+
+
+def check_int(
+    component: str,
+    parameter: str,
+    value: Any,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    allow_none: bool = False,
+) -> int | None:
+    """Return ``value`` as an int if it is an integer within [minimum, maximum].
+
+    Booleans and non-integral numbers (``2.5``, ``"3"``) are refused, as is None unless
+    ``allow_none``.
+
+    Raises
+    ------
+    UdbenchError
+        Naming the parameter, the rule (``be an integer from 1 to 100``) and the value.
+    """
+    if value is None and allow_none:
+        return None
+    if minimum is not None and maximum is not None:
+        rule = f"be an integer from {minimum} to {maximum}"
+    elif minimum is not None:
+        rule = f"be an integer >= {minimum}"
+    elif maximum is not None:
+        rule = f"be an integer <= {maximum}"
+    else:
+        rule = "be an integer"
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise param_error(component, parameter, rule, value)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise param_error(component, parameter, rule, value)
+    return int(value)
+
+
+def usable_core_count() -> int:
+    """Number of cores this process may run on (its CPU affinity; all cores elsewhere)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def check_workers(component: str, parameter: str, value: Any) -> int | None:
+    """Return a local worker count: None (the default) or an integer from 0 to
+    :data:`MAX_WORKERS_PER_CORE` × the usable cores.
+
+    Raises
+    ------
+    UdbenchError
+        A negative, non-integer or too large count, with the cap and how it was computed.
+    """
+    cores = usable_core_count()
+    cap = MAX_WORKERS_PER_CORE * cores
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or not (0 <= value <= cap)
+    ):
+        raise param_error(
+            component,
+            parameter,
+            f"be an integer from 0 to {cap} ({MAX_WORKERS_PER_CORE} × the {cores} usable "
+            "cores; for more processes use a Dask scheduler or a cluster file)",
+            value,
+        )
+    return int(value)
+
+
+def check_timeout(component: str, parameter: str, value: Any) -> float | None:
+    """Return a time limit in seconds: None (no limit) or a number in (0, 30 days].
+
+    Raises
+    ------
+    UdbenchError
+        Not a number, NaN, infinite, <= 0 or above :data:`MAX_TIMEOUT_S`.
+    """
+    if value is None:
+        return None
+    rule = f"be a number of seconds in (0, {MAX_TIMEOUT_S:.0f}] (30 days; omit it for no limit)"
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise param_error(component, parameter, rule, value)
+    v = float(value)
+    if not (np.isfinite(v) and 0.0 < v <= MAX_TIMEOUT_S):
+        raise param_error(component, parameter, rule, value)
+    return v
+
+
+def check_seed(component: str, parameter: str, value: Any) -> int:
+    """Return a seed: an integer from 0 to :data:`MAX_SEED` (2³² − 1)."""
+    out = check_int(component, parameter, value, minimum=0, maximum=MAX_SEED)
+    assert out is not None
+    return out
+
+
+def as_list(
+    component: str,
+    parameter: str,
+    value: Any,
+    kinds: tuple[type, ...] | None = None,
+    *,
+    what: str = "items",
+) -> list[Any]:
+    """One item or a sequence of items, as a list: strings and paths are one item.
+
+    A ``str`` or :class:`os.PathLike` (``"DIR"``, ``Path("x.npz")``, ``"crps"``) is one item,
+    never the sequence of its characters; so is an instance of ``kinds`` other than a
+    container (a tuple is always a sequence). A list, tuple,
+    set or other iterable (not a mapping, not bytes) gives its items, each of which must be an
+    instance of ``kinds`` when given.
+
+    Parameters
+    ----------
+    component, parameter : str
+        Named in the message.
+    value : object
+        The argument.
+    kinds : tuple of type, optional
+        Allowed item types (None: any).
+    what : str
+        What an item is, for the message (``"task files, folders or globs"``).
+
+    Raises
+    ------
+    UdbenchError
+        ``value`` is neither an item nor an iterable of items (a number, a dict, bytes), or
+        an item has another type.
+    """
+    containers = (list, tuple, set, frozenset)
+    if isinstance(value, (str, os.PathLike)) or (
+        kinds and isinstance(value, tuple(kinds)) and not isinstance(value, containers)
+    ):
+        return [value]  # one item; a tuple is always a sequence (a ("label", spec) pair too)
+    if isinstance(value, (bytes, bytearray, dict)) or not isinstance(value, Iterable):
+        raise param_error(component, parameter, f"be one or a sequence of {what}", value)
+    items = list(value)
+    if kinds:
+        for item in items:
+            if not isinstance(item, tuple(kinds)) or isinstance(item, bool):
+                raise param_error(component, parameter, f"hold only {what}", f"an item {item!r}")
+    return items

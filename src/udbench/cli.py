@@ -25,11 +25,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from udbench import __version__
 from udbench._validation import UdbenchError, UdbenchWarning
+from udbench.commands._console import make_console
 
 #: Modules under ``udbench.commands`` whose ``register(app)`` adds sub-commands.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -102,8 +102,8 @@ for _name in COMMAND_MODULES:
 
 def _print_error(text: str) -> None:
     # the message is plain text: escape it, or rich would eat "[...]" in user values
-    Console(stderr=True).print(
-        f"[bold red]error:[/] {escape(text)}", highlight=False, soft_wrap=True
+    make_console(stderr=True).print(
+        f"[bold red]error:[/] {escape(text)}", highlight=False, soft_wrap=True, markup=True
     )
 
 
@@ -130,8 +130,11 @@ def _one_line_warnings() -> Iterator[None]:
 
         def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
             if isinstance(category, type) and issubclass(category, UdbenchWarning):
-                Console(stderr=True).print(
-                    f"[yellow]warning:[/] {escape(str(message))}", highlight=False, soft_wrap=True
+                make_console(stderr=True).print(
+                    f"[yellow]warning:[/] {escape(str(message))}",
+                    highlight=False,
+                    soft_wrap=True,
+                    markup=True,
                 )
             else:
                 shown(message, category, filename, lineno, file, line)
@@ -160,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as ex:
         return int(ex.exit_code or 0)
     except (typer.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
-        Console(stderr=True).print(f"{command}: interrupted", highlight=False, markup=False)
+        make_console(stderr=True).print(f"{command}: interrupted", highlight=False, markup=False)
         return 130
     except SystemExit as ex:  # click usage errors in standalone_mode=False still exit
         return int(ex.code or 0)

@@ -43,7 +43,13 @@ FLAGS = ("--workers", "0", "--no-plan")
 def test_preset_grids_have_the_issue_sizes(name, n) -> None:
     s = load_suite(name)
     specs = expand_grid(
-        s["datasets"], s["families"], s["noise"], s["coverage"], s["seeds"], s["fidelity"], 40
+        s["datasets"],
+        s["families"],
+        s["noise"],
+        s["coverage"],
+        s["seeds"],
+        s["fidelity"],
+        s["draws"],  # an MCMC family's D must be a multiple of its chains (paper HBART: 250)
     )
     assert len(specs) == n
     if name == "gp-all":

@@ -191,13 +191,11 @@ def test_task_arguments(task_dir, tmp_path):
 
 
 def test_bad_run_arguments(task_dir, tmp_path):
-    with pytest.raises(UdbenchError, match="'timeout' must be > 0 seconds"):
+    with pytest.raises(UdbenchError, match=r"'timeout' must be a number of seconds in \(0, "):
         _run(task_dir, tmp_path / "r", [MeanMethod()], timeout=0)
     with pytest.raises(UdbenchError, match="'methods' must name at least one method"):
         _run(task_dir, tmp_path / "r", [])
-    with pytest.raises(
-        UdbenchError, match="'methods' must be a method spec string or a BaseMethod"
-    ):
+    with pytest.raises(UdbenchError, match="'methods' must hold only method specs"):
         _run(task_dir, tmp_path / "r", [42])
 
 

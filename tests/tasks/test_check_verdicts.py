@@ -6,17 +6,23 @@ from __future__ import annotations
 import json
 
 import pytest
+import scipy.stats
 
 from udbench.cli import main
 from udbench.commands.tasks import EXIT_CHECK_FAILED
-from udbench.tasks import gate_verdicts
+from udbench.tasks import gate_verdicts, pool_checks
 from udbench.tasks.generate import get_prior
 
 
 def _stats(**kw) -> dict:
     base = {
+        "n_instances": 4,
         "coverage_90": 0.9,
         "coverage_90_ci": [0.89, 0.91],
+        "coverage_90_expected": 37 / 41,
+        "coverage_90_null_range": [0.85, 0.95],
+        "coverage_90_p": 0.5,
+        "coverage_90_judgeable": True,
         "sbc_max_bin_deviation": 0.004,
         "mcse_var_median": 0.045,
         "mcse_var_p95": 0.06,
@@ -25,29 +31,55 @@ def _stats(**kw) -> dict:
     return {**base, **kw}
 
 
+def _instance() -> dict:
+    """A hand-made per-instance summary (as acceptance_checks makes it), 10 points, D = 40."""
+    return {
+        "n_points": 10,
+        "n_draws": 40,
+        "covered_90": 9,
+        "sbc_hist": [1] * 10 + [0] * 10,
+        "mcse_var_rel_median": 0.2,
+        "mcse_var_rel_p95": 0.3,
+        "corr_mean_fstar": 0.9,
+    }
+
+
 def _by_check(stats: dict) -> dict[str, dict[str, str]]:
     return {v["check"]: v for v in gate_verdicts(stats)}
 
 
 @pytest.mark.parametrize(
-    ("ci", "verdict"),
+    ("p", "judgeable", "verdict"),
     [
-        ([0.89, 0.90], "pass"),  # nominal on the upper edge
-        ([0.90, 0.91], "pass"),  # ... and on the lower edge
-        ([0.9001, 0.91], "FAIL"),
-        ([0.85, 0.8999], "FAIL"),
+        (0.0101, True, "pass"),
+        (0.01, True, "FAIL"),  # the level is 1 %: p <= 0.01 fails
+        (0.0005, True, "FAIL"),
+        (0.0005, False, "too few instances to judge"),  # no outcome could fail: never FAIL
+        (None, None, "not judged (no null counts)"),
     ],
 )
-def test_coverage_verdict_at_its_threshold(ci, verdict) -> None:
-    v = _by_check(_stats(coverage_90_ci=ci))["coverage 90 %"]
+def test_coverage_verdict_at_its_threshold(p, judgeable, verdict) -> None:
+    stats = _stats(coverage_90_p=p, coverage_90_judgeable=judgeable)
+    v = _by_check(stats)["coverage 90 %"]
     assert v["verdict"] == verdict
-    assert "0.90 inside" in v["threshold"]
+    assert "correct posterior gives" in v["threshold"] and "p > 1%" in v["threshold"]
+    assert v["figure"] == "0.900 (correct posterior: 0.902, 99 % range [0.850, 0.950])"
 
 
-def test_mc_agreement_needs_every_instance() -> None:
-    assert _by_check(_stats(mc_agree_fraction=1.0))["MC = exact moments"]["verdict"] == "pass"
-    failed = _by_check(_stats(mc_agree_fraction=0.95))["MC = exact moments"]
-    assert failed["verdict"] == "FAIL" and failed["figure"] == "95% of instances"
+@pytest.mark.parametrize(
+    ("n", "n_bad", "verdict"),
+    [(1, 0, "pass"), (1, 1, "FAIL"), (24, 2, "pass"), (24, 3, "FAIL"), (960, 17, "pass")],
+)
+def test_mc_agreement_is_judged_by_the_binomial_count_of_disagreements(n, n_bad, verdict) -> None:
+    # each instance of a correct reference disagrees with probability <= 1 % (Bonferroni);
+    # FAIL when P(Binomial(n, 0.01) >= n_bad) <= 1 %: 1 of 1, 3 of 24, 18 of 960
+    summaries = [{**_instance(), "mc_agree": i >= n_bad} for i in range(n)]
+    pooled = pool_checks(summaries, n_boot=10)
+    assert pooled["mc_n_disagree"] == n_bad
+    assert pooled["mc_disagree_p"] == pytest.approx(scipy.stats.binom.sf(n_bad - 1, n, 0.01))
+    found = _by_check(pooled)["MC = exact moments"]
+    assert found["verdict"] == verdict
+    assert found["figure"] == f"{n - n_bad} / {n} instances agree"
     assert "MC = exact moments" not in _by_check(_stats())  # MCMC families: no exact moments
 
 
@@ -95,7 +127,7 @@ def test_figures_without_a_spec_threshold_are_marked_not_gated() -> None:
 
 
 def test_an_approximate_reference_is_never_gated() -> None:
-    stats = _stats(coverage_90_ci=[0.5, 0.6], mc_agree_fraction=0.5)
+    stats = _stats(coverage_90_p=1e-4, mc_n_disagree=2, mc_disagree_p=1e-4)
     found = gate_verdicts(stats, approximate=True)
     assert {v["verdict"] for v in found} == {"not gated (approximate reference)"}
     # the same checks and figures are shown, only the verdicts change
@@ -137,7 +169,7 @@ def test_check_takes_files_and_globs_like_run(task_dir, capsys) -> None:
 def test_check_table_shows_thresholds_and_strict_exit(task_dir, capsys, monkeypatch) -> None:
     assert main(["check", str(task_dir)]) == 0
     out = capsys.readouterr().out
-    assert "Verdicts (SPEC §7)" in out and "not gated" in out and "0.90 inside" in out
+    assert "Verdicts (SPEC §7)" in out and "not gated" in out and "correct posterior" in out
 
     def failing(stats, **kw):
         return [{"check": "coverage 90 %", "figure": "0.5", "threshold": "t", "verdict": "FAIL"}]
@@ -169,3 +201,64 @@ def test_check_lists_gp_files_made_before_the_nugget(task_dir, tmp_path, capsys)
     out = " ".join(capsys.readouterr().out.split())
     assert "note: 1 GP task file(s) were made before the exact moments included" in out
     assert "0 of them fail MC = exact" in out
+
+
+@pytest.fixture(scope="module")
+def d40_dir(task_dir, tmp_path_factory):
+    """The grid of issue 31: diabetes, all noise modes and coverages, seeds 0-2, D = 40 (24
+    exact GP instances; the prior is cached by ``task_dir``)."""
+    out = tmp_path_factory.mktemp("d40")
+    args = ["generate", "--datasets", "diabetes", "--noise", "all", "--coverage", "all"]
+    args += ["--seeds", "0-2", "--fidelity", "smoke", "--draws", "40", "--out", str(out)]
+    assert main(args) == 0
+    return out
+
+
+def _coverage_verdict(report: dict) -> dict:
+    gp = report["families"]["gp"]
+    return {v["check"]: v for v in gp["verdicts"]}["coverage 90 %"]
+
+
+def test_check_passes_exact_gp_posteriors_at_small_d(d40_dir, capsys) -> None:
+    # before issue 31: "0.856 [0.830, 0.881] FAIL" (interpolated quantiles cover ≈ 0.854
+    # at D = 40, judged against 0.90)
+    assert main(["check", str(d40_dir), "--json", "--strict"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    gp = report["families"]["gp"]
+    assert gp["n_instances"] == 24
+    assert gp["coverage_90_expected"] == pytest.approx(37 / 41)
+    lo, hi = gp["coverage_90_null_range"]
+    assert lo < gp["coverage_90"] < hi and lo < 37 / 41 < hi
+    assert _coverage_verdict(report)["verdict"] == "pass"
+    # one instance at D = 40 cannot be judged at 1 %: said so, never FAIL
+    one = sorted(d40_dir.glob("*.npz"))[0]
+    assert main(["check", str(one), "--json", "--strict"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert _coverage_verdict(report)["verdict"] == "too few instances to judge"
+    assert report["families"]["gp"]["coverage_90_ci"] is None
+    assert main(["check", str(one)]) == 0
+    out = capsys.readouterr().out
+    assert "FAIL" not in out and "failed:" not in out
+
+
+def test_check_recomputes_the_coverage_of_files_made_before_the_rule(d40_dir, tmp_path, capsys):
+    # a file whose stored checks come from before issue 31 (interpolated quantiles, no null
+    # counts): udbench check judges it from its arrays by the current rule
+    from udbench.tasks import Task
+
+    paths = sorted(d40_dir.glob("*.npz"))[:6]
+    for path in paths:
+        task = Task.load(path)
+        checks = task.diagnostics["checks"]
+        for key in ("covered_90_null", "coverage_90_expected"):
+            del checks[key]
+        checks["covered_90"] = 0  # a figure the check must not use
+        task.save(tmp_path / path.name)
+    assert main(["check", str(tmp_path), "--json"]) == 0
+    old = json.loads(capsys.readouterr().out)["families"]["gp"]
+    assert main(["check", *map(str, paths), "--json"]) == 0
+    new = json.loads(capsys.readouterr().out)["families"]["gp"]
+    # the same rule on float32-rounded values: equal up to ties the rounding makes
+    assert old["coverage_90"] == pytest.approx(new["coverage_90"], abs=2e-3)
+    assert old["coverage_90_expected"] == new["coverage_90_expected"]
+    assert old["coverage_90_p"] is not None

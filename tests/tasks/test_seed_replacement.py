@@ -256,7 +256,9 @@ def test_cli_replaced_instance_is_named_by_grid_seed_skipped_and_checked(
     ]
     assert "failed diabetes__bnn__homoscedastic__balanced__s2" in capsys.readouterr().err
     assert main([*args0[:-1], "-1"]) == 2
-    assert "parameter 'max-replacements' must be >= 0" in capsys.readouterr().err
+    assert (
+        "parameter '--max-replacements' must be an integer from 0 to 100" in capsys.readouterr().err
+    )
 
 
 def test_mcmc_summary_and_pooling_hand_computed() -> None:

@@ -15,7 +15,7 @@ from udbench.commands.tasks import expand_grid, generate_command
 from udbench.priors import DEFAULT_FIDELITY, Fidelity
 from udbench.tasks import TaskSpec
 from udbench.tasks.replacement import MAX_REPLACEMENTS
-from udbench.tasks.spec import DEFAULT_DRAWS, MIN_DRAWS
+from udbench.tasks.spec import DEFAULT_DRAWS, MAX_DRAWS, MIN_DRAWS
 
 
 def test_spec_defaults_are_the_named_constants() -> None:
@@ -47,9 +47,11 @@ def test_spec_holds_a_fidelity_and_writes_the_plain_name(given) -> None:
     assert "fidelity='smoke'" in repr(spec)
 
 
-def test_spec_rejects_draws_below_the_minimum() -> None:
-    with pytest.raises(UdbenchError, match=f"n_draws' must be an integer >= {MIN_DRAWS}"):
-        TaskSpec("diabetes", "gp", "step", "ood", 0, n_draws=MIN_DRAWS - 1)
+@pytest.mark.parametrize("bad", [MIN_DRAWS - 1, MAX_DRAWS + 1])
+def test_spec_rejects_draws_outside_the_bounds(bad) -> None:
+    rule = f"n_draws' must be an integer from {MIN_DRAWS} to {MAX_DRAWS}"
+    with pytest.raises(UdbenchError, match=rule):
+        TaskSpec("diabetes", "gp", "step", "ood", 0, n_draws=bad)
 
 
 def test_cli_defaults_come_from_the_constants() -> None:

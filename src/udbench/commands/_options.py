@@ -17,8 +17,11 @@ from udbench._validation import check_choice, param_error
 
 __all__ = [
     "DATA_DIR_HELP",
+    "MAX_RESAMPLES",
     "check_data_dir",
+    "check_level",
     "check_out_dir",
+    "check_resamples",
     "out_path",
     "parse_choice_list",
     "parse_seeds",
@@ -27,6 +30,37 @@ __all__ = [
 
 #: Help text of every ``--data-dir`` option.
 DATA_DIR_HELP = "Local data folder laid out as <key>/<key>.csv.gz (default: $UDBENCH_DATA_DIR)."
+
+#: Most bootstrap replicates ``--n-resamples`` accepts (each replicate holds one row per
+#: instance and method: 10⁵ × 3120 × 19 float64 would be 47 GB).
+MAX_RESAMPLES = 100_000
+
+
+def check_resamples(command: str, value: int, option: str = "--n-resamples") -> int:
+    """``--n-resamples``: an integer from 1 to :data:`MAX_RESAMPLES`, checked before any
+    import or file read.
+
+    Raises
+    ------
+    UdbenchError
+        Naming the command, the option, the rule and the value.
+    """
+    out = _validation.check_int(command, option, value, minimum=1, maximum=MAX_RESAMPLES)
+    assert out is not None
+    return out
+
+
+def check_level(command: str, option: str, value: float) -> float:
+    """A probability strictly between 0 and 1 (``--confidence``).
+
+    Raises
+    ------
+    UdbenchError
+        NaN, infinite, <= 0 or >= 1.
+    """
+    if not (isinstance(value, (int, float)) and 0.0 < float(value) < 1.0):
+        raise param_error(command, option, "be a number in (0, 1)", value)
+    return float(value)
 
 
 def check_out_dir(command: str, out: Path, parameter: str = "--out") -> None:
@@ -119,6 +153,8 @@ def parse_seeds(text: str, all_seeds: int = 10, *, command: str = "generate") ->
     """
     if text.strip().lower() == "all":
         return list(range(all_seeds))
+    from udbench.tasks.replacement import REPLACEMENT_STRIDE
+
     seeds: set[int] = set()
     for part in text.split(","):
         part = part.strip()
@@ -127,21 +163,18 @@ def parse_seeds(text: str, all_seeds: int = 10, *, command: str = "generate") ->
                 lo, hi = (int(x) for x in part.split("-", 1))
                 if hi < lo or lo < 0:
                     raise ValueError
-                seeds.update(range(lo, hi + 1))
             else:
-                value = int(part)
-                if value < 0:
+                lo = hi = int(part)
+                if lo < 0:
                     raise ValueError
-                seeds.add(value)
         except ValueError:
             raise param_error(
                 command, "seeds", "be 'all', N, A-B or a comma list of those (>= 0)", text
             ) from None
-    from udbench.tasks.generate import REPLACEMENT_STRIDE
-
-    if seeds and max(seeds) >= REPLACEMENT_STRIDE:
-        # seeds from REPLACEMENT_STRIDE on are reserved for replacements (SPEC §7)
-        raise param_error(command, "seeds", f"be < {REPLACEMENT_STRIDE}", text)
+        if hi >= REPLACEMENT_STRIDE:  # checked before the range is built ("0-99999999999")
+            # seeds from REPLACEMENT_STRIDE on are reserved for replacements (SPEC §7)
+            raise param_error(command, "seeds", f"be < {REPLACEMENT_STRIDE}", text)
+        seeds.update(range(lo, hi + 1))
     return sorted(seeds)
 
 

@@ -20,7 +20,7 @@ def cell_progress(enabled: bool = True, console: Any = None) -> Iterator[CellCal
     enabled : bool, default True
         If False, yield None (no bar).
     console : rich.console.Console, optional
-        Where to draw it (default: rich's own console).
+        Where to draw it (default: :func:`udbench.commands._console.make_console`).
 
     Yields
     ------
@@ -39,6 +39,10 @@ def cell_progress(enabled: bool = True, console: Any = None) -> Iterator[CellCal
         TimeRemainingColumn,
     )
 
+    if console is None:
+        from udbench.commands._console import make_console
+
+        console = make_console()
     counts = {"ok": 0, "failed": 0}
     ids: list[Any] = []
     with Progress(

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from udbench.commands._options import check_out_dir, out_path
+from udbench._lock import folder_lock
+from udbench._validation import check_seed
+from udbench.commands._console import make_console
+from udbench.commands._options import check_level, check_out_dir, check_resamples, out_path
 
 
 def register(app: typer.Typer) -> None:
@@ -38,6 +40,10 @@ def register(app: typer.Typer) -> None:
         """Headline table, Kendall's W stability, matched-prior advantage, entanglement,
         per-shell EU quality and accuracy, with bootstrap intervals: CSV + LaTeX tables,
         PNG + SVG figures and an HTML page (analyses.html) in --out."""
+        comp = "udbench analyze"
+        check_resamples(comp, n_resamples)  # numbers first, before any import or read
+        check_level(comp, "--confidence", confidence)
+        check_seed(comp, "--seed", seed)
         from udbench._validation import check_choice
         from udbench.analyses import analyze
         from udbench.analyses._common import BOOTSTRAP_UNITS
@@ -47,16 +53,17 @@ def register(app: typer.Typer) -> None:
         check_choice("udbench analyze", "--bootstrap-unit", bootstrap_unit, BOOTSTRAP_UNITS)
         check_choice("udbench analyze", "--loss", loss, LOSSES)
         check_out_dir("udbench analyze", out)
-        res = analyze(
-            read_results(results),
-            out,
-            bootstrap_unit=bootstrap_unit,
-            n_resamples=n_resamples,
-            confidence=confidence,
-            random_state=seed,
-            loss=loss,
-        )
-        console = Console()
+        with folder_lock(out, comp):
+            res = analyze(
+                read_results(results),
+                out,
+                bootstrap_unit=bootstrap_unit,
+                n_resamples=n_resamples,
+                confidence=confidence,
+                random_state=seed,
+                loss=loss,
+            )
+        console = make_console()
         head = res.tables["headline"]
         console.print(
             f"{len(head)} methods; {len(res.files)} files written to {out} "

@@ -10,10 +10,11 @@ from typing import Any
 
 import numpy as np
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from udbench._validation import UdbenchError, param_error
+from udbench.commands._console import make_console
 from udbench.commands._options import DATA_DIR_HELP, check_data_dir
 
 
@@ -125,9 +126,9 @@ def register(app: typer.Typer) -> None:
                 fmt(r["kernel_family"]),
                 r["available"],
             )
-        console = Console()
+        console = make_console()
         if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
-            console = Console(width=max(console.width, 120))
+            console = make_console(width=max(console.width, 120))
         console.print(table)
         for r in rows:
             if r["registry_file"] is not None:
@@ -162,12 +163,13 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps(info, indent=1))
             return
-        console = Console()
+        console = make_console()
         console.print(
-            f"[bold]{key}[/]: N={info['n_rows']} d={info['n_features']} "
+            f"[bold]{escape(key)}[/]: N={info['n_rows']} d={info['n_features']} "
             f"n_eval={info['n_eval']} n={info['n_train']} ρ={info['rho']} "
-            f"kernel={info['kernel_family']} ({info['available']})",
+            + escape(f"kernel={info['kernel_family']} ({info['available']})"),
             highlight=False,
+            markup=True,
         )
         shells = Table(title="rows per shell (0 inner … 4 outermost)")
         shells.add_column("pool")
@@ -249,9 +251,14 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Add your own table as a dataset: clean, check, design, register (docs/data.md)."""
+        from udbench._validation import check_int, check_positive, check_writable
+
+        # numbers first: before the table is read or any heavy import
+        check_int("udbench datasets add", "--n", n_train, minimum=2, allow_none=True)
+        if rho is not None:
+            check_positive("udbench datasets add", "--rho", rho)
         import dataclasses
 
-        from udbench._validation import check_writable
         from udbench.data.user import user_dataset_root
         from udbench.recipes.own_data import add_dataset
 

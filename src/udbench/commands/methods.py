@@ -8,8 +8,10 @@ import sys
 from typing import Any
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+
+from udbench.commands._console import make_console, styled
 
 
 def methods_command(
@@ -46,7 +48,7 @@ def methods_command(
         table.add_column(col)
     for i in infos:
         if not i.available:
-            table.add_row(i.name, "?", "?", "?", "[red]no[/]")
+            table.add_row(i.name, "?", "?", "?", styled("no", "red"))
             continue
         table.add_row(
             i.name,
@@ -55,7 +57,7 @@ def methods_command(
             (i.epistemic_from or "").replace("_", " "),
             "yes" if i.source == "udbench" else f"yes ({i.source})",
         )
-    console = Console()
+    console = make_console()
     console.print(table)
     for i in infos:
         if not i.available:
@@ -88,8 +90,6 @@ def _describe(name: str, as_json: bool) -> None:
     """``udbench methods NAME``: one method's hyperparameters, search space and flags."""
     import inspect
 
-    from rich.markup import escape
-
     from udbench.methods.registry import get_method_class
 
     cls = get_method_class(name)
@@ -119,8 +119,10 @@ def _describe(name: str, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(info, indent=2, ensure_ascii=False, default=str))
         return
-    console = Console()
-    console.print(f"[bold]{escape(cls.name)}[/] — {escape(str(cls.description or ''))}")
+    console = make_console()
+    console.print(
+        f"[bold]{escape(cls.name)}[/] — {escape(str(cls.description or ''))}", markup=True
+    )
     console.print(
         f"family {cls.family} · AU "
         f"{'constant in x' if cls.constant_aleatoric else 'heteroscedastic (varies in x)'} · "
@@ -134,10 +136,10 @@ def _describe(name: str, as_json: bool) -> None:
     for r in rows:
         table.add_row(
             r["name"],
-            escape(repr(r["default"])),
-            escape(_range_text(r["accepted"])) if r["accepted"] else "",
-            escape(_range_text(r["search_space"])) if r["search_space"] else "",
-            "" if r["name"] not in cls.smoke_params else escape(repr(r["smoke"])),
+            repr(r["default"]),  # table cells print as they are (make_console)
+            _range_text(r["accepted"]) if r["accepted"] else "",
+            _range_text(r["search_space"]) if r["search_space"] else "",
+            "" if r["name"] not in cls.smoke_params else repr(r["smoke"]),
         )
     console.print(table)
 
@@ -170,6 +172,10 @@ def check_method_command(
     --timeout <= 0) are an error before any check runs (exit 2). A user's class is imported
     from the current directory too (as ``python -m`` would).
     """
+    from udbench._validation import check_seed, check_timeout
+
+    check_seed("udbench check-method", "--random-state", random_state)  # before any import
+    check_timeout("udbench check-method", "--timeout", timeout)
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     from udbench.methods.conformance import check_method
@@ -188,13 +194,15 @@ def check_method_command(
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:
-        console = Console()
+        console = make_console()
         style = {"passed": "green", "failed": "bold red", "skipped": "yellow"}
         for r in report.results:
             note = f" — {r.message}" if r.message else ""
             console.print(
-                f"[{style[r.status]}]{r.status:>7}[/] {r.name} ({r.seconds:.2f}s){note}",
+                f"[{style[r.status]}]{r.status:>7}[/] "
+                + escape(f"{r.name} ({r.seconds:.2f}s){note}"),
                 highlight=False,
+                markup=True,
             )
         console.print(report.summary(), highlight=False)
     if not report.ok:
@@ -208,14 +216,18 @@ def _behaviour(method: str, overrides: dict[str, Any], random_state: int, as_jso
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:
-        console = Console()
+        console = make_console()
         style = {"passed": "green", "failed": "bold red", "skipped": "yellow"}
         for r in report.results:
             value = "—" if r.value is None else f"{r.value:.3g}"
             console.print(
-                f"[{style[r.status]}]{r.status:>7}[/] {r.name}: {value} (needs {r.rule} "
-                f"{r.threshold:g}) ({r.seconds:.2f}s) — {r.message}",
+                f"[{style[r.status]}]{r.status:>7}[/] "
+                + escape(
+                    f"{r.name}: {value} (needs {r.rule} {r.threshold:g}) ({r.seconds:.2f}s) "
+                    f"— {r.message}"
+                ),
                 highlight=False,
+                markup=True,
             )
         console.print(report.summary(), highlight=False)
     if not report.ok:

@@ -11,10 +11,16 @@ from pathlib import Path
 
 import numpy as np
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from udbench._validation import UdbenchError, check_choice, check_writable, param_error
+from udbench._validation import (
+    UdbenchError,
+    check_choice,
+    check_seed,
+    check_writable,
+    param_error,
+)
+from udbench.commands._console import make_console
 from udbench.commands._options import out_path
 
 LOSSES = ("squared", "crps", "log", "multiclass_log", "brier")
@@ -123,6 +129,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Decompose posterior risk per point; draw-based when 'draws'/'prob_draws' are given,
         else the closed form from 'post_mean' and 'post_var'."""
+        check_seed("udbench risk decompose", "--random-state", random_state)
         if not arrays.is_file():
             raise param_error("udbench risk decompose", "arrays", "be an existing file", arrays)
         if out is not None:  # before any work
@@ -157,4 +164,4 @@ def register(app: typer.Typer) -> None:
         for col in terms:
             table.add_column(col)
         table.add_row(*(f"{frame[c].mean():.6g}" for c in terms))
-        Console().print(table)
+        make_console().print(table)

@@ -11,7 +11,15 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from udbench.commands._options import check_out_dir, out_path, split_tasks_and_methods
+from udbench._lock import folder_lock
+from udbench._validation import check_timeout, check_workers
+from udbench.commands._console import make_console
+from udbench.commands._options import (
+    check_out_dir,
+    check_resamples,
+    out_path,
+    split_tasks_and_methods,
+)
 
 _METHODS_HELP = (
     "Method spec: registry name or import path with optional overrides, e.g. "
@@ -44,8 +52,8 @@ def _tuned_configure(tuned: Path, fallback: str, task_args: list[str], specs: li
 
 def _console() -> Console:
     """A console; when not writing to a terminal, 100 columns (the table never needs more)."""
-    console = Console()
-    return console if console.is_terminal else Console(width=100)
+    console = make_console()
+    return console if console.is_terminal else make_console(width=100)
 
 
 def register(app: typer.Typer) -> None:
@@ -111,6 +119,9 @@ def register(app: typer.Typer) -> None:
         ``udbench check-method`` does); local workers inherit it. Exit status: 0 all cells ok,
         3 some cells failed (all stored), 2 a user error, 130 interrupted.
         """
+        comp = "udbench run"
+        check_workers(comp, "--workers", workers)  # numbers first: before any heavy import
+        check_timeout(comp, "--timeout", timeout)
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
         from udbench.commands._progress import cell_progress
@@ -128,66 +139,68 @@ def register(app: typer.Typer) -> None:
                 load_cluster_config(cluster_config)
         task_args, specs = split_tasks_and_methods(tasks, methods)
         configure = None
-        if tuned is not None:
+        if tuned is not None:  # every condition checked before the folder is made
             configure = _tuned_configure(tuned, fallback, task_args, specs)
-            configure.copy_to(out / "tuned")  # the results folder carries its configurations
-        stored = [0]  # cells this invocation stored, for the line after a Ctrl-C
-        try:
-            with cell_progress(progress) as bar:
+        with folder_lock(out, comp):  # one writer per results folder
+            if configure is not None:
+                configure.copy_to(out / "tuned")  # the results folder carries its configurations
+            stored = [0]  # cells this invocation stored, for the line after a Ctrl-C
+            try:
+                with cell_progress(progress) as bar:
 
-                def on_cell(done: int, total: int, row: dict[str, Any] | None) -> None:
-                    if row is not None:
-                        stored[0] += 1
-                    if bar is not None:
-                        bar(done, total, row)
+                    def on_cell(done: int, total: int, row: dict[str, Any] | None) -> None:
+                        if row is not None:
+                            stored[0] += 1
+                        if bar is not None:
+                            bar(done, total, row)
 
-                summary = run_benchmark(
-                    task_args,
-                    specs,
-                    out,
-                    workers=workers,
-                    scheduler=scheduler,
-                    cluster_config=cluster_config,
-                    pin=pin,
-                    timeout=timeout,
-                    keep_predictions=keep_predictions,
-                    retry_failed=retry_failed,
-                    on_cell=on_cell,
-                    configure=configure,
-                    losses=losses,
+                    summary = run_benchmark(
+                        task_args,
+                        specs,
+                        out,
+                        workers=workers,
+                        scheduler=scheduler,
+                        cluster_config=cluster_config,
+                        pin=pin,
+                        timeout=timeout,
+                        keep_predictions=keep_predictions,
+                        retry_failed=retry_failed,
+                        on_cell=on_cell,
+                        configure=configure,
+                        losses=losses,
+                    )
+            except KeyboardInterrupt:
+                make_console(stderr=True).print(
+                    f"interrupted; {stored[0]} cell(s) finished in this run are kept in {out}; "
+                    "re-run the same command to resume",
+                    highlight=False,
+                    markup=False,
+                    soft_wrap=True,
                 )
-        except KeyboardInterrupt:
-            Console(stderr=True).print(
-                f"interrupted; {stored[0]} cell(s) finished in this run are kept in {out}; "
-                "re-run the same command to resume",
-                highlight=False,
-                markup=False,
-                soft_wrap=True,
-            )
-            raise typer.Exit(EXIT_INTERRUPTED) from None
-        console = Console()
-        console.print(
-            f"{summary.n_cells} cells: {summary.n_ok} ok, {summary.n_failed} failed, "
-            f"{summary.n_skipped} already finished → {summary.out}",
-            highlight=False,
-        )
-        if losses and summary.n_skipped:
+                raise typer.Exit(EXIT_INTERRUPTED) from None
+            console = make_console()
             console.print(
-                f"{summary.n_skipped} cell(s) were finished before and not scored again; add "
-                f"the {','.join(losses)} metrics to them with: udbench score {out} --loss "
-                f"{','.join(losses)}",
+                f"{summary.n_cells} cells: {summary.n_ok} ok, {summary.n_failed} failed, "
+                f"{summary.n_skipped} already finished → {summary.out}",
+                highlight=False,
+            )
+            if losses and summary.n_skipped:
+                console.print(
+                    f"{summary.n_skipped} cell(s) were finished before and not scored again; add "
+                    f"the {','.join(losses)} metrics to them with: udbench score {out} --loss "
+                    f"{','.join(losses)}",
+                    highlight=False,
+                    markup=False,
+                )
+            for key, reason in summary.failures[:10]:
+                console.print(f"  failed {key}: {reason}", highlight=False, markup=False)
+            if len(summary.failures) > 10:
+                console.print(f"  … and {len(summary.failures) - 10} more (see the results table)")
+            console.print(
+                f"next: udbench leaderboard {out}  ·  udbench report {out} --out REPORT_DIR",
                 highlight=False,
                 markup=False,
             )
-        for key, reason in summary.failures[:10]:
-            console.print(f"  failed {key}: {reason}", highlight=False, markup=False)
-        if len(summary.failures) > 10:
-            console.print(f"  … and {len(summary.failures) - 10} more (see the results table)")
-        console.print(
-            f"next: udbench leaderboard {out}  ·  udbench report {out} --out REPORT_DIR",
-            highlight=False,
-            markup=False,
-        )
         if summary.n_failed:
             console.print(
                 f"{summary.n_failed} cell(s) failed (stored as failed, with their reasons); "
@@ -247,6 +260,7 @@ def register(app: typer.Typer) -> None:
         Filters repeat (--noise homoscedastic --noise linear) and combine (AND). The rank and
         what it is computed on are printed under the table.
         """
+        check_resamples("udbench leaderboard", n_resamples)
         from udbench._validation import check_choice, param_error
         from udbench.commands._board import parse_columns, parse_metrics, print_board
         from udbench.evaluation.leaderboard import (
@@ -318,6 +332,7 @@ def register(app: typer.Typer) -> None:
         Common cells: the same method label on the same task instance with the same task
         content, valid in both. Paired differences, bootstrap over instances.
         """
+        check_resamples("udbench compare", n_resamples)
         from rich.table import Table
 
         from udbench.evaluation.compare import COMPARE_METRICS, compare_results
@@ -385,15 +400,21 @@ def register(app: typer.Typer) -> None:
         """Write an HTML report (figures embedded, PNGs beside it) with the analyses of
         ``udbench analyze`` (tables and figures under REPORT/analyses/, linked)."""
         from udbench._validation import check_choice
-        from udbench.analyses import BOOTSTRAP_UNITS, analyze
+        from udbench.analyses import BOOTSTRAP_UNITS
         from udbench.evaluation.leaderboard import METRIC_LABELS
-        from udbench.evaluation.store import read_results
-        from udbench.report.html import CD_METRICS, write_report
 
         check_choice("udbench report", "--bootstrap-unit", bootstrap_unit, BOOTSTRAP_UNITS)
         for m in cd_metric:
             check_choice("udbench report", "--cd-metric", m, [*METRIC_LABELS, "rho_eu_au"])
         check_out_dir("udbench report", out)
+        with folder_lock(out, "udbench report"):
+            _report(results, out, bootstrap_unit, cd_metric)
+
+    def _report(results: Path, out: Path, bootstrap_unit: str, cd_metric: list[str]) -> None:
+        from udbench.analyses import analyze
+        from udbench.evaluation.store import read_results
+        from udbench.report.html import CD_METRICS, write_report
+
         df = read_results(results)
         extra = analyze(
             df, out / "analyses", bootstrap_unit=bootstrap_unit, link_prefix="analyses/"
@@ -415,7 +436,7 @@ def register(app: typer.Typer) -> None:
             tuned=tuned,
             cd_metrics=tuple(cd_metric) or CD_METRICS,
         )
-        Console().print(f"report written to {path}", highlight=False)
+        make_console().print(f"report written to {path}", highlight=False)
 
     @app.command("quickstart")
     def quickstart_cmd(
@@ -427,13 +448,14 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Offline demo on the embedded diabetes table: tasks, every method, leaderboard, report."""
+        check_workers("udbench quickstart", "--workers", workers)
         from udbench.commands._board import print_board
         from udbench.commands._progress import cell_progress
         from udbench.recipes.quickstart import quickstart
 
         check_out_dir("udbench quickstart", out)
         console = _console()
-        with cell_progress(console=console) as on_cell:
+        with folder_lock(out, "udbench quickstart"), cell_progress(console=console) as on_cell:
             board, report = quickstart(out, workers=workers, console=console, on_cell=on_cell)
         print_board(board, console)
         console.print(f"report written to {report}", highlight=False)

@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
+
+from udbench._lock import folder_lock
+from udbench._validation import param_error
+from udbench.commands._console import make_console
 
 #: Exit status when some ok cells could not be scored (predictions not kept, task file gone).
 EXIT_CELLS_SKIPPED = 3
@@ -37,8 +40,13 @@ def register(app: typer.Typer) -> None:
         from udbench.evaluation.losses import parse_losses, score_results
 
         losses = parse_losses("udbench score", loss)
-        summary = score_results(results, losses, force=force)
-        console = Console()
+        if not results.is_dir():
+            raise param_error(
+                "udbench score", "RESULTS", "be a results folder written by 'udbench run'", results
+            )
+        with folder_lock(results, "udbench score"):  # it rewrites the folder's cells
+            summary = score_results(results, losses, force=force)
+        console = make_console()
         console.print(
             f"{summary.n_ok} ok cells: {summary.n_scored} scored under "
             f"{','.join(summary.losses) or '(squared only: nothing to do)'}, "

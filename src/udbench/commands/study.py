@@ -17,15 +17,25 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from udbench._validation import UdbenchError, param_error
+from udbench._lock import folder_lock
+from udbench._validation import (
+    UdbenchError,
+    check_int,
+    check_timeout,
+    check_workers,
+    param_error,
+)
+from udbench.commands._console import make_console
 from udbench.commands._options import (
     DATA_DIR_HELP,
     check_data_dir,
     check_out_dir,
+    check_resamples,
     out_path,
     parse_choice_list,
     parse_seeds,
 )
+from udbench.tasks.spec import MAX_DRAWS, MIN_DRAWS
 
 #: Projected CPU-hours above which a study needs ``--yes``.
 CONFIRM_CPU_HOURS = 1.0
@@ -186,6 +196,13 @@ def wine_ood_cmd(
     method into OUT/results (resumable: a re-run skips finished instances and cells) and
     writes tables and figures to OUT/analysis.
     """
+    comp = "udbench study wine-ood"
+    # numbers first: before any heavy import or data read
+    check_int(comp, "--draws", draws, minimum=MIN_DRAWS, maximum=MAX_DRAWS)
+    check_int(comp, "--n-query", n_query, minimum=1)
+    check_workers(comp, "--workers", workers)
+    check_timeout(comp, "--timeout", timeout)
+    check_resamples(comp, n_resamples)
     from udbench.priors import PRIOR_FAMILIES, Fidelity
     from udbench.studies import wine_ood as wo
 
@@ -216,7 +233,7 @@ def wine_ood_cmd(
     for d in ds:  # fail fast on a table without the red-wine covariates or a bad n_query
         wo.red_query_points(d, design.ood_dataset, n_query, dd)
     full = wo.WineOODDesign(fidelity=design.fidelity, n_draws=draws).specs()
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     folders = [*measured] + [p for p in (out / "tasks", out / "results") if p.is_dir()]
     from udbench.tuning.plan import finished_work
 
@@ -237,51 +254,62 @@ def wine_ood_cmd(
             f"udbench study wine-ood: {why}; pass --yes to run it, or select less with "
             "--seeds/--families/--methods (or measure first: --measured with a results folder)"
         )
-    n_new, failures = wo.generate_tasks(design, out / "tasks", data_dir=dd, workers=workers)
-    console.print(f"instances: {n_new} generated in {out / 'tasks'}", highlight=False)
-    for task_id, err in failures:
-        console.print(f"[red]failed[/] {escape(task_id)}: {escape(err)}", highlight=False)
-    method_specs: list[Any] = names
-    if smoke:
-        from udbench.methods.registry import get_method_class, make_method
+    with folder_lock(out, comp):  # one writer per study folder
+        n_new, failures = wo.generate_tasks(design, out / "tasks", data_dir=dd, workers=workers)
+        console.print(f"instances: {n_new} generated in {out / 'tasks'}", highlight=False)
+        for task_id, err in failures:
+            console.print(
+                f"[red]failed[/] {escape(task_id)}: {escape(err)}", highlight=False, markup=True
+            )
+        method_specs: list[Any] = names
+        if smoke:
+            from udbench.methods.registry import get_method_class, make_method
 
-        method_specs = []
-        for n in names:
-            name = n.split(":", 1)[0]
-            params = dict(get_method_class(name).smoke_params)
-            method_specs.append((n, make_method(name, **params)))
-    summary = wo.run_cells(
-        out / "tasks", method_specs, out / "results", tuned=tuned, workers=workers, timeout=timeout
-    )
-    console.print(
-        f"cells: {summary.n_ok} ok, {summary.n_failed} failed, {summary.n_skipped} already done",
-        highlight=False,
-    )
-    for key, err in summary.failures[:10]:
-        console.print(f"[red]failed[/] {escape(key)}: {escape(err)}", highlight=False)
-    result = wo.analyse(
-        out / "results",
-        out / "tasks",
-        out / "analysis",
-        benchmark=benchmark,
-        n_resamples=n_resamples,
-    )
-    table = result.tables["auroc"]
-    view = Table(title="wine OOD: mean AUROC of EU (red vs held-out white)")
-    for head in ("score", "all points", "matched", "EU ratio (matched)", "partial ρ_S"):
-        view.add_column(head, justify="left" if head == "score" else "right")
-    for score, r in table.sort_values("auroc_all", ascending=False).iterrows():
-        view.add_row(
-            str(score),
-            f"{r['auroc_all']:.3f}",
-            f"{r['auroc_matched']:.3f}",
-            f"{r['eu_ratio_matched']:.3g}",
-            f"{r['partial_spearman']:.3f}",
+            method_specs = []
+            for n in names:
+                name = n.split(":", 1)[0]
+                params = dict(get_method_class(name).smoke_params)
+                method_specs.append((n, make_method(name, **params)))
+        summary = wo.run_cells(
+            out / "tasks",
+            method_specs,
+            out / "results",
+            tuned=tuned,
+            workers=workers,
+            timeout=timeout,
         )
-    Console().print(view)
-    console.print(f"tables and figures in {out / 'analysis'}", highlight=False)
-    if failures or summary.n_failed:
-        raise typer.Exit(3)
+        console.print(
+            f"cells: {summary.n_ok} ok, {summary.n_failed} failed, "
+            f"{summary.n_skipped} already done",
+            highlight=False,
+        )
+        for key, err in summary.failures[:10]:
+            console.print(
+                f"[red]failed[/] {escape(key)}: {escape(err)}", highlight=False, markup=True
+            )
+        result = wo.analyse(
+            out / "results",
+            out / "tasks",
+            out / "analysis",
+            benchmark=benchmark,
+            n_resamples=n_resamples,
+        )
+        table = result.tables["auroc"]
+        view = Table(title="wine OOD: mean AUROC of EU (red vs held-out white)")
+        for head in ("score", "all points", "matched", "EU ratio (matched)", "partial ρ_S"):
+            view.add_column(head, justify="left" if head == "score" else "right")
+        for score, r in table.sort_values("auroc_all", ascending=False).iterrows():
+            view.add_row(
+                str(score),
+                f"{r['auroc_all']:.3f}",
+                f"{r['auroc_matched']:.3f}",
+                f"{r['eu_ratio_matched']:.3g}",
+                f"{r['partial_spearman']:.3f}",
+            )
+        make_console().print(view)
+        console.print(f"tables and figures in {out / 'analysis'}", highlight=False)
+        if failures or summary.n_failed:
+            raise typer.Exit(3)
 
 
 def _fmt(v: float | None) -> str:
@@ -338,13 +366,20 @@ def spectral_norm_command(
     with the same training seed per task, and writes the paired differences, regressions
     and tables to OUT/analysis. Resumable: run the same command again.
     """
+    comp = "udbench study spectral-norm"
+    # numbers first: before any heavy import or data read
+    check_int(comp, "--trials", trials, minimum=1)
+    check_int(comp, "--draws", draws, minimum=MIN_DRAWS, maximum=MAX_DRAWS, allow_none=True)
+    check_workers(comp, "--workers", workers)
+    check_timeout(comp, "--timeout", timeout)
+    check_resamples(comp, n_resamples)
     from udbench.commands._progress import cell_progress  # imports pandas: not at --help
     from udbench.studies import spectral_norm as sn
 
     check_data_dir("study spectral-norm", data_dir)
     check_out_dir("study spectral-norm", out)
     dd = None if data_dir is None else str(data_dir)
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     fams = [f.strip() for f in families.split(",") if f.strip()]
     specs = sn.study_specs(
         datasets,
@@ -364,7 +399,7 @@ def spectral_norm_command(
     for r in plan.rows:
         table.add_row(
             r.stage,
-            escape(r.key),
+            r.key,  # the console prints table cells as they are
             str(r.count),
             str(r.n_measured),
             _fmt(r.median_s),
@@ -413,21 +448,22 @@ def spectral_norm_command(
             "run it, or measure a small version first (--datasets diabetes --seeds 0 "
             "--families gp --trials 2) and name its folders with --measured"
         )
-    with cell_progress(progress, console) as on_cell:
-        analysis = sn.run_study(
-            plan,
-            out,
-            workers=workers,
-            timeout=timeout,
-            data_dir=dd,
-            n_resamples=n_resamples,
-            say=lambda text: console.print(escape(text), highlight=False),
-            on_cell=on_cell,
-        )
+    with folder_lock(out, comp):  # one writer per study folder
+        with cell_progress(progress, console) as on_cell:
+            analysis = sn.run_study(
+                plan,
+                out,
+                workers=workers,
+                timeout=timeout,
+                data_dir=dd,
+                n_resamples=n_resamples,
+                say=lambda text: console.print(text, highlight=False),
+                on_cell=on_cell,
+            )
     paired = analysis.tables["paired"]
     from udbench.analyses import display_table
 
-    Console().print(display_table(paired).to_string(index=False), highlight=False)
+    make_console().print(display_table(paired).to_string(index=False), highlight=False)
     console.print(f"tables, figures and study.html in {out / 'analysis'}", highlight=False)
 
 

@@ -13,7 +13,8 @@ commands a user would type, and each stage *is* that command, run as a child pro
 
 ``udbench plan`` for the suite's grid is printed first (with the times measured in DIR, if
 any). Resuming is re-running the same command: every stage relies on its command's own skip
-logic, there is no second loop. One suite runs in a folder at a time (``DIR/.suite.lock``);
+logic, there is no second loop. One suite runs in a folder at a time (``DIR/.udbench.lock``,
+:func:`udbench._lock.folder_lock`, the lock of every command that owns a folder);
 temporary files left by a killed stage (``.*.tmp`` task files, ``.tmp-*.parquet`` result
 parts) are removed before the stages run again. ``DIR/suite.json`` records the suite's
 settings (a folder holds one suite: other settings are an error) and the inputs each skipped
@@ -26,12 +27,9 @@ import hashlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +37,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from udbench._validation import UdbenchError, param_error
+from udbench._lock import folder_lock
+from udbench._validation import UdbenchError, check_timeout, check_workers, param_error
+from udbench.commands._console import make_console
 from udbench.commands._options import DATA_DIR_HELP, check_data_dir, check_out_dir, out_path
 
 __all__ = ["STAGES", "register", "stage_commands"]
@@ -49,7 +49,6 @@ STAGES: tuple[str, ...] = ("generate", "check", "run", "report")
 
 _LAUNCH = "import sys; from udbench.cli import main; sys.exit(main())"
 _STATE = "suite.json"
-_LOCK = ".suite.lock"
 #: ``udbench run`` exit status when cells failed (all stored): the suite goes on to report.
 _RUN_CELLS_FAILED = 3
 #: Exit status when the check stage finds invalid task files (that of ``udbench check``).
@@ -201,51 +200,48 @@ def _remove_stale_temporaries(out: Path) -> int:
     return n
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-@contextmanager
-def _folder_lock(out: Path) -> Iterator[None]:
-    """One suite per folder: ``DIR/.suite.lock`` holds the owner's host and pid; a lock whose
-    process is gone (killed suite) is taken over."""
-    path = out / _LOCK
-    me = {"host": socket.gethostname(), "pid": os.getpid()}
-    if path.exists():
-        try:
-            other = json.loads(path.read_text())
-            alive = other.get("host") == me["host"] and _pid_alive(int(other["pid"]))
-        except (ValueError, KeyError, TypeError, OSError):
-            alive = False
-        if alive:
-            raise UdbenchError(
-                f"udbench suite: another suite is running in {str(out)!r} (pid {other['pid']}); "
-                "wait for it, or use another --out"
-            )
-    _write_json(path, me)
-    try:
-        yield
-    finally:
-        path.unlink(missing_ok=True)
-
-
 def _settings(suite: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in suite.items() if k != "description"}
 
 
+def _grid_error(settings: dict[str, Any], data_dir: Path | None) -> str | None:
+    """Why ``udbench generate`` would refuse the suite's grid (None: it would accept it).
+
+    The settings ``udbench generate`` checks (datasets, families, noise modes, coverages,
+    seeds, fidelity, draws) are checked here, before the suite records them in
+    ``suite.json``: a bad value is reported once, and after it is fixed the folder is the
+    same suite's.
+    """
+    from udbench.commands._grid import expand_grid
+
+    try:
+        expand_grid(
+            settings["datasets"],
+            settings["families"],
+            settings["noise"],
+            settings["coverage"],
+            settings["seeds"],
+            settings["fidelity"],
+            settings["draws"],
+            None if data_dir is None else str(data_dir),
+        )
+    except UdbenchError as err:
+        return str(err)
+    except (KeyError, TypeError, AttributeError) as err:  # not a suite's settings
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
 def _summarise_check(report: dict[str, Any], console: Console) -> None:
     for fam, r in report["families"].items():
-        lo, hi = r["coverage_90_ci"]
+        ci = r.get("coverage_90_ci")
         agree = r.get("mc_agree_fraction")
+        expected = r.get("coverage_90_expected")
         console.print(
-            f"  {fam}: {r['n_instances']} instances; coverage 90 % {r['coverage_90']:.3f} "
-            f"[{lo:.3f}, {hi:.3f}]; max SBC bin dev. {r['sbc_max_bin_deviation']:.4f}; "
+            f"  {fam}: {r['n_instances']} instances; coverage 90 % {r['coverage_90']:.3f}"
+            + ("" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
+            + ("" if expected is None else f" (correct posterior {expected:.3f})")
+            + f"; max SBC bin dev. {r['sbc_max_bin_deviation']:.4f}; "
             f"MCSE σ² rel. median / p95 {r['mcse_var_median']:.3f} / {r['mcse_var_p95']:.3f}; "
             f"corr(mean, f*) median {r['corr_mean_fstar_median']:.3f}"
             + ("" if agree is None else f"; MC = exact {agree:.0%}"),
@@ -298,9 +294,12 @@ def register(app: typer.Typer) -> None:
         cells failed (stored; the report is written), 1 invalid task files, 2 a user error,
         130 interrupted; another code is the failing stage's.
         """
+        comp = "udbench suite"
+        check_workers(comp, "--workers", workers)  # numbers first, before any import
+        check_timeout(comp, "--timeout", timeout)
         from udbench.recipes.suites import SUITES, load_suite
 
-        console = Console(stderr=True)
+        console = make_console(stderr=True)
         if list_suites:
             for key, s in SUITES.items():
                 typer.echo(f"{key}: {s['description']}")
@@ -325,6 +324,12 @@ def register(app: typer.Typer) -> None:
         from udbench.recipes.suites import method_specs
 
         method_specs(suite)  # unknown methods fail here, before any work
+        why = _grid_error(suite, data_dir)  # and every setting of the grid, before recording
+        if why is not None:
+            raise UdbenchError(
+                f"udbench suite: suite {suite['name']!r} has a bad setting ({why}); fix it and "
+                "run the same command again (nothing was recorded)"
+            )
         out.mkdir(parents=True, exist_ok=True)
         argv = stage_commands(
             suite,
@@ -336,16 +341,40 @@ def register(app: typer.Typer) -> None:
             tuned=tuned,
             timeout=timeout,
         )
-        with _folder_lock(out):
+        with folder_lock(out, "udbench suite"):
             state_path = out / _STATE
             state: dict[str, Any] = {}
             if state_path.is_file():
-                state = json.loads(state_path.read_text())
-                if state.get("settings") != _settings(suite):
-                    raise UdbenchError(
-                        f"udbench suite: {str(out)!r} holds suite {state.get('suite')!r} made "
-                        f"with other settings ({state_path}); use another --out"
+                try:
+                    state = json.loads(state_path.read_text())
+                    if not isinstance(state, dict):
+                        raise ValueError("not a JSON object")
+                except (ValueError, OSError) as err:
+                    # damaged (e.g. a full disk): the stages' own skip logic resumes the work;
+                    # only the check and report stages run again
+                    console.print(
+                        f"warning: {state_path} is damaged ({err}); recording it again",
+                        highlight=False,
+                        markup=False,
                     )
+                    state = {}
+                old = state.get("settings")
+                if old is not None and old != _settings(suite):
+                    stale = _grid_error(old, data_dir) is not None and not _task_files(out)
+                    if not stale:
+                        raise UdbenchError(
+                            f"udbench suite: {str(out)!r} holds suite {state.get('suite')!r} "
+                            f"made with other settings ({state_path}); use another --out"
+                        )
+                    # recorded by a udbench that did not check them: they could generate
+                    # nothing, so nothing in the folder was made with them
+                    console.print(
+                        f"replacing the settings recorded in {state_path}: they could not "
+                        "generate any task",
+                        highlight=False,
+                        markup=False,
+                    )
+                    state = {"suite": suite["name"]}
             state.setdefault("suite", suite["name"])
             state["settings"] = _settings(suite)
             state.setdefault("stages", {})
@@ -357,7 +386,10 @@ def register(app: typer.Typer) -> None:
                     highlight=False,
                 )
             console.print(
-                f"[bold]suite {suite['name']}[/]: {suite['description']} → {out}", highlight=False
+                f"[bold]suite {escape(suite['name'])}[/]: "
+                + escape(f"{suite['description']} → {out}"),
+                highlight=False,
+                markup=True,
             )
             if plan:
                 _child(argv["plan"], console, "plan")
@@ -369,9 +401,15 @@ def register(app: typer.Typer) -> None:
                 if stage == "check":
                     seen = _fingerprint(_task_files(out))
                     if state["stages"].get("check") == seen and (out / "check.json").is_file():
-                        console.print(f"{head}: task files unchanged since checked, skipped")
+                        console.print(
+                            f"{head}: task files unchanged since checked, skipped", markup=True
+                        )
                         continue
-                    console.print(f"{head}: udbench {' '.join(argv['check'])}", highlight=False)
+                    console.print(
+                        f"{head}: " + escape(f"udbench {' '.join(argv['check'])}"),
+                        highlight=False,
+                        markup=True,
+                    )
                     rc, text = _child(argv["check"], console, stage, capture=True)
                     report = json.loads(text) if text.strip() else None
                     if report is not None:
@@ -387,6 +425,7 @@ def register(app: typer.Typer) -> None:
                             ),
                             highlight=False,
                             soft_wrap=True,
+                            markup=True,
                         )
                         raise typer.Exit(EXIT_INVALID_TASKS)
                     state["stages"]["check"] = seen
@@ -396,9 +435,15 @@ def register(app: typer.Typer) -> None:
                     seen = _fingerprint(_result_files(out))
                     done = (out / "report" / "report.html").is_file()
                     if state["stages"].get("report") == seen and done:
-                        console.print(f"{head}: results unchanged since reported, skipped")
+                        console.print(
+                            f"{head}: results unchanged since reported, skipped", markup=True
+                        )
                         continue
-                console.print(f"{head}: udbench {' '.join(argv[stage])}", highlight=False)
+                console.print(
+                    f"{head}: " + escape(f"udbench {' '.join(argv[stage])}"),
+                    highlight=False,
+                    markup=True,
+                )
                 rc, _ = _child(argv[stage], console, stage)
                 if stage == "run" and rc == _RUN_CELLS_FAILED:
                     status = rc  # cells failed, all stored: report them

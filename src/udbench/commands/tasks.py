@@ -10,12 +10,19 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from udbench._validation import UdbenchError, param_error
+from udbench._lock import folder_lock
+from udbench._validation import (
+    MAX_WORKERS_PER_CORE,
+    UdbenchError,
+    check_int,
+    check_workers,
+    param_error,
+)
+from udbench.commands._console import make_console, styled
 from udbench.commands._grid import expand_grid
 from udbench.commands._options import (
     DATA_DIR_HELP,
@@ -26,7 +33,7 @@ from udbench.commands._options import (
 )
 from udbench.priors import DEFAULT_FIDELITY, Fidelity
 from udbench.tasks.replacement import MAX_REPLACEMENTS
-from udbench.tasks.spec import DEFAULT_DRAWS
+from udbench.tasks.spec import DEFAULT_DRAWS, MAX_DRAWS, MIN_DRAWS
 from udbench.tasks.timelog import log_generation_time
 
 __all__ = [
@@ -42,6 +49,9 @@ __all__ = [
 #: Appended to a family in ``udbench check`` for tasks with an approximate reference posterior.
 APPROXIMATE_SUFFIX = " (approximate reference)"
 
+
+#: Most seed replacements ``--max-replacements`` accepts (each one a whole new instance).
+MAX_REPLACE_LIMIT = 100
 
 _FIDELITY_HELP = (
     f"Prior preset: {', '.join(x.value for x in Fidelity)}; only "
@@ -103,7 +113,12 @@ def generate_command(
     ),
     coverage: str = typer.Option("all", "--coverage", help="Coverages: comma list or 'all'."),
     seeds: str = typer.Option("0", "--seeds", help="E.g. 0-9, 0,2,5 or 'all' (0-9)."),
-    draws: int = typer.Option(DEFAULT_DRAWS, "--draws", help="Posterior draws D per instance."),
+    draws: int = typer.Option(
+        DEFAULT_DRAWS,
+        "--draws",
+        help=f"Posterior draws D per instance ({MIN_DRAWS} to {MAX_DRAWS}; for MCMC families a "
+        "multiple of the preset's chains).",
+    ),
     fidelity: str = typer.Option(
         DEFAULT_FIDELITY.value,
         "--fidelity",
@@ -119,7 +134,7 @@ def generate_command(
         "--jobs",
         "-j",
         help="Local worker processes generating instances in parallel (Dask); 1 or 0: in this "
-        "process.",
+        f"process; at most {MAX_WORKERS_PER_CORE} × the usable cores.",
     ),
     scheduler: str | None = typer.Option(
         None, "--scheduler", help="Address of a running Dask scheduler (tcp://host:8786)."
@@ -131,7 +146,8 @@ def generate_command(
         MAX_REPLACEMENTS,
         "--max-replacements",
         help="Seed replacements tried for an MCMC instance rejected by the R̂ rule (SPEC §7) "
-        "before it is reported as failed; 0 fails at the first rejection.",
+        f"before it is reported as failed (0 to {MAX_REPLACE_LIMIT}); 0 fails at the first "
+        "rejection.",
     ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
     draws_train: bool | None = typer.Option(
@@ -153,10 +169,11 @@ def generate_command(
     resumes); a damaged one is generated again; one made with other settings or from other
     data is an error (exit 2) unless --overwrite.
     """
-    from udbench.tasks.generate import get_covariates, get_prior, task_file_clash
-
-    if jobs < 0:
-        raise param_error("generate", "workers", "be >= 0", jobs)
+    comp = "udbench generate"
+    # numbers first, before anything heavy is imported (JAX: seconds)
+    check_int(comp, "--draws", draws, minimum=MIN_DRAWS, maximum=MAX_DRAWS)
+    check_workers(comp, "--workers", jobs)
+    check_int(comp, "--max-replacements", max_replacements, minimum=0, maximum=MAX_REPLACE_LIMIT)
     if scheduler is not None or cluster_config is not None:  # fail fast, before any work
         from udbench.evaluation.cluster import check_scheduler_address, load_cluster_config
 
@@ -164,19 +181,43 @@ def generate_command(
             check_scheduler_address(scheduler)
         if cluster_config is not None:
             load_cluster_config(cluster_config)
-    if max_replacements < 0:
-        raise param_error("generate", "max-replacements", "be >= 0", max_replacements)
+    check_data_dir("generate", data_dir)
+    check_out_dir("generate", out)
+    dd = None if data_dir is None else str(data_dir)
+    specs = expand_grid(datasets, families, noise, coverage, seeds, fidelity, draws, dd)
+    with folder_lock(out, comp):
+        _generate(
+            specs,
+            out,
+            dd,
+            jobs,
+            scheduler,
+            cluster_config,
+            max_replacements,
+            draws_train,
+            overwrite,
+        )
+
+
+def _generate(
+    specs: list[Any],
+    out: Path,
+    dd: str | None,
+    jobs: int,
+    scheduler: str | None,
+    cluster_config: Path | None,
+    max_replacements: int,
+    draws_train: bool | None,
+    overwrite: bool,
+) -> None:
+    """The body of ``udbench generate`` once its options are checked (the folder is locked)."""
     from udbench._threads import fix_xla_threads
+    from udbench.tasks.generate import get_covariates, get_prior, task_file_clash
 
     # one XLA thread before JAX is first used (the prior fit below): instances made in this
     # process (--workers 1) then run as on a worker, and the fit itself does not depend on
     # --workers (it is made here either way)
     fix_xla_threads()
-    check_data_dir("generate", data_dir)
-    check_out_dir("generate", out)
-    dd = None if data_dir is None else str(data_dir)
-    specs = expand_grid(datasets, families, noise, coverage, seeds, fidelity, draws, dd)
-    out.mkdir(parents=True, exist_ok=True)
     todo: list[Any] = []
     clashes: list[tuple[Path, str]] = []
     n_damaged = 0
@@ -200,7 +241,7 @@ def generate_command(
             f"with other settings or data (e.g. {path.name}: {why}); pass --overwrite to replace "
             "them, or generate into another --out"
         )
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     console.print(
         f"{len(specs)} instances selected, {len(specs) - len(todo)} already done, "
         f"{len(todo)} to generate in {out}"
@@ -223,8 +264,9 @@ def generate_command(
             # a GP prior's kernel fit takes minutes to most of an hour on one core (once; then
             # read from the cache): show that something is happening, and how long
             start = time.perf_counter()
+            # a status line is always markup (rich's Spinner): the dataset name is escaped
             with console.status(
-                f"prior {key[0]} on {key[1]} ({key[2]}): fitting, or reading the cache …"
+                escape(f"prior {key[0]} on {key[1]} ({key[2]}): fitting, or reading the cache …")
             ):
                 get_prior(*key, dd)
             prior_ready(key, time.perf_counter() - start)
@@ -285,7 +327,9 @@ def generate_command(
                 log_generation_time(out, spec, float(result[2]))
             bar.advance(progress)
     for task_id, err in failures:
-        console.print(f"[red]failed[/] {escape(task_id)}: {escape(err)}", highlight=False)
+        console.print(
+            f"[red]failed[/] {escape(task_id)}: {escape(err)}", highlight=False, markup=True
+        )
     if failures:
         raise UdbenchError(f"generate: {len(failures)} of {len(todo)} instances failed")
 
@@ -345,7 +389,7 @@ def check_tasks(
     """
     from udbench.priors import MCMC_FAMILIES, preset_validation_status
     from udbench.tasks import Task, gate_verdicts, pool_checks
-    from udbench.tasks.checks import mcmc_summary
+    from udbench.tasks.checks import coverage_summary, mcmc_summary
     from udbench.tasks.discovery import find_task_files
 
     paths = find_task_files(list(tasks), command="udbench check")
@@ -370,7 +414,15 @@ def check_tasks(
         sampler = (task.prior or {}).get("sampler") or {}
         if task.reference_exact:
             presets.setdefault(task.spec.family, {}).setdefault(task.spec.fidelity.value, sampler)
-        summaries.append({**task.diagnostics["checks"], **mcmc_summary(task.diagnostics)})
+        checks = dict(task.diagnostics["checks"])
+        if "covered_90_null" not in checks:
+            # made before the coverage rule of order statistics (issue 31): its stored
+            # coverage used interpolated quantiles, biased at small D. Recompute it from the
+            # stored arrays, f* rounded like the float32 draws (both sides of the test the
+            # same values, so still exchangeable under a correct posterior)
+            draws = task.draws
+            checks.update(coverage_summary(task.f_eval.astype(draws.dtype), draws))
+        summaries.append({**checks, **mcmc_summary(task.diagnostics)})
         mcse.append(task.mcse_var_rel)
         if (
             task.spec.family == "gp"
@@ -441,6 +493,23 @@ def _fmt(value: Any, spec: str) -> str:
     return "–" if value is None else format(value, spec)
 
 
+def _coverage_text(stats: dict[str, Any]) -> str:
+    """``0.902 [0.880, 0.921]``: pooled coverage and its bootstrap interval (none for one
+    instance)."""
+    ci = stats.get("coverage_90_ci")
+    text = f"{stats['coverage_90']:.3f}"
+    return text if ci is None else f"{text} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _expected_coverage_text(stats: dict[str, Any]) -> str:
+    """``0.902 [0.851, 0.947]``: a correct posterior's coverage at these D and the 99 % range
+    of the pooled coverage it gives (:func:`udbench.tasks.pool_checks`)."""
+    expected, null = stats.get("coverage_90_expected"), stats.get("coverage_90_null_range")
+    if expected is None:
+        return "–"
+    return f"{expected:.3f}" + ("" if null is None else f" [{null[0]:.3f}, {null[1]:.3f}]")
+
+
 #: ``udbench check --strict`` exit status when a SPEC §7 check fails.
 EXIT_CHECK_FAILED = 4
 
@@ -460,7 +529,8 @@ def check_command(
     """Pooled acceptance checks of the reference posteriors in TASKS (SPEC §7).
 
     Every task file is verified (checksums of its metadata and arrays) first. Each family
-    gets a verdict per check with its threshold beside the figure (pass / FAIL), and the
+    gets a verdict per check with its threshold beside the figure (pass / FAIL, or "too few
+    instances to judge"), judged against what a correct posterior gives at the tasks' D; the
     figures SPEC §7 records without a threshold are marked "not gated". Exit status 1 if
     any file is invalid (listed with the reason, left out of the tables), 2 for a bad
     argument, 4 with --strict when a verdict is FAIL.
@@ -480,13 +550,14 @@ def check_command(
         if strict and failed:
             raise typer.Exit(code=EXIT_CHECK_FAILED)
         return
-    console = Console(width=max(120, os.get_terminal_size(0).columns if os.isatty(0) else 120))
+    console = make_console(width=max(120, os.get_terminal_size(0).columns if os.isatty(0) else 120))
     title = tasks[0] if len(tasks) == 1 else f"{len(tasks)} task arguments"
     table = Table(title=f"Acceptance checks: {title}")
     for col in (
         "family",
         "instances",
         "coverage 90 % [95 % CI]",
+        "correct posterior [99 % range]",
         "max SBC bin dev.",
         "MCSE σ_f² rel. (median / p95)",
         "corr(mean, f*) median",
@@ -498,12 +569,12 @@ def check_command(
         (f"{fam} · {ds}", d) for fam, r in result.items() for ds, d in r.get("datasets", {}).items()
     ]
     for fam, r in rows:
-        lo, hi = r["coverage_90_ci"]
         agree = r.get("mc_agree_fraction")
         table.add_row(
             fam,
             str(r["n_instances"]),
-            f"{r['coverage_90']:.3f} [{lo:.3f}, {hi:.3f}]",
+            _coverage_text(r),
+            _expected_coverage_text(r),
             f"{r['sbc_max_bin_deviation']:.4f}",
             f"{r['mcse_var_median']:.3f} / {r['mcse_var_p95']:.3f}",
             f"{r['corr_mean_fstar_median']:.3f}",
@@ -518,7 +589,7 @@ def check_command(
         for v in r["verdicts"]:
             colour = style.get(v["verdict"].split(" ")[0], "dim")
             verdicts.add_row(
-                fam, v["check"], v["figure"], v["threshold"], f"[{colour}]{escape(v['verdict'])}[/]"
+                fam, v["check"], v["figure"], v["threshold"], styled(v["verdict"], colour)
             )
     console.print(verdicts)
     old = report["before_nugget"]
@@ -625,7 +696,7 @@ def check_command(
             markup=False,
         )
     for bad in invalid:
-        console.print(f"[bold red]invalid[/] {escape(bad['error'])}", highlight=False)
+        console.print(f"[bold red]invalid[/] {escape(bad['error'])}", highlight=False, markup=True)
     if invalid:
         console.print(
             f"{len(invalid)} of {len(invalid) + sum(r['n_instances'] for r in result.values())} "

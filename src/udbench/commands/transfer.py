@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from udbench.commands._options import DATA_DIR_HELP, check_out_dir, out_path
+from udbench._lock import folder_lock
+from udbench._validation import check_int, check_seed
+from udbench.commands._console import make_console
+from udbench.commands._options import DATA_DIR_HELP, check_out_dir, check_resamples, out_path
 
 
 def register(app: typer.Typer) -> None:
@@ -73,44 +75,48 @@ def register(app: typer.Typer) -> None:
         interval over instances) and each method's rank shift, pooled and per factor level.
         With --loss crps or log, the same for that loss's targets (docs/transfer.md).
         """
+        name = "udbench transfer"
+        # numbers first: before JAX (the oracles' fits) is imported
+        check_resamples(name, n_resamples)
+        check_seed(name, "--seed", seed)
+        check_int(name, "--fit-rows", fit_rows, minimum=1, allow_none=True)
+        check_int(name, "--fit-restarts", fit_restarts, minimum=1, allow_none=True)
+        check_int(name, "--fit-iters", fit_iters, minimum=1, allow_none=True)
         from udbench._threads import fix_xla_threads
-        from udbench._validation import check_choice, param_error
+        from udbench._validation import check_choice
 
         fix_xla_threads()  # one XLA thread, as in task generation: before JAX is first used
         from udbench.analyses._common import BOOTSTRAP_UNITS
         from udbench.analyses.transfer import TRANSFER_METRICS, run_transfer
         from udbench.evaluation.transfer import parse_oracle
 
-        name = "udbench transfer"
         specs = [parse_oracle(part, name) for o in oracle for part in o.split(",") if part]
         check_choice(name, "--bootstrap-unit", bootstrap_unit, BOOTSTRAP_UNITS)
         if out is not None:
             check_out_dir(name, out)
         given = {"max_rows": fit_rows, "restarts": fit_restarts, "maxiter": fit_iters}
         overrides = {k: v for k, v in given.items() if v is not None}
-        flags = {"max_rows": "--fit-rows", "restarts": "--fit-restarts", "maxiter": "--fit-iters"}
-        for k, v in overrides.items():
-            if v < 1:
-                raise param_error(name, flags[k], "be an integer >= 1", v)
-        console = Console()
+        console = make_console()
 
         def progress(done: int, total: int, task_id: str) -> None:
             console.print(f"  [{done}/{total}] {task_id}", highlight=False, markup=False)
 
-        res = run_transfer(
-            results,
-            specs,
-            out=out,
-            task_dirs=tasks,
-            data_dir=data_dir,
-            metrics=tuple(metric) or TRANSFER_METRICS,
-            bootstrap_unit=bootstrap_unit,
-            n_resamples=n_resamples,
-            random_state=seed,
-            loss=loss,
-            on_task=progress,
-            fit_settings=overrides or None,
-        )
+        # one writer per output folder (default RESULTS/transfer)
+        with folder_lock(results / "transfer" if out is None else out, name):
+            res = run_transfer(
+                results,
+                specs,
+                out=out,
+                task_dirs=tasks,
+                data_dir=data_dir,
+                metrics=tuple(metric) or TRANSFER_METRICS,
+                bootstrap_unit=bootstrap_unit,
+                n_resamples=n_resamples,
+                random_state=seed,
+                loss=loss,
+                on_task=progress,
+                fit_settings=overrides or None,
+            )
         for text, tau in res.tau.items():
             cells = res.cells[text]
             n_ok = int((cells["oracle_status"] == "ok").sum())

@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from udbench._lock import folder_lock
+from udbench._validation import check_int, check_seed, check_timeout, check_workers
+from udbench.commands._console import make_console
 from udbench.commands._grid import expand_grid
 from udbench.commands._options import check_out_dir, out_path, split_tasks_and_methods
 from udbench.priors.base import DEFAULT_FIDELITY
@@ -75,6 +77,13 @@ def register(app: typer.Typer) -> None:
         The score is the Gaussian NLL of a held-out 20 % of the condition's training sample
         (SPEC §9). Re-running with the same --out resumes every sweep from its journal.
         """
+        comp = "udbench tune"
+        # numbers first: before any heavy import (Optuna, Dask, the methods)
+        check_int(comp, "--trials", trials, minimum=1)
+        check_seed(comp, "--seed", seed)
+        check_int(comp, "--in-flight", in_flight, minimum=1, allow_none=True)
+        check_timeout(comp, "--timeout", timeout)
+        check_workers(comp, "--workers", workers)
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
         from udbench.tuning.sweep import tune
@@ -88,7 +97,7 @@ def register(app: typer.Typer) -> None:
             if cluster_config is not None:
                 load_cluster_config(cluster_config)
         tasks, specs = split_tasks_and_methods(tasks, methods)
-        console = Console(stderr=True)
+        console = make_console(stderr=True)
 
         from rich.progress import (
             BarColumn,
@@ -106,37 +115,38 @@ def register(app: typer.Typer) -> None:
             TimeElapsedColumn(),
             TimeRemainingColumn(),
         )
-        with Progress(*columns, console=console, disable=not progress) as bar:
-            ids: list[Any] = []
+        with folder_lock(out, comp):  # one driver per tuning folder (its journals)
+            with Progress(*columns, console=console, disable=not progress) as bar:
+                ids: list[Any] = []
 
-            def on_trial(done: int, total: int, key: str, text: str) -> None:
-                if not ids:
-                    ids.append(bar.add_task("trials", total=total))
-                bar.update(ids[0], completed=done, total=total)
+                def on_trial(done: int, total: int, key: str, text: str) -> None:
+                    if not ids:
+                        ids.append(bar.add_task("trials", total=total))
+                    bar.update(ids[0], completed=done, total=total)
 
-            summary = tune(
-                tasks,
-                specs,
-                out,
-                trials=trials,
-                sampler=sampler,
-                seed=seed,
-                in_flight=in_flight,
-                timeout=timeout,
-                workers=workers,
-                scheduler=scheduler,
-                cluster_config=cluster_config,
-                pin=pin,
-                on_trial=on_trial,
-            )
-        Console().print(
+                summary = tune(
+                    tasks,
+                    specs,
+                    out,
+                    trials=trials,
+                    sampler=sampler,
+                    seed=seed,
+                    in_flight=in_flight,
+                    timeout=timeout,
+                    workers=workers,
+                    scheduler=scheduler,
+                    cluster_config=cluster_config,
+                    pin=pin,
+                    on_trial=on_trial,
+                )
+        make_console().print(
             f"{summary.n_sweeps} sweeps: {summary.n_trials_run} trials run "
             f"({summary.n_trials_failed} failed), {summary.n_resumed_trials} kept from earlier "
             f"runs, {summary.n_interrupted} interrupted; {len(summary.records)} records → "
             f"{summary.out}",
             highlight=False,
         )
-        Console().print(
+        make_console().print(
             f"next: udbench tune-summary {out}  ·  udbench run TASKS -m … --tuned {out}",
             highlight=False,
             markup=False,
@@ -169,7 +179,7 @@ def register(app: typer.Typer) -> None:
                 str(r["n_failed"]),
                 params,
             )
-        Console(width=200 if not sys.stdout.isatty() else None).print(table)
+        make_console(width=200 if not sys.stdout.isatty() else None).print(table)
 
     @app.command("plan")
     def plan_cmd(
@@ -194,12 +204,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Count instances, sweeps, trials and fits of a grid; project CPU-hours per stage
         and method from measured times (unmeasured: unknown)."""
+        check_int("udbench plan", "--trials", trials, minimum=1)
         from udbench._validation import param_error
         from udbench.methods.registry import registered_methods
         from udbench.tuning.plan import PAPER_METHODS, collect_measurements, plan_grid
 
-        if trials < 1:
-            raise param_error("udbench plan", "trials", "be an integer >= 1", trials)
         specs = expand_grid(
             datasets, families, noise, coverage, seeds, DEFAULT_FIDELITY, DEFAULT_DRAWS
         )
@@ -229,7 +238,7 @@ def register(app: typer.Typer) -> None:
                 )
             )
             return
-        console = Console(width=200 if not sys.stdout.isatty() else None)
+        console = make_console(width=200 if not sys.stdout.isatty() else None)
         console.print(
             f"{counts['instances']} instances in {counts['conditions']} conditions; "
             f"{counts['methods']} methods → {counts['sweeps']} sweeps × {trials} trials = "

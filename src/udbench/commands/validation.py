@@ -10,7 +10,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from udbench._validation import param_error
+from udbench._validation import check_int, param_error
+from udbench.commands._console import make_console
 from udbench.commands._options import (
     DATA_DIR_HELP,
     check_data_dir,
@@ -18,6 +19,7 @@ from udbench.commands._options import (
     parse_choice_list,
     parse_seeds,
 )
+from udbench.tasks.spec import MAX_DRAWS, MIN_DRAWS
 
 __all__ = ["register", "validate_prior_command"]
 
@@ -115,6 +117,12 @@ def validate_prior_command(
     percentile of the relative change of the posterior SD, and the verdict. Exit status 0
     whether the preset passes or not (the verdict is in the output).
     """
+    comp = "udbench validate-prior"
+    # numbers first: before any heavy import or data read
+    check_int(comp, "--warmup-factor", warmup_factor, minimum=2)
+    check_int(comp, "--draws", draws, minimum=MIN_DRAWS, maximum=MAX_DRAWS)
+    check_int(comp, "--max-train", max_train, minimum=2, allow_none=True)
+    check_int(comp, "--max-eval", max_eval, minimum=2, allow_none=True)
     from udbench.data import list_datasets
     from udbench.design import COVERAGES, NOISE_MODES
     from udbench.priors import record_path, save_validation
@@ -128,7 +136,7 @@ def validate_prior_command(
     for name, value in (("max-train", max_train), ("max-eval", max_eval)):
         if value is not None and value < 2:
             raise param_error("validate-prior", name, "be an integer >= 2", value)
-    console = Console(width=160)
+    console = make_console(width=160)
     progress = None if as_json else (lambda line: console.print(line, highlight=False))
     result = validate_prior(
         family,

@@ -89,11 +89,9 @@ class Executor:
         pin: bool | None = None,
         client: Any = None,
     ) -> None:
-        from udbench._validation import param_error
+        from udbench._validation import check_workers
 
-        if workers is not None and workers < 0:
-            raise param_error("udbench run", "workers", "be >= 0", workers)
-        self.workers = workers
+        self.workers = check_workers("Executor", "workers", workers)
         self.scheduler = scheduler
         self.cluster_config = cluster_config
         self.pin = pin

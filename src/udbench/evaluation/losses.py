@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from udbench._validation import UdbenchError, check_choice, param_error
+from udbench._validation import UdbenchError, as_list, check_choice, param_error
 from udbench.data import N_SHELLS
 
 __all__ = [
@@ -542,8 +542,8 @@ def score_results(
     ----------
     results : str or Path
         A results folder written by ``udbench run``.
-    losses : sequence of {"squared", "crps", "log"}
-        ``squared`` is always stored already and is ignored.
+    losses : str or sequence of {"squared", "crps", "log"}
+        ``squared`` is always stored already and is ignored; one name is one loss.
     force : bool, default False
         Score cells that already hold a loss again (the default skips them).
     on_cell : callable, optional
@@ -563,6 +563,7 @@ def score_results(
     from udbench.tasks import Task
 
     comp = "udbench score"
+    losses = as_list(comp, "losses", losses, (str,), what="loss names (squared, crps, log)")
     wanted = tuple(dict.fromkeys(loss for loss in losses if loss != "squared"))
     for loss in wanted:
         check_choice(comp, "--loss", loss, OTHER_LOSSES)

@@ -41,7 +41,14 @@ import pandas as pd
 from udbench import __version__
 from udbench._seeding import derive_seed
 from udbench._threads import single_threaded
-from udbench._validation import UdbenchError, check_choice, param_error
+from udbench._validation import (
+    UdbenchError,
+    as_list,
+    check_choice,
+    check_timeout,
+    check_workers,
+    param_error,
+)
 from udbench.data import N_SHELLS
 from udbench.evaluation.executor import Executor, Failed, call_with_timeout, worker_address
 from udbench.evaluation.scoring import METRIC_KEYS, PROXY_KEYS, score_prediction
@@ -548,16 +555,18 @@ def run_benchmark(
 
     Parameters
     ----------
-    tasks : sequence of str or Path
-        Task files, folders or globs (see :func:`udbench.tasks.discovery.find_task_files`).
-    methods : sequence of str, BaseMethod or (label, spec)
+    tasks : str, Path or sequence of them
+        Task files, folders or globs (see :func:`udbench.tasks.discovery.find_task_files`);
+        one string or path is one argument, not a sequence of characters.
+    methods : str, BaseMethod or sequence of str, BaseMethod or (label, spec)
         Method specs (``"gp"``, ``"nn-ens:n_members=5"``, an import path ``"pkg.mod:Cls"``),
         unfitted instances, or ``(label, spec)`` pairs to name them in the results
-        (:func:`udbench.methods.configs.resolve_methods`).
+        (:func:`udbench.methods.configs.resolve_methods`); one string is one method.
     out : str or Path
         Results directory (:class:`~udbench.evaluation.store.ResultsStore`).
     workers : int, optional
-        Local Dask workers (default: the number of usable cores); ``0`` runs in this process.
+        Local Dask workers (default: the number of usable cores); ``0`` runs in this process;
+        at most :data:`udbench._validation.MAX_WORKERS_PER_CORE` (4) × the usable cores.
     scheduler : str, optional
         Address of a running Dask scheduler to use instead of a local cluster.
     cluster_config : str or Path, optional
@@ -566,7 +575,7 @@ def run_benchmark(
         Pin each worker to its own core(s) and cap BLAS/OpenMP threads. Default: on for a
         local cluster, off for a scheduler address or a cluster file.
     timeout : float, optional
-        Per-cell wall-clock limit in seconds for fit + predict.
+        Per-cell wall-clock limit in seconds for fit + predict, in (0, 30 days].
     keep_predictions : bool, default False
         Store per-point predictions under ``out/predictions/``.
     retry_failed : bool, default False
@@ -579,7 +588,7 @@ def run_benchmark(
         An existing client to submit to (overrides ``workers``/``scheduler``/``cluster_config``).
     configure : callable, optional
         Per-task method configurations (:data:`TaskConfigurer`), e.g. tuned ones.
-    losses : sequence of {"squared", "crps", "log"}, default ()
+    losses : str or sequence of {"squared", "crps", "log"}, default ()
         Also score every cell under these losses (:mod:`udbench.evaluation.losses`;
         ``udbench run --loss``); squared loss is always scored. Cells already finished are
         skipped as usual: score them with :func:`udbench.evaluation.losses.score_results`.
@@ -594,13 +603,16 @@ def run_benchmark(
     Raises
     ------
     UdbenchError
-        Bad task arguments (empty glob, missing file), unknown method, unknown
-        hyperparameter, bad timeout or worker count.
+        Bad task arguments (empty glob, missing file, not a string, path or sequence of
+        them), unknown method, unknown hyperparameter, bad timeout, worker count or loss.
     """
-    if timeout is not None and not (np.isfinite(timeout) and timeout > 0):
-        raise param_error("udbench run", "timeout", "be > 0 seconds", timeout)
-    if workers is not None and workers < 0:
-        raise param_error("udbench run", "workers", "be >= 0", workers)
+    comp = "run_benchmark"
+    timeout = check_timeout(comp, "timeout", timeout)
+    workers = check_workers(comp, "workers", workers)
+    if not isinstance(out, (str, os.PathLike)):
+        raise param_error(comp, "out", "be a folder (str or Path)", out)
+    losses = as_list(comp, "losses", losses, (str,), what="loss names (squared, crps, log)")
+    tasks = as_list(comp, "tasks", tasks, (str, os.PathLike), what="task files, folders or globs")
     from udbench.evaluation.losses import OTHER_LOSSES
 
     extra_losses: tuple[str, ...] = ()

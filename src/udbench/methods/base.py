@@ -49,7 +49,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from udbench._seeding import derive_seed
-from udbench._validation import UdbenchError, check_array, param_error
+from udbench._validation import MAX_ABS_INPUT, UdbenchError, check_array, param_error
 
 __all__ = [
     "TARGET_SCALE_RTOL",
@@ -294,7 +294,8 @@ class BaseMethod(BaseEstimator):
         Raises
         ------
         UdbenchError
-            Invalid hyperparameters, wrong shapes, NaN/inf in ``X`` or ``y``, fewer than
+            Invalid hyperparameters, wrong shapes, NaN/inf in ``X`` or ``y``, entries of
+            magnitude above 1e153 (:data:`udbench._validation.MAX_ABS_INPUT`), fewer than
             2 rows.
 
         Notes
@@ -304,8 +305,8 @@ class BaseMethod(BaseEstimator):
         constant in relative terms (``sd(y) <= 1e-12 * max|y|``) is fitted, not rejected.
         """
         self.validate_hyperparameters()
-        X = check_array(type(self).__name__, "X", X, ndim=2)
-        y = check_array(type(self).__name__, "y", y, shape=(X.shape[0],))
+        X = check_array(type(self).__name__, "X", X, ndim=2, max_abs=MAX_ABS_INPUT)
+        y = check_array(type(self).__name__, "y", y, shape=(X.shape[0],), max_abs=MAX_ABS_INPUT)
         if X.shape[0] < 2:
             raise param_error(type(self).__name__, "X", "have at least 2 rows", X.shape)
         if X.shape[1] < 1:
@@ -326,7 +327,7 @@ class BaseMethod(BaseEstimator):
         NotFittedError
             If called before :meth:`fit`.
         UdbenchError
-            Wrong number of features, NaN/inf in ``X``.
+            Wrong number of features, NaN/inf in ``X``, entries of magnitude above 1e153.
         MethodOutputError
             If the method's output has a wrong shape, NaN/inf or a negative variance.
         """
@@ -390,7 +391,7 @@ class BaseMethod(BaseEstimator):
             raise NotFittedError(
                 f"{type(self).__name__}: not fitted; call fit(X, y) before predict(X)"
             )
-        X = check_array(type(self).__name__, "X", X, ndim=2)
+        X = check_array(type(self).__name__, "X", X, ndim=2, max_abs=MAX_ABS_INPUT)
         if X.shape[1] != self.n_features_in_:
             raise param_error(
                 type(self).__name__, "X", f"have {self.n_features_in_} columns", X.shape

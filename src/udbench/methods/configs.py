@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from udbench._validation import param_error
+from udbench._validation import as_list, param_error
 from udbench.methods.base import BaseMethod
 from udbench.methods.registry import make_method
 
@@ -179,8 +179,9 @@ def resolve_methods(
 
     Parameters
     ----------
-    specs : iterable
-        Each a spec string, an instance, or a ``(label, spec)`` pair.
+    specs : str, BaseMethod or iterable
+        Each a spec string, an instance, or a ``(label, spec)`` pair; one string or
+        instance is one method (not a sequence of characters).
 
     Returns
     -------
@@ -190,8 +191,16 @@ def resolve_methods(
     Raises
     ------
     UdbenchError
-        If no method is given or one cannot be resolved (see :func:`resolve_method`).
+        If no method is given, ``specs`` is neither a method nor a sequence of them, or one
+        cannot be resolved (see :func:`resolve_method`).
     """
+    specs = as_list(
+        "udbench run",
+        "methods",
+        specs,
+        (str, BaseMethod, tuple),
+        what="method specs (str), BaseMethod instances or (label, spec) pairs",
+    )
     out: dict[tuple[str, str], MethodConfig] = {}
     for spec in specs:
         if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):

@@ -30,7 +30,6 @@ does; pytest is imported only when that helper is called.
 from __future__ import annotations
 
 import inspect
-import math
 import threading
 import time
 import traceback
@@ -42,7 +41,7 @@ import numpy as np
 from sklearn.base import clone
 
 from udbench._seeding import make_rng
-from udbench._validation import UdbenchError, param_error
+from udbench._validation import UdbenchError, check_timeout, param_error
 from udbench.methods._behaviour import (
     BEHAVIOUR_CHECKS,
     BehaviourReport,
@@ -590,13 +589,8 @@ def check_method(
                 f"check_method: parameter 'checks' must contain names from {list(CHECKS)}; "
                 f"got {name!r}"
             )
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
-        raise param_error("check_method", "timeout", "be a finite number of seconds > 0", timeout)
+    # a number of seconds the thread timers take (1e308 overflowed them: OverflowError)
+    check_timeout("check_method", "timeout", timeout)
     if isinstance(random_state, bool) or not isinstance(random_state, int) or random_state < 0:
         raise param_error("check_method", "random_state", "be an integer >= 0", random_state)
     used = {**cls.smoke_params, **(params or {})}

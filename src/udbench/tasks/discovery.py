@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from udbench._validation import param_error
+from udbench._validation import as_list, param_error
 from udbench.tasks.taskfile import Task
 
 __all__ = ["TASK_SUFFIXES", "find_task_files", "task_identity"]
@@ -28,9 +28,10 @@ def find_task_files(
 
     Parameters
     ----------
-    patterns : sequence of str or Path
-        Each one a task file, a directory (its files ending in :data:`TASK_SUFFIXES`,
-        searched recursively) or a glob pattern (``**`` allowed).
+    patterns : str, Path or sequence of them
+        One string or path is one pattern (not a sequence of characters). Each one a
+        task file, a directory (its files ending in :data:`TASK_SUFFIXES`, searched
+        recursively) or a glob pattern (``**`` allowed).
     command : str, default "udbench run"
         The command named in error messages.
 
@@ -42,8 +43,12 @@ def find_task_files(
     Raises
     ------
     UdbenchError
-        If no pattern is given, or one matches no file.
+        If no pattern is given, ``patterns`` is not a string, path or sequence of them, or
+        one matches no file.
     """
+    patterns = as_list(
+        command, "tasks", patterns, (str, os.PathLike), what="task files, folders or globs"
+    )
     if not patterns:
         raise param_error(command, "tasks", "name at least one task file or folder", [])
     found: dict[str, Path] = {}

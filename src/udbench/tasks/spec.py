@@ -9,13 +9,17 @@ from udbench._seeding import derive_seed
 from udbench._validation import param_error
 from udbench.priors import DEFAULT_FIDELITY, Fidelity
 
-__all__ = ["DEFAULT_DRAWS", "MIN_DRAWS", "TaskSpec"]
+__all__ = ["DEFAULT_DRAWS", "MAX_DRAWS", "MIN_DRAWS", "TaskSpec"]
 
 #: D, the posterior draws stored per task when none is named (task specs, ``udbench generate``).
 DEFAULT_DRAWS: int = 1000
 
 #: The smallest D a task accepts (the SBC ranks and the MCSE batches of SPEC §7 need it).
 MIN_DRAWS: int = 40
+
+#: The largest D a task accepts: its draws take D × n_eval × 4 bytes (100 000 × 1500 points:
+#: 600 MB per file, 1.2 GB in memory while the checks run in float64).
+MAX_DRAWS: int = 100_000
 
 
 @dataclass(frozen=True)
@@ -39,14 +43,15 @@ class TaskSpec:
         converted to :class:`~udbench.priors.base.Fidelity` (which compares equal to it
         and is written to task files as the plain name).
     n_draws : int, default DEFAULT_DRAWS
-        D, the number of posterior draws stored (>= :data:`MIN_DRAWS`); not part of the
-        random streams.
+        D, the number of posterior draws stored (:data:`MIN_DRAWS` to :data:`MAX_DRAWS`);
+        not part of the random streams.
 
     Raises
     ------
     UdbenchError
         A coordinate that is not a non-empty name without ``"__"``, a seed that is not an
-        integer >= 0, an unknown fidelity, or D not an integer >= :data:`MIN_DRAWS`. These
+        integer >= 0, an unknown fidelity, or D not an integer in [:data:`MIN_DRAWS`,
+        :data:`MAX_DRAWS`]. These
         are checked here, once; the code below (task generation, the priors) trusts them.
 
     Notes
@@ -72,10 +77,10 @@ class TaskSpec:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise param_error("TaskSpec", "seed", "be an integer >= 0", self.seed)
         object.__setattr__(self, "fidelity", Fidelity.parse("TaskSpec", self.fidelity))
-        rule = f"be an integer >= {MIN_DRAWS}"
+        rule = f"be an integer from {MIN_DRAWS} to {MAX_DRAWS}"
         if isinstance(self.n_draws, bool) or not isinstance(self.n_draws, int):
             raise param_error("TaskSpec", "n_draws", rule, self.n_draws)
-        if self.n_draws < MIN_DRAWS:
+        if not MIN_DRAWS <= self.n_draws <= MAX_DRAWS:
             raise param_error("TaskSpec", "n_draws", rule, self.n_draws)
 
     @property

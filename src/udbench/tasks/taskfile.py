@@ -482,14 +482,17 @@ def read_task_meta(path: str | Path) -> dict[str, Any]:
 
 
 def task_file_is_valid(path: str | Path, spec: TaskSpec | None = None) -> bool:
-    """True if ``path`` is a complete task file (metadata checks and ZIP CRCs pass) and,
-    when ``spec`` is given, holds that spec."""
+    """True if ``path`` is a complete task file that ``udbench run`` would accept and, when
+    ``spec`` is given, holds that spec.
+
+    Everything :meth:`Task.verify` checks: the metadata and its checksum, and every array's
+    bytes against its SHA-256 (an array rewritten inside a valid ZIP passes the ZIP's CRCs
+    but not this), so a resume that skips a valid file skips only what a run can read.
+    """
     try:
         meta = read_task_meta(path)
-        with zipfile.ZipFile(path) as zf:
-            if zf.testzip() is not None:
-                return False
-    except (UdbenchError, zipfile.BadZipFile, OSError, zlib.error, EOFError):
+        Task.load(path).verify()
+    except (UdbenchError, zipfile.BadZipFile, OSError, zlib.error, EOFError, ValueError):
         return False
     return spec is None or TaskSpec.from_dict(meta["spec"]) == spec
 

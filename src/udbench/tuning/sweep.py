@@ -42,7 +42,14 @@ from pathlib import Path
 from typing import Any
 
 from udbench._seeding import derive_seed
-from udbench._validation import UdbenchError, param_error
+from udbench._validation import (
+    UdbenchError,
+    check_int,
+    check_seed,
+    check_timeout,
+    check_workers,
+    param_error,
+)
 from udbench.evaluation.executor import Executor, Failed
 from udbench.methods.base import BaseMethod
 from udbench.methods.configs import MethodConfig, resolve_methods
@@ -459,10 +466,13 @@ def tune(
     import optuna
     from optuna.trial import TrialState
 
-    if in_flight is not None and (isinstance(in_flight, bool) or in_flight < 1):
-        raise param_error("udbench tune", "in-flight", "be an integer >= 1", in_flight)
-    if timeout is not None and not timeout > 0:
-        raise param_error("udbench tune", "timeout", "be > 0 seconds", timeout)
+    comp = "tune"
+    check_int(comp, "in_flight", in_flight, minimum=1, allow_none=True)
+    timeout = check_timeout(comp, "timeout", timeout)
+    workers = check_workers(comp, "workers", workers)
+    check_seed(comp, "seed", seed)
+    if not isinstance(out, (str, os.PathLike)):
+        raise param_error(comp, "out", "be a folder (str or Path)", out)
     t_start = time.perf_counter()
     plans = plan_sweeps(tasks, methods, trials=trials, sampler=sampler, seed=seed)
     out = Path(out)
