@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import pytest
 
 from udbench._validation import UdbenchError
 from udbench.campaigns import Unit, load_done_records, read_record, run_campaign, unit_status
-from udbench.campaigns.engine import campaign_lock, record_file
+from udbench.campaigns.engine import record_file
 
 
 def _unit(uid: str, value: int, numerics: int = 1, log: list | None = None) -> Unit:
@@ -38,7 +37,7 @@ def test_records_are_written_and_a_rerun_skips_them(tmp_path: Path) -> None:
     assert rec["cpu_seconds"] >= 0 and rec["wall_seconds"] >= 0
     assert run_campaign(units, tmp_path)["skipped"] == 2
     assert log == ["a/one", "a/two"]  # nothing redone
-    assert not (tmp_path / ".campaign.lock").exists()
+    assert not (tmp_path / ".udbench.lock").exists()
 
 
 def test_records_survive_commits_but_not_a_numerics_change(tmp_path: Path) -> None:
@@ -104,19 +103,13 @@ def test_bad_unit_ids_and_duplicates_are_refused(tmp_path: Path) -> None:
 
 
 def test_one_writer_per_records_folder(tmp_path: Path) -> None:
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    try:
-        (tmp_path / ".campaign.lock").write_text(
-            json.dumps({"host": os.uname().nodename, "pid": other.pid})
-        )
-        with pytest.raises(UdbenchError, match="another run is writing"):
+    from udbench._lock import LOCK_NAME, folder_lock
+
+    with folder_lock(tmp_path, "udbench campaign run"):
+        with pytest.raises(UdbenchError, match="is in use by udbench campaign run"):
             run_campaign([_unit("a", 1)], tmp_path)
-    finally:
-        other.kill()
-        other.wait()
-    # the owner is gone: its lock is taken over
-    with campaign_lock(tmp_path):
-        assert json.loads((tmp_path / ".campaign.lock").read_text())["pid"] == os.getpid()
+    assert not (tmp_path / LOCK_NAME).exists()
+    assert run_campaign([_unit("a", 1)], tmp_path)["done"] == 1
 
 
 _SCRIPT = textwrap.dedent(

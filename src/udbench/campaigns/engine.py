@@ -26,8 +26,8 @@ Which records count (:func:`unit_status`):
 
 A unit that is killed mid-way leaves no record (records are written atomically, after the
 work), so a resumed run redoes exactly the unfinished unit. One writer per records folder:
-:func:`run_campaign` takes ``<records>/.campaign.lock`` (host and pid; a lock whose process
-is gone is taken over).
+:func:`run_campaign` holds the folder's lock (:func:`udbench._lock.folder_lock`; a lock whose
+process is gone is taken over).
 """
 
 from __future__ import annotations
@@ -40,19 +40,18 @@ import socket
 import subprocess
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from udbench import __version__
-from udbench._validation import UdbenchError, param_error
+from udbench._lock import folder_lock
+from udbench._validation import param_error
 
 __all__ = [
     "RECORD_SCHEMA",
     "Unit",
-    "campaign_lock",
     "code_version",
     "load_done_records",
     "machine_facts",
@@ -64,7 +63,6 @@ __all__ = [
 
 #: Version of the record layout written by :func:`run_campaign`.
 RECORD_SCHEMA = 1
-_LOCK = ".campaign.lock"
 _ID_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/+=")
 
 
@@ -197,47 +195,6 @@ def _write_atomic(path: Path, payload: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-@contextmanager
-def campaign_lock(records: str | Path) -> Iterator[None]:
-    """One writer per records folder: ``<records>/.campaign.lock`` (host, pid).
-
-    Raises
-    ------
-    UdbenchError
-        Another live process on this host holds the lock.
-    """
-    folder = Path(records)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / _LOCK
-    me = {"host": socket.gethostname(), "pid": os.getpid()}
-    if path.exists():
-        try:
-            other = json.loads(path.read_text())
-            alive = other.get("host") == me["host"] and _pid_alive(int(other["pid"]))
-        except (ValueError, KeyError, TypeError, OSError):
-            alive = False
-        if alive and int(other["pid"]) != me["pid"]:
-            raise UdbenchError(
-                f"campaign: another run is writing records in {str(folder)!r} "
-                f"(pid {other['pid']}); wait for it or stop it"
-            )
-    _write_atomic(path, me)
-    try:
-        yield
-    finally:
-        path.unlink(missing_ok=True)
-
-
 def run_campaign(
     units: Sequence[Unit],
     records: str | Path,
@@ -278,7 +235,7 @@ def run_campaign(
     say = progress or (lambda line: None)
     counts = {"skipped": 0, "done": 0, "failed": 0, "left": 0}
     t_start = time.perf_counter()
-    with campaign_lock(records):
+    with folder_lock(records, "udbench campaign run"):
         for unit in units:
             status, old = unit_status(unit, records)
             if status == "done":

@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from udbench._validation import param_error
+from udbench.commands._console import make_console
 from udbench.commands._options import DATA_DIR_HELP, check_data_dir, parse_choice_list
 
 campaign_app = typer.Typer(
@@ -105,7 +104,7 @@ def run_command(
     # one XLA compute thread per unit, as every instance and cell (udbench._threads); before
     # the units are built, since importing a sampler library may create JAX's backends
     fix_xla_threads()
-    console = Console(emoji=False, highlight=False)
+    console = make_console(highlight=False)
     folder = _records(campaign, records)
     units = _units(campaign, parts, layouts, _work(campaign, work), data_dir)
     counts = run_campaign(
@@ -113,13 +112,11 @@ def run_command(
         folder,
         max_seconds=None if max_hours is None else max_hours * 3600,
         max_units=max_units,
-        progress=lambda line: console.print(escape(line)),
+        progress=console.print,
     )
     console.print(
-        escape(
-            f"{counts['done']} unit(s) done, {counts['failed']} failed, {counts['skipped']} "
-            f"already done, {counts['left']} left; records in {folder}"
-        )
+        f"{counts['done']} unit(s) done, {counts['failed']} failed, {counts['skipped']} "
+        f"already done, {counts['left']} left; records in {folder}"
     )
 
 
@@ -178,7 +175,7 @@ def status_command(
     for part, r in rows.items():
         left = f"{r['left']:.1f}" + (f" + {r['?']} unmeasured" if r["?"] else "")
         table.add_row(
-            escape(part),
+            part,
             str(r["done"]),
             str(r["stale"]),
             str(r["failed"]),
@@ -186,7 +183,7 @@ def status_command(
             f"{r['cpu']:.2f}",
             left,
         )
-    Console(emoji=False, highlight=False, width=120).print(table)
+    make_console(highlight=False, width=120).print(table)
 
 
 def summarise_command(
@@ -209,14 +206,14 @@ def summarise_command(
         raise param_error("udbench campaign", "campaign", f"be one of {list(_CAMPAIGNS)}", campaign)
     folder = _records(campaign, records)
     summary = mcmc_summary(folder)
-    console = Console(emoji=False, highlight=False)
+    console = make_console(highlight=False)
     if as_json:
         typer.echo(json.dumps(summary, indent=1, default=str))
     else:
-        console.print(summary["markdown"], markup=False)
+        console.print(summary["markdown"])
     if write:
         for path in write_mcmc_summary(summary, folder):
-            console.print(escape(f"written: {path}"))
+            console.print(f"written: {path}")
 
 
 def register(app: typer.Typer) -> None:

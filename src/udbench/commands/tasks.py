@@ -677,7 +677,7 @@ def check_command(
         console.print(val)
         for r in result.values():
             for line in r.get("preset_validation_warnings") or []:
-                console.print(f"warning: {escape(line)}", highlight=False)
+                console.print(f"warning: {line}", highlight=False)
     replaced = [(fam, x) for fam, r in result.items() for x in r["seed_replacements"]]
     if replaced:
         log = Table(title="Seed replacements (SPEC §7)")
