@@ -6,18 +6,14 @@ with tiny sizes and arrays built in closed form here, so no prior is fitted.
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import os
 import time
 from pathlib import Path
 
 import numpy as np
 
-from udbench._seeding import derive_seed, make_rng
+from udbench._seeding import make_rng
 from udbench.methods.base import BaseMethod, Prediction
-from udbench.priors import Posterior
-from udbench.priors.gp import GPPrior as _GPPrior
 from udbench.tasks import Task, TaskSpec
 
 N_DRAWS = 40  # posterior draws per fake task (TaskSpec's minimum)
@@ -285,45 +281,3 @@ class QuadMethod(BaseMethod):
         n = X.shape[0]
         q = (self.x - 1.0) ** 2 + (self.z + 2.0) ** 2
         return Prediction(np.full(n, self.mean_), np.full(n, self.var_ * np.exp(q)), np.zeros(n))
-
-
-# ---- a fake MCMC prior with a warm-up (preset validation tests, issue 18 / 34)
-
-WARMUP_HYPER = {
-    "kernel_family": "matern32",
-    "parts": [{"kernel": "matern32", "weight": 1.0, "lengthscale": [1.0] * 10}],
-}
-
-
-class FakeWarmupPrior(_GPPrior):
-    """The exact GP posterior as an "MCMC" prior with a warm-up setting.
-
-    ``mode="exact"``: draws from the exact posterior (new draws for every warm-up and key);
-    ``"ignore"``: draws from the prior (they ignore the data); ``"wide"``: the exact
-    posterior, but with the SD inflated by 30 % unless the warm-up is >= 400 (an
-    unconverged preset)."""
-
-    family = "hbart"
-
-    def __init__(self, mode: str, n_warmup: int = 100) -> None:
-        super().__init__(WARMUP_HYPER, scale=1.0)
-        self.mode, self.n_warmup = mode, n_warmup
-
-    @property
-    def sampler_settings(self) -> dict:
-        return {"n_chains": 1, "n_warmup": self.n_warmup}
-
-    def with_sampler_overrides(self, overrides: dict) -> FakeWarmupPrior:
-        twin = copy.copy(self)
-        twin.n_warmup = int(overrides["n_warmup"])
-        return twin
-
-    def condition(self, X_train, y, noise_var_train, X_eval, key, n_draws):
-        k = derive_seed("fake", key, self.n_warmup)
-        if self.mode == "ignore":
-            return Posterior(draws_eval=self.sample(X_eval, k, n_draws))
-        post = super().condition(X_train, y, noise_var_train, X_eval, k, n_draws)
-        draws = post.draws_eval
-        if self.mode == "wide" and self.n_warmup < 400:
-            draws = post.mean + 1.3 * (draws - post.mean)
-        return dataclasses.replace(post, draws_eval=draws, mean=None, var=None)

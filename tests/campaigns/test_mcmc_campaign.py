@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from _fakes import FakeWarmupPrior
+from _fake_priors import FakeWarmupPrior
 from udbench._validation import UdbenchError
 from udbench.campaigns import mcmc, run_campaign
 from udbench.campaigns.engine import record_file

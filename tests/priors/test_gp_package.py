@@ -32,9 +32,13 @@ OLD_PUBLIC = [
     "parse_kernel_family",
 ]
 
+#: Added since (each family module names its prior class for the numerics version, issue 34).
+NEW_PUBLIC = ["PRIOR_CLASS"]
+
 
 def test_public_names_stay_importable_from_udbench_priors_gp() -> None:
-    assert sorted(gp_pkg.__all__) == sorted(OLD_PUBLIC)
+    assert sorted(gp_pkg.__all__) == sorted(OLD_PUBLIC + NEW_PUBLIC)
+    assert gp_pkg.PRIOR_CLASS is gp_pkg.GPPrior
     module = importlib.import_module("udbench.priors.gp")
     for name in OLD_PUBLIC:
         assert getattr(module, name) is not None, name

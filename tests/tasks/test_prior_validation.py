@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from _fakes import WARMUP_HYPER, FakeWarmupPrior
+from _fake_priors import WARMUP_HYPER, FakeWarmupPrior
 from udbench._validation import UdbenchError
 from udbench.cli import main
 from udbench.priors import load_validation, save_validation, validation_summary
