@@ -11,7 +11,7 @@ Checks (in order): ``hyperparameter_declarations``, ``clone``, ``error_before_fi
 ``fit_returns_self``, ``output_shapes_finite``, ``nonnegative_variances``,
 ``constant_aleatoric_flag``, ``determinism``, ``no_input_mutation``,
 ``hyperparameters_unchanged``, ``refit_independence``, ``target_units``,
-``bad_input_errors``, ``constant_target``, ``single_feature``.
+``bad_input_errors``, ``constant_target``, ``single_feature``, ``constant_feature``.
 
 Each check runs under a wall-clock limit (``timeout``, default :data:`DEFAULT_TIMEOUT` s). A
 check over it is reported failed with the reason, and the checks after it are reported
@@ -77,6 +77,9 @@ TARGET_SCALES: tuple[tuple[float, float], ...] = (
 )
 #: The constants of the ``constant_target`` check (scale-free tolerances).
 CONSTANT_TARGETS: tuple[float, ...] = (3.7e-12, 3.7, -2.5e6, 3.7e12)
+#: The ``constant_feature`` check's columns: (training value c, shift at prediction). Each is
+#: fitted exactly constant and constant up to rounding (c ± up to 20 rounding units).
+CONSTANT_FEATURES: tuple[tuple[float, float], ...] = ((3.7, 0.1), (1e6 + 0.3, 1.0))
 #: The ``target_units`` check's large offset, in SDs of the battery's targets.
 TARGET_OFFSET = 1e4
 #: Default wall-clock limit of one check in seconds (smoke configurations take seconds).
@@ -471,6 +474,53 @@ class _Battery:
         self.valid(self.raw(method, d.X_test[:, :1]), len(d.X_test), "single feature")
         return ""
 
+    def constant_feature(self) -> str:
+        d = self.data
+        n = len(d.y)
+        steps = make_rng("conformance", "constant_feature").integers(-20, 21, n)
+        sd_y = float(np.std(d.y))
+        worst = 0.0
+        for c, shift in CONSTANT_FEATURES:
+            preds = {}
+            for kind, column in (
+                ("constant", np.full(n, c)),
+                ("constant up to rounding", c + steps * np.spacing(c)),
+            ):
+                fresh = self.data  # fresh copies per fit (input mutation is another check's)
+                method = self.new().fit(np.column_stack([fresh.X, column]), fresh.y)
+                for at in (c, c + shift):
+                    what = f"a training column {kind} at {c:g}, predicted at {at:g}"
+                    pred = self.raw(method, np.column_stack([d.X_test, np.full(len(d.X_test), at)]))
+                    self.valid(pred, len(d.X_test), what)
+                    # sane (scale-free): a division by a rounding-level SD gives 1e10 and more
+                    off = float(np.max(np.abs(np.asarray(pred.mean) - np.mean(d.y)))) / sd_y
+                    spread = float(np.sqrt(np.max(np.asarray(pred.total)))) / sd_y
+                    if off > 100.0 or spread > 100.0:
+                        raise _Fail(
+                            f"{what}: mean off the training mean by {off:.3g} SD(y), predictive "
+                            f"SD {spread:.3g} SD(y) (tolerance 100 each)"
+                        )
+                    worst = max(worst, off, spread)
+                    preds[kind, at] = self.arrays(pred)
+            # the column carries no information: the outputs may not depend on its value
+            base = preds["constant", c]
+            for key, arrays in preds.items():
+                for field_name, u, v in zip(
+                    ("mean", "aleatoric", "epistemic"), base, arrays, strict=True
+                ):
+                    size = max(float(np.max(np.abs(u))), 1e-300)
+                    if float(np.max(np.abs(u - v))) > 1e-6 * size:
+                        raise _Fail(
+                            f"a training column {key[0]} at {c:g}, predicted at {key[1]:g}: "
+                            f"{field_name} differs from the exactly constant column predicted at "
+                            f"its training value by {float(np.max(np.abs(u - v))):.3g} (a column "
+                            f"constant in training carries no information; rtol 1e-6)"
+                        )
+        return (
+            f"{len(CONSTANT_FEATURES)} constant and {len(CONSTANT_FEATURES)} near-constant "
+            f"columns ignored; outputs within {worst:.2g} SD(y) of the training mean"
+        )
+
 
 #: The battery's check names, in order.
 CHECKS: tuple[str, ...] = (
@@ -489,6 +539,7 @@ CHECKS: tuple[str, ...] = (
     "bad_input_errors",
     "constant_target",
     "single_feature",
+    "constant_feature",
 )
 
 
