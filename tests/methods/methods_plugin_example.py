@@ -164,3 +164,23 @@ class BrokenUncentred(_Base):
         p = super()._predict(X)
         target_mean = 0.99 * (p.mean * self.y_scale_ + self.y_loc_)
         return Prediction((target_mean - self.y_loc_) / self.y_scale_, p.aleatoric, p.epistemic)
+
+
+class BrokenRawConstantColumn(_Base):
+    """Bypasses BaseMethod's input rule and divides each column by its own training SD
+    (``sd > 0`` else 1), as a hand-written standardisation would: a column constant up to
+    rounding becomes a feature of unit SD and a new value lies ~1e13 SDs away."""
+
+    def _inputs(self, X: Any) -> np.ndarray:
+        return np.array(X, dtype=np.float64)
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        super()._fit(X, y)
+        self.loc_ = X.mean(axis=0)
+        sd = X.std(axis=0)
+        self.sd_ = np.where(sd > 0, sd, 1.0)
+
+    def _predict(self, X: np.ndarray) -> Prediction:
+        p = super()._predict(X)
+        z2 = np.sum(((X - self.loc_) / self.sd_) ** 2, axis=1)  # EU grows with the distance
+        return Prediction(p.mean, p.aleatoric, 0.01 * z2)

@@ -73,7 +73,9 @@ def test_holdout_frac_sets_heldout_rows_and_two_rows_fit():
     rng = np.random.default_rng(5)
     X, y = rng.uniform(size=(40, 1)), rng.standard_normal(40)
     assert len(CatBoostKGB(**SMOKE, holdout_frac=0.25).fit(X, y).holdout_rows_) == 10
-    two = CatBoostKGB(**SMOKE).fit(X[:2], y[:2])  # nothing can be held out: training MSE
+    # nothing can be held out: training MSE (the default learning rate: the smoke one, 0.3,
+    # breaks CatBoost's shrinkage rule at N <= 6 with the default sigma, see the next test)
+    two = CatBoostKGB(**dict(SMOKE, learning_rate=0.0949)).fit(X[:2], y[:2])
     assert len(two.holdout_rows_) == 0
     assert np.isfinite(two.predict(X[:3]).aleatoric).all()
 
@@ -109,6 +111,33 @@ def test_bad_hyperparameter_is_one_line_error(override, parameter):
     assert "\n" not in message
     assert f"'{parameter}'" in message
     assert override.split("=")[1] in message
+
+
+@pytest.mark.parametrize(("n", "ok"), [(130, False), (134, True)])
+def test_shrinkage_rule_is_checked_before_catboost(n, ok):
+    # The in-space corner random_strength=1, sigma=0.05, learning_rate=0.3 gives
+    # (1/0.05)²·0.3 = 120: CatBoost needs model_shrink_rate·learning_rate < 1, i.e. more than 120
+    # fitted rows. n = 130 leaves 117 for the held-out ensemble (raw CatBoostError before
+    # issue 31), n = 134 leaves 121 (fits).
+    rng = np.random.default_rng(6)
+    X, y = rng.uniform(size=(n, 3)), rng.standard_normal(n)
+    corner = dict(SMOKE, random_strength=1.0, sigma=0.05, learning_rate=0.3, n_regressors=2)
+    if ok:
+        assert np.isfinite(CatBoostKGB(**corner).fit(X, y).predict(X[:3]).epistemic).all()
+        return
+    with pytest.raises(UdbenchError) as info:
+        CatBoostKGB(**corner).fit(X, y)
+    message = str(info.value)
+    assert "\n" not in message
+    for part in ("'random_strength'", "'sigma'", "'learning_rate'", "120 >= N = 117"):
+        assert part in message
+
+
+def test_default_sigma_is_the_low_end_of_the_paper_range():
+    # At the range's centre (0.158) the prior functions' variance is ~2x var(y) at N = 400
+    # (sigma is CatBoost's kernel scale, the prior variance sigma²·κ with κ ~ 75 there), the
+    # samples interpolate and EU ≈ var(y); docs/methods.md, "CatBoost-KGB".
+    assert CatBoostKGB().sigma == CatBoostKGB.search_space["sigma"]["low"] == 0.05
 
 
 def test_fit_writes_no_files_and_restores_catboost(tmp_path, monkeypatch):

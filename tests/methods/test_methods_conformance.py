@@ -26,18 +26,30 @@ def test_user_class_by_import_path_passes_battery():
     skipped = {r.name: r.message for r in report.results if r.status == "skipped"}
     assert list(skipped) == ["constant_aleatoric_flag"]
     assert "constant_aleatoric=False" in skipped["constant_aleatoric_flag"]
-    assert report.summary().endswith("14 passed, 0 failed, 1 skipped")
+    assert report.summary().endswith("15 passed, 0 failed, 1 skipped")
 
 
 @pytest.mark.parametrize(
     ("cls_name", "expected_failed"),
     [
-        ("BrokenNegativeVariance", {"nonnegative_variances", "constant_target", "single_feature"}),
+        (
+            "BrokenNegativeVariance",
+            {"nonnegative_variances", "constant_target", "single_feature", "constant_feature"},
+        ),
         (
             "BrokenNaN",
-            {"output_shapes_finite", "refit_independence", "constant_target", "single_feature"},
+            {
+                "output_shapes_finite",
+                "refit_independence",
+                "constant_target",
+                "single_feature",
+                "constant_feature",
+            },
         ),
-        ("BrokenShape", {"output_shapes_finite", "constant_target", "single_feature"}),
+        (
+            "BrokenShape",
+            {"output_shapes_finite", "constant_target", "single_feature", "constant_feature"},
+        ),
         ("BrokenNondeterministic", {"determinism"}),
         (
             "BrokenMutatesInput",  # y[0] += 1 also makes a tiny constant target non-constant
@@ -49,6 +61,7 @@ def test_user_class_by_import_path_passes_battery():
         ("BrokenNoRandomState", {"hyperparameter_declarations"}),
         ("BrokenAbsoluteFloor", {"target_units", "constant_target"}),
         ("BrokenUncentred", {"target_units", "constant_target"}),
+        ("BrokenRawConstantColumn", {"constant_feature"}),
     ],
 )
 def test_broken_method_fails_the_right_checks(cls_name, expected_failed):

@@ -148,6 +148,32 @@ def test_fit_predict_in_target_units():
         assert np.all(pred.epistemic > 0) and np.all(pred.aleatoric > 0)
 
 
+def test_validation_split_chooses_the_iterations_by_the_log_score():
+    # A first fit on 80 % of the rows records the validation log score after every iteration
+    # (NGBoost's own monitor); the final fit on all rows keeps the iterations up to its first
+    # minimum, and equals a plain fit with that many iterations bit for bit.
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(80, 2))
+    y = np.sin(4 * X[:, 0]) + 0.3 * rng.standard_normal(80)
+    smoke = dict(NGBoostNIG.smoke_params, n_estimators=60)
+    m = NGBoostNIG(**smoke, random_state=3).fit(X, y)
+    scores = m.validation_scores_
+    assert scores.shape == (60,) and np.isfinite(scores).all()
+    assert m.n_estimators_ == int(np.argmin(scores)) + 1
+    assert len(m.model_.base_models) == m.n_estimators_
+    plain = NGBoostNIG(**dict(smoke, n_estimators=m.n_estimators_), validation_fraction=0.0)
+    plain.set_params(random_state=3)
+    a, b = m.predict(X), plain.fit(X, y).predict(X)
+    for field in ("mean", "aleatoric", "epistemic"):
+        assert getattr(a, field).tobytes() == getattr(b, field).tobytes()
+    # off: all iterations, no validation fit
+    off = NGBoostNIG(**smoke, validation_fraction=0.0).fit(X, y)
+    assert off.n_estimators_ == 60 and off.validation_scores_.shape == (0,)
+    # too few rows to hold any out with 2 left: all iterations
+    two = NGBoostNIG(**smoke).fit(X[:2], y[:2])
+    assert two.n_estimators_ == 60
+
+
 def test_registered_under_paper_name():
     assert REGISTRY["ngboost-nig"] == "udbench.methods.ngboost_nig:NGBoostNIG"
     assert make_method("ngboost-nig:n_estimators=5").n_estimators == 5
@@ -161,6 +187,7 @@ def test_registered_under_paper_name():
         ("ngboost-nig:minibatch_frac=1.5", r"parameter 'minibatch_frac' must .*; got 1.5"),
         ("ngboost-nig:max_depth=2.5", r"parameter 'max_depth' must be an integer"),
         ("ngboost-nig:natural_gradient=maybe", r"parameter 'natural_gradient' .*maybe"),
+        ("ngboost-nig:validation_fraction=0.5", r"parameter 'validation_fraction' .*< 0.5"),
     ],
 )
 def test_bad_hyperparameters_one_line_error(spec, pattern):

@@ -38,7 +38,7 @@ BOOSTING_CONSTRAINTS: dict[str, dict[str, Any]] = {
 BOOSTING_SMOKE_PARAMS: dict[str, Any] = {"n_estimators": 30, "learning_rate": 0.1, "max_depth": 2}
 
 
-def ngboost_regressor(dist: Any, method: Any, seed: int) -> Any:
+def ngboost_regressor(dist: Any, method: Any, seed: int, n_estimators: int | None = None) -> Any:
     """An unfitted ``ngboost.NGBRegressor`` with a depth-limited regression-tree base learner.
 
     Parameters
@@ -51,6 +51,9 @@ def ngboost_regressor(dist: Any, method: Any, seed: int) -> Any:
         ``minibatch_frac`` and ``col_sample`` (validated by the method's constructor).
     seed : int
         Seed of the tree base learner and of NGBoost's subsampling.
+    n_estimators : int, optional
+        Boosting iterations in place of ``method.n_estimators`` (NGBoost-NIG's refit with the
+        number its validation split chose).
 
     Returns
     -------
@@ -68,7 +71,7 @@ def ngboost_regressor(dist: Any, method: Any, seed: int) -> Any:
         Score=LogScore,
         Base=base,
         natural_gradient=bool(method.natural_gradient),
-        n_estimators=int(method.n_estimators),
+        n_estimators=int(method.n_estimators if n_estimators is None else n_estimators),
         learning_rate=float(method.learning_rate),
         minibatch_frac=float(method.minibatch_frac),
         col_sample=float(method.col_sample),

@@ -12,6 +12,16 @@ so outputs are equivariant under ``y -> c*y + b``) and maps ``_predict``'s outpu
 (mean ``m_y + s_y * mu``, variances ``s_y**2 * v``), then checks the output (shapes,
 finiteness, non-negative variances).
 
+Inputs have one home too: :func:`standardise_inputs` computes every training column's mean
+and SD once, in ``fit`` (``input_loc_``, ``input_scale_``), with a relative floor. A column
+*constant in relative terms* (SD at most ``INPUT_SCALE_RTOL * max|x|``, e.g. 3.7 everywhere up
+to rounding) carries no information about how y depends on it, so it is handled explicitly for
+every method (``input_constant_``): ``_fit`` and every ``_predict`` see it as exactly 0 (its loc
+0, its scale 1), so every method predicts as if the column were absent — as a tree, which
+cannot split on it, already does, and as scikit-learn's ``VarianceThreshold`` drops it —
+instead of dividing by a rounding-level SD. Methods that standardise their inputs read
+``input_loc_`` and ``input_scale_`` (``x̃ = (x - loc) / scale``).
+
 Hyperparameter declarations
 ---------------------------
 ``search_space`` (the tuning ranges, SPEC §9) and ``param_constraints`` (the values a
@@ -52,12 +62,14 @@ from udbench._seeding import derive_seed
 from udbench._validation import MAX_ABS_INPUT, UdbenchError, check_array, param_error
 
 __all__ = [
+    "INPUT_SCALE_RTOL",
     "TARGET_SCALE_RTOL",
     "BaseMethod",
     "MethodOutputError",
     "NotFittedError",
     "Prediction",
     "check_hyperparameter",
+    "standardise_inputs",
     "standardise_targets",
 ]
 
@@ -246,6 +258,54 @@ def standardise_targets(y: np.ndarray) -> tuple[float, float, np.ndarray]:
     return top * mu, top * sd, (u - mu) / sd
 
 
+#: Relative SD floor of the input standardisation: a training column with
+#: ``sd <= INPUT_SCALE_RTOL * max|x|`` is constant in relative terms
+#: (see :func:`standardise_inputs`).
+INPUT_SCALE_RTOL = 1e-12
+
+
+def standardise_inputs(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-column location and scale of training inputs, and which columns are constant.
+
+    ``loc = mean(x)`` and ``scale = sd(x)`` (population SD) per column, exactly NumPy's
+    ``X.mean(axis=0)`` and ``X.std(axis=0)`` (recomputed on ``X / max|x|`` only where those
+    overflow, for |x| near the float64 limit). A column is **constant in relative terms** when
+    ``sd <= INPUT_SCALE_RTOL * max|x|`` (1e-12: a few thousand rounding units of its values;
+    the same rule as the targets', :data:`TARGET_SCALE_RTOL`; includes sd = 0 and an all-zero
+    column). Its spread is rounding, not information: dividing by it would turn rounding into
+    a feature of unit SD and a new value into one ~1e13 SDs away (measured before this rule:
+    the GP's median EU 4.8e24 at 3.8 for a column 3.7 ± rounding). Such a column gets
+    ``loc = 0`` and ``scale = 1``, and :class:`BaseMethod` replaces it by 0 at fit and at
+    every prediction (:meth:`BaseMethod._inputs`), so no method's output depends on it.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        Finite training inputs (checked by the caller), input units.
+
+    Returns
+    -------
+    loc : ndarray, shape (d,)
+        Column means, input units (0 for a constant column).
+    scale : ndarray, shape (d,)
+        Column SDs (> 0), input units (1 for a constant column).
+    constant : ndarray of bool, shape (d,)
+        True for a column constant in relative terms.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        loc = X.mean(axis=0)
+        sd = X.std(axis=0)
+    top = np.max(np.abs(X), axis=0) if X.shape[0] else np.zeros(X.shape[1])
+    bad = ~(np.isfinite(loc) & np.isfinite(sd))
+    if bad.any():  # the sums overflowed: the same statistics on X / max|x| (in [-1, 1])
+        u = X[:, bad] / top[bad]
+        loc[bad] = top[bad] * u.mean(axis=0)
+        sd[bad] = top[bad] * u.std(axis=0)
+    constant = sd <= INPUT_SCALE_RTOL * top
+    return np.where(constant, 0.0, loc), np.where(constant, 1.0, sd), constant
+
+
 class BaseMethod(BaseEstimator):
     """Base class of every udbench UQ method (scikit-learn conventions).
 
@@ -303,6 +363,9 @@ class BaseMethod(BaseEstimator):
         ``y`` is standardised by :func:`standardise_targets` (stored as ``y_loc_``,
         ``y_scale_``): outputs are equivariant under ``y -> c*y + b`` (c > 0), and a target
         constant in relative terms (``sd(y) <= 1e-12 * max|y|``) is fitted, not rejected.
+        The input columns' statistics are :func:`standardise_inputs`'s (``input_loc_``,
+        ``input_scale_``, ``input_constant_``); a column constant in relative terms is
+        replaced by 0 before ``_fit`` and before every ``_predict``.
         """
         self.validate_hyperparameters()
         X = check_array(type(self).__name__, "X", X, ndim=2, max_abs=MAX_ABS_INPUT)
@@ -315,8 +378,9 @@ class BaseMethod(BaseEstimator):
         self.y_loc_ = loc
         self.y_scale_ = scale
         self.n_features_in_ = X.shape[1]
+        self.input_loc_, self.input_scale_, self.input_constant_ = standardise_inputs(X)
         # Copies: _fit may not see (and so cannot mutate) the caller's arrays.
-        self._fit(np.array(X, dtype=np.float64), y_std)
+        self._fit(self._inputs(X), y_std)
         return self
 
     def predict(self, X: Any) -> Prediction:
@@ -377,6 +441,18 @@ class BaseMethod(BaseEstimator):
             "method", self.name, 0 if rs is None else int(rs), *components, bits=bits
         )
 
+    def _inputs(self, X: Any) -> np.ndarray:
+        """A float64 copy of ``X`` (m, d) with every constant training column replaced by 0.
+
+        What ``_fit`` and ``_predict`` see (:func:`standardise_inputs`); a method's own public
+        entry points that take raw inputs (e.g. ``NNEvidential.predict_nig``) call it too.
+        """
+        out = np.array(X, dtype=np.float64)
+        constant = getattr(self, "input_constant_", None)
+        if constant is not None and constant.any():
+            out[:, constant] = 0.0
+        return out
+
     def _rng(self, *components: object) -> np.random.Generator:
         """A NumPy ``Generator`` for the stream ``components`` (see :meth:`_seed`)."""
         return np.random.default_rng(self._seed(*components, bits=63))
@@ -396,7 +472,7 @@ class BaseMethod(BaseEstimator):
             raise param_error(
                 type(self).__name__, "X", f"have {self.n_features_in_} columns", X.shape
             )
-        return self._predict(np.array(X, dtype=np.float64)).rescale(self.y_loc_, self.y_scale_)
+        return self._predict(self._inputs(X)).rescale(self.y_loc_, self.y_scale_)
 
     # -- to implement ---------------------------------------------------------------
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:  # pragma: no cover - abstract

@@ -15,6 +15,19 @@ the remaining rows. The final ensemble is then fitted on all rows.
 method calls it with ``CatBoostRegressor.__init__`` wrapped, for the duration of the call and
 under a lock, so that every regressor it builds pins both (determinism, no ``catboost_info/``
 in the working directory).
+
+Scale of the sampled functions (checked against the routine, catboost 1.2): each prior tree's
+leaf values are drawn with variance N/√w (N fitted rows, w the leaf's rows) and the sum of
+``prior_iterations`` trees is scaled by σ/√prior_iterations, so a prior function's variance at
+a point is σ²·κ with κ the mean of N/√w over the trees — measured 25–160 for N = 100–1600 and
+depth 4–6, growing like √(N·2^depth). ``sigma`` is therefore CatBoost's kernel scale, not the
+prior SD of f (which is σ√κ, about 1.4 standardised units at the range's centre 0.158 for
+N = 400, depth 6: samples then interpolate the data and EU ≈ var(y)). The default is the low
+end of the paper's range, 0.05 (docs/methods.md, measured coverage). The posterior fit shrinks
+the model by ``model_shrink_rate = (random_strength/sigma)²/N`` per iteration, and CatBoost
+requires ``model_shrink_rate · learning_rate < 1``: small N with a large ratio (the corner
+``random_strength=1, sigma=0.05, learning_rate=0.3`` below N = 121 fitted rows) is refused
+before any tree is built, with the rule.
 """
 
 from __future__ import annotations
@@ -25,6 +38,7 @@ from unittest import mock
 
 import numpy as np
 
+from udbench._validation import UdbenchError
 from udbench.methods._ensemble import aggregate_members, member_moments
 from udbench.methods.base import BaseMethod, Prediction
 
@@ -59,7 +73,7 @@ class CatBoostKGB(BaseMethod):
     """Kernel-gradient-boosting GP posterior samples (CatBoost-KGB; paper App. C.3).
 
     Defaults are the centres of the paper's ranges (geometric centre of a log range; an
-    integer centre rounded half to even).
+    integer centre rounded half to even), except ``sigma`` (the range's low end, see below).
 
     Parameters
     ----------
@@ -71,9 +85,11 @@ class CatBoostKGB(BaseMethod):
         Step of the posterior fit, in (0, 1]; range [0.03, 0.3] log.
     depth : int, default 6
         Depth of the symmetric trees, 1 ... 16; range [4, 8].
-    sigma : float, default 0.158
-        Scale of the GP kernel (prior SD of f, in standardised target units when
-        ``standardize_y``); range [0.05, 0.5] log.
+    sigma : float, default 0.05
+        CatBoost's kernel scale σ; range [0.05, 0.5] log. The prior functions' variance is
+        σ²·κ, κ ≈ 25–160 (grows like √(N·2^depth); module docstring), in standardised target
+        units when ``standardize_y``. Default: the range's low end (its centre, 0.158, gives
+        prior functions of about 2× var(y) at N = 400 and EU ≈ var(y)).
     delta : float, default 0.0707
         SD of the homogeneous noise term of the prior (acts as observation noise), >= 0;
         range [0.01, 0.5] log.
@@ -152,7 +168,7 @@ class CatBoostKGB(BaseMethod):
         prior_iterations: int = 175,
         learning_rate: float = 0.0949,
         depth: int = 6,
-        sigma: float = 0.158,
+        sigma: float = 0.05,
         delta: float = 0.0707,
         random_strength: float = 0.2236,
         eps: float = 1e-4,
@@ -189,11 +205,31 @@ class CatBoostKGB(BaseMethod):
             "eps": float(self.eps),
         }
 
+    def _check_shrinkage(self, n_rows: int) -> None:
+        """CatBoost's rule ``model_shrink_rate · learning_rate < 1`` for ``n_rows`` fitted rows.
+
+        Raises
+        ------
+        UdbenchError
+            Naming the parameters, the rule and the values, before any tree is built.
+        """
+        rate = (float(self.random_strength) / float(self.sigma)) ** 2 / n_rows
+        if rate * float(self.learning_rate) >= 1.0:
+            raise UdbenchError(
+                f"{type(self).__name__}: parameters 'random_strength', 'sigma' and "
+                f"'learning_rate' must satisfy (random_strength/sigma)²·learning_rate < N, the "
+                f"rows of a fit (CatBoost's model_shrink_rate·learning_rate < 1, model_shrink_rate "
+                f"= (random_strength/sigma)²/N); got random_strength={self.random_strength}, "
+                f"sigma={self.sigma}, learning_rate={self.learning_rate}: "
+                f"{rate * n_rows * float(self.learning_rate):.4g} >= N = {n_rows}"
+            )
+
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
         t_loc, t_scale = (0.0, 1.0) if self.standardize_y else (self.y_loc_, self.y_scale_)
         target = y * t_scale + t_loc
         n = X.shape[0]
         n_hold = min(max(1, int(np.floor(float(self.holdout_frac) * n))), n - 2)
+        self._check_shrinkage(n - max(n_hold, 0))  # the smaller fit (the held-out one)
         params = self._sampler_params()
         threads = int(self.thread_count)
         if n_hold >= 1:

@@ -11,7 +11,7 @@ Checks (in order): ``hyperparameter_declarations``, ``clone``, ``error_before_fi
 ``fit_returns_self``, ``output_shapes_finite``, ``nonnegative_variances``,
 ``constant_aleatoric_flag``, ``determinism``, ``no_input_mutation``,
 ``hyperparameters_unchanged``, ``refit_independence``, ``target_units``,
-``bad_input_errors``, ``constant_target``, ``single_feature``.
+``bad_input_errors``, ``constant_target``, ``single_feature``, ``constant_feature``.
 
 Each check runs under a wall-clock limit (``timeout``, default :data:`DEFAULT_TIMEOUT` s). A
 check over it is reported failed with the reason, and the checks after it are reported
@@ -66,16 +66,19 @@ __all__ = [
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 
-#: ``(c, b)`` pairs of the ``target_units`` check's exact part: y -> c*y + b.
-TARGET_SCALES: tuple[tuple[float, float], ...] = (
-    (1e-15, 0.0),
-    (1e-6, 0.0),
-    (1e6, 0.0),
-    (1e15, 0.0),
-    (100.0, -50.0),
-)
+#: Scale factors c of the ``target_units`` check's exact part, y -> c*y: powers of two near
+#: 1e-15, 1e-6, 1e6 and 1e15, so that c*y and the standardised targets are exact (the method
+#: sees bit for bit the same standardised targets, whatever it does with them).
+TARGET_SCALES: tuple[float, ...] = (2.0**-50, 2.0**-20, 2.0**20, 2.0**50)
+#: ``(c, b)`` pairs of the check's rounded part, y -> c*y + b: an affine map and (b from
+#: :data:`TARGET_OFFSET`) a large offset; both round y, so the standardised targets differ by
+#: ~1 rounding unit.
+TARGET_AFFINE: tuple[float, float] = (100.0, -50.0)
 #: The constants of the ``constant_target`` check (scale-free tolerances).
 CONSTANT_TARGETS: tuple[float, ...] = (3.7e-12, 3.7, -2.5e6, 3.7e12)
+#: The ``constant_feature`` check's columns: (training value c, shift at prediction). Each is
+#: fitted exactly constant and constant up to rounding (c ± up to 20 rounding units).
+CONSTANT_FEATURES: tuple[tuple[float, float], ...] = ((3.7, 0.1), (1e6 + 0.3, 1.0))
 #: The ``target_units`` check's large offset, in SDs of the battery's targets.
 TARGET_OFFSET = 1e4
 #: Default wall-clock limit of one check in seconds (smoke configurations take seconds).
@@ -359,44 +362,50 @@ class _Battery:
         if self.new().get_params(deep=False).get("standardize_y") is False:
             raise _Skip("standardize_y=False: the method works on raw targets by design")
         base = self.raw(self.fitted(), d.X_test)
-        # 1. Scale changes (and the combined 100 y - 50): the standardised targets the
-        # method sees are the same to ~1 rounding unit, so with the same random_state its
-        # outputs must agree to rtol 1e-4 (room for an optimiser's stopping tolerance to
-        # amplify rounding; an absolute floor or jitter anywhere in 1e-15 ... 1e15 shows
-        # as an error of order 1 or far more).
+        # 1. Scale changes by powers of two: c*y is exact and so are the standardised targets,
+        # so the method sees bit for bit the same inputs and, with the same random_state, must
+        # give the same standardised outputs; rtol 1e-4 leaves room for nothing but its own use
+        # of raw units (an absolute floor or jitter anywhere in 1e-15 ... 1e15 shows as an
+        # error of order 1 or far more).
         tol = 1e-4
-        for scale, shift in TARGET_SCALES:
-            moved = self.raw(self.fitted(y=scale * d.y + shift), d.X_test)
-            for field_name, (err, size) in self._unit_errors(base, moved, scale, shift).items():
+        for scale in TARGET_SCALES:
+            moved = self.raw(self.fitted(y=scale * d.y), d.X_test)
+            for field_name, (err, size) in self._unit_errors(base, moved, scale, 0.0).items():
                 if err > tol * size:
                     raise _Fail(
-                        f"y -> {scale:g}*y{shift:+g} does not map {field_name} into target "
-                        f"units (relative error {err / size:.3g}, tolerance {tol:g})"
+                        f"y -> {scale:.3g}*y (2^{int(np.log2(scale))}, exact) does not map "
+                        f"{field_name} into target units (relative error {err / size:.3g}, "
+                        f"tolerance {tol:g})"
                     )
-        # 2. A large offset: y + b is rounded to ulp(b), so the standardised targets differ
-        # by ~ulp(b)/sd(y) (~1e-12 here). A method whose fit depends continuously on the
-        # targets still agrees to rtol 1e-4; one with exact ties broken by rounding (greedy
-        # tree splits) may give another, equally valid fit. So the tolerance is the larger
-        # of rtol 1e-4 and 3x the change caused by another random_state.
-        shift = TARGET_OFFSET * float(np.std(d.y))
-        moved = self.raw(self.fitted(y=d.y + shift), d.X_test)
+        # 2. Maps that round y: an affine c*y + b and a large offset. y + b is rounded to
+        # ulp(b), so the standardised targets differ by ~1 rounding unit (~1e-16 for the affine
+        # map, ~ulp(b)/sd(y) ~ 1e-12 for the offset). A method whose fit depends continuously
+        # on the targets still agrees to rtol 1e-4; one with exact ties broken by rounding
+        # (greedy tree splits, a random forest's) may give another, equally valid fit. So the
+        # tolerance is the larger of rtol 1e-4 and 3x the change caused by another random_state.
         if "random_state" in self.new().get_params(deep=False):
             other = self.new(random_state=self.random_state + 1).fit(d.X, d.y)
             seed = self._unit_errors(base, self.raw(other, d.X_test), 1.0, 0.0)
         else:  # no randomness to compare with (hyperparameter_declarations reports it)
             seed = {k: (0.0, 1.0) for k in ("mean", "aleatoric", "epistemic")}
-        for field_name, (err, size) in self._unit_errors(base, moved, 1.0, shift).items():
-            allowed = max(tol * size, 3.0 * seed[field_name][0])
-            if err > allowed:
-                raise _Fail(
-                    f"y -> y{shift:+.3g} (offset {TARGET_OFFSET:g} SD) does not shift the mean "
-                    f"and leave the variances unchanged: {field_name} off by {err:.3g}, "
-                    f"tolerance {allowed:.3g} (max of rtol {tol:g} and 3x the change from "
-                    f"another random_state)"
-                )
+        offset = TARGET_OFFSET * float(np.std(d.y))
+        for scale, shift, label in (
+            (*TARGET_AFFINE, f"{TARGET_AFFINE[0]:g}*y{TARGET_AFFINE[1]:+g}"),
+            (1.0, offset, f"y{offset:+.3g} (offset {TARGET_OFFSET:g} SD)"),
+        ):
+            moved = self.raw(self.fitted(y=scale * d.y + shift), d.X_test)
+            for field_name, (err, size) in self._unit_errors(base, moved, scale, shift).items():
+                allowed = max(tol * size, 3.0 * seed[field_name][0])
+                if err > allowed:
+                    raise _Fail(
+                        f"y -> {label} does not map {field_name} into target units: off by "
+                        f"{err:.3g}, tolerance {allowed:.3g} (max of rtol {tol:g} and 3x the "
+                        f"change from another random_state)"
+                    )
         return (
-            f"outputs follow y -> c*y + b for c in 1e-15 ... 1e15 (rtol {tol:g}) and an "
-            f"offset of {TARGET_OFFSET:g} SD"
+            f"outputs follow y -> c*y exactly for c = 2^-50 ... 2^50 (rtol {tol:g}), and "
+            f"{TARGET_AFFINE[0]:g}*y{TARGET_AFFINE[1]:+g} and an offset of {TARGET_OFFSET:g} SD "
+            f"within rounding"
         )
 
     def bad_input_errors(self) -> str:
@@ -470,6 +479,53 @@ class _Battery:
         self.valid(self.raw(method, d.X_test[:, :1]), len(d.X_test), "single feature")
         return ""
 
+    def constant_feature(self) -> str:
+        d = self.data
+        n = len(d.y)
+        steps = make_rng("conformance", "constant_feature").integers(-20, 21, n)
+        sd_y = float(np.std(d.y))
+        worst = 0.0
+        for c, shift in CONSTANT_FEATURES:
+            preds = {}
+            for kind, column in (
+                ("constant", np.full(n, c)),
+                ("constant up to rounding", c + steps * np.spacing(c)),
+            ):
+                fresh = self.data  # fresh copies per fit (input mutation is another check's)
+                method = self.new().fit(np.column_stack([fresh.X, column]), fresh.y)
+                for at in (c, c + shift):
+                    what = f"a training column {kind} at {c:g}, predicted at {at:g}"
+                    pred = self.raw(method, np.column_stack([d.X_test, np.full(len(d.X_test), at)]))
+                    self.valid(pred, len(d.X_test), what)
+                    # sane (scale-free): a division by a rounding-level SD gives 1e10 and more
+                    off = float(np.max(np.abs(np.asarray(pred.mean) - np.mean(d.y)))) / sd_y
+                    spread = float(np.sqrt(np.max(np.asarray(pred.total)))) / sd_y
+                    if off > 100.0 or spread > 100.0:
+                        raise _Fail(
+                            f"{what}: mean off the training mean by {off:.3g} SD(y), predictive "
+                            f"SD {spread:.3g} SD(y) (tolerance 100 each)"
+                        )
+                    worst = max(worst, off, spread)
+                    preds[kind, at] = self.arrays(pred)
+            # the column carries no information: the outputs may not depend on its value
+            base = preds["constant", c]
+            for key, arrays in preds.items():
+                for field_name, u, v in zip(
+                    ("mean", "aleatoric", "epistemic"), base, arrays, strict=True
+                ):
+                    size = max(float(np.max(np.abs(u))), 1e-300)
+                    if float(np.max(np.abs(u - v))) > 1e-6 * size:
+                        raise _Fail(
+                            f"a training column {key[0]} at {c:g}, predicted at {key[1]:g}: "
+                            f"{field_name} differs from the exactly constant column predicted at "
+                            f"its training value by {float(np.max(np.abs(u - v))):.3g} (a column "
+                            f"constant in training carries no information; rtol 1e-6)"
+                        )
+        return (
+            f"{len(CONSTANT_FEATURES)} constant and {len(CONSTANT_FEATURES)} near-constant "
+            f"columns ignored; outputs within {worst:.2g} SD(y) of the training mean"
+        )
+
 
 #: The battery's check names, in order.
 CHECKS: tuple[str, ...] = (
@@ -488,6 +544,7 @@ CHECKS: tuple[str, ...] = (
     "bad_input_errors",
     "constant_target",
     "single_feature",
+    "constant_feature",
 )
 
 

@@ -116,7 +116,8 @@ class GP(BaseMethod):
         such samples the optimum may still sit at the floor. Set 0 to disable.
     standardize_X : bool, default True
         Centre and scale each input column by its training mean and SD before the kernel
-        (a column with SD 0 is only centred).
+        (:func:`udbench.methods.base.standardise_inputs`; a column constant in training is
+        replaced by 0 whatever this setting, by :class:`~udbench.methods.base.BaseMethod`).
     random_state : int or None, default 0
         Unused (the fit is deterministic); accepted by the contract.
 
@@ -213,10 +214,8 @@ class GP(BaseMethod):
         from udbench.priors.gp.fit import LBFGSBObjective
 
         gpx = _gpjax()
-        if self.standardize_X:
-            self.x_loc_ = X.mean(axis=0)
-            sd = X.std(axis=0)
-            self.x_scale_ = np.where(sd > 0, sd, 1.0)
+        if self.standardize_X:  # BaseMethod's statistics (constant columns: loc 0, scale 1)
+            self.x_loc_, self.x_scale_ = self.input_loc_, self.input_scale_
         else:
             self.x_loc_ = np.zeros(X.shape[1])
             self.x_scale_ = np.ones(X.shape[1])

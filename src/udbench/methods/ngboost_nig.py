@@ -236,7 +236,8 @@ class NGBoostNIG(BaseMethod):
     Parameters
     ----------
     n_estimators : int, default 500
-        Boosting iterations.
+        Boosting iterations; with ``validation_fraction > 0`` the most that are used (the
+        number is chosen on a validation split, below).
     learning_rate : float, default 0.0224
         NGBoost learning rate.
     max_depth : int, default 4
@@ -249,14 +250,33 @@ class NGBoostNIG(BaseMethod):
         Precondition by the closed-form Fisher information (damped natural gradient, see
         :class:`NIGLogScore`) or use the plain gradient (both in the search space; measured
         trade-off in docs/methods.md).
+    validation_fraction : float, default 0.2
+        Share of the training rows (⌊fraction·n⌋, at least 1, leaving at least 2) held out to
+        choose the number of boosting iterations, in [0, 0.5): a first fit on the other rows
+        records the validation log score after every iteration (NGBoost's own validation
+        monitor), and the final model is fitted on all rows with the iterations up to the
+        first minimum (the NGBoost reference's procedure, Duan et al. 2020, which chose the
+        iteration count on a 20 % validation split; here by the log score rather than the
+        MSE). 0 turns it off (all ``n_estimators``, the behaviour before issue 31). Not tuned.
     random_state : int or None, default 0
-        Root seed of the tree and row/column subsampling seeds.
+        Root seed of the tree and row/column subsampling seeds and of the validation split.
+
+    Attributes
+    ----------
+    n_estimators_ : int
+        Boosting iterations of the fitted model.
+    validation_scores_ : ndarray, shape (n_estimators,) or (0,)
+        Mean validation log score (standardised targets) after each iteration of the first
+        fit; empty when no validation split was made.
 
     Notes
     -----
     Outputs: â = μ, AU = β/(α − 1), EU = β/(λ(α − 1)) (so EU/AU = 1/λ). The search space is
     NGBoost-Bag's boosting part (chosen here; the paper gives none for NGBoost-NIG). A
-    constant training target is predicted as that constant with AU = EU = 0.
+    constant training target is predicted as that constant with AU = EU = 0. Without the
+    validation split the variance overfits long before the mean: on a toy with known noise
+    (n = 400, d = 5) 500 iterations gave a predictive variance 0.07 × the held-out MSE
+    (90 % coverage 0.33), with the split coverage 0.90 (docs/methods.md).
     """
 
     name: ClassVar[str] = "ngboost-nig"
@@ -269,6 +289,7 @@ class NGBoostNIG(BaseMethod):
     }
     param_constraints: ClassVar[dict[str, dict[str, Any]]] = {
         **BOOSTING_CONSTRAINTS,
+        "validation_fraction": {"type": "float", "low": 0.0, "high": 0.5, "high_open": True},
     }
     smoke_params: ClassVar[dict[str, Any]] = {
         **BOOSTING_SMOKE_PARAMS,
@@ -282,6 +303,7 @@ class NGBoostNIG(BaseMethod):
         minibatch_frac: float = 0.75,
         col_sample: float = 0.75,
         natural_gradient: bool = True,
+        validation_fraction: float = 0.2,
         random_state: int | None = 0,
     ) -> None:
         self.n_estimators = n_estimators
@@ -290,7 +312,38 @@ class NGBoostNIG(BaseMethod):
         self.minibatch_frac = minibatch_frac
         self.col_sample = col_sample
         self.natural_gradient = natural_gradient
+        self.validation_fraction = validation_fraction
         self.random_state = random_state
+
+    def _n_iterations(self, X: np.ndarray, target: np.ndarray, seed: int) -> int:
+        """Boosting iterations chosen on the validation split (module docstring)."""
+        self.validation_scores_ = np.zeros(0)
+        n = X.shape[0]
+        n_val = min(max(1, int(np.floor(float(self.validation_fraction) * n))), n - 2)
+        if float(self.validation_fraction) == 0.0 or n_val < 1:
+            return int(self.n_estimators)
+        perm = self._rng("validation", "rows").permutation(n)
+        val, fit = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+        if np.ptp(target[fit]) == 0.0:  # nothing to boost on the fit rows
+            return int(self.n_estimators)
+        scores: list[float] = []
+
+        def monitor(dist: Any, Y: np.ndarray) -> float:
+            score = float(dist.total_score(Y))
+            scores.append(score)
+            return score
+
+        model = ngboost_regressor(NIG, self, seed)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            model.fit(
+                X[fit], target[fit], X_val=X[val], Y_val=target[val], val_loss_monitor=monitor
+            )
+        self.validation_scores_ = np.asarray(scores, dtype=np.float64)
+        finite = np.isfinite(self.validation_scores_)
+        if not finite.any():
+            return int(self.n_estimators)
+        # the first minimum (NaN/inf never count as one)
+        return int(np.argmin(np.where(finite, self.validation_scores_, np.inf))) + 1
 
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
         # As NGBoost-Bag: greedy tree splits flip on rounding-level differences of the
@@ -298,9 +351,12 @@ class NGBoostNIG(BaseMethod):
         target = np.round(y, 12)
         if np.ptp(target) == 0.0:
             self.model_: Any = float(target[0])
+            self.n_estimators_ = 0
+            self.validation_scores_ = np.zeros(0)
             return
         seed = self._seed("ngboost", bits=31)
-        model = ngboost_regressor(NIG, self, seed)
+        self.n_estimators_ = self._n_iterations(X, target, seed)
+        model = ngboost_regressor(NIG, self, seed, n_estimators=self.n_estimators_)
         # NGBoost's line search first scales a step up until the score is no longer finite
         # (exp overflow of θ) and then backs off: those trial overflows are expected.
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):

@@ -265,7 +265,7 @@ class NNDeup(GaussianNNEnsemble):
         if not hasattr(self, "error_params_"):
             raise NotFittedError(f"{type(self).__name__}: not fitted; call fit(X, y) first")
         with self._precision():
-            Xs = (np.asarray(X, dtype=np.float64) - self.x_loc_) / self.x_scale_
+            Xs = (self._inputs(X) - self.x_loc_) / self.x_scale_
             dtype = jax.tree_util.tree_leaves(self.error_params_)[0].dtype
             raw = _error_predict(
                 self.error_params_, jnp.asarray(Xs, dtype), model=self.error_config_

@@ -194,7 +194,7 @@ class NNEvidential(GaussianNNEnsemble):
         """
         if not hasattr(self, "params_"):
             raise NotFittedError(f"{type(self).__name__}: not fitted; call fit(X, y) first")
-        Xs = (np.asarray(X, dtype=np.float64) - self.x_loc_) / self.x_scale_
+        Xs = (self._inputs(X) - self.x_loc_) / self.x_scale_
         with self._precision():
             dtype = jax.tree_util.tree_leaves(self.params_)[0].dtype
             out = _nig_predict(self.params_, jnp.asarray(Xs, dtype), model=self.model_config_)

@@ -404,10 +404,8 @@ class VLGP(BaseMethod):
 
         from udbench.priors.gp.fit import LBFGSBObjective
 
-        if self.standardize_X:
-            self.x_loc_ = X.mean(axis=0)
-            sd = X.std(axis=0)
-            self.x_scale_ = np.where(sd > 0, sd, 1.0)
+        if self.standardize_X:  # BaseMethod's statistics (constant columns: loc 0, scale 1)
+            self.x_loc_, self.x_scale_ = self.input_loc_, self.input_scale_
         else:
             self.x_loc_ = np.zeros(X.shape[1])
             self.x_scale_ = np.ones(X.shape[1])

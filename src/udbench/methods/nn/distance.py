@@ -140,7 +140,9 @@ def distance_preservation(method: Any, X: Any, k: int = 10) -> float:
         raise param_error(
             "distance_preservation", "X", f"have {method.x_loc_.shape[0]} columns", X.shape
         )
-    Xs = (X - method.x_loc_) / method.x_scale_
+    # as the method sees them: constant training columns replaced by 0, then standardised
+    inputs = method._inputs(X) if hasattr(method, "_inputs") else X
+    Xs = (inputs - method.x_loc_) / method.x_scale_
     ctx = method._precision() if hasattr(method, "_precision") else None
     if ctx is None:
         H = member_features(method.params_, Xs, method.model_config_)

@@ -175,13 +175,14 @@ class GaussianNNEnsemble(BaseMethod):
             self._fit_members_impl(X, y, model, train)
 
     def _standardise_inputs(self, X: np.ndarray) -> np.ndarray:
-        """Store the training columns' mean and SD (``x_loc_``, ``x_scale_``); return X̃."""
-        x_loc = X.mean(axis=0)
-        x_scale = X.std(axis=0)
-        x_scale = np.where(x_scale > 1e-12, x_scale, 1.0)
-        self.x_loc_ = x_loc
-        self.x_scale_ = x_scale
-        return (X - x_loc) / x_scale
+        """Store the training columns' mean and SD (``x_loc_``, ``x_scale_``); return X̃.
+
+        The statistics are :class:`BaseMethod`'s (:func:`udbench.methods.base.standardise_inputs`:
+        a column constant in relative terms is replaced by 0, with loc 0 and scale 1).
+        """
+        self.x_loc_ = self.input_loc_
+        self.x_scale_ = self.input_scale_
+        return (X - self.x_loc_) / self.x_scale_
 
     def _fit_members_impl(
         self, X: np.ndarray, y: np.ndarray, model: BackboneConfig, train: TrainConfig
