@@ -316,7 +316,8 @@ def check_tasks(
     Returns
     -------
     dict
-        ``{"families": {family: stats}, "invalid": [{"path", "error"}, ...], "approximate":
+        ``{"families": {family: stats}, "invalid": [{"path", "error"[, "unreadable":
+        True]}, ...] (``unreadable``: the file's permissions, not its content), "approximate":
         [{"task_id", "path", "note"}, ...], "before_nugget": [{"task_id", "path",
         "mc_agree"}, ...]}``; ``before_nugget`` lists the GP task files made before the exact
         moments included the prior's nugget (no ``sampler.nugget``; docs/tasks.md, "Jitter
@@ -345,11 +346,12 @@ def check_tasks(
     from udbench.tasks import Task, gate_verdicts, pool_checks
     from udbench.tasks.checks import mcmc_summary
     from udbench.tasks.discovery import find_task_files
+    from udbench.tasks.taskfile import TaskFileUnreadable
 
     paths = find_task_files(list(tasks), command="udbench check")
     groups: dict[str, tuple[list[dict[str, Any]], list[Any], list[dict[str, Any]]]] = {}
     per_dataset: dict[str, dict[str, tuple[list[dict[str, Any]], list[Any]]]] = {}
-    invalid: list[dict[str, str]] = []
+    invalid: list[dict[str, Any]] = []
     approximate: list[dict[str, str]] = []
     presets: dict[str, dict[str, dict[str, Any]]] = {}  # family -> fidelity -> sampler
     before_nugget: list[dict[str, Any]] = []
@@ -357,7 +359,10 @@ def check_tasks(
         try:
             task = Task.load(path).verify()
         except UdbenchError as err:
-            invalid.append({"path": str(path), "error": str(err)})
+            entry: dict[str, Any] = {"path": str(path), "error": str(err)}
+            if isinstance(err, TaskFileUnreadable):  # the remedy is permissions, not generate
+                entry["unreadable"] = True
+            invalid.append(entry)
             continue
         group = task.spec.family
         if not task.reference_exact:  # kept apart: its calibration is not expected to hold
@@ -619,12 +624,21 @@ def check_command(
     for bad in invalid:
         console.print(f"[bold red]invalid[/] {escape(bad['error'])}", highlight=False)
     if invalid:
-        console.print(
-            f"{len(invalid)} of {len(invalid) + sum(r['n_instances'] for r in result.values())} "
-            "task files are invalid (left out of the tables above); regenerate them with "
-            "udbench generate",
-            highlight=False,
-        )
+        total = len(invalid) + sum(r["n_instances"] for r in result.values())
+        unreadable = sum(1 for bad in invalid if bad.get("unreadable"))
+        corrupt = len(invalid) - unreadable
+        if corrupt:
+            console.print(
+                f"{corrupt} of {total} task files are invalid (left out of the tables above); "
+                "regenerate them with udbench generate",
+                highlight=False,
+            )
+        if unreadable:
+            console.print(
+                f"{unreadable} of {total} task files cannot be read by this user (left out of "
+                "the tables above): fix their permissions (chmod u+r) and check again",
+                highlight=False,
+            )
         raise typer.Exit(code=1)
     if failed:
         console.print(

@@ -109,7 +109,8 @@ class Cell:
     Attributes
     ----------
     task_path : str
-        Path of the task file.
+        Absolute path of the task file (stored in the cell's row, so that commands reading
+        the results find it from any folder).
     task_id : str
         Its id (file stem if unreadable).
     method : MethodConfig
@@ -203,7 +204,7 @@ def plan_cells(
                 mc, extra = configure(spec, given)
             seed = extra.get("method_seed")
             cell = Cell(
-                task_path=str(path),
+                task_path=os.path.abspath(path),  # stored: commands work from any folder
                 task_id=tid,
                 method=mc,
                 seed=method_seed(tid, mc.name, mc.config_hash) if seed is None else int(seed),
@@ -615,6 +616,8 @@ def run_benchmark(
     cells, skipped = plan_cells(paths, mcs, finished=done, configure=configure)
     summary = RunSummary(out=Path(out), n_cells=len(cells) + skipped, n_skipped=skipped)
     if not cells:
+        if store.root.is_dir():  # unusable part files go to quarantine, as the warning said
+            store.compact()
         return summary
     executor = Executor(
         workers=workers, scheduler=scheduler, cluster_config=cluster_config, pin=pin, client=client
