@@ -58,7 +58,7 @@ def method_styles(methods: Sequence[str]) -> dict[str, dict[str, Any]]:
     """
     from matplotlib import colormaps
 
-    palette = colormaps["tab20"].colors
+    palette = colormaps["tab20"](range(20))  # a ListedColormap of 20 colours
     order = [*range(0, 20, 2), *range(1, 20, 2)]  # strong colours first, then their light pairs
     out: dict[str, dict[str, Any]] = {}
     for m in methods:
@@ -66,7 +66,7 @@ def method_styles(methods: Sequence[str]) -> dict[str, dict[str, Any]]:
             continue
         i = len(out)
         out[m] = {
-            "color": palette[order[i % 20]],
+            "color": tuple(float(c) for c in palette[order[i % 20]]),
             "marker": MARKERS[i % len(MARKERS)],
             "linestyle": _LINESTYLES[(i // 20) % len(_LINESTYLES)],
         }
