@@ -235,7 +235,7 @@ def generate_command(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    from udbench.evaluation.executor import Executor, Failed
+    from udbench.evaluation.executor import DASK_LOG_NAME, Executor, Failed
 
     # the same executor as ``udbench run``: inline, a local Dask cluster, a scheduler or a
     # cluster file (SLURM); each instance is made with one compute thread (generate_task), so
@@ -245,6 +245,7 @@ def generate_command(
         scheduler=scheduler,
         cluster_config=cluster_config,
         pin=False if scheduler is None and cluster_config is None else None,
+        log_file=Path(out) / DASK_LOG_NAME,
     )
     with Progress(*columns, console=console) as bar, executor:
         if not inline and keys:

@@ -43,7 +43,13 @@ from udbench._seeding import derive_seed
 from udbench._threads import single_threaded
 from udbench._validation import UdbenchError, check_choice, param_error
 from udbench.data import N_SHELLS
-from udbench.evaluation.executor import Executor, Failed, call_with_timeout, worker_address
+from udbench.evaluation.executor import (
+    DASK_LOG_NAME,
+    Executor,
+    Failed,
+    call_with_timeout,
+    worker_address,
+)
 from udbench.evaluation.scoring import METRIC_KEYS, PROXY_KEYS, score_prediction
 from udbench.evaluation.store import ResultsStore, cell_key
 from udbench.methods.base import BaseMethod, MethodOutputError, Prediction
@@ -483,10 +489,12 @@ def evaluate_cell(
     return outcome
 
 
-def _crashed(cell: Cell, err: BaseException) -> CellOutcome:
+def _crashed(cell: Cell, err: BaseException, log_file: str | None = None) -> CellOutcome:
     """Outcome of a cell whose worker died or whose task errored outside ``evaluate_cell``."""
     row = _base_row(cell)
-    row["error"] = f"worker failed: {_one_line(err)}"
+    row["error"] = f"worker failed: {_one_line(err)}" + (
+        f" (Dask's log: {log_file})" if log_file else ""
+    )
     row["finished_at"] = _now()
     return CellOutcome(row=row)
 
@@ -517,13 +525,20 @@ def _isolated_outcome(cell: Cell, res: ChildResult, timeout: float | None) -> Ce
 
 
 def _outcome(
-    cell: Cell, result: CellOutcome | Failed | ChildResult, timeout: float | None
+    cell: Cell,
+    result: CellOutcome | Failed | ChildResult,
+    timeout: float | None,
+    log_file: str | None = None,
 ) -> CellOutcome:
-    """The outcome of a cell from what the :class:`~udbench.evaluation.executor.Executor` gave."""
+    """The outcome of a cell from what the :class:`~udbench.evaluation.executor.Executor` gave.
+
+    A job that failed on Dask (its worker lost) names Dask's log file, where the worker's own
+    account is.
+    """
     if isinstance(result, CellOutcome):
         return result
     if isinstance(result, Failed):
-        return _crashed(cell, result.error)
+        return _crashed(cell, result.error, log_file)
     return _isolated_outcome(cell, result, timeout)
 
 
@@ -620,7 +635,12 @@ def run_benchmark(
             store.compact()
         return summary
     executor = Executor(
-        workers=workers, scheduler=scheduler, cluster_config=cluster_config, pin=pin, client=client
+        workers=workers,
+        scheduler=scheduler,
+        cluster_config=cluster_config,
+        pin=pin,
+        client=client,
+        log_file=Path(out) / DASK_LOG_NAME,
     )
     with executor:
         if on_cell is not None:
@@ -636,7 +656,7 @@ def run_benchmark(
             measure=measure,
         )
         for n_done, (cell, result) in enumerate(stream, start=1):
-            outcome = _outcome(cell, result, timeout)
+            outcome = _outcome(cell, result, timeout, executor.log_file)
             store.write_cell(outcome.row, outcome.predictions)
             if outcome.row["status"] == "ok":
                 summary.n_ok += 1
