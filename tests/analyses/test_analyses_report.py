@@ -152,16 +152,17 @@ document.getElementById("f").addEventListener("load", function () {
 
 @pytest.mark.browser
 @pytest.mark.parametrize("which", ["fabricated", "quickstart"])
-def test_report_loads_in_a_headless_browser_without_console_errors(
-    which, report_dir, quickstart_report_dir, tmp_path
-):
+def test_report_loads_in_a_headless_browser_without_console_errors(which, request, tmp_path):
     browser = _browser()
     if browser is None:
         pytest.skip(
             "no headless browser installed (Debian: apt-get install chromium); "
             "the report's links are checked by test_report_of_19_methods_links_existing_files"
         )
-    folder = report_dir if which == "fabricated" else quickstart_report_dir
+    # the reports are made only where a browser will load them
+    folder = request.getfixturevalue(
+        "report_dir" if which == "fabricated" else "quickstart_report_dir"
+    )
     flags = [browser, "--headless", "--no-sandbox", "--disable-gpu"]
     shot = tmp_path / "report.png"
     proc = subprocess.run(
