@@ -129,3 +129,32 @@ def fabricate_results(
         rows[f"rho_eu_risk_shell{s}"] = noisy(base - 0.05 * s)
         rows[f"rho_eu_var_shell{s}"] = noisy(base + 0.1 - 0.05 * s)
     return rows
+
+
+def kept_predictions_run(folder, *, noises: Sequence[str] = ("homoscedastic", "smooth-monotone")):
+    """A real results folder of the paper's 19 method names with kept predictions.
+
+    The methods are fast fakes (:mod:`_fakes`) run by :func:`udbench.evaluation.runner.
+    run_benchmark` under the 19 names of :data:`PAPER_METHODS` (constant-AU names run
+    ``MeanMethod``, the others ``KnnMethod`` with distinct k), on one small fake task per noise
+    mode, inline, with ``keep_predictions=True``: what the quickstart's report reads.
+
+    Returns
+    -------
+    (Path, Path)
+        The tasks folder and the results folder.
+    """
+    from pathlib import Path
+
+    from _fakes import KnnMethod, MeanMethod, make_fake_task, save_fake_task
+    from udbench.evaluation.runner import run_benchmark
+
+    root = Path(folder)
+    for seed, noise in enumerate(noises):
+        save_fake_task(make_fake_task(seed, noise=noise, n_eval=100), root / "tasks")
+    methods = [
+        (name, MeanMethod(scale=1.0 + i) if const else KnnMethod(k=2 + i))
+        for i, (name, (_, const)) in enumerate(PAPER_METHODS.items())
+    ]
+    run_benchmark([root / "tasks"], methods, root / "results", workers=0, keep_predictions=True)
+    return root / "tasks", root / "results"

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from _fakes import make_fake_task, save_fake_task
 
@@ -49,3 +50,51 @@ def test_readme_example_method_passes_the_contract_battery():
     report = check_method(namespace["ForestSpread"], params={"n_estimators": 10})  # type: ignore[arg-type]
     assert report.ok, [(r.name, r.message) for r in report.failed()]
     assert report.n_failed == 0 and report.n_passed == len(report.results)
+
+
+def test_a_script_without_main_guard_stops_with_one_line_per_worker(tmp_path):
+    """With local workers, a script must guard its work; without, each worker says why in one
+    line (not a multiprocessing traceback each) and the call raises one clear error."""
+    import subprocess
+    import sys
+
+    save_fake_task(make_fake_task(0), tmp_path / "tasks")
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "from udbench.evaluation.runner import run_benchmark\n"
+        "run_benchmark(['tasks'], ['blr'], 'res', workers=1)\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 1
+    err = proc.stderr
+    assert err.count("Traceback") == 1, err[-3000:]  # the script's own call, nothing else
+    assert "RuntimeError: \n        An attempt has been made" not in err
+    worker_lines = [ln for ln in err.splitlines() if ln.startswith("udbench: this process")]
+    assert worker_lines and all('`if __name__ == "__main__":`' in ln for ln in worker_lines)
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("udbench._validation.UdbenchError: the local Dask workers failed")
+    assert str(tmp_path / "res" / "dask.log") in last and "workers=0" in last
+
+
+@pytest.mark.slow
+def test_a_guarded_script_runs_on_local_workers(tmp_path):
+    import subprocess
+    import sys
+
+    save_fake_task(make_fake_task(0), tmp_path / "tasks")
+    script = tmp_path / "guarded.py"
+    script.write_text(
+        "from udbench.evaluation.runner import run_benchmark\n"
+        "if __name__ == '__main__':\n"
+        "    s = run_benchmark(['tasks'], ['blr'], 'res', workers=1)\n"
+        "    print(s.n_ok, 'ok')\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "1 ok", proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr

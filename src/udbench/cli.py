@@ -19,6 +19,8 @@ as one line ``warning: ...``.
 from __future__ import annotations
 
 import importlib
+import inspect
+import re
 import sys
 import warnings
 from collections.abc import Iterator
@@ -98,6 +100,53 @@ _flags_show_no_type()
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"udbench.commands.{_name}").register(app)
+
+
+_LITERAL = re.compile(r"``([^`]+)``|`([^`]+)`")
+
+
+def plain_help(text: str | None) -> str | None:
+    """A command's help as ``--help`` should show it: no RST markup, no hard line breaks.
+
+    Docstrings are wrapped at 100 characters in the source; Typer keeps those breaks, so a
+    sentence breaks mid-line at whatever the terminal's width. Each paragraph (blank-line
+    separated) becomes one line, which the terminal wraps; a list item (``- ``, ``* ``,
+    ``1. ``) starts a line of its own. Literals written ````x```` or ```x``` are shown as
+    ``'x'`` (the quoting of the other help texts).
+    """
+    if not text:
+        return text
+    text = _LITERAL.sub(lambda m: f"'{m.group(1) or m.group(2)}'", text)
+    paragraphs = []
+    for block in re.split(r"\n\s*\n", text.strip()):
+        lines: list[str] = []
+        for raw in block.splitlines():
+            line = raw.strip()
+            if lines and not re.match(r"([-*]|\d+\.) ", line):
+                lines[-1] = f"{lines[-1]} {line}"
+            else:
+                lines.append(line)
+        paragraphs.append("\n".join(lines))
+    return "\n\n".join(paragraphs)
+
+
+def _tidy_help(typer_app: typer.Typer) -> None:
+    """:func:`plain_help` for every command, group and option help of ``typer_app``."""
+    typer_app.info.help = plain_help(typer_app.info.help)  # type: ignore[assignment]
+    for command in typer_app.registered_commands:
+        if command.callback is None:
+            continue
+        command.help = plain_help(command.help or inspect.getdoc(command.callback))
+        for parameter in inspect.signature(command.callback).parameters.values():
+            info = parameter.default
+            if isinstance(getattr(info, "help", None), str):
+                info.help = plain_help(info.help)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _tidy_help(group.typer_instance)
+
+
+_tidy_help(app)
 
 
 def _print_error(text: str) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import json
 import re
 import shutil
 import subprocess
@@ -10,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from _results import PAPER_METHODS, fabricate_results
+from _results import PAPER_METHODS, fabricate_results, kept_predictions_run
 from udbench.analyses import analyze
 from udbench.cli import main
 from udbench.report.html import write_report
@@ -34,6 +36,19 @@ def report_dir(results_file, tmp_path_factory) -> Path:
     df = pd.read_parquet(results_file)
     extra = analyze(df, out / "analyses", n_resamples=200, link_prefix="analyses/")
     write_report(df, out, n_resamples=200, sections=extra.sections)
+    return out
+
+
+@pytest.fixture(scope="module")
+def quickstart_report_dir(tmp_path_factory) -> Path:
+    """The report of a 19-method run with kept predictions, as the quickstart writes it."""
+    from udbench.evaluation.store import read_results
+
+    _, results = kept_predictions_run(tmp_path_factory.mktemp("qs"))
+    df = read_results(results)
+    out = results.parent / "report"
+    extra = analyze(df, out / "analyses", n_resamples=100, link_prefix="analyses/")
+    write_report(df, out, n_resamples=100, sections=extra.sections, results_dir=results)
     return out
 
 
@@ -116,26 +131,48 @@ def _browser() -> str | None:
     return None
 
 
+#: A page that loads the report in a frame and lists every image as the browser decoded it.
+_PROBE = """<!doctype html><html><body>
+<iframe id="f" src="report.html" style="width:1280px;height:3000px;border:0"></iframe>
+<script>
+document.getElementById("f").addEventListener("load", function () {
+  var out;
+  try {
+    out = Array.prototype.map.call(document.getElementById("f").contentDocument.images,
+      function (i) { return [i.alt, i.complete, i.naturalWidth, i.width]; });
+  } catch (e) { out = "error: " + e; }
+  var p = document.createElement("pre");
+  p.id = "probe";
+  p.textContent = JSON.stringify(out);
+  document.body.appendChild(p);
+});
+</script></body></html>
+"""
+
+
 @pytest.mark.browser
-def test_report_loads_in_a_headless_browser_without_console_errors(report_dir, tmp_path):
+@pytest.mark.parametrize("which", ["fabricated", "quickstart"])
+def test_report_loads_in_a_headless_browser_without_console_errors(which, request, tmp_path):
     browser = _browser()
     if browser is None:
         pytest.skip(
             "no headless browser installed (Debian: apt-get install chromium); "
             "the report's links are checked by test_report_of_19_methods_links_existing_files"
         )
+    # the reports are made only where a browser will load them
+    folder = request.getfixturevalue(
+        "report_dir" if which == "fabricated" else "quickstart_report_dir"
+    )
+    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu"]
     shot = tmp_path / "report.png"
     proc = subprocess.run(
         [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
+            *flags,
             "--enable-logging=stderr",
             "--v=0",
             "--window-size=1280,4000",
             f"--screenshot={shot}",
-            (report_dir / "report.html").as_uri(),
+            (folder / "report.html").as_uri(),
         ],
         capture_output=True,
         text=True,
@@ -149,3 +186,29 @@ def test_report_loads_in_a_headless_browser_without_console_errors(report_dir, t
         if ("CONSOLE" in line and ("ERROR" in line or "Uncaught" in line)) or "net::ERR_" in line
     ]
     assert not bad, "\n".join(bad)
+    # every figure decoded by the browser, none shrunk below 70 % in a 1280-pixel window (text
+    # stays legible), and the quickstart's figures are all there
+    probe = folder / "probe.html"
+    probe.write_text(_PROBE, encoding="utf-8")
+    dump = ["--allow-file-access-from-files", "--virtual-time-budget=20000", "--dump-dom"]
+    dom = subprocess.run(
+        [*flags, *dump, probe.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
+    found = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
+    assert found, dom[-2000:]
+    images = json.loads(html.unescape(found.group(1)))
+    assert isinstance(images, list) and images, images
+    for alt, complete, natural, shown in images:
+        assert complete and natural > 0, alt
+        assert shown >= 0.7 * natural, (alt, natural, shown)
+    alts = {alt for alt, *_ in images}
+    if which == "quickstart":
+        for figure in ("EU against the oracle on one instance", "Calibration curves"):
+            assert figure in alts
+        page = (folder / "report.html").read_text(encoding="utf-8")
+        for figure in ("EU against the oracle on one instance", "Calibration curves"):
+            after = page[page.index(f"<h2>{figure}</h2>") :]
+            assert "All 19 methods, in rank order." in after[: after.index("<h2>", 5)]

@@ -192,7 +192,13 @@ def test_kernel_family_is_selected_by_marginal_likelihood(user_dir, monkeypatch)
     monkeypatch.setattr(own, "spec_kernel_families", lambda: ("linear", "rbf"))
     frame = small_table(150)
     frame["yield"] = np.sin(6.0 * frame["temp"])  # strongly non-linear in the covariates
-    added = add_dataset(frame, "wavy", target="yield", fidelity="smoke")
+    said: list[str] = []
+    added = add_dataset(frame, "wavy", target="yield", fidelity="smoke", on_fit=said.append)
+    # before the slow step, one line says what is fitted, what it costs and how to skip it
+    (line,) = said
+    assert line.startswith("fitting the GP kernel family to 'yield': 2 families by marginal")
+    assert "smoke settings: 2 starts × 50 iterations" in line and "--kernel FAMILY skips" in line
+    assert own.FIT_COST["smoke"] in line
     assert set(added.kernel_lml) == {"linear", "rbf"}
     assert added.kernel_lml["rbf"] > added.kernel_lml["linear"]
     assert added.spec.kernel_family == "rbf"

@@ -44,3 +44,53 @@ def test_call_with_timeout_returns_the_result_or_the_exception() -> None:
     assert call_with_timeout(lambda: 7, 5.0) == (True, 7)
     finished, err = call_with_timeout(lambda: _square(3), 5.0)
     assert finished and isinstance(err, ValueError)
+
+
+def _log_an_error(x: int) -> int:
+    """A job that logs as Dask's worker does when a heartbeat times out under load."""
+    import logging
+
+    try:
+        raise TimeoutError("no reply from the scheduler")
+    except TimeoutError:
+        logging.getLogger("distributed.worker").exception(
+            "udbench-test: Failed to communicate with scheduler during heartbeat %d", x
+        )
+    return x
+
+
+def test_dask_log_records_go_to_the_log_file_not_the_terminal(tmp_path, capfd) -> None:
+    import logging
+
+    before = list(logging.getLogger("distributed").handlers)
+    log = tmp_path / "out" / "dask.log"
+    with Executor(workers=1, pin=False, log_file=log) as ex:
+        assert ex.log_file == str(log)
+        got = sorted(r for _, r in ex.map_unordered(_log_an_error, [1, 2]))
+    assert got == [1, 2]
+    said = capfd.readouterr()
+    assert "udbench-test" not in said.err + said.out and "Traceback" not in said.err
+    text = log.read_text(encoding="utf-8")
+    for x in (1, 2):
+        assert "distributed.worker - ERROR - udbench-test: Failed to communicate" in text
+        assert f"during heartbeat {x}" in text
+    assert "TimeoutError: no reply from the scheduler" in text  # the traceback is kept there
+    # this process's Dask logger is as it was after the run
+    assert logging.getLogger("distributed").handlers == before
+    assert Executor(workers=0, log_file=log).log_file is None  # inline: no Dask, no log
+
+
+def test_a_cell_whose_worker_was_lost_names_the_dask_log(tmp_path) -> None:
+    from _fakes import MeanMethod, make_fake_task, save_fake_task
+    from udbench.evaluation.runner import _outcome, plan_cells
+    from udbench.methods.configs import resolve_methods
+
+    path = save_fake_task(make_fake_task(0), tmp_path)
+    (cell,), _ = plan_cells([path], resolve_methods([MeanMethod()]))
+    lost = Failed(RuntimeError("worker tcp://127.0.0.1:4000 lost"))
+    row = _outcome(cell, lost, None, str(tmp_path / "dask.log")).row
+    assert row["status"] == "failed"
+    assert row["error"] == (
+        "worker failed: RuntimeError: worker tcp://127.0.0.1:4000 lost "
+        f"(Dask's log: {tmp_path / 'dask.log'})"
+    )

@@ -87,13 +87,16 @@ def test_report_draws_cd_diagrams_and_calibration_curves(tmp_path, capsys):
     assert "--cd-metric" in capsys.readouterr().err
 
 
-def test_calibration_figure_leaves_out_zero_variance():
+def test_calibration_figure_says_why_a_zero_variance_method_has_no_curve():
     y = np.linspace(-1, 1, 50)
     series = [
         ("ok", np.zeros(50), np.ones(50), y),
         ("degenerate", np.zeros(50), np.zeros(50), y),
     ]
     fig = calibration_figure(series, "t0", ["ok", "degenerate"])
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert any(lbl.startswith("ok (area") for lbl in labels)
-    assert not any(lbl.startswith("degenerate") for lbl in labels)
+    ok, degenerate = fig.axes
+    assert ok.get_title().startswith("ok\narea") and len(ok.get_lines()) == 2
+    assert degenerate.get_title() == "degenerate" and len(degenerate.get_lines()) == 1
+    assert [t.get_text() for t in degenerate.texts] == [
+        "not drawn:\nAU + EU = 0 at\n50 of 50 points"
+    ]

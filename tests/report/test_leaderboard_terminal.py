@@ -202,3 +202,53 @@ def test_report_by_factor_shell_intervals_and_eu_scatter(tmp_path):
     # without kept predictions the report says how to get the figure instead
     plain = write_report(df, tmp_path / "rep2", n_resamples=50).read_text()
     assert "--keep-predictions" in plain and "eu_vs_oracle" not in plain
+
+
+def _au_frame() -> pd.DataFrame:
+    """blr (constant AU) and nn-ens on 2 homoscedastic and 2 heteroscedastic instances."""
+    frame = _frame({"blr": [0.48, 0.484, 0.488, 0.485], "nn-ens": [0.1, 0.5, 0.3, 0.2]})
+    frame.loc[frame["task_id"].isin(["t0", "t1"]), "noise"] = "homoscedastic"
+    return frame
+
+
+def test_au_columns_say_how_many_instances_they_average():
+    board = leaderboard(_au_frame(), n_resamples=200).set_index("method")
+    # ρ(AU, AU*) = 0.3 on both heteroscedastic instances: two values, not one
+    assert board.loc["nn-ens", "rho_au_n"] == 2 and board.loc["nn-ens", "n_valid"] == 4
+    text = " ".join(_render(leaderboard(_au_frame(), n_resamples=200)).split())
+    assert (
+        "ρ AU·AU* and Δ_ent: means over the 2 valid instance(s) with heteroscedastic noise only"
+        in text
+    )
+    # with every instance heteroscedastic the valid count is theirs: no note
+    plain = _frame({"a": [0.1, 0.5, 0.3], "b": [0.2, 0.3, 0.4]})
+    assert "means over the" not in _render(leaderboard(plain, n_resamples=100))
+
+
+def test_half_width_and_precision_are_honest_and_one_per_column():
+    board = leaderboard(_au_frame(), n_resamples=400).set_index("method")
+    half = (board.loc["blr", "rho_eu_risk_high"] - board.loc["blr", "rho_eu_risk_low"]) / 2
+    assert 0.0005 < half < 0.005  # a real, small uncertainty
+    text = _render(leaderboard(_au_frame(), n_resamples=400))
+    assert f"0.484±{half:.3f}" in text and "±0.00 " not in text and "±0.00\n" not in text
+    # RMSE of 1.03 and 0.0412 (3 significant digits each before): one count of decimals
+    frame = _frame({"a": [0.5, 0.6], "b": [0.1, 0.2]})
+    frame.loc[frame["method"] == "a", "rmse"] = 1.03
+    frame.loc[frame["method"] == "b", "rmse"] = 0.0412
+    table, _ = board_table(leaderboard(frame, n_resamples=100))
+    (rmse,) = [c for c in table.columns if c.header == "RMSE"]
+    cells = sorted(str(c) for c in rmse.cells)
+    decimals = {len(c.split("±")[0].split(".")[1]) for c in cells}
+    assert len(decimals) == 1, cells
+    # equal values on both instances: a degenerate interval, truly ±0
+    assert cells == ["0.041±0.000", "1.030±0.000"]
+
+
+def test_a_single_method_is_ranked_on_its_own_instances():
+    board = leaderboard(_frame({"blr": [0.48, 0.484, 0.488]}), n_resamples=100)
+    assert board["rank"].tolist() == [1] and board["mean_rank"].tolist() == [1.0]
+    ranking = board.attrs["ranking"]
+    assert "no instance has a value for every method" not in ranking
+    assert ranking == (
+        "rank: a single ranked method (blr), mean ρ(EU, EU*_risk) over its 3 valid instance(s)"
+    )

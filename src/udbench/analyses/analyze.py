@@ -28,7 +28,7 @@ import pandas as pd
 from udbench.analyses import figures as fg
 from udbench.analyses import proxies as px
 from udbench.analyses import tables as tb
-from udbench.analyses._common import FAMILY_NAMES, method_families
+from udbench.analyses._common import EU_TARGETS, FAMILY_NAMES, method_families
 from udbench.report.html import REPORT_CSS, ReportSection
 
 __all__ = ["Analysis", "analyze", "latex_table"]
@@ -245,6 +245,27 @@ _LOSS_TABLE: tuple[str, str, str] = (
     "bootstrap intervals recomputing both rankings. τ = 1: the loss does not move the "
     "ranking.",
 )
+
+
+def _not_drawn(fig_name: str, t: dict[str, pd.DataFrame]) -> str | None:
+    """Why figure ``fig_name`` would be empty for tables ``t`` (None: it has something)."""
+    hetero = "no heteroscedastic-AU method has a valid instance with heteroscedastic noise"
+    if fig_name == "headline_au" and not t["headline"]["rho_au"].notna().any():
+        return hetero
+    if fig_name == "entanglement":
+        ent = t["entanglement"]
+        if ent.empty or not ent[[f"delta_ent_{k}" for k in EU_TARGETS]].notna().any().any():
+            return hetero
+    if fig_name == "rank_heatmap" and t["rank_heatmap"].empty:
+        return "no dataset has a mean ρ for the methods"
+    if fig_name == "proxy_agreement" and not t["proxy_agreement"]["tau"].notna().any():
+        return (
+            "no Kendall's τ is defined (proxy metrics absent from these results, e.g. made "
+            "before udbench stored them, or fewer than 2 methods)"
+        )
+    return None
+
+
 #: table name -> figure names drawn from it
 _FIGURES: dict[str, tuple[str, ...]] = {
     "headline": ("headline_eu", "headline_au"),
@@ -392,11 +413,11 @@ def analyze(
             f"<a href='{link_prefix}tables/{name}.tex'>LaTeX</a>",
         ]
         for fig_name in _FIGURES.get(name, ()):
-            if fig_name == "headline_au" and not t["headline"]["rho_au"].notna().any():
-                continue
-            if fig_name == "rank_heatmap" and t["rank_heatmap"].empty:
-                continue
-            if fig_name == "proxy_agreement" and not t["proxy_agreement"]["tau"].notna().any():
+            why = _not_drawn(fig_name, t)
+            if why:  # a figure is never drawn empty: the page says why it is missing
+                body.append(
+                    f"<p class='note'>Figure {fig_name}: not drawn — {html.escape(why)}.</p>"
+                )
                 continue
             fig = draw[fig_name]()
             png = _save(fig, out / "figures" / f"{fig_name}.png", "png")

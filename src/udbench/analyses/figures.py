@@ -142,6 +142,13 @@ def stability_figure(table: pd.DataFrame) -> Any:
                 ax.plot(  # the chance level 1/m of this criterion's m levels
                     [xi + off - 0.1, xi + off + 0.1], [1.0 / n] * 2, color=colour, lw=1, ls="--"
                 )
+    for xi, f in zip(x, factors, strict=True):
+        sub = table[table["factor"] == f]
+        if not sub["W"].notna().any():  # say why a factor has no point, never leave it blank
+            levels = sub["n_levels"].dropna()
+            n = int(levels.max()) if len(levels) else 0
+            why = f"{n} level" if n < 2 else "too few\nmethods"
+            ax.text(xi, 0.5, f"W undefined\n({why})", ha="center", va="center", fontsize="small")
     labels = {
         "family": "prior family",
         "noise": "noise mode",
@@ -153,7 +160,8 @@ def stability_figure(table: pd.DataFrame) -> Any:
     ax.set_ylabel("Kendall's W")
     ax.set_title("Ranking stability across levels (dashed: 1/m for m levels)")
     ax.grid(axis="y", alpha=0.3)
-    fig.legend(loc="outside right upper")
+    if ax.get_legend_handles_labels()[0]:
+        fig.legend(loc="outside right upper")
     return fig
 
 

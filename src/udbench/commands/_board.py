@@ -28,9 +28,11 @@ __all__ = [
     "print_board",
 ]
 
-#: Column key -> (header, leaderboard column). ``n`` shows valid cells (and failed, if any).
+#: Column key -> (header, leaderboard column); ``#`` is the rank. ``n`` shows valid cells
+#: (and failed, if any);
+#: ρ(AU, AU*) and Δ_ent rest on the heteroscedastic ones only (a note says on how many).
 BOARD_COLUMNS: dict[str, tuple[str, str]] = {
-    "rank": ("rank", "rank"),
+    "rank": ("#", "rank"),
     "method": ("method", "method"),
     "rank_value": ("ranked on", "rank_value"),
     "mean_rank": ("mean rank", "mean_rank"),
@@ -54,6 +56,10 @@ _LEGEND = {
     "rho_au": "ρ AU·AU* = ρ(AU, AU*) (heteroscedastic noise)",
     "delta_ent_risk": "Δ_ent = ρ(EU, AU) − ρ(EU*_risk, AU*)",
     "rmse": "RMSE of the prediction vs f* (target units)",
+    "mean_rank": (
+        "mean rank = a method's per-instance rank (1 = best) averaged over the common "
+        "instances; rank orders the ranking statistic (--rank-stat), the mean ρ by default"
+    ),
     "nll": "NLL, CRPS, Winkler: of N(â, AU + EU) at noisy y (lower is better)",
     "picp_50": "PICP q% = coverage of the central q% interval (nominal q)",
     "mpiw_50": "MPIW q% = its mean width",
@@ -140,19 +146,45 @@ def _finite(v: Any) -> bool:
         return False
 
 
-def _significant(v: float, digits: int) -> str:
-    """``v`` to ``digits`` significant digits, positional (1030, 0.0412), never 1.03e+03."""
-    if v == 0 or 1e-4 <= abs(v) < 1e7:
-        return str(np.format_float_positional(v, precision=digits, fractional=False, trim="-"))
-    return f"{v:.{digits - 1}e}"
+#: Decimals of a bounded column (ρ, Δ_ent, coverages, calibration errors): 0.484, −0.123.
+_BOUNDED_DECIMALS = 3
+#: Most decimals a column in target units is shown with.
+_MAX_DECIMALS = 6
 
 
-def _number(v: float, key: str) -> str:
-    if key in _SCALED:
-        return _significant(v, 3)
-    if key == "mean_rank":
-        return f"{v:.2f}"
-    return f"{v:.3f}"
+def _decimals(values: Any, halves: Any = ()) -> int:
+    """Decimals of a column in target units, one count for the whole column.
+
+    3 significant digits of the column's median value, but no more than one digit past the
+    leading digit of its median interval half-width (a mean is not shown finer than its
+    uncertainty); at most :data:`_MAX_DECIMALS`. So the numbers of a column line up and
+    compare at a glance.
+    """
+
+    def median_exponent(a: Any) -> int | None:
+        v = np.abs(np.asarray(a, dtype=float))
+        v = v[np.isfinite(v) & (v > 0)]
+        return None if v.size == 0 else int(np.floor(np.log10(np.median(v))))
+
+    value = median_exponent(values)
+    if value is None:
+        return _BOUNDED_DECIMALS
+    decimals = 2 - value
+    half = median_exponent(halves)
+    if half is not None:
+        decimals = min(decimals, 1 - half)
+    return int(min(max(decimals, 0), _MAX_DECIMALS))
+
+
+def _number(v: float, decimals: int) -> str:
+    return f"{v:.{decimals}f}"
+
+
+def _half(h: float, decimals: int) -> str:
+    """A half-width to the column's decimals; one too small to show is ``<0.001``, never 0."""
+    if h > 0 and round(h, decimals) == 0:
+        return f"<{10.0**-decimals:.{decimals}f}"
+    return f"{h:.{decimals}f}"
 
 
 def _rmse_scale(board: Any) -> int:
@@ -169,7 +201,25 @@ def _rmse_scale(board: Any) -> int:
     return k if (k >= 5 or k <= -4) else 0
 
 
-def _cell(r: dict[str, Any], key: str, intervals: bool, rmse_scale: int = 0) -> str:
+def _column_decimals(board: Any, key: str, rmse_scale: int = 0) -> int:
+    """The decimals every number of column ``key`` is shown with (see :func:`_decimals`)."""
+    if key == "mean_rank":
+        return 2
+    col = BOARD_COLUMNS[key][1]
+    if key not in _SCALED or col not in board.columns:
+        return _BOUNDED_DECIMALS
+    values = np.asarray(board[col], dtype=float)
+    halves = np.asarray(board[f"{col}_high"], dtype=float) - np.asarray(
+        board[f"{col}_low"], dtype=float
+    )
+    if key == "rmse" and rmse_scale:
+        values, halves = values / 10.0**rmse_scale, halves / 10.0**rmse_scale
+    return _decimals(values, halves / 2.0)
+
+
+def _cell(
+    r: dict[str, Any], key: str, intervals: bool, rmse_scale: int = 0, decimals: int = 3
+) -> str:
     col = BOARD_COLUMNS[key][1]
     v: Any = r.get(col)
     if key == "rmse" and rmse_scale:
@@ -189,7 +239,7 @@ def _cell(r: dict[str, Any], key: str, intervals: bool, rmse_scale: int = 0) -> 
         return "const."
     if not _finite(v):
         return "–"
-    text = _number(float(v), key)
+    text = _number(float(v), decimals)
     lo: Any = r.get(f"{col}_low")
     hi: Any = r.get(f"{col}_high")
     if key == "rank_value":
@@ -197,9 +247,43 @@ def _cell(r: dict[str, Any], key: str, intervals: bool, rmse_scale: int = 0) -> 
     if key == "mean_rank" or not (_finite(lo) and _finite(hi)):
         return text
     if intervals:
-        return f"{text} [{_number(float(lo), key)}, {_number(float(hi), key)}]"
-    half = (float(hi) - float(lo)) / 2.0
-    return f"{text}±{_significant(half, 2)}" if key in _SCALED else f"{text}±{half:.2f}"
+        return f"{text} [{_number(float(lo), decimals)}, {_number(float(hi), decimals)}]"
+    return f"{text}±{_half((float(hi) - float(lo)) / 2.0, decimals)}"
+
+
+def _au_counts_note(board: Any, cols: list[str]) -> str | None:
+    """What the AU columns average over, when it is not every row's ``valid`` count.
+
+    ρ(AU, AU*) and Δ_ent are means over the instances with heteroscedastic noise only
+    (SPEC §10): with homoscedastic instances in the results they rest on fewer instances
+    than the ``valid`` column counts, and the note says on how many.
+    """
+    shown = [c for c in cols if c in _AU_COLUMNS]
+    rows = board[~board["constant_aleatoric"].astype(bool)]
+    if not shown or rows.empty:
+        return None
+    counts: set[int] = set()
+    differs = False
+    for r in rows.to_dict(orient="records"):
+        for c in shown:
+            n = r.get(f"{BOARD_COLUMNS[c][1]}_n")
+            if _finite(n):
+                counts.add(int(n))
+                differs |= int(n) != int(r["n_valid"])
+    if not differs:
+        return None
+    names = " and ".join(BOARD_COLUMNS[c][0] for c in shown)
+    if counts == {0}:
+        return (
+            f"{names}: undefined here, no valid instance has heteroscedastic noise "
+            "(AU* is constant under homoscedastic noise, SPEC §10)"
+        )
+    low, high = min(counts - {0} or {0}), max(counts)
+    many = f"{high}" if low == high else f"{low}–{high}"
+    return (
+        f"{names}: means over the {many} valid instance(s) with heteroscedastic noise only "
+        "(AU* is constant under homoscedastic noise, SPEC §10), not every valid one"
+    )
 
 
 def board_table(
@@ -249,19 +333,30 @@ def board_table(
             table.add_column(header, justify="left", overflow="fold", min_width=min(widest, 14))
         else:
             table.add_column(header, justify="right", no_wrap=True)
+    decimals = {key: _column_decimals(board, key, scale) for key in cols}
+    if "rank_value" in cols:
+        values = np.abs(np.asarray(board["rank_value"], dtype=float))
+        bounded = bool(np.all(values[np.isfinite(values)] <= 1.0))
+        decimals["rank_value"] = (
+            2 if by_mean_rank else _BOUNDED_DECIMALS if bounded else _decimals(values)
+        )
     for r in board.to_dict(orient="records"):
-        table.add_row(*(_cell(r, key, intervals, scale) for key in cols))
+        table.add_row(*(_cell(r, key, intervals, scale, decimals[key]) for key in cols))
     notes = [ranking] if ranking else []
     if partial:
         notes.append(str(partial))
+    au_note = _au_counts_note(board, cols)
+    if au_note:
+        notes.append(au_note)
     groups = dict.fromkeys(_GROUP.get(c, c) for c in cols)
     legend = [_LEGEND[c] for c in groups if c in _LEGEND]
     if any(c in _AU_COLUMNS for c in cols) and bool(board["constant_aleatoric"].any()):
         legend.append("const. = constant-AU method: ρ(AU, AU*) and Δ_ent undefined (SPEC §8)")
     if "rank_value" in cols and not by_mean_rank:
         legend.append("common = mean over the instances common to every method (ranks)")
-    if "n" in cols and bool((board["n_failed"] > 0).any()):
-        legend.append("valid = instances scored; (k✗) = k failed cells")
+    if "n" in cols:
+        failed = bool((board["n_failed"] > 0).any())
+        legend.append("valid = instances scored" + ("; (k✗) = k failed cells" if failed else ""))
     if legend:
         notes.append(" · ".join(legend))
     return table, notes

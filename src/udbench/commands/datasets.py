@@ -278,6 +278,7 @@ def register(app: typer.Typer) -> None:
             fidelity=fidelity,
             data_dir=data_dir,
             force=force,
+            on_fit=lambda line: typer.echo(line, err=True),
         )
         for note in added.warnings:
             typer.echo(f"warning: {note}", err=True)

@@ -277,7 +277,7 @@ def _generate(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    from udbench.evaluation.executor import Executor, Failed
+    from udbench.evaluation.executor import DASK_LOG_NAME, Executor, Failed
 
     # the same executor as ``udbench run``: inline, a local Dask cluster, a scheduler or a
     # cluster file (SLURM); each instance is made with one compute thread (generate_task), so
@@ -287,6 +287,7 @@ def _generate(
         scheduler=scheduler,
         cluster_config=cluster_config,
         pin=False if scheduler is None and cluster_config is None else None,
+        log_file=Path(out) / DASK_LOG_NAME,
     )
     with Progress(*columns, console=console) as bar, executor:
         if not inline and keys:
@@ -360,7 +361,8 @@ def check_tasks(
     Returns
     -------
     dict
-        ``{"families": {family: stats}, "invalid": [{"path", "error"}, ...], "approximate":
+        ``{"families": {family: stats}, "invalid": [{"path", "error"[, "unreadable":
+        True]}, ...] (``unreadable``: the file's permissions, not its content), "approximate":
         [{"task_id", "path", "note"}, ...], "before_nugget": [{"task_id", "path",
         "mc_agree"}, ...]}``; ``before_nugget`` lists the GP task files made before the exact
         moments included the prior's nugget (no ``sampler.nugget``; docs/tasks.md, "Jitter
@@ -391,11 +393,12 @@ def check_tasks(
     from udbench.tasks import Task, gate_verdicts, pool_checks
     from udbench.tasks.checks import coverage_summary, mcmc_summary
     from udbench.tasks.discovery import find_task_files
+    from udbench.tasks.taskfile import TaskFileUnreadable
 
     paths = find_task_files(list(tasks), command="udbench check")
     groups: dict[str, tuple[list[dict[str, Any]], list[Any], list[dict[str, Any]]]] = {}
     per_dataset: dict[str, dict[str, tuple[list[dict[str, Any]], list[Any]]]] = {}
-    invalid: list[dict[str, str]] = []
+    invalid: list[dict[str, Any]] = []
     approximate: list[dict[str, str]] = []
     presets: dict[str, dict[str, dict[str, Any]]] = {}  # family -> fidelity -> sampler
     before_nugget: list[dict[str, Any]] = []
@@ -403,7 +406,10 @@ def check_tasks(
         try:
             task = Task.load(path).verify()
         except UdbenchError as err:
-            invalid.append({"path": str(path), "error": str(err)})
+            entry: dict[str, Any] = {"path": str(path), "error": str(err)}
+            if isinstance(err, TaskFileUnreadable):  # the remedy is permissions, not generate
+                entry["unreadable"] = True
+            invalid.append(entry)
             continue
         group = task.spec.family
         if not task.reference_exact:  # kept apart: its calibration is not expected to hold
@@ -698,12 +704,21 @@ def check_command(
     for bad in invalid:
         console.print(f"[bold red]invalid[/] {escape(bad['error'])}", highlight=False, markup=True)
     if invalid:
-        console.print(
-            f"{len(invalid)} of {len(invalid) + sum(r['n_instances'] for r in result.values())} "
-            "task files are invalid (left out of the tables above); regenerate them with "
-            "udbench generate",
-            highlight=False,
-        )
+        total = len(invalid) + sum(r["n_instances"] for r in result.values())
+        unreadable = sum(1 for bad in invalid if bad.get("unreadable"))
+        corrupt = len(invalid) - unreadable
+        if corrupt:
+            console.print(
+                f"{corrupt} of {total} task files are invalid (left out of the tables above); "
+                "regenerate them with udbench generate",
+                highlight=False,
+            )
+        if unreadable:
+            console.print(
+                f"{unreadable} of {total} task files cannot be read by this user (left out of "
+                "the tables above): fix their permissions (chmod u+r) and check again",
+                highlight=False,
+            )
         raise typer.Exit(code=1)
     if failed:
         console.print(

@@ -267,6 +267,10 @@ def register(app: typer.Typer) -> None:
             else:
                 tot[0] += r.cpu_hours
         console.print(table)
+        for r in rows:
+            config_note = r.config_note()
+            if config_note:
+                console.print(f"note: {config_note}", highlight=False, markup=False)
         for stage, (hours, n_unknown) in totals.items():
             extra = f" + {int(n_unknown)} unknown" if n_unknown else ""
             console.print(f"{stage}: {hours:.3g} CPU-h measured{extra}", highlight=False)

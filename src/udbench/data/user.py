@@ -290,6 +290,32 @@ def _check_name(name: str, data_dir: str | os.PathLike[str] | None, force: bool)
         )
 
 
+def _check_not_all_missing(values: pd.DataFrame, cols: Sequence[str], target: str | None) -> None:
+    """Raise when a kept column holds no value at all: it would drop every row (SPEC §2).
+
+    Raises
+    ------
+    UdbenchError
+        Naming the empty covariate columns (with the ``--drop`` that leaves them out) or the
+        empty ``--target`` column.
+    """
+    if target is not None and values[target].isna().all():
+        raise UdbenchError(
+            f"{_COMMAND}: the --target column {target!r} holds no value (every cell is empty or "
+            f"'?'), so SPEC §2's rule (drop a row with a missing target) would drop all "
+            f"{len(values)} rows; name another --target, or leave it out (the GP kernel "
+            "family is then the default rbf)"
+        )
+    empty = [c for c in cols if values[c].isna().all()]
+    if empty:
+        raise UdbenchError(
+            f"{_COMMAND}: covariate column(s) {', '.join(repr(c) for c in empty)} hold no value "
+            f"(every cell is empty or '?'), so SPEC §2's rule (drop a row with a missing "
+            f"covariate) would drop all {len(values)} rows; leave them out with --drop "
+            f"{','.join(empty)}"
+        )
+
+
 def prepare_dataset(
     table: str | os.PathLike[str] | pd.DataFrame,
     name: str,
@@ -344,7 +370,9 @@ def prepare_dataset(
     ------
     UdbenchError
         Bad name, unknown columns, non-numeric covariates (all listed, with how to encode
-        them), infinite values, duplicate rows (``duplicates="error"``), no covariate left,
+        them), infinite values, no data row, a covariate or target column without any value,
+        every row missing some value, duplicate rows (``duplicates="error"``), no covariate
+        left (every one constant),
         fewer rows than the design needs (the number needed is given), at least as many
         covariates as rows, a bad ``n_train`` or ``rho``.
     """
@@ -405,7 +433,24 @@ def prepare_dataset(
                 _COMMAND, f"column {c}", "hold finite numbers (or be empty where missing)", "inf"
             )
 
+    if len(table_values) == 0:
+        raise UdbenchError(
+            f"{_COMMAND}: the table {origin} holds no data rows (a header only); add the rows "
+            f"(at least {min_rows_needed()} after cleaning)"
+        )
+    _check_not_all_missing(table_values, cols, target_col)
     missing = np.asarray(table_values.isna().to_numpy().any(axis=1), dtype=bool)
+    if missing.all():
+        share = table_values[[*cols, *([target_col] if target_col else [])]].isna().mean()
+        worst = share.sort_values(ascending=False, kind="stable")
+        shown = ", ".join(f"{c} {v:.0%}" for c, v in worst.items() if v > 0)
+        raise UdbenchError(
+            f"{_COMMAND}: every one of the {len(table_values)} rows has a missing value in some "
+            "column, and SPEC §2 drops a row with a missing covariate"
+            + (" or target" if target_col else "")
+            + f", so no row is left (share of missing cells: {shown}); leave the columns "
+            "with most missing cells out with --drop, or fill them in first"
+        )
     if missing.any():
         messages.append(
             f"dropped {int(missing.sum())} of {len(table_values)} rows with a missing value"
@@ -418,7 +463,12 @@ def prepare_dataset(
         messages.append(f"dropped constant column(s) {constant} (min-max scaling needs max > min)")
         cols = [c for c in cols if c not in constant]
         if not cols:
-            raise param_error(_COMMAND, "table", "have a non-constant covariate", constant)
+            shown = ", ".join(f"{c} = {kept[c].iloc[0]:g}" for c in constant)
+            raise UdbenchError(
+                f"{_COMMAND}: every covariate is constant on the {len(kept)} row(s) kept after "
+                f"cleaning ({shown}), and min-max scaling needs max > min; a table needs at "
+                "least one covariate that varies"
+            )
 
     dup = kept.duplicated(subset=cols, keep="first").to_numpy()
     n_dup = int(dup.sum())

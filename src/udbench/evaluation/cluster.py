@@ -39,11 +39,13 @@ from udbench._threads import CELL_THREADS
 from udbench._validation import UdbenchError, UdbenchWarning, param_error
 
 __all__ = [
+    "GUARD_ADVICE",
     "THREAD_ENV_VARS",
     "CorePinningPlugin",
     "check_scheduler_address",
     "core_sets",
     "dask_client",
+    "dask_logs_to",
     "load_cluster_config",
     "thread_env",
 ]
@@ -57,6 +59,44 @@ THREAD_ENV_VARS: tuple[str, ...] = (
     "NUMEXPR_NUM_THREADS",
     "BLIS_NUM_THREADS",
 )
+
+
+@contextmanager
+def dask_logs_to(path: str | os.PathLike[str] | None) -> Iterator[Path | None]:
+    """Send this process's Dask (scheduler, nanny, client) log records to ``path``.
+
+    For the life of the context, the records of
+    :data:`udbench.evaluation._worker_setup.DASK_LOGGERS` go to the file (appended; its
+    folder is created) instead of the terminal; on exit the terminal handlers are given back.
+    ``None`` changes nothing.
+
+    Yields
+    ------
+    Path or None
+        The log file.
+    """
+    if path is None:
+        yield None
+        return
+    from udbench.evaluation._worker_setup import DASK_LOGGERS, log_to_file
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    saved = [
+        (logging.getLogger(n), list(logging.getLogger(n).handlers), logging.getLogger(n).propagate)
+        for n in DASK_LOGGERS
+    ]
+    handler = log_to_file(target)
+    try:
+        yield target
+    finally:
+        for log, handlers, propagate in saved:
+            log.removeHandler(handler)
+            for h in handlers:
+                if h not in log.handlers:
+                    log.addHandler(h)
+            log.propagate = propagate
+        handler.close()
 
 
 def usable_cores() -> list[int]:
@@ -264,8 +304,16 @@ def dask_client(
     cluster_config: str | os.PathLike[str] | None = None,
     pin: bool | None = None,
     threads_per_worker: int = 1,
+    log_file: str | os.PathLike[str] | None = None,
 ) -> Iterator[Any]:
     """Yield a ``distributed.Client`` for a run and close what was started afterwards.
+
+    With ``log_file`` (``udbench run``/``generate``/``tune`` give ``OUT/dask.log``,
+    :data:`udbench.evaluation.executor.DASK_LOG_NAME`) the log records of Dask go to that
+    file, not the terminal: this process's (scheduler and nannies of a local cluster, the
+    client) for the life of the client (:func:`dask_logs_to`), and the local workers'
+    (through their preload, :mod:`udbench.evaluation._worker_setup`). Without it, errors are
+    printed as Dask prints them.
 
     Parameters
     ----------
@@ -280,6 +328,8 @@ def dask_client(
         Pin workers to cores. Default: True for a LocalCluster, the
         file's ``pin`` (default False) for a cluster file, False for a scheduler address.
     threads_per_worker : int, default 1
+    log_file : str or Path, optional
+        Where Dask's log records go (see above).
 
     Raises
     ------
@@ -287,7 +337,34 @@ def dask_client(
         More than one of scheduler/cluster_config given, bad worker count, unreachable
         scheduler, bad cluster file.
     """
+    with (
+        dask_logs_to(log_file),
+        _client(
+            workers=workers,
+            scheduler=scheduler,
+            cluster_config=cluster_config,
+            pin=pin,
+            threads_per_worker=threads_per_worker,
+            log_file=log_file,
+        ) as client,
+    ):
+        yield client
+
+
+@contextmanager
+def _client(
+    *,
+    workers: int | None,
+    scheduler: str | None,
+    cluster_config: str | os.PathLike[str] | None,
+    pin: bool | None,
+    threads_per_worker: int,
+    log_file: str | os.PathLike[str] | None,
+) -> Iterator[Any]:
+    """:func:`dask_client` without the log redirection of this process."""
     from distributed import Client, LocalCluster
+
+    from udbench.evaluation._worker_setup import LOG_ENV
 
     if scheduler is not None and cluster_config is not None:
         raise param_error(
@@ -356,9 +433,12 @@ def dask_client(
     # memory at its first allocation and starve the others (a user's own setting wins)
     if n > 1:
         env[GPU_PREALLOCATE_VAR] = os.environ.get(GPU_PREALLOCATE_VAR, "false")
-    # Dask's nannies leave their OMP/MKL/OpenBLAS cap in this process's environment: put it
-    # back as it was
-    saved = {k: os.environ.get(k) for k in THREAD_ENV_VARS}
+    if log_file is not None:  # the workers' log records: to the file, by their preload
+        env[LOG_ENV] = os.path.abspath(log_file)
+    # Dask's nannies leave their OMP/MKL/OpenBLAS cap (and the log file) in this process's
+    # environment: put it back as it was
+    saved = {k: os.environ.get(k) for k in (*THREAD_ENV_VARS, LOG_ENV)}
+    _refuse_in_a_starting_process()
     try:
         cluster = LocalCluster(
             n_workers=n,
@@ -374,6 +454,11 @@ def dask_client(
             # Ctrl-C is handled by the driver alone (one line, cells kept)
             preload=["udbench.evaluation._worker_setup"],
         )
+    except Exception as err:  # a worker process that did not start: say what usually causes it
+        where = f"; Dask's log: {os.path.abspath(log_file)}" if log_file is not None else ""
+        raise UdbenchError(
+            f"the local Dask workers failed to start ({_root_cause(err)}{where}). " + GUARD_ADVICE
+        ) from None
     finally:
         for k, v in saved.items():
             if v is None:
@@ -390,6 +475,32 @@ def dask_client(
             client.close()
     finally:
         _close_quietly(cluster)
+
+
+#: What a script that starts local workers needs (Python's multiprocessing rule).
+GUARD_ADVICE = (
+    "A Python script that runs udbench on local workers (workers >= 1, or the default) must "
+    'put that code under `if __name__ == "__main__":`, since each worker process imports the '
+    "script again; or pass workers=0 to run in this process"
+)
+
+
+def _refuse_in_a_starting_process() -> None:
+    """Stop with one line when called while a new process imports the user's script.
+
+    Local workers are started by :mod:`multiprocessing`'s ``spawn``: each imports the main
+    script again, and a script without an ``if __name__ == "__main__":`` guard then calls
+    udbench again there, which would start workers of its own; Python refuses with a long
+    traceback in every worker. This ends such a process with one line instead (the driver
+    then reports the workers that did not start, :data:`GUARD_ADVICE`).
+    """
+    import multiprocessing
+
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise SystemExit(
+            "udbench: this process was started as a local Dask worker and is importing the "
+            "main script again, which calls udbench once more. " + GUARD_ADVICE + "."
+        )
 
 
 def _close_quietly(cluster: Any) -> None:

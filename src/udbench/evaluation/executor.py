@@ -33,9 +33,20 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from typing import Any, TypeVar
 
-__all__ = ["Executor", "Failed", "JobPool", "call_with_timeout", "worker_address"]
+__all__ = [
+    "DASK_LOG_NAME",
+    "Executor",
+    "Failed",
+    "JobPool",
+    "call_with_timeout",
+    "worker_address",
+]
 
 T = TypeVar("T")
+
+#: Name of the file, in a command's output folder, that receives Dask's log records (workers,
+#: scheduler): the terminal shows udbench's own lines only.
+DASK_LOG_NAME = "dask.log"
 
 
 class Failed:
@@ -73,6 +84,10 @@ class Executor:
     client : distributed.Client, optional
         An existing client to submit to (overrides ``workers``/``scheduler``/``cluster_config``;
         not closed on exit).
+    log_file : str or Path, optional
+        Where Dask's log records (workers, scheduler) go instead of the terminal
+        (:func:`~udbench.evaluation.cluster.dask_client`); the commands give
+        ``OUT/dask.log``. Kept as :attr:`log_file`, for messages that point to it.
 
     Raises
     ------
@@ -88,6 +103,7 @@ class Executor:
         cluster_config: str | os.PathLike[str] | None = None,
         pin: bool | None = None,
         client: Any = None,
+        log_file: str | os.PathLike[str] | None = None,
     ) -> None:
         from udbench._validation import check_workers
 
@@ -96,6 +112,7 @@ class Executor:
         self.cluster_config = cluster_config
         self.pin = pin
         self.client = client
+        self.log_file = None if log_file is None or self.inline else os.fspath(log_file)
         self._stack = ExitStack()
 
     @property
@@ -118,6 +135,7 @@ class Executor:
                     scheduler=self.scheduler,
                     cluster_config=self.cluster_config,
                     pin=self.pin,
+                    log_file=self.log_file,
                 )
             )
         return self

@@ -32,9 +32,11 @@ every method has a finite value of the ranking metric (``rank_by``, default ρ(E
   :func:`udbench.evaluation.metrics.mean_ranks`), the statistic of rank-based analyses.
 
 ``mean_rank`` is always reported as well; ``rank`` orders ``rank_value`` (1 = best, ties share
-the lower rank). When no instance has every method, ``rank_value`` falls back to each method's
-own mean, and the note says so. A method whose ranking metric is undefined on every instance
-(e.g. ρ(AU, AU*) for a method with constant AU) gets no rank (``<NA>``; ``null`` in JSON) and
+the lower rank). The two statistics can disagree (:data:`RANK_GUIDE` says how to read them).
+When no instance has every method, ``rank_value`` falls back to each method's own mean, and
+the note says so; a single method is ranked 1 on its own valid instances. A method whose
+ranking metric is undefined on every instance (e.g. ρ(AU, AU*) for a method with constant AU)
+gets no rank (``<NA>``; ``null`` in JSON) and
 is listed last. ``board.attrs["ranking"]`` holds one line saying what ranks and on how many
 instances; ``board.attrs["partial"]`` one line when methods have different numbers of valid
 instances (partial results: the means use each method's own instances, the ranks only the
@@ -67,6 +69,7 @@ __all__ = [
     "HOMOSCEDASTIC",
     "LEADERBOARD_METRICS",
     "METRIC_LABELS",
+    "RANK_GUIDE",
     "RANK_STATS",
     "TaskVersionWarning",
     "filter_results",
@@ -95,6 +98,14 @@ METRIC_LABELS: dict[str, str] = {
     "nmse": "NMSE vs f*",
     **PROXY_LABELS,
 }
+#: How to read ``rank`` beside ``mean rank`` (one sentence, under the report's leaderboard).
+RANK_GUIDE = (
+    "rank orders the methods by the ranking statistic over the common instances (by default "
+    "the mean ρ shown in the table); mean rank is each method's per-instance rank (1 = best "
+    "on that instance) averaged over the same instances, which counts a narrow win as much "
+    "as a wide one, so a method with a higher mean ρ can have a worse mean rank when it wins "
+    "by a lot on a few instances and loses narrowly on many"
+)
 #: Statistics a leaderboard can rank by (see the module docstring).
 RANK_STATS: tuple[str, ...] = ("mean", "mean_rank")
 #: Task coordinates (and the method) a results table can be filtered by.
@@ -176,7 +187,12 @@ def _interval(values: np.ndarray, seed: str, confidence: float, n_resamples: int
         return math.nan, math.nan, math.nan, 0
     if vals.size == 1 or np.all(vals == vals[0]):
         v = float(vals.mean())
-        return v, (math.nan if vals.size == 1 else v), (math.nan if vals.size == 1 else v), 1
+        return (
+            v,
+            (math.nan if vals.size == 1 else v),
+            (math.nan if vals.size == 1 else v),
+            vals.size,
+        )
     res = bootstrap_ci(vals, n_resamples=n_resamples, confidence=confidence, random_state=seed)
     return res.estimate, res.low, res.high, int(vals.size)
 
@@ -334,16 +350,24 @@ def leaderboard(
         name = f"|{name} − {float(direction[8:]):g}|"
     if common is not None:
         cols = [methods.index(m) for m in common.columns]
-        board.loc[cols, "mean_rank"] = mean_ranks(common.to_numpy(), higher_is_better=higher)
+        board.loc[cols, "mean_rank"] = (
+            mean_ranks(common.to_numpy(), higher_is_better=higher) if len(cols) > 1 else 1.0
+        )
         if rank_stat == "mean_rank":
             board["rank_value"] = board["mean_rank"]
         else:
             board.loc[cols, "rank_value"] = common.mean(axis=0).to_numpy()
         what = "mean per-instance rank of" if rank_stat == "mean_rank" else "mean"
-        ranking = (
-            f"rank: {what} {name} over the {n_common} instance(s) where every ranked method "
-            "has a value (1 = best)"
-        )
+        if len(common.columns) == 1:
+            ranking = (
+                f"rank: a single ranked method ({common.columns[0]}), {what} {name} over "
+                f"its {n_common} valid instance(s)"
+            )
+        else:
+            ranking = (
+                f"rank: {what} {name} over the {n_common} instance(s) where every ranked "
+                "method has a value (1 = best)"
+            )
     else:
         board["rank_value"] = board[rank_by]
         if direction.startswith("nominal:"):
@@ -394,14 +418,15 @@ def _common_table(
     """Instances × methods of ``metric`` where every method defined somewhere has a value.
 
     Methods whose metric is undefined on every instance are left out (they get no rank);
-    None when fewer than two methods are left or no instance is complete.
+    None when no method is left or no instance is complete. A single method's common
+    instances are its own valid ones.
     """
-    if len(methods) < 2 or ok.empty:
+    if not methods or ok.empty:
         return None
     wide = ok.pivot_table(index="task_id", columns=label, values=metric, aggfunc="mean")
     wide = wide.reindex(columns=methods)
     defined = [m for m in methods if wide[m].notna().any()]
-    if len(defined) < 2:
+    if not defined:
         return None
     complete = wide[defined].dropna(axis=0, how="any")
     return None if complete.empty else complete

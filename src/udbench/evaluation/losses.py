@@ -30,7 +30,7 @@ EU terms are not monotone in EU alone (they mix EU with AU), so EU rankings can 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -493,6 +493,8 @@ class ScoreSummary:
     skipped : list of (str, str)
         ``(cell key, reason)`` of the ok cells that could not be scored (predictions not
         kept, task file missing or changed).
+    n_no_predictions : int
+        Of those, the cells run without ``--keep-predictions`` (nothing to score).
     """
 
     losses: tuple[str, ...]
@@ -500,6 +502,7 @@ class ScoreSummary:
     n_scored: int = 0
     n_already: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    n_no_predictions: int = 0
 
 
 def _missing(value: Any) -> bool:
@@ -522,12 +525,34 @@ def _merge_notes(old: Any, losses: tuple[str, ...], new: list[str]) -> str | Non
     return "; ".join(merged) if merged else None
 
 
+def _find_task_file(stored: str, row: dict[str, Any], by_id: dict[str, list[Path]]) -> Path | None:
+    """The task file of a results row: its stored path, else one of ``by_id`` with its id.
+
+    Among several files with the row's task id, the one whose content checksum is the row's
+    ``task_sha256`` wins (else the first).
+    """
+    from udbench.tasks import Task
+
+    if stored and Path(stored).is_file():
+        return Path(stored)
+    found = by_id.get(str(row.get("task_id")), [])
+    sha = row.get("task_sha256")
+    for candidate in found:
+        try:
+            if isinstance(sha, str) and Task.load(candidate).content_sha256 == sha:
+                return candidate
+        except UdbenchError:
+            continue
+    return found[0] if found else None
+
+
 def score_results(
     results: str | os.PathLike[str],
     losses: tuple[str, ...] | list[str],
     *,
     force: bool = False,
     on_cell: Callable[[int, int], None] | None = None,
+    task_dirs: Sequence[str | os.PathLike[str]] = (),
 ) -> ScoreSummary:
     """Score the stored cells of a results folder under other losses (``udbench score``).
 
@@ -548,6 +573,9 @@ def score_results(
         Score cells that already hold a loss again (the default skips them).
     on_cell : callable, optional
         ``on_cell(done, total)`` after every task's cells (progress).
+    task_dirs : sequence of str or Path, default ()
+        Task files or folders searched by task id (and content checksum) when a row's
+        stored ``task_path`` is gone (the tasks were moved; ``udbench score --tasks``).
 
     Returns
     -------
@@ -561,6 +589,7 @@ def score_results(
     from udbench.evaluation.store import ResultsStore
     from udbench.methods.base import Prediction
     from udbench.tasks import Task
+    from udbench.tasks.discovery import task_files_by_id
 
     comp = "udbench score"
     losses = as_list(comp, "losses", losses, (str,), what="loss names (squared, crps, log)")
@@ -593,10 +622,26 @@ def score_results(
         if not force and all(_has_loss(row, loss) for loss in wanted):
             summary.n_already += 1
             continue
+        key = str(row["cell_key"])
+        if not store.prediction_path(key).is_file():  # nothing to score: say so first
+            summary.skipped.append((key, "predictions not kept (run with --keep-predictions)"))
+            summary.n_no_predictions += 1
+            continue
         todo.setdefault(str(row.get("task_path")), []).append(row)
+    by_id = task_files_by_id(list(task_dirs), command=comp) if todo and task_dirs else {}
     total = sum(len(v) for v in todo.values())
     done = 0
-    for path, cells in todo.items():
+    for stored_path, cells in todo.items():
+        path = _find_task_file(stored_path, cells[0], by_id)
+        if path is None:
+            why = f"task file {stored_path!r} not found (moved or deleted since the run): " + (
+                "not under --tasks either"
+                if task_dirs
+                else "pass the folder that holds it now with --tasks"
+            )
+            summary.skipped += [(str(r["cell_key"]), why) for r in cells]
+            done += len(cells)
+            continue
         try:
             task = Task.load(path)
         except UdbenchError as err:
@@ -609,11 +654,8 @@ def score_results(
             sha = row.get("task_sha256")
             if isinstance(sha, str) and sha and sha != task.content_sha256:
                 summary.skipped.append(
-                    (key, f"task file {path!r} changed since the run (content checksum)")
+                    (key, f"task file {str(path)!r} changed since the run (content checksum)")
                 )
-                continue
-            if not store.prediction_path(key).is_file():
-                summary.skipped.append((key, "predictions not kept (run with --keep-predictions)"))
                 continue
             pred_df = store.read_predictions(key)
             if not np.array_equal(pred_df["eval_idx"].to_numpy(), np.asarray(task.eval_idx)):

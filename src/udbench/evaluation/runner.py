@@ -50,7 +50,13 @@ from udbench._validation import (
     param_error,
 )
 from udbench.data import N_SHELLS
-from udbench.evaluation.executor import Executor, Failed, call_with_timeout, worker_address
+from udbench.evaluation.executor import (
+    DASK_LOG_NAME,
+    Executor,
+    Failed,
+    call_with_timeout,
+    worker_address,
+)
 from udbench.evaluation.scoring import METRIC_KEYS, PROXY_KEYS, score_prediction
 from udbench.evaluation.store import ResultsStore, cell_key
 from udbench.methods.base import BaseMethod, MethodOutputError, Prediction
@@ -116,7 +122,8 @@ class Cell:
     Attributes
     ----------
     task_path : str
-        Path of the task file.
+        Absolute path of the task file (stored in the cell's row, so that commands reading
+        the results find it from any folder).
     task_id : str
         Its id (file stem if unreadable).
     method : MethodConfig
@@ -210,7 +217,7 @@ def plan_cells(
                 mc, extra = configure(spec, given)
             seed = extra.get("method_seed")
             cell = Cell(
-                task_path=str(path),
+                task_path=os.path.abspath(path),  # stored: commands work from any folder
                 task_id=tid,
                 method=mc,
                 seed=method_seed(tid, mc.name, mc.config_hash) if seed is None else int(seed),
@@ -489,10 +496,12 @@ def evaluate_cell(
     return outcome
 
 
-def _crashed(cell: Cell, err: BaseException) -> CellOutcome:
+def _crashed(cell: Cell, err: BaseException, log_file: str | None = None) -> CellOutcome:
     """Outcome of a cell whose worker died or whose task errored outside ``evaluate_cell``."""
     row = _base_row(cell)
-    row["error"] = f"worker failed: {_one_line(err)}"
+    row["error"] = f"worker failed: {_one_line(err)}" + (
+        f" (Dask's log: {log_file})" if log_file else ""
+    )
     row["finished_at"] = _now()
     return CellOutcome(row=row)
 
@@ -523,13 +532,20 @@ def _isolated_outcome(cell: Cell, res: ChildResult, timeout: float | None) -> Ce
 
 
 def _outcome(
-    cell: Cell, result: CellOutcome | Failed | ChildResult, timeout: float | None
+    cell: Cell,
+    result: CellOutcome | Failed | ChildResult,
+    timeout: float | None,
+    log_file: str | None = None,
 ) -> CellOutcome:
-    """The outcome of a cell from what the :class:`~udbench.evaluation.executor.Executor` gave."""
+    """The outcome of a cell from what the :class:`~udbench.evaluation.executor.Executor` gave.
+
+    A job that failed on Dask (its worker lost) names Dask's log file, where the worker's own
+    account is.
+    """
     if isinstance(result, CellOutcome):
         return result
     if isinstance(result, Failed):
-        return _crashed(cell, result.error)
+        return _crashed(cell, result.error, log_file)
     return _isolated_outcome(cell, result, timeout)
 
 
@@ -627,9 +643,16 @@ def run_benchmark(
     cells, skipped = plan_cells(paths, mcs, finished=done, configure=configure)
     summary = RunSummary(out=Path(out), n_cells=len(cells) + skipped, n_skipped=skipped)
     if not cells:
+        if store.root.is_dir():  # unusable part files go to quarantine, as the warning said
+            store.compact()
         return summary
     executor = Executor(
-        workers=workers, scheduler=scheduler, cluster_config=cluster_config, pin=pin, client=client
+        workers=workers,
+        scheduler=scheduler,
+        cluster_config=cluster_config,
+        pin=pin,
+        client=client,
+        log_file=Path(out) / DASK_LOG_NAME,
     )
     with executor:
         if on_cell is not None:
@@ -645,7 +668,7 @@ def run_benchmark(
             measure=measure,
         )
         for n_done, (cell, result) in enumerate(stream, start=1):
-            outcome = _outcome(cell, result, timeout)
+            outcome = _outcome(cell, result, timeout, executor.log_file)
             store.write_cell(outcome.row, outcome.predictions)
             if outcome.row["status"] == "ok":
                 summary.n_ok += 1

@@ -53,6 +53,7 @@ __all__ = [
     "cell_key",
     "config_hash",
     "read_results",
+    "resolve_task_paths",
 ]
 
 #: Name of the compacted table inside a results directory.
@@ -284,7 +285,8 @@ class ResultsStore:
         -------
         DataFrame
             Long format, one row per cell key; the newest row wins for a key stored twice.
-            Empty (no columns) if nothing is stored.
+            Empty (no columns) if nothing is stored. ``task_path`` is absolute where the
+            file can be found (:func:`resolve_task_paths`).
 
         Raises
         ------
@@ -295,11 +297,14 @@ class ResultsStore:
         df, bad = self._load()
         for path, reason in bad:
             warnings.warn(
-                f"results store: skipped part file {str(path)!r} ({reason}); the next "
-                f"'udbench run' moves it to {str(self.cells_dir / QUARANTINE)!r}",
+                f"results store: skipped part file {str(path)!r} ({reason}); 'udbench run "
+                f"--out {self.root}' moves it to {str(self.cells_dir / QUARANTINE)!r} as it "
+                "ends, and recomputes its cell",
                 StoreWarning,
                 stacklevel=2,
             )
+        if "task_path" in df.columns:
+            df["task_path"] = resolve_task_paths(df["task_path"], self.root)
         return df
 
     def finished(self, *, include_failed: bool = True) -> set[str]:
@@ -383,6 +388,48 @@ class ResultsStore:
         return len(df)
 
 
+def resolve_task_paths(paths: pd.Series, results_dir: str | os.PathLike[str]) -> pd.Series:
+    """The stored ``task_path`` of each row as a path that works from any folder.
+
+    ``udbench run`` stores the absolute path of every task file (docs/running.md, "Task
+    paths"). Rows written by earlier versions hold the path as it was given, relative to the
+    folder the run was started in, which a command run from elsewhere cannot find. Such a
+    relative path is resolved against, in order, the current folder (where it was found
+    before), the results folder and each folder above it; the first that names an existing
+    file wins. A path found nowhere, and every absolute path, is left as stored (a command
+    that needs the file then says it is missing, and ``--tasks`` names where it is now).
+
+    Parameters
+    ----------
+    paths : Series of str
+        The ``task_path`` column.
+    results_dir : str or Path
+        The results folder the rows were read from.
+
+    Returns
+    -------
+    Series of str
+        Same index.
+    """
+    bases = [Path.cwd(), *Path(os.path.abspath(results_dir)).parents]
+    bases.insert(1, Path(os.path.abspath(results_dir)))
+    found: dict[str, str] = {}
+
+    def resolve(value: Any) -> Any:
+        if not isinstance(value, str) or not value or os.path.isabs(value):
+            return value
+        if value not in found:
+            found[value] = value
+            for base in bases:
+                candidate = base / value
+                if candidate.is_file():
+                    found[value] = str(candidate)
+                    break
+        return found[value]
+
+    return paths.map(resolve)
+
+
 def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a results directory (or a single Parquet file) into a DataFrame.
 
@@ -412,6 +459,8 @@ def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
                 f"read_results: {str(p)!r} is not a readable results table ({_reason(err)}); "
                 "give a results folder written by 'udbench run', or its results.parquet"
             ) from None
+        if "task_path" in df.columns:
+            df["task_path"] = resolve_task_paths(df["task_path"], p.parent)
     elif p.is_dir():
         df = ResultsStore(p).read()
     else:

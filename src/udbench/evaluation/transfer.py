@@ -381,16 +381,9 @@ def _locate(row: pd.Series, by_id: dict[str, list[Path]]) -> Path | None:
 
 
 def _task_index(task_dirs: Iterable[str | os.PathLike[str]]) -> dict[str, list[Path]]:
-    from udbench.tasks.discovery import find_task_files, task_identity
+    from udbench.tasks.discovery import task_files_by_id
 
-    dirs = [str(d) for d in task_dirs]
-    index: dict[str, list[Path]] = {}
-    if not dirs:
-        return index
-    for p in find_task_files(dirs):
-        tid, _ = task_identity(p)
-        index.setdefault(tid, []).append(Path(p))
-    return index
+    return task_files_by_id([str(d) for d in task_dirs], command="udbench transfer")
 
 
 #: Called after each task as ``on_task(done, total, task_id)``.

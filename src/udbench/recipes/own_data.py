@@ -10,7 +10,7 @@ SPEC's families when the table has a target,
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +27,15 @@ from udbench.data.user import (
 )
 from udbench.priors.base import Fidelity
 
-__all__ = ["AddedDataset", "add_dataset"]
+__all__ = ["FIT_COST", "AddedDataset", "add_dataset"]
+
+#: What the kernel-family fit costs on a 2-core CPU, per fidelity (measured with
+#: ``benchmarks/bench_kernel_family.py``; docs/data.md, "Your own table").
+FIT_COST: dict[str, str] = {
+    "smoke": "about 2.5 minutes on an idle 2-core CPU (longer on a busy one)",
+    "standard": "minutes per family on a 2-core CPU, tens of minutes or more for all",
+    "paper": "minutes per family on a 2-core CPU, tens of minutes or more for all",
+}
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,7 @@ def add_dataset(
     fidelity: Fidelity | str = Fidelity.STANDARD,
     data_dir: str | os.PathLike[str] | None = None,
     force: bool = False,
+    on_fit: Callable[[str], None] | None = None,
 ) -> AddedDataset:
     """Clean, check, design and register a user's table as dataset ``name``.
 
@@ -85,6 +94,9 @@ def add_dataset(
         Fit settings of the family selection (``smoke``: 200 rows, 2 × 50 iterations).
     data_dir : path-like, optional
         The user's data folder (default ``$UDBENCH_DATA_DIR``; one of the two is required).
+    on_fit : callable, optional
+        Called with one line saying what is fitted and what it costs, just before the
+        kernel-family fit starts (the only slow step; ``udbench datasets add`` prints it).
 
     Returns
     -------
@@ -125,6 +137,14 @@ def add_dataset(
         cand = np.asarray(prepared.cand_idx)
         rng = make_rng("gp-fit-rows", name)  # the rows the GP prior's fit uses
         rows = np.sort(rng.choice(cand, size=min(settings["max_rows"], cand.size), replace=False))
+        if on_fit is not None:
+            on_fit(
+                f"fitting the GP kernel family to {prepared.spec.target!r}: "
+                f"{len(spec_kernel_families())} families by marginal likelihood on {rows.size} "
+                f"rows ({fid.value} settings: {settings['restarts']} starts × "
+                f"{settings['maxiter']} iterations); {FIT_COST[fid.value]} (docs/data.md); "
+                "--kernel FAMILY skips the fit"
+            )
         family, lml = select_kernel_family(
             prepared.X[rows],
             prepared.y_real[rows],

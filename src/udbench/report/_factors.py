@@ -5,14 +5,14 @@
   apart), with the number of instances behind each mean.
 - :func:`shell_errorbars`: the per-shell means with 95 % normal intervals (mean ± 1.96 SE over
   instances), so a difference between shells can be read against its noise.
-- :func:`eu_scatter`: for one instance, each method's EU against the oracle EU*_risk, on log
-  axes and as ranks (what a Spearman ρ of 0.3 or 0.8 looks like). Needs the per-point
-  predictions (``udbench run --keep-predictions``) and the task files.
+- :func:`eu_scatter`: for one instance, every method's EU against the oracle EU*_risk, on
+  log10 axes and as ranks (what a Spearman ρ of 0.3 or 0.8 looks like), one panel pair per
+  method. Needs the per-point predictions (``udbench run --keep-predictions``) and the task
+  files.
 """
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
@@ -136,12 +136,20 @@ def _load_instance(results: pd.DataFrame, results_dir: Path) -> tuple[str, list[
 def eu_scatter(results: pd.DataFrame, results_dir: Path | None, order: list[str]) -> Any:
     """Figure of EU against EU*_risk on one instance, or None with no kept predictions.
 
+    Every method with a valid kept prediction on the instance gets its panels (small
+    multiples, at most five methods a row, in rank order): on top its EU against EU*_risk
+    (log10 of both, so a range of less than a decade gets readable ticks too), below their
+    ranks.
+
     Returns
     -------
-    (Figure, str) or None
-        The matplotlib figure (two rows: log–log values, ranks; one column per method, at
-        most eight, in rank order) and the instance's task id.
+    (Figure, str, list of str) or None
+        The matplotlib figure, the instance's task id and the methods shown (in order).
     """
+    from matplotlib.ticker import MaxNLocator
+
+    from udbench.report._figures import grid_shape
+
     if results_dir is None or "cell_key" not in results.columns:
         return None
     loaded = _load_instance(results, results_dir)
@@ -149,25 +157,34 @@ def eu_scatter(results: pd.DataFrame, results_dir: Path | None, order: list[str]
         return None
     task_id, series = loaded
     rank_of = {m: i for i, m in enumerate(order)}
-    series = sorted(series, key=lambda s: rank_of.get(s[0], len(order)))[:8]
-    k = len(series)
-    fig = figure(figsize=(2.4 * k + 0.6, 5.0))
+    series = sorted(series, key=lambda s: rank_of.get(s[0], len(order)))
+    rows, cols = grid_shape(len(series))
+    fig = figure(figsize=(2.5 * cols + 0.4, 4.6 * rows + 0.5), layout="constrained")
+    grid = fig.add_gridspec(2 * rows, cols)
+    floor = np.finfo(float).tiny
     for j, (name, eu, eu_star) in enumerate(series):
+        r, c = divmod(j, cols)
         rho = stats.spearmanr(eu, eu_star).statistic
-        top = fig.add_subplot(2, k, j + 1)
-        floor = np.finfo(float).tiny
-        top.loglog(np.maximum(eu_star, floor), np.maximum(eu, floor), ".", ms=2, alpha=0.5)
+        top = fig.add_subplot(grid[2 * r, c])
+        top.plot(
+            np.log10(np.maximum(eu_star, floor)),
+            np.log10(np.maximum(eu, floor)),
+            ".",
+            ms=2,
+            alpha=0.5,
+        )
         top.set_title(f"{name}\nρ = {rho:.2f}", fontsize="small")
-        top.set_xlabel("EU*_risk", fontsize="x-small")
-        if j == 0:
-            top.set_ylabel("EU (method)", fontsize="x-small")
-        bottom = fig.add_subplot(2, k, k + j + 1)
+        top.set_xlabel("log10 EU*_risk", fontsize="x-small")
+        if c == 0:
+            top.set_ylabel("log10 EU (method)", fontsize="x-small")
+        bottom = fig.add_subplot(grid[2 * r + 1, c])
         bottom.plot(stats.rankdata(eu_star), stats.rankdata(eu), ".", ms=2, alpha=0.5)
         bottom.set_xlabel("rank of EU*_risk", fontsize="x-small")
-        if j == 0:
+        if c == 0:
             bottom.set_ylabel("rank of EU", fontsize="x-small")
         for ax in (top, bottom):
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+            ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
             ax.tick_params(which="both", labelsize="xx-small")
-    fig.suptitle(f"EU against the oracle on one instance: {html.escape(task_id)}", fontsize="small")
-    fig.tight_layout()
-    return fig, task_id
+    fig.suptitle(f"EU against the oracle on one instance: {task_id}", fontsize="small")
+    return fig, task_id, [s[0] for s in series]

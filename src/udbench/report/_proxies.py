@@ -110,34 +110,54 @@ def instance_predictions(
 def calibration_figure(
     series: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]], task_id: str, order: list[str]
 ) -> Any:
-    """Calibration curves (observed vs expected central-interval coverage), one per method.
+    """Calibration curves (observed vs expected central-interval coverage), a panel per method.
 
-    Methods with a zero predictive variance somewhere are left out (their intervals are
-    degenerate); at most ten methods, in ``order``.
+    Small multiples in ``order`` (at most five a row), every method of ``series`` shown: a
+    method whose predictive variance is zero somewhere (degenerate intervals) gets a panel
+    that says so instead of a curve.
     """
     from udbench.evaluation.proxies import calibration_curve
+    from udbench.report._figures import grid_shape
 
     rank_of = {m: i for i, m in enumerate(order)}
     series = sorted(series, key=lambda s: rank_of.get(s[0], len(order)))
-    fig = figure(figsize=(6.4, 5.2))
-    ax = fig.add_subplot(1, 1, 1)
-    ax.plot([0, 1], [0, 1], color="black", lw=1, ls="--", label="calibrated")
-    shown = 0
-    for name, mean, var, y in series:
-        if shown == 10 or np.any(var <= 0):
+    rows, cols = grid_shape(len(series))
+    fig = figure(figsize=(2.3 * cols + 0.4, 2.5 * rows + 0.6), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False, sharex=True, sharey=True)
+    for k, ax in enumerate(axes.flat):
+        if k >= len(series):
+            ax.set_visible(False)
             continue
-        p, obs = calibration_curve(mean, var, y)
-        area = float(np.trapezoid(np.abs(obs - p), p))
-        ax.plot(p, obs, lw=1.4, label=f"{name} (area {area:.3f})")
-        shown += 1
-    ax.fill_between([0, 1], [0, 1], [0, 0], color="#D55E00", alpha=0.05)
-    ax.text(0.62, 0.08, "over-confident\n(intervals too narrow)", fontsize="x-small")
-    ax.text(0.04, 0.86, "under-confident\n(intervals too wide)", fontsize="x-small")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_aspect("equal")
-    ax.set_xlabel("expected coverage p of the central interval")
-    ax.set_ylabel("observed fraction of y inside")
-    ax.set_title(f"Calibration on instance {task_id}", fontsize="small")
-    ax.legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.02, 0.5))
+        name, mean, var, y = series[k]
+        ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
+        ax.fill_between([0, 1], [0, 1], [0, 0], color="#D55E00", alpha=0.05)
+        zero = int(np.sum(~(var > 0)))
+        if zero:
+            ax.text(
+                0.5,
+                0.5,
+                f"not drawn:\nAU + EU = 0 at\n{zero} of {var.size} points",
+                ha="center",
+                va="center",
+                fontsize="x-small",
+                transform=ax.transAxes,
+            )
+            ax.set_title(name, fontsize="small")
+        else:
+            p, obs = calibration_curve(mean, var, y)
+            area = float(np.trapezoid(np.abs(obs - p), p))
+            ax.plot(p, obs, lw=1.4, color="#0072B2")
+            ax.set_title(f"{name}\narea {area:.3f}", fontsize="small")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_aspect("equal")
+        ax.set_xticks([0, 0.5, 1])
+        ax.set_yticks([0, 0.5, 1])
+        ax.tick_params(labelsize="xx-small")
+    fig.supxlabel("expected coverage p of the central interval", fontsize="small")
+    fig.supylabel("observed fraction of y inside", fontsize="small")
+    fig.suptitle(
+        f"Calibration on instance {task_id} (dashed: calibrated; below it, shaded: over-confident)",
+        fontsize="small",
+    )
     return fig

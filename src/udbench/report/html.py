@@ -9,7 +9,14 @@ embedded as base64 PNG) and the same figures as PNG files beside it:
   heteroscedastic-AU methods; SPEC §10);
 - ``entanglement.png``: mean excess entanglement Δ_ent = ρ(EU, AU) − ρ(EU*_risk, AU*) per method;
 - ``shells.png``: mean ρ(EU, EU*_risk) inside each coverage shell (SPEC §3), inner (0) to
-  outermost (4), per method.
+  outermost (4), per method (a colour and marker of its own each,
+  :func:`udbench.report._figures.method_styles`);
+- ``eu_vs_oracle.png``, ``calibration.png`` (with ``results_dir`` and kept predictions): one
+  panel (pair) per method on one instance.
+
+Every figure shows all the methods it claims or its caption names those left out and why; a
+figure that would be empty is left out with a line saying why. The leaderboard note says how
+``rank`` and ``mean rank`` differ (:data:`udbench.evaluation.leaderboard.RANK_GUIDE`).
 
 - ``tuning.png`` (results of ``udbench run --tuned``, when the tuned records are given): the
   best-so-far held-out NLL of every sweep against the trial number, and a table of the tuned
@@ -41,13 +48,14 @@ from udbench.data import N_SHELLS
 from udbench.evaluation.leaderboard import (
     LEADERBOARD_METRICS,
     METRIC_LABELS,
+    RANK_GUIDE,
     TaskVersionWarning,
     leaderboard,
     select_task_versions,
 )
 from udbench.evaluation.ranking import critical_difference
 from udbench.report._factors import eu_scatter, factor_tables, shell_errorbars
-from udbench.report._figures import figure, png
+from udbench.report._figures import figure, method_styles, png
 from udbench.report._proxies import (
     CALIBRATION_GUIDE,
     calibration_figure,
@@ -137,7 +145,10 @@ def shell_table(results: pd.DataFrame) -> pd.DataFrame:
 
 def _interval_plot(board: pd.DataFrame, metrics: list[tuple[str, str]], title: str, xlabel: str):
     methods = list(board["method"])
-    fig = figure(figsize=(7.5, 0.45 * len(methods) * max(1, len(metrics)) ** 0.5 + 1.4))
+    fig = figure(
+        figsize=(7.5, 0.45 * len(methods) * max(1, len(metrics)) ** 0.5 + 1.4),
+        layout="constrained",
+    )
     ax = fig.add_subplot()
     k = len(metrics)
     offsets = np.linspace(-0.25, 0.25, k) if k > 1 else np.zeros(1)
@@ -153,17 +164,44 @@ def _interval_plot(board: pd.DataFrame, metrics: list[tuple[str, str]], title: s
     ax.axvline(0.0, color="#999", lw=0.8)
     ax.set_yticks(ypos, methods)
     ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize="medium", wrap=True)
+    ax.set_title(title, fontsize="medium")
     if k > 1:
         ax.legend(loc="best", fontsize="small")
     ax.grid(axis="x", alpha=0.3)
     return fig
 
 
+def _au_subset(board: pd.DataFrame, col: str) -> tuple[pd.DataFrame, str]:
+    """The leaderboard rows with a value of the AU metric ``col``, and why the others have none."""
+    const = board["constant_aleatoric"].astype(bool)
+    has = board[col].notna()
+    reasons = []
+    constant = [str(m) for m in board.loc[const, "method"]]
+    if constant:
+        reasons.append(f"{', '.join(constant)} (constant AU: undefined, SPEC §8)")
+    missing = [str(m) for m in board.loc[~const & ~has, "method"]]
+    if missing:
+        reasons.append(f"{', '.join(missing)} (no valid instance with heteroscedastic noise)")
+    return board[~const & has], "; ".join(reasons)
+
+
+def _subset_caption(
+    shown: Sequence[str], order: Sequence[str], why: str, ranked: bool = True
+) -> str:
+    """A figure's caption: all k methods, or k of the m and which are not shown and why."""
+    left = [m for m in order if m not in set(shown)]
+    how = ", in rank order" if ranked else ""
+    if not left:
+        return f"All {len(shown)} methods{how}."
+    return f"{len(shown)} of the {len(order)} methods{how}; not shown ({why}): {', '.join(left)}."
+
+
 def _shell_plot(shells: pd.DataFrame, bars: pd.DataFrame | None = None):
-    fig = figure(figsize=(7.5, 4))
-    ax = fig.add_subplot()
     cols = [c for c in shells.columns if c.startswith("shell")]
+    styles = method_styles([str(m) for m in shells.index])
+    ncol = 1 if len(shells) <= 12 else 2
+    fig = figure(figsize=(7.5 + 1.6 * ncol, 4.6), layout="constrained")
+    ax = fig.add_subplot()
     x = np.arange(len(cols))
     for i, (method, row) in enumerate(shells[cols].iterrows()):
         off = (i - (len(shells) - 1) / 2) * 0.03  # side by side, so the bars do not overlap
@@ -173,7 +211,7 @@ def _shell_plot(shells: pd.DataFrame, bars: pd.DataFrame | None = None):
             mine = bars[bars["method"] == method].set_index("shell")["half"]
             err = np.array([mine.get(s, np.nan) for s in range(len(cols))], dtype=float)
             err = np.where(np.isfinite(err), err, 0.0)
-        ax.errorbar(x + off, y, yerr=err, marker="o", capsize=2, label=str(method))
+        ax.errorbar(x + off, y, yerr=err, ms=4, capsize=2, label=str(method), **styles[str(method)])
     ax.set_xticks(
         x,
         [
@@ -186,7 +224,7 @@ def _shell_plot(shells: pd.DataFrame, bars: pd.DataFrame | None = None):
     ax.set_title("EU quality per shell (bars: mean ± 1.96 SE over instances)")
     ax.axhline(0.0, color="#999", lw=0.8)
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    fig.legend(loc="outside right upper", fontsize="small", ncols=ncol)
     return fig
 
 
@@ -201,7 +239,7 @@ def _tuning_plot(records: Sequence[dict[str, Any]]):  # type: ignore[no-untyped-
     fig = figure(figsize=(7.5, 4.0))
     ax = fig.add_subplot()
     methods = sorted({str(r.get("method")) for r in records})
-    colours = {m: f"C{i % 10}" for i, m in enumerate(methods)}
+    colours = {m: style["color"] for m, style in method_styles(methods).items()}
     for r in records:
         pts = [(h["number"], h["best_so_far"]) for h in r.get("history", [])]
         pts = [(n, v) for n, v in pts if v is not None]
@@ -355,46 +393,50 @@ def write_report(
             ),
         )
     )
-    au_board = board[~board["constant_aleatoric"].astype(bool)]
-    left_out = [str(m) for m in board.loc[board["constant_aleatoric"].astype(bool), "method"]]
-    au_suffix = f" — not shown (constant AU): {', '.join(left_out)}" if left_out else ""
-    if len(au_board) and au_board["rho_au"].notna().any():
+    captions: dict[str, str] = {
+        "eu_rho.png": f"All {len(board)} methods, in rank order.",
+    }
+    au_notes: list[str] = []
+    for col, fname, caption, title, xlabel in (
+        (
+            "rho_au",
+            "au_rho.png",
+            "AU quality",
+            "Mean Spearman ρ of AU with AU* (heteroscedastic noise)",
+            "mean ρ over instances",
+        ),
+        (
+            "delta_ent_risk",
+            "entanglement.png",
+            "Excess entanglement",
+            "Excess entanglement ρ(EU, AU) − ρ(EU*_risk, AU*)",
+            "mean Δ_ent over instances",
+        ),
+    ):
+        shown, why = _au_subset(board, col)
+        if shown.empty:
+            au_notes.append(f"{caption}: not drawn — {why}.")
+            continue
         figures.append(
-            (
-                "au_rho.png",
-                "AU quality",
-                png(
-                    _interval_plot(
-                        au_board,
-                        [("rho_au", "AU*")],
-                        "Mean Spearman ρ of AU with AU* (heteroscedastic noise)" + au_suffix,
-                        "mean ρ over instances",
-                    )
-                ),
-            )
+            (fname, caption, png(_interval_plot(shown, [(col, caption)], title, xlabel)))
         )
-        figures.append(
-            (
-                "entanglement.png",
-                "Excess entanglement",
-                png(
-                    _interval_plot(
-                        au_board,
-                        [("delta_ent_risk", "Δ_ent")],
-                        "Excess entanglement ρ(EU, AU) − ρ(EU*_risk, AU*)" + au_suffix,
-                        "mean Δ_ent over instances",
-                    )
-                ),
-            )
+        captions[fname] = (
+            f"{len(shown)} of the {len(board)} methods, in rank order; not shown: {why}."
+            if why
+            else f"All {len(shown)} methods, in rank order."
         )
     order = [str(m) for m in board["method"]]
     if not shells.empty:
         bars = shell_errorbars(results, order)
         figures.append(("shells.png", "EU quality per shell", png(_shell_plot(shells, bars))))
+        captions["shells.png"] = _subset_caption(list(shells.index), order, "no valid per-shell ρ")
     scatter = eu_scatter(results, None if results_dir is None else Path(results_dir), order)
     if scatter is not None:
         figures.append(
             ("eu_vs_oracle.png", "EU against the oracle on one instance", png(scatter[0]))
+        )
+        captions["eu_vs_oracle.png"] = _subset_caption(
+            scatter[2], order, "no valid kept prediction on this instance"
         )
     if tuned:
         figures.append(("tuning.png", "Tuning", png(_tuning_plot(tuned))))
@@ -413,7 +455,8 @@ def write_report(
             "where every method has a value. Friedman's test of equal ranks and Nemenyi's "
             f"critical difference CD = {cd.cd:.2f} at α = {cd.alpha:g} (Demšar 2006): methods "
             "joined by a bar differ by less than CD in mean rank, not significantly. "
-            "Instances of one dataset are not independent, so the test is optimistic."
+            "Instances of one dataset are not independent, so the test is optimistic. "
+            + _subset_caption(cd.methods, order, f"no value of {label}", ranked=False)
         )
     calib = instance_predictions(results, None if results_dir is None else Path(results_dir))
     if calib is not None:
@@ -423,6 +466,9 @@ def write_report(
                 "Calibration curves",
                 png(calibration_figure(calib[1], calib[0], order)),
             )
+        )
+        captions["calibration.png"] = f"Instance {calib[0]}. " + _subset_caption(
+            [s[0] for s in calib[1]], order, "no valid kept prediction on this instance"
         )
     for name, _, data in figures:
         (out / name).write_bytes(data)
@@ -456,7 +502,7 @@ def write_report(
         f"{confidence:.0%} percentile bootstrap intervals (resampling instances). ρ(AU, AU*) and "
         "Δ_ent use heteroscedastic noise modes and heteroscedastic-AU methods only. "
         f"{html.escape(_sentence(board.attrs['ranking']))}; figures list the methods "
-        "in rank order.</p>"
+        f"in rank order. {html.escape(_sentence(RANK_GUIDE))}.</p>"
     )
     if board.attrs.get("partial"):
         parts.append(
@@ -467,6 +513,8 @@ def write_report(
         b64 = base64.b64encode(data).decode()
         parts.append(f"<h2>{html.escape(caption)}</h2>")
         parts.append(f"<img alt='{html.escape(caption)}' src='data:image/png;base64,{b64}'>")
+        if name in captions:
+            parts.append(f"<p class='note'>{html.escape(captions[name])}</p>")
         if name == "tuning.png" and tuned:
             parts.append(_tuned_html(tuned))
         if name == "shells.png":
@@ -481,10 +529,12 @@ def write_report(
             parts.append(f"<p class='note'>{html.escape(CALIBRATION_GUIDE)}</p>")
         if name == "eu_vs_oracle.png" and scatter is not None:
             parts.append(
-                f"<p class='note'>Instance {html.escape(scatter[1])}: top, each method's EU "
-                "against EU*_risk (log axes); bottom, their ranks — the Spearman ρ in the "
-                "leaderboard is the correlation of the bottom panels.</p>"
+                f"<p class='note'>Instance {html.escape(scatter[1])}: for each method, top, "
+                "its EU against EU*_risk (log10 of both); bottom, their ranks — the Spearman "
+                "ρ in the leaderboard is the correlation of the bottom panel.</p>"
             )
+    for line in au_notes:
+        parts.append(f"<p class='note'>{html.escape(line)}</p>")
     if scatter is None:
         parts.append(
             "<p class='note'>EU against the oracle on one instance: not shown — run with "

@@ -12,10 +12,10 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from udbench._validation import as_list, param_error
+from udbench._validation import UdbenchError, as_list, param_error
 from udbench.tasks.taskfile import Task
 
-__all__ = ["TASK_SUFFIXES", "find_task_files", "task_identity"]
+__all__ = ["TASK_SUFFIXES", "find_task_files", "task_files_by_id", "task_identity"]
 
 #: Suffixes of task files picked up when a task argument is a directory.
 TASK_SUFFIXES: tuple[str, ...] = (".npz",)
@@ -43,8 +43,8 @@ def find_task_files(
     Raises
     ------
     UdbenchError
-        If no pattern is given, ``patterns`` is not a string, path or sequence of them, or
-        one matches no file.
+        If no pattern is given, ``patterns`` is not a string, path or sequence of them,
+        one matches no file, or a folder cannot be read.
     """
     patterns = as_list(
         command, "tasks", patterns, (str, os.PathLike), what="task files, folders or globs"
@@ -57,6 +57,7 @@ def find_task_files(
         p = Path(text)
         matches: list[Path]
         if p.is_dir():
+            _check_readable_folder(p, command)
             matches = [
                 q
                 for q in sorted(p.rglob("*"))
@@ -84,6 +85,32 @@ def find_task_files(
     return sorted(found.values(), key=lambda q: str(q))
 
 
+def _check_readable_folder(folder: Path, command: str) -> None:
+    """Raise when ``folder`` or a folder under it cannot be listed (permissions).
+
+    ``Path.rglob`` skips such folders silently, which would leave their task files out of a
+    run without a word, or call a folder full of tasks "not a folder holding task files".
+
+    Raises
+    ------
+    UdbenchError
+        Naming the first folder that cannot be read and the system's reason.
+    """
+    errors: list[OSError] = []
+    for _ in os.walk(folder, onerror=errors.append):
+        if errors:
+            break
+    if errors:
+        err = errors[0]
+        where = str(err.filename or folder)
+        inside = "" if Path(where) == folder else f" (under the task folder {str(folder)!r})"
+        raise UdbenchError(
+            f"{command}: the folder {where!r}{inside} cannot be read "
+            f"({err.strerror or type(err).__name__}): give this user read and search "
+            "permission on it (chmod u+rx), or name only folders that can be read"
+        )
+
+
 def task_identity(path: str | os.PathLike[str]) -> tuple[str, str | None]:
     """(task id, content checksum) of a task file, from its metadata only.
 
@@ -105,3 +132,37 @@ def task_identity(path: str | os.PathLike[str]) -> tuple[str, str | None]:
         return task.spec.task_id, task.content_sha256
     except Exception:
         return Path(path).name.split(".")[0], None
+
+
+def task_files_by_id(
+    folders: Sequence[str | os.PathLike[str]], *, command: str = "udbench run"
+) -> dict[str, list[Path]]:
+    """The task files under ``folders`` by task id (metadata read only).
+
+    Used where a results row's stored ``task_path`` is gone and the user names where the task
+    files are now (``udbench score --tasks``, ``udbench transfer --tasks``).
+
+    Parameters
+    ----------
+    folders : sequence of str or Path
+        Task arguments as :func:`find_task_files` takes them; empty gives ``{}``.
+    command : str
+        The command named in error messages.
+
+    Returns
+    -------
+    dict of str to list of Path
+        Task id -> the files holding it (sorted).
+
+    Raises
+    ------
+    UdbenchError
+        As :func:`find_task_files`.
+    """
+    index: dict[str, list[Path]] = {}
+    if not folders:
+        return index
+    for p in find_task_files(list(folders), command=command):
+        tid, _ = task_identity(p)
+        index.setdefault(tid, []).append(Path(p))
+    return index

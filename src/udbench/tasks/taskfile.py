@@ -71,6 +71,7 @@ __all__ = [
     "QUERY_ARRAY_NAMES",
     "SCHEMA_VERSION",
     "Task",
+    "TaskFileUnreadable",
     "check_query_arrays",
     "is_draws_array",
     "read_task_meta",
@@ -155,6 +156,21 @@ def _npy_bytes(arr: np.ndarray) -> bytes:
 
 def _bad(path: Path | str, why: str) -> UdbenchError:
     return UdbenchError(f"Task.load: file {str(path)!r} is not a valid udbench task file: {why}")
+
+
+class TaskFileUnreadable(UdbenchError):
+    """A task file the operating system does not let this process read (permissions).
+
+    The file may be perfectly valid: the remedy is its permissions, not regenerating it.
+    """
+
+
+def _unreadable(path: Path | str, err: OSError) -> TaskFileUnreadable:
+    reason = err.strerror or type(err).__name__
+    return TaskFileUnreadable(
+        f"Task.load: file {str(path)!r} cannot be read ({reason}): give this user read "
+        "permission on it (e.g. chmod u+r, or ask its owner); the file itself may be fine"
+    )
 
 
 def check_query_arrays(
@@ -330,6 +346,8 @@ class Task:
         try:
             with zipfile.ZipFile(self._path) as zf:
                 data = zf.read(f"{name}.npy")
+        except PermissionError as err:
+            raise _unreadable(self._path, err) from None
         except (OSError, zipfile.BadZipFile, KeyError, zlib.error, EOFError) as err:
             raise _bad(self._path, f"cannot read array {name!r} ({err})") from None
         if hashlib.sha256(data).hexdigest() != self._hashes[name]:
@@ -395,7 +413,8 @@ class Task:
         ------
         UdbenchError
             Missing, truncated or corrupt file, wrong format or schema version, or a
-            metadata checksum mismatch (array checksums are checked on first access).
+            metadata checksum mismatch (array checksums are checked on first access);
+            :class:`TaskFileUnreadable` (a subclass) for a file this process may not read.
         """
         meta = read_task_meta(path)
         task = cls(
@@ -453,6 +472,8 @@ def read_task_meta(path: str | Path) -> dict[str, Any]:
             if "meta.json" not in names:
                 raise _bad(path, "no metadata (incomplete write?)")
             meta = json.loads(zf.read("meta.json"))
+    except PermissionError as err:  # a valid file may be unreadable: say so, not "corrupt"
+        raise _unreadable(path, err) from None
     except (
         zipfile.BadZipFile,
         OSError,

@@ -13,7 +13,10 @@ Measurements come from folders you name (``--measured``, any number of each kind
 
 - a results folder of ``udbench run``: per ok cell, ``fit_time_s + predict_time_s`` (the
   method's compute; the first cell on a worker also pays imports and JAX compilation, so the
-  median is used);
+  median is used). The plan counts each method at its default configuration; cells run with
+  other settings (``nn-ens:n_members=5`` against the default 10 members, the quickstart's
+  smoke settings) are counted all the same, and :meth:`PlanRow.config_note` says which
+  settings and how many cells, since their time need not be the default's;
 - a tuning folder of ``udbench tune``: per finished trial, its fit + predict seconds (fitted on
   80 % of the training sample);
 - a folder of task files: per instance, the seconds ``udbench generate`` logged for it (the
@@ -78,13 +81,20 @@ class Measurements:
 
     seconds: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     datasets: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    #: (stage, key) -> settings that differ from the method's defaults -> cells measured so
+    configs: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
 
-    def add(self, stage: str, key: str, value: float, dataset: str | None) -> None:
+    def add(
+        self, stage: str, key: str, value: float, dataset: str | None, config: str = ""
+    ) -> None:
         if value is None or not math.isfinite(value) or value < 0:
             return
         self.seconds.setdefault((stage, key), []).append(float(value))
         if dataset:
             self.datasets.setdefault((stage, key), set()).add(dataset)
+        if config:
+            counts = self.configs.setdefault((stage, key), {})
+            counts[config] = counts.get(config, 0) + 1
 
 
 def collect_measurements(folders: Iterable[str | os.PathLike[str]]) -> Measurements:
@@ -122,14 +132,50 @@ def collect_measurements(folders: Iterable[str | os.PathLike[str]]) -> Measureme
     return found
 
 
+def _non_default(method: str, config: Any, defaults: dict[str, dict[str, Any] | None]) -> str:
+    """``"k=v (default d), ..."`` for the settings of a stored ``config`` that are not the
+    registered method's defaults; ``""`` when they all are, or the method is not registered."""
+    if method not in defaults:
+        try:
+            from udbench.methods.registry import make_method
+
+            params = make_method(method).get_params(deep=False)
+            defaults[method] = {k: v for k, v in params.items() if k != "random_state"}
+        except Exception:  # not a registered method (an import path gone): nothing to say
+            defaults[method] = None
+    base = defaults[method]
+    if base is None or not isinstance(config, str):
+        return ""
+    try:
+        given = json.loads(config).get("params") or {}
+    except (json.JSONDecodeError, AttributeError):
+        return ""
+    diff = [
+        f"{k}={given[k]!r} (default {base[k]!r})"
+        for k in sorted(given)
+        if k in base and json.dumps(given[k], default=repr) != json.dumps(base[k], default=repr)
+    ]
+    return ", ".join(diff)
+
+
 def _from_results(root: Path, found: Measurements) -> None:
     from udbench.evaluation.store import read_results
 
     df = read_results(root)
     ok = df[df["status"] == "ok"]
     secs = (ok["fit_time_s"].astype(float) + ok["predict_time_s"].astype(float)).tolist()
-    for method, dataset, value in zip(ok["method"], ok["dataset"], secs, strict=True):
-        found.add("run", str(method), float(value), None if dataset is None else str(dataset))
+    configs = ok["config"].tolist() if "config" in ok.columns else [None] * len(ok)
+    defaults: dict[str, dict[str, Any] | None] = {}
+    for method, dataset, value, config in zip(
+        ok["method"], ok["dataset"], secs, configs, strict=True
+    ):
+        found.add(
+            "run",
+            str(method),
+            float(value),
+            None if dataset is None else str(dataset),
+            _non_default(str(method), config, defaults),
+        )
 
 
 def _from_records(paths: Sequence[Path], found: Measurements) -> None:
@@ -181,6 +227,8 @@ class PlanRow:
     median_s: float | None
     cpu_hours: float | None
     datasets: list[str]
+    #: Settings of measured cells that are not the method's defaults -> how many cells.
+    measured_configs: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -191,7 +239,23 @@ class PlanRow:
             "median_s": self.median_s,
             "cpu_hours": self.cpu_hours,
             "measured_on": self.datasets,
+            "measured_non_default": self.measured_configs,
         }
+
+    def config_note(self) -> str | None:
+        """One line when the measured cells ran other settings than the defaults planned."""
+        if not self.measured_configs:
+            return None
+        n = sum(self.measured_configs.values())
+        shown = "; ".join(list(self.measured_configs)[:2]) + (
+            "; …" if len(self.measured_configs) > 2 else ""
+        )
+        return (
+            f"{self.stage} {self.key}: {n} of the {self.n_measured} measured cells ran other "
+            f"settings than the method's defaults ({shown}); the projection applies their "
+            "time to the default configuration the plan counts, so scale it by hand (e.g. by "
+            "the ensemble size) or measure the defaults"
+        )
 
 
 def plan_grid(
@@ -244,6 +308,7 @@ def plan_grid(
             med,
             None if med is None else count * med / 3600.0,
             sorted(measured.datasets.get((stage, key), set())),
+            dict(measured.configs.get((stage, key), {})),
         )
 
     rows = []

@@ -50,7 +50,7 @@ from udbench._validation import (
     check_workers,
     param_error,
 )
-from udbench.evaluation.executor import Executor, Failed
+from udbench.evaluation.executor import DASK_LOG_NAME, Executor, Failed
 from udbench.methods.base import BaseMethod
 from udbench.methods.configs import MethodConfig, resolve_methods
 from udbench.tasks import Task
@@ -493,7 +493,12 @@ def tune(
         summary.wall_s = time.perf_counter() - t_start
         return summary
     executor = Executor(
-        workers=workers, scheduler=scheduler, cluster_config=cluster_config, pin=pin, client=client
+        workers=workers,
+        scheduler=scheduler,
+        cluster_config=cluster_config,
+        pin=pin,
+        client=client,
+        log_file=Path(out) / DASK_LOG_NAME,
     )
     driver = 0.0
     with (
