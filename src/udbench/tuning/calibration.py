@@ -654,7 +654,10 @@ def calibrate(
         Fewer than two sizes, a size < 10, or a budget <= 0.
     """
     from udbench import __version__
+    from udbench._cache import disable_compile_cache
     from udbench._threads import cell_threads
+
+    disable_compile_cache()  # compile times are part of what is measured
 
     sizes = sorted({int(s) for s in sizes})
     if len(sizes) < 2 or sizes[0] < 10:
