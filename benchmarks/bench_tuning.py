@@ -217,6 +217,7 @@ def pruning(tasks: list[str], methods: list[str], seeds: list[int], out: Path) -
                     )
     print(f"load average after: {os.getloadavg()}")
     summary = summarise(rows)
+    summary["measured_on"] = sorted({r["condition"] for r in rows})
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(f"{'method':14s} {'cpu none':>9s} {'cpu sha':>8s} {'speedup':>7s} "
           f"{'|dNLL|':>7s} {'spread':>7s} {'|drho|':>7s} {'spread':>7s}")  # fmt: skip

@@ -46,6 +46,11 @@ def main() -> None:
     ap.add_argument("--datasets", default=None, help="comma list (default: all with a kernel)")
     ap.add_argument("--evals", default=None, help="JSON {dataset: evaluations of a full fit}")
     ap.add_argument("--budget-min", type=float, default=45.0)
+    ap.add_argument(
+        "--pruning-summary",
+        default=None,
+        help="summary.json of bench_tuning.py pruning: adds tune-pruning:<method> entries",
+    )
     args = ap.parse_args()
     parts = set(args.only.split(","))
     out = Path(args.out)
@@ -76,6 +81,18 @@ def main() -> None:
         on_entry=said,
     )
     merged = CalibrationTable({**old.entries, **table.entries}, old.meta)
+    if args.pruning_summary:
+        summary = json.loads(Path(args.pruning_summary).read_text())
+        for method, v in summary["methods"].items():
+            merged.entries[f"tune-pruning:{method}"] = {
+                "kind": "tune-pruning",
+                "method": method,
+                "cpu_ratio": v["cpu_sha"] / v["cpu_none"],
+                "pruner": "sha",
+                "sweeps": v["n_pairs"],
+                "source": "benchmarks/bench_tuning.py pruning",
+                "measured_on": summary.get("measured_on"),
+            }
     runs = list(merged.meta.get("runs", []))
     runs.append({**table.meta, "parts": sorted(parts), "entries": sorted(table.entries)})
     merged.meta = {

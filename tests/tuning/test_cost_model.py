@@ -217,3 +217,22 @@ def test_the_projection_of_a_smoke_grid_is_within_a_factor_of_running_it(
     for stage, key, measured in (("generate", "gp", gen_s), ("run", "gp", run_s)):
         projected = by[(stage, key)].cpu_hours * 3600
         assert measured / factor <= projected <= measured * factor, (stage, projected, measured)
+
+
+def test_calibrate_stays_in_its_budget_and_reports_what_it_skipped(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("UDBENCH_CACHE_DIR", str(tmp_path))
+    args = ["plan", "--datasets", "diabetes", "--families", "gp", "--noise", "step"]
+    args += ["--coverage", "balanced", "--seeds", "0", "-m", "blr", "--trials", "1"]
+    # a budget of 0.06 s: the warm-up fits run, every timed size is skipped
+    assert main([*args, "--calibrate", "--budget", "0.001", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "skipped (budget)" in captured.err and "at most 0.001 CPU minutes" in captured.err
+    written = json.loads((tmp_path / "calibration.json").read_text())
+    assert written["skipped"] and "method:blr" not in written["entries"]
+    out = json.loads(captured.out)
+    assert out["calibration"] == str(tmp_path / "calibration.json")
+    # the entries it could not measure come from the shipped table (or are unknown)
+    shipped = load_calibration(None)  # now the user's table, filled up from the shipped one
+    for key, entry in shipped.entries.items():
+        assert entry.get("from") == "shipped", key
+    assert main([*args, "--calibrate", "--budget", "0", "--json"]) == 2
