@@ -163,7 +163,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(rows, indent=2))
             return
         table = Table(title=f"tuned configurations in {folder}")
-        for head in ("method", "condition", "status", "NLL", "best", "trials", "failed", "params"):
+        heads = ("method", "condition", "status", "NLL", "best", "trials", "failed", "pruned")
+        for head in (*heads, "params"):
             table.add_column(head, overflow="fold")
         for r in rows:
             params = ", ".join(f"{k}={_fmt(v, 3)}" for k, v in (r["tuned_params"] or {}).items())
@@ -175,6 +176,7 @@ def register(app: typer.Typer) -> None:
                 _fmt(r["best_trial"]),
                 f"{r['n_complete']}/{r['n_trials']}",
                 str(r["n_failed"]),
+                str(r["n_pruned"]),
                 params,
             )
         Console(width=200 if not sys.stdout.isatty() else None).print(table)

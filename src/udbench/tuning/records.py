@@ -144,13 +144,15 @@ def summary_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         "n_trials",
         "n_complete",
         "n_failed",
+        "n_pruned",
         "n_interrupted",
         "tuned_params",
         "search_space_hash",
         "udbench_version",
         "task_id",
     )
-    return [{k: r.get(k) for k in keys} for r in records]
+    # records from before pruning existed have no n_pruned: none of their trials was pruned
+    return [{k: r.get(k, 0 if k == "n_pruned" else None) for k in keys} for r in records]
 
 
 #: ``configure(spec, method)`` -> (configuration for this task, extra row fields); the hook of
