@@ -225,9 +225,10 @@ def register(app: typer.Typer) -> None:
             30.0, "--budget", help="CPU minutes --calibrate may spend (default 30)."
         ),
         pruning: bool = typer.Option(
-            True,
+            False,
             "--pruning/--no-pruning",
-            help="Project tuning with the measured pruned cost where the table has one.",
+            help="Project tuning as udbench tune --pruner sha: with the measured pruned/"
+            "unpruned CPU ratio where the table has one.",
         ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
