@@ -1,29 +1,40 @@
-"""Tuning speed: a 30-trial sweep on 1 vs 2 Dask workers, and the driver's overhead per trial.
+"""Tuning speed: pruned against unpruned sweeps, and 30-trial sweeps on 1 vs 2 Dask workers.
 
-A fast tunable method (two hyperparameters, ``x`` and ``z``; its fit does a fixed amount of
-single-threaded NumPy work, ~0.4 s, whatever the values, so every trial costs the same) is
-tuned on one small task (a 50-point training sample) with ``udbench.tuning.sweep.tune``: TPE
-with the constant liar, every worker on the one sweep (``in_flight`` = workers), each trial in
-a child process of its Dask worker, the sweep in an Optuna journal file. Per worker count a
+``pruning`` (default; issue 35, item 3). On the given tasks (one per condition: its lowest
+seed is tuned, as ``udbench tune`` does), for every method and sampler seed, a 30-trial
+sweep with ``--pruner none`` and one with ``--pruner sha`` (TPE, ``in_flight = 1``, inline:
+``workers = 0``, so a sweep's CPU time is this process's). Per sweep it records the process
+CPU seconds, the best held-out NLL found (the record's score) and ρ(EU, EU*_risk) of the
+chosen configuration, fitted on the tuned task's whole training sample and scored on its
+evaluation points (the same seeds). The seed-to-seed spread is |difference| between the
+two sampler seeds of the unpruned sweeps; pruning "loses no more than the spread" when the
+mean |pruned − unpruned| difference of both measures is at most the mean spread.
+Writes ``OUT/pruning.json`` (every sweep) and prints a table per method.
+Last line: ``tuning_pruned_speedup: <x>`` (total unpruned CPU over total pruned CPU; target
+≥ 3 at equal tuned quality).
+
+``parallel``: a fast tunable method (two hyperparameters, ``x`` and ``z``; its fit does a
+fixed amount of single-threaded NumPy work, ~0.4 s, whatever the values, so every trial
+costs the same) is tuned on one small task (a 50-point training sample): TPE with the
+constant liar, every worker on the one sweep (``in_flight`` = workers), each trial in a
+child process of its Dask worker, the sweep in an Optuna journal file. Per worker count a
 pinned LocalCluster is started once and warmed by a 2-trial sweep (child processes started,
 imports paid); then :data:`N_REPEAT` 30-trial sweeps (fresh folders) alternate between the
 clusters and the fastest wall time of each counts. Target: speed-up >= 1.6 on 2 cores.
-
 The driver's overhead per trial is the time the driver spends asking Optuna, sampling,
-submitting, telling and writing the journal (``TuneSummary.driver_s`` / trials; it runs while
-the workers compute, so it only delays the next trial of the sweep). Target: < 100 ms.
-Printed beside it: the load average (other jobs on a shared machine take cores away) and the
-pure compute ceiling (the same fits in a 1- vs 2-process pool).
-
-Last line: ``tuning_speedup_2_workers: <x>``.
+submitting, telling and writing the journal (``TuneSummary.driver_s`` / trials). Target:
+< 100 ms. Last line: ``tuning_speedup_2_workers: <x>``.
 
 Usage::
 
-    uv run python benchmarks/bench_tuning.py
+    nice -n 5 uv run python benchmarks/bench_tuning.py pruning --tasks TASKS \
+        --methods nn-ens,ngboost-bag --seeds 0,1 --out OUT
+    uv run python benchmarks/bench_tuning.py parallel
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import tempfile
@@ -99,7 +110,7 @@ def _pool_ceiling(n_jobs: int) -> float:
     return walls[0] / walls[1]
 
 
-def main() -> None:
+def parallel() -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-tuning-"))
     _task(root / "tasks")
     print(f"load average before: {os.getloadavg()}")
@@ -131,6 +142,165 @@ def main() -> None:
     print(f"fastest 30-trial sweep: 1 worker {best[1]:.2f} s, 2 workers {best[2]:.2f} s")
     print(f"driver_overhead_ms_per_trial: {1000 * float(np.median(driver)):.1f}")
     print(f"tuning_speedup_2_workers: {speedup:.2f}")
+
+
+def _evaluate(tuning: Path, task: Path, method: str, out: Path) -> float:
+    """ρ(EU, EU*_risk) of the tuned configuration on ``task`` (fit on its training sample)."""
+    from udbench.evaluation.runner import run_benchmark
+    from udbench.evaluation.store import read_results
+    from udbench.methods.configs import resolve_methods
+    from udbench.tasks import TaskSpec, read_task_meta
+    from udbench.tuning.records import tuned_configurer
+
+    specs = [TaskSpec(**read_task_meta(task)["spec"])]
+    configure = tuned_configurer(tuning, resolve_methods([method]), specs)
+    run_benchmark([task], [method], out, workers=0, configure=configure)
+    res = read_results(out)
+    return float(res["rho_eu_risk"].iloc[0])
+
+
+def pruning(tasks: list[str], methods: list[str], seeds: list[int], out: Path) -> None:
+    import json
+
+    from udbench.tasks.discovery import find_task_files
+    from udbench.tuning.records import load_records
+    from udbench.tuning.sweep import find_conditions
+
+    conditions = find_conditions(find_task_files(tasks))
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"load average before: {os.getloadavg()}", flush=True)
+    rows: list[dict] = []
+    done = out / "pruning.json"
+    if done.is_file():  # resume a measurement cut short
+        rows = json.loads(done.read_text())
+    have = {(r["method"], r["condition"], r["seed"], r["pruner"]) for r in rows}
+    for method in methods:
+        for cond, task in conditions.items():
+            for seed in seeds:
+                for pruner in ("none", "sha"):
+                    key = (method, cond.key, seed, pruner)
+                    if key in have:
+                        continue
+                    tdir = out / f"tune-{pruner}-s{seed}-{cond.key}"
+                    # a sweep cut short is measured again from the start (its CPU time)
+                    for old in (tdir / method).glob(f"{cond.key}.*"):
+                        old.unlink()
+                    c0, w0 = time.process_time(), time.perf_counter()
+                    tune([task._path], [method], tdir, seed=seed, pruner=pruner, in_flight=1,
+                         workers=0)  # fmt: skip
+                    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+                    (rec,) = [r for r in load_records(tdir) if r["method"] == method]
+                    rho = _evaluate(
+                        tdir, task._path, method, out / f"eval-{'-'.join(map(str, key))}"
+                    )
+                    rows.append(
+                        {
+                            "method": method,
+                            "condition": cond.key,
+                            "seed": seed,
+                            "pruner": pruner,
+                            "cpu_s": cpu,
+                            "wall_s": wall,
+                            "best_nll": rec["score"],
+                            "rho_eu_risk": rho,
+                            "n_pruned": rec["n_pruned"],
+                            "n_complete": rec["n_complete"],
+                            "load": list(os.getloadavg()),
+                        }
+                    )
+                    done.write_text(json.dumps(rows, indent=1))
+                    print(
+                        f"{method} {cond.key} seed {seed} {pruner}: cpu {cpu:.1f} s, wall "
+                        f"{wall:.1f} s, best NLL {rec['score']:.4f}, rho {rho:.3f}, "
+                        f"pruned {rec['n_pruned']}",
+                        flush=True,
+                    )
+    print(f"load average after: {os.getloadavg()}")
+    summary = summarise(rows)
+    summary["measured_on"] = sorted({r["condition"] for r in rows})
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(f"{'method':14s} {'cpu none':>9s} {'cpu sha':>8s} {'speedup':>7s} "
+          f"{'|dNLL|':>7s} {'spread':>7s} {'|drho|':>7s} {'spread':>7s}")  # fmt: skip
+    for m, v in summary["methods"].items():
+        print(
+            f"{m:14s} {v['cpu_none']:9.1f} {v['cpu_sha']:8.1f} {v['speedup']:7.2f} "
+            f"{v['dnll']:7.3f} {v['spread_nll']:7.3f} {v['drho']:7.3f} {v['spread_rho']:7.3f}"
+        )
+    t = summary["total"]
+    print(
+        f"loses no more than the seed-to-seed spread: NLL {t['dnll']:.3f} <= "
+        f"{t['spread_nll']:.3f}: {t['dnll'] <= t['spread_nll']}; rho {t['drho']:.3f} <= "
+        f"{t['spread_rho']:.3f}: {t['drho'] <= t['spread_rho']}"
+    )
+    print(f"tuning_pruned_speedup: {t['speedup']:.2f}")
+
+
+def summarise(rows: list[dict]) -> dict:
+    """Per method and in total: CPU, speed-up, mean |pruned − unpruned| and the spread."""
+    by: dict[tuple, dict] = {(r["method"], r["condition"], r["seed"], r["pruner"]): r for r in rows}
+    out: dict = {"methods": {}}
+    allm = {"cpu_none": 0.0, "cpu_sha": 0.0, "dnll": [], "drho": [], "snll": [], "srho": []}
+    for m in sorted({r["method"] for r in rows}):
+        acc = {"cpu_none": 0.0, "cpu_sha": 0.0, "dnll": [], "drho": [], "snll": [], "srho": []}
+        conds = sorted({r["condition"] for r in rows if r["method"] == m})
+        seeds = sorted({r["seed"] for r in rows if r["method"] == m})
+        for c in conds:
+            for s in seeds:
+                a, b = by.get((m, c, s, "none")), by.get((m, c, s, "sha"))
+                if a is None or b is None:
+                    continue
+                acc["cpu_none"] += a["cpu_s"]
+                acc["cpu_sha"] += b["cpu_s"]
+                acc["dnll"].append(abs(b["best_nll"] - a["best_nll"]))
+                acc["drho"].append(abs(b["rho_eu_risk"] - a["rho_eu_risk"]))
+            for s1, s2 in itertools.pairwise(seeds):
+                a, b = by.get((m, c, s1, "none")), by.get((m, c, s2, "none"))
+                if a is not None and b is not None:
+                    acc["snll"].append(abs(a["best_nll"] - b["best_nll"]))
+                    acc["srho"].append(abs(a["rho_eu_risk"] - b["rho_eu_risk"]))
+        for k in allm:
+            allm[k] = allm[k] + acc[k]
+        out["methods"][m] = _means(acc)
+    out["total"] = _means(allm)
+    return out
+
+
+def _means(acc: dict) -> dict:
+    def mean(v: list) -> float:
+        return float(np.mean(v)) if v else float("nan")
+
+    return {
+        "cpu_none": acc["cpu_none"],
+        "cpu_sha": acc["cpu_sha"],
+        "speedup": acc["cpu_none"] / acc["cpu_sha"] if acc["cpu_sha"] else float("nan"),
+        "dnll": mean(acc["dnll"]),
+        "drho": mean(acc["drho"]),
+        "spread_nll": mean(acc["snll"]),
+        "spread_rho": mean(acc["srho"]),
+        "n_pairs": len(acc["dnll"]),
+    }
+
+
+def main() -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", nargs="?", default="pruning", choices=("pruning", "parallel"))
+    ap.add_argument("--tasks", nargs="*", default=[])
+    ap.add_argument(
+        "--methods",
+        default="nn-ens,nn-bag,nn-drop,nn-edl,ngboost-nig,catboost-ps,ngboost-bag",
+    )
+    ap.add_argument("--seeds", default="0,1")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    if args.mode == "parallel":
+        parallel()
+        return
+    if not args.tasks:
+        raise SystemExit("bench_tuning.py pruning: give --tasks (e.g. gp-small task files)")
+    out = Path(args.out or tempfile.mkdtemp(prefix="bench-pruning-"))
+    pruning(args.tasks, args.methods.split(","), [int(s) for s in args.seeds.split(",")], out)
 
 
 if __name__ == "__main__":

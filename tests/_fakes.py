@@ -281,3 +281,56 @@ class QuadMethod(BaseMethod):
         n = X.shape[0]
         q = (self.x - 1.0) ** 2 + (self.z + 2.0) ** 2
         return Prediction(np.full(n, self.mean_), np.full(n, self.var_ * np.exp(q)), np.zeros(n))
+
+
+class StepQuadMethod(QuadMethod):
+    """:class:`QuadMethod` trained in ``n_steps`` steps that reports while it fits.
+
+    Its model after k steps predicts the training mean shifted by ``drift · k`` training SDs,
+    and by ``final_shift`` more once all steps are done (so a trial stopped early can score
+    better than every trial that finished), with AU = var(y) · exp(q) as QuadMethod.
+    ``log``: one line ``"<random_state> <k>"`` per step actually trained.
+    """
+
+    name = "fake-step-quad"
+    progress_param = "n_steps"
+    search_space = {  # noqa: RUF012 - a class declaration, as on real methods
+        **QuadMethod.search_space,
+        "n_steps": {"type": "int", "low": 9, "high": 27},
+    }
+
+    def __init__(
+        self,
+        x: float = 0.0,
+        z: float = 0.0,
+        n_steps: int = 18,
+        drift: float = 0.05,
+        final_shift: float = 0.0,
+        log: str = "",
+        random_state: int | None = None,
+    ) -> None:
+        self.x = x
+        self.z = z
+        self.n_steps = n_steps
+        self.drift = drift
+        self.final_shift = final_shift
+        self.log = log
+        self.random_state = random_state
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        self.mean_, self.var_ = float(np.mean(y)), float(np.var(y))
+        checkpoints = self._progress_checkpoints()
+        for k in range(1, int(self.n_steps) + 1):
+            if self.log:
+                with open(self.log, "a") as f:
+                    f.write(f"{self.random_state} {k}\n")
+            self.k_ = k
+            if k in checkpoints:
+                self._report_progress(k, self._predict)
+
+    def _predict(self, X: np.ndarray) -> Prediction:
+        n = X.shape[0]
+        q = (self.x - 1.0) ** 2 + (self.z + 2.0) ** 2
+        shift = self.drift * self.k_ + (self.final_shift if self.k_ == self.n_steps else 0.0)
+        mean = self.mean_ + shift * np.sqrt(self.var_)
+        return Prediction(np.full(n, mean), np.full(n, self.var_ * np.exp(q)), np.zeros(n))

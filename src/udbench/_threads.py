@@ -153,6 +153,9 @@ def cell_threads() -> Iterator[None]:
     import scipy.linalg  # noqa: F401  (loads SciPy's OpenBLAS so the limit reaches it)
     from threadpoolctl import threadpool_limits
 
+    from udbench._cache import enable_compile_cache
+
+    enable_compile_cache()  # programs compiled by another process are loaded, not rebuilt
     fix_xla_threads()
     with threadpool_limits(limits=CELL_THREADS):
         yield

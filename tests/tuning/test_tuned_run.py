@@ -91,6 +91,7 @@ def test_plan_counts_and_projects_from_measurements_only(grid, capsys):
     capsys.readouterr()
     plan = ["plan", "--datasets", "diabetes", "--families", "gp,hbart", "--noise", "all"]
     plan += ["--coverage", "all", "--seeds", "0-2", "-m", "blr,gp", "--trials", "5"]
+    plan += ["--no-calibration"]  # measured figures only (the calibration is tested apart)
     assert main([*plan, "--measured", "res", "--measured", "tuning", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     # 1 dataset x 2 families x 4 noise modes x 2 coverages = 16 conditions, x 3 seeds

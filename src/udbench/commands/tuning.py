@@ -58,6 +58,12 @@ def register(app: typer.Typer) -> None:
         timeout: float | None = typer.Option(
             None, "--timeout", help="Per-trial limit in seconds for fit + predict."
         ),
+        pruner: str = typer.Option(
+            "none",
+            "--pruner",
+            help="none, sha (successive halving) or hyperband: stop unpromising trials of "
+            "iterative methods early (their intermediate held-out NLL).",
+        ),
         workers: int | None = typer.Option(
             None, "--workers", "-w", help="Local Dask workers (default: usable cores; 0: inline)."
         ),
@@ -136,12 +142,14 @@ def register(app: typer.Typer) -> None:
                     workers=workers,
                     scheduler=scheduler,
                     cluster_config=cluster_config,
+                    pruner=pruner,
                     pin=pin,
                     on_trial=on_trial,
                 )
         make_console().print(
             f"{summary.n_sweeps} sweeps: {summary.n_trials_run} trials run "
-            f"({summary.n_trials_failed} failed), {summary.n_resumed_trials} kept from earlier "
+            f"({summary.n_trials_failed} failed, {summary.n_trials_pruned} pruned), "
+            f"{summary.n_resumed_trials} kept from earlier "
             f"runs, {summary.n_interrupted} interrupted; {len(summary.records)} records → "
             f"{summary.out}",
             highlight=False,
@@ -165,7 +173,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(rows, indent=2))
             return
         table = Table(title=f"tuned configurations in {folder}")
-        for head in ("method", "condition", "status", "NLL", "best", "trials", "failed", "params"):
+        heads = ("method", "condition", "status", "NLL", "best", "trials", "failed", "pruned")
+        for head in (*heads, "params"):
             table.add_column(head, overflow="fold")
         for r in rows:
             params = ", ".join(f"{k}={_fmt(v, 3)}" for k, v in (r["tuned_params"] or {}).items())
@@ -177,6 +186,7 @@ def register(app: typer.Typer) -> None:
                 _fmt(r["best_trial"]),
                 f"{r['n_complete']}/{r['n_trials']}",
                 str(r["n_failed"]),
+                str(r["n_pruned"]),
                 params,
             )
         make_console(width=200 if not sys.stdout.isatty() else None).print(table)
@@ -188,6 +198,9 @@ def register(app: typer.Typer) -> None:
         noise: str = typer.Option("all", "--noise", help="Noise modes: comma list or 'all'."),
         coverage: str = typer.Option("all", "--coverage", help="Coverages: comma list or 'all'."),
         seeds: str = typer.Option("all", "--seeds", help="E.g. 0-9, 0,2,5 or 'all' (0-9)."),
+        fidelity: str = typer.Option(
+            str(DEFAULT_FIDELITY), "--fidelity", help="smoke, standard or paper (as generate)."
+        ),
         methods: str = typer.Option(
             "registered",
             "--methods",
@@ -200,18 +213,53 @@ def register(app: typer.Typer) -> None:
             "--measured",
             help="Results, tuning or task folder whose measured times to use (repeatable).",
         ),
+        workers: int | None = typer.Option(
+            None, "--workers", "-w", help="Workers for the wall time (default: usable cores)."
+        ),
+        calibration: Path | None = typer.Option(
+            None,
+            "--calibration",
+            help="Calibration table (default: yours from --calibrate, else the shipped one).",
+        ),
+        use_calibration: bool = typer.Option(
+            True,
+            "--calibrated/--no-calibration",
+            help="Use the calibration table for rows without measurements.",
+        ),
+        calibrate_now: bool = typer.Option(
+            False,
+            "--calibrate",
+            help="Measure the calibration table on this machine first (see --budget).",
+        ),
+        budget: float = typer.Option(
+            30.0, "--budget", help="CPU minutes --calibrate may spend (default 30)."
+        ),
+        pruning: bool = typer.Option(
+            False,
+            "--pruning/--no-pruning",
+            help="Project tuning as udbench tune --pruner sha: with the measured pruned/"
+            "unpruned CPU ratio where the table has one.",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
         """Count instances, sweeps, trials and fits of a grid; project CPU-hours per stage
-        and method from measured times (unmeasured: unknown)."""
-        check_int("udbench plan", "--trials", trials, minimum=1)
+        and method and the wall time on W workers.
+
+        Figures come from --measured folders, else from the calibration table (seconds
+        measured at a few training-set sizes with a power law in n, evaluated at each
+        dataset's size), else they are unknown (never guessed). --calibrate re-measures the
+        table on this machine within --budget CPU minutes and stores it in the cache folder.
+        """
         from udbench._validation import param_error
         from udbench.methods.registry import registered_methods
-        from udbench.tuning.plan import PAPER_METHODS, collect_measurements, plan_grid
+        from udbench.tuning.plan import PAPER_METHODS, collect_measurements, project
 
-        specs = expand_grid(
-            datasets, families, noise, coverage, seeds, DEFAULT_FIDELITY, DEFAULT_DRAWS
-        )
+        check_int("udbench plan", "--trials", trials, minimum=0)
+        if workers is not None and workers < 1:
+            raise param_error("udbench plan", "workers", "be an integer >= 1", workers)
+        if calibrate_now and not budget > 0:
+            raise param_error("udbench plan", "budget", "be > 0 CPU minutes", budget)
+        specs = expand_grid(datasets, families, noise, coverage, seeds, fidelity, DEFAULT_DRAWS)
         known = list(registered_methods())
         if methods.strip().lower() == "registered":
             names = known
@@ -224,53 +272,110 @@ def register(app: typer.Typer) -> None:
                 raise param_error(
                     "udbench plan", "methods", "name registered or paper methods", methods
                 )
-        counts, rows = plan_grid(specs, names, trials, collect_measurements(measured))
+        found = collect_measurements(measured)
+        table = None
+        if calibrate_now:
+            table = _calibrate(names, specs, budget)
+        elif use_calibration:
+            from udbench.tuning.calibration import load_calibration
+
+            table = load_calibration(calibration)
+        if workers is None:
+            workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        proj = project(specs, names, trials, found, table, workers=workers, pruning=pruning)
         unregistered = [m for m in names if m not in known]
         if as_json:
-            typer.echo(
-                json.dumps(
-                    {
-                        "counts": counts,
-                        "rows": [r.as_dict() for r in rows],
-                        "unregistered": unregistered,
-                    },
-                    indent=2,
-                )
-            )
+            out = {**proj.as_dict(), "unregistered": unregistered}
+            out["calibration"] = None if table is None else table.source
+            typer.echo(json.dumps(out, indent=2))
             return
-        console = make_console(width=200 if not sys.stdout.isatty() else None)
+        _print_plan(proj, trials, unregistered, table)
+
+
+def _calibrate(names: list[str], specs: list[Any], budget_min: float) -> Any:
+    """``plan --calibrate``: measure the table for these methods, families and datasets."""
+    from udbench.tuning.calibration import (
+        calibrate,
+        default_calibration_path,
+        load_calibration,
+    )
+
+    console = make_console(stderr=True)
+    console.print(
+        f"calibrating on this machine: at most {budget_min:g} CPU minutes "
+        f"(methods, families and kernel fits of this grid)",
+        highlight=False,
+    )
+
+    def said(key: str, entry: Any) -> None:
+        console.print(f"  {key}: {'measured' if entry else 'skipped (budget)'}", highlight=False)
+
+    from udbench.methods.registry import registered_methods
+
+    known = set(registered_methods())
+    table = calibrate(
+        methods=[m for m in names if m in known],
+        families=sorted({s.family for s in specs}),
+        datasets=sorted({s.dataset for s in specs if s.family == "gp"}),
+        budget_s=60.0 * budget_min,
+        on_entry=said,
+    )
+    path = table.write(default_calibration_path())
+    console.print(f"calibration table → {path}", highlight=False)
+    return load_calibration(path)
+
+
+def _print_plan(proj: Any, trials: int, unregistered: list[str], table: Any) -> None:
+    counts = proj.counts
+    console = make_console(width=200 if not sys.stdout.isatty() else None)
+    console.print(
+        f"{counts['instances']} instances in {counts['conditions']} conditions; "
+        f"{counts['methods']} methods → {counts['sweeps']} sweeps × {trials} trials = "
+        f"{counts['trials']} trials; {counts['fits']} fits",
+        highlight=False,
+    )
+    title = "projected CPU-hours (measured: count × median; calibrated: power law at each n)"
+    tab = Table(title=title)
+    for head in ("stage", "method / family / dataset", "count", "basis", "s / unit", "CPU-h"):
+        tab.add_column(head, justify="left" if head[0] in "smb" and head != "s / unit" else "right")
+    totals: dict[str, list[float]] = {}
+    for r in proj.rows:
+        note = " (not registered)" if r.key in unregistered else ""
+        per = r.seconds_per_unit
+        basis = "unknown" if r.basis is None else r.basis
+        if r.basis == "measured":
+            basis += f" ({r.n_measured})"
+        tab.add_row(
+            r.stage,
+            r.key + note,
+            str(r.count),
+            basis,
+            "–" if per is None else f"{per:.3g}",
+            "unknown" if r.cpu_hours is None else f"{r.cpu_hours:.3g}",
+        )
+        tot = totals.setdefault(r.stage, [0.0, 0.0])
+        if r.cpu_hours is None:
+            tot[1] += 1
+        else:
+            tot[0] += r.cpu_hours
+    console.print(tab)
+    for stage, (hours, n_unknown) in totals.items():
+        extra = f" + {int(n_unknown)} unknown" if n_unknown else ""
+        console.print(f"{stage}: {hours:.3g} CPU-h{extra}", highlight=False)
+    unknown = f" + {len(proj.unknown)} unknown rows" if proj.unknown else ""
+    console.print(f"total: {proj.cpu_hours:.4g} CPU-h{unknown}", highlight=False)
+    if proj.wall_hours_low is not None:
         console.print(
-            f"{counts['instances']} instances in {counts['conditions']} conditions; "
-            f"{counts['methods']} methods → {counts['sweeps']} sweeps × {trials} trials = "
-            f"{counts['trials']} trials; {counts['fits']} fits",
+            f"wall time on {proj.workers} worker(s): {proj.wall_hours_low:.3g}–"
+            f"{proj.wall_hours_high:.3g} h (longest chain {proj.chain_hours:.3g} h: "
+            f"{proj.chain})",
             highlight=False,
         )
-        table = Table(title="projected CPU-hours (count × median measured seconds)")
-        for head in ("stage", "method / family", "count", "measured", "median s", "CPU-h"):
-            table.add_column(
-                head, justify="left" if head.startswith(("stage", "method")) else "right"
-            )
-        totals: dict[str, list[float]] = {}
-        for r in rows:
-            note = " (not registered)" if r.key in unregistered else ""
-            table.add_row(
-                r.stage,
-                r.key + note,
-                str(r.count),
-                str(r.n_measured),
-                "unknown" if r.median_s is None else f"{r.median_s:.3g}",
-                "unknown" if r.cpu_hours is None else f"{r.cpu_hours:.3g}",
-            )
-            tot = totals.setdefault(r.stage, [0.0, 0.0])
-            if r.cpu_hours is None:
-                tot[1] += 1
-            else:
-                tot[0] += r.cpu_hours
-        console.print(table)
-        for r in rows:
-            config_note = r.config_note()
-            if config_note:
-                console.print(f"note: {config_note}", highlight=False, markup=False)
-        for stage, (hours, n_unknown) in totals.items():
-            extra = f" + {int(n_unknown)} unknown" if n_unknown else ""
-            console.print(f"{stage}: {hours:.3g} CPU-h measured{extra}", highlight=False)
+    for r in proj.rows:
+        config_note = r.config_note()
+        if config_note:
+            console.print(f"note: {config_note}", highlight=False)
+    if proj.unknown:
+        console.print(f"unknown (not in the total): {', '.join(proj.unknown)}", highlight=False)
+    if table is not None:
+        console.print(f"calibration: {table.source}", highlight=False)

@@ -332,6 +332,11 @@ class BaseMethod(BaseEstimator):
         :func:`udbench.methods.make_method`.
     smoke_params : dict
         A fast configuration for tests and quick runs (overrides of the defaults).
+    progress_param : str or None
+        The hyperparameter that counts an iterative method's training steps (``"n_epochs"``,
+        ``"n_estimators"``, ``"n_regressors"``: members of a bag), whose fit reports
+        intermediate predictions to an active reporter (:mod:`udbench.methods._progress`;
+        pruned tuning). None (default): the method reports nothing.
 
     Subclasses implement ``_fit(X, y)`` (y standardised) and ``_predict(X) -> Prediction``
     (standardised units), take ``random_state`` as a constructor keyword, and draw seeds
@@ -346,6 +351,7 @@ class BaseMethod(BaseEstimator):
     search_space: ClassVar[dict[str, dict[str, Any]]] = {}
     param_constraints: ClassVar[dict[str, dict[str, Any]]] = {}
     smoke_params: ClassVar[dict[str, Any]] = {}
+    progress_param: ClassVar[str | None] = None
 
     # -- public API ---------------------------------------------------------------
     def fit(self, X: Any, y: Any) -> BaseMethod:
@@ -452,6 +458,35 @@ class BaseMethod(BaseEstimator):
         if constant is not None and constant.any():
             out[:, constant] = 0.0
         return out
+
+    def _progress_checkpoints(self) -> tuple[int, ...]:
+        """Steps after which this fit should call :meth:`_report_progress` (empty: no
+        reporter is active, or the method declares no ``progress_param``)."""
+        from udbench.methods._progress import current_reporter
+
+        reporter = current_reporter()
+        if reporter is None or self.progress_param is None:
+            return ()
+        return tuple(reporter.checkpoints(int(getattr(self, self.progress_param))))
+
+    def _report_progress(self, step: int, predict: Any) -> None:
+        """Hand the active reporter the model after ``step`` steps.
+
+        ``predict(X)`` is the method's prediction at raw inputs on *standardised* targets
+        (what ``_predict`` returns); it is mapped back to target units here. The reporter
+        may raise :class:`~udbench.methods._progress.TrainingStopped`.
+        """
+        from udbench.methods._progress import current_reporter
+
+        reporter = current_reporter()
+        if reporter is None:
+            return
+        loc, scale = self.y_loc_, self.y_scale_
+
+        def in_target_units(X: Any) -> Prediction:
+            return predict(np.asarray(X, dtype=np.float64)).rescale(loc, scale)
+
+        reporter.report(int(step), in_target_units)
 
     def _rng(self, *components: object) -> np.random.Generator:
         """A NumPy ``Generator`` for the stream ``components`` (see :meth:`_seed`)."""

@@ -66,6 +66,7 @@ class CatBoostPS(BaseMethod):
     family: ClassVar[str] = "trees"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "samples"
+    progress_param: ClassVar[str | None] = "n_regressors"  # reports the bag so far
     description: ClassVar[str] = (
         "CatBoost posterior-sampling members, RMSEWithUncertainty (paper C.3)"
     )
@@ -131,6 +132,9 @@ class CatBoostPS(BaseMethod):
         t_loc, t_scale = (0.0, 1.0) if self.standardize_y else (self.y_loc_, self.y_scale_)
         target = y * t_scale + t_loc
         members: list[Any] = []
+        self.target_loc_ = t_loc
+        self.target_scale_ = t_scale
+        checkpoints = self._progress_checkpoints()  # a reporting tuning trial: bag so far
         for m in range(int(self.n_regressors)):
             if float(self.bagging_frac) < 1.0:
                 rng = self._rng("member", m, "rows")
@@ -140,6 +144,9 @@ class CatBoostPS(BaseMethod):
             ym = target[rows]
             if np.ptp(ym) == 0.0:
                 members.append(float(ym[0]))
+                if m + 1 in checkpoints:
+                    self.members_ = list(members)
+                    self._report_progress(m + 1, self._predict)
                 continue
             reg = CatBoostRegressor(
                 loss_function="RMSEWithUncertainty",
@@ -157,9 +164,10 @@ class CatBoostPS(BaseMethod):
                 allow_writing_files=False,
             )
             members.append(reg.fit(X[rows], ym))
+            if m + 1 in checkpoints:
+                self.members_ = list(members)
+                self._report_progress(m + 1, self._predict)
         self.members_ = members
-        self.target_loc_ = t_loc
-        self.target_scale_ = t_scale
 
     def _predict_members(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Member means and variances (M, m) in standardised target units."""

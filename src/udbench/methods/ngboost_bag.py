@@ -70,6 +70,7 @@ class NGBoostBag(BaseMethod):
     family: ClassVar[str] = "trees"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "samples"
+    progress_param: ClassVar[str | None] = "n_regressors"  # reports the bag so far
     description: ClassVar[str] = "Bagged NGBoost ensemble, Gaussian members (paper C.3)"
     search_space: ClassVar[dict[str, dict[str, Any]]] = {
         **BOOSTING_SEARCH_SPACE,
@@ -117,7 +118,7 @@ class NGBoostBag(BaseMethod):
         self.random_state = random_state
 
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
-        from ngboost.distns import Normal
+        from udbench.methods._ngboost import FastNormal  # ngboost's Normal, same numbers
 
         # the member targets: standardised (BaseMethod) or back in target units
         if self.standardize_y:
@@ -130,19 +131,23 @@ class NGBoostBag(BaseMethod):
             t_loc, t_scale = self.y_loc_, self.y_scale_
             target = y * t_scale + t_loc
         members: list[Any] = []
+        self.target_loc_ = t_loc
+        self.target_scale_ = t_scale
+        checkpoints = self._progress_checkpoints()  # a reporting tuning trial: bag so far
         for m in range(int(self.n_regressors)):
             rng = self._rng("member", m, "rows")
             rows = bagging_rows(X.shape[0], float(self.sample_fraction), bool(self.replace), rng)
             ym = target[rows]
             if np.ptp(ym) == 0.0:
                 members.append(float(ym[0]))
-                continue
-            seed = self._seed("member", m, "ngboost", bits=31)
-            reg = ngboost_regressor(Normal, self, seed)
-            members.append(reg.fit(X[rows], ym))
+            else:
+                seed = self._seed("member", m, "ngboost", bits=31)
+                reg = ngboost_regressor(FastNormal, self, seed)
+                members.append(reg.fit(X[rows], ym))
+            if m + 1 in checkpoints:
+                self.members_ = list(members)
+                self._report_progress(m + 1, self._predict)
         self.members_ = members
-        self.target_loc_ = t_loc
-        self.target_scale_ = t_scale
 
     def _predict_members(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Member means and variances (M, m) in standardised target units."""

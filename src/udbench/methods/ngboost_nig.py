@@ -283,6 +283,7 @@ class NGBoostNIG(BaseMethod):
     family: ClassVar[str] = "trees"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "closed_form"
+    progress_param: ClassVar[str | None] = "n_estimators"  # reports the boosting so far
     description: ClassVar[str] = "NGBoost with a Normal-Inverse-Gamma distribution (paper C.3)"
     search_space: ClassVar[dict[str, dict[str, Any]]] = {
         **BOOSTING_SEARCH_SPACE,
@@ -360,7 +361,27 @@ class NGBoostNIG(BaseMethod):
         # NGBoost's line search first scales a step up until the score is no longer finite
         # (exp overflow of θ) and then backs off: those trial overflows are expected.
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            self.model_ = model.fit(X, target)
+            checkpoints = self._progress_checkpoints()
+            if not checkpoints:
+                self.model_ = model.fit(X, target)
+            else:  # a reporting tuning trial: the model so far, at the checkpoints
+                self.model_ = model  # what _predict reads while it is being fitted
+                model.fit(X, target, train_loss_monitor=self._monitor(checkpoints))
+
+    def _monitor(self, checkpoints: tuple[int, ...]) -> Any:
+        """NGBoost's ``train_loss_monitor`` (called at the start of every iteration with the
+        batch's distribution): its default loss, plus a report of the model so far after the
+        iterations in ``checkpoints``."""
+        done = iter(range(1 << 62))
+        wanted = set(checkpoints)
+
+        def monitor(D: Any, Y: Any, W: Any) -> Any:
+            iteration = next(done)  # iterations finished before this call
+            if iteration in wanted:
+                self._report_progress(iteration, self._predict)
+            return D.total_score(Y, sample_weight=W)
+
+        return monitor
 
     def _predict(self, X: np.ndarray) -> Prediction:
         if isinstance(self.model_, float):

@@ -58,6 +58,7 @@ class NNBag(GaussianNNEnsemble):
     family: ClassVar[str] = "nn"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "samples"
+    progress_param: ClassVar[str | None] = "n_epochs"  # reports while it trains
     description: ClassVar[str] = "Bagged ensemble on the residual-MLP backbone (paper C.4)"
     search_space: ClassVar[dict[str, dict[str, Any]]] = {
         **NN_SEARCH_SPACE,

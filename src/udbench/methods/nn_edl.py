@@ -121,6 +121,7 @@ class NNEvidential(GaussianNNEnsemble):
     family: ClassVar[str] = "nn"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "closed_form"
+    progress_param: ClassVar[str | None] = "n_epochs"  # reports while it trains
     description: ClassVar[str] = "Deep evidential regression, NIG head (paper C.4)"
     search_space: ClassVar[dict[str, dict[str, Any]]] = {
         **NN_SEARCH_SPACE,

@@ -135,6 +135,9 @@ class TrialJob:
         Seed of the hold-out split (:func:`holdout_split`).
     train_sha256 : str
         Expected training-sample hash (a file changed since planning is a failed trial).
+    pruning : PruningContext or None
+        The pruner and the sweep's snapshot (:mod:`udbench.tuning.pruning`); None: the
+        trial runs to the end.
     """
 
     sweep: str
@@ -145,11 +148,16 @@ class TrialJob:
     seed: int = 0
     split_seed: int = 0
     train_sha256: str = ""
+    pruning: Any = None
 
 
 @dataclass
 class TrialOutcome:
-    """What a trial produced: its score, or why it failed, and how long it took."""
+    """What a trial produced: its score, or why it failed, and how long it took.
+
+    A pruned trial (:mod:`udbench.tuning.pruning`) has ``pruned_at`` (the step), ``value``
+    its last intermediate NLL, and ``fit_time_s`` the time until it stopped.
+    """
 
     value: float | None = None
     error: str | None = None
@@ -158,6 +166,9 @@ class TrialOutcome:
     predict_time_s: float = float("nan")
     n_fit: int = 0
     n_holdout: int = 0
+    pruned_at: int | None = None
+    intermediate: dict[int, float] = field(default_factory=dict)
+    rung_attrs: dict[str, Any] = field(default_factory=dict)
 
 
 def _one_line(err: BaseException) -> str:
@@ -198,19 +209,33 @@ def evaluate_trial(job: TrialJob, *, timeout: float | None = None) -> TrialOutco
         if "random_state" in est.get_params(deep=False):
             params["random_state"] = job.seed
         est.set_params(**params)
+        reporter = None
+        if job.pruning is not None:
+            from udbench.tuning.pruning import TrialReporter
+
+            reporter = TrialReporter(job.pruning, X[hold_rows], y[hold_rows], gaussian_nll)
     except Exception as err:
         out.error = f"setup raised {_one_line(err)}"
         out.traceback = traceback.format_exc(limit=8)
         return out
 
-    def fit_predict() -> tuple[Prediction, float, float]:
+    def fit_predict() -> tuple[Prediction | None, float, float]:
+        from udbench.methods._progress import TrainingStopped, reporting
+
         t0 = time.perf_counter()
-        est.fit(X[fit_rows], y[fit_rows])
+        try:
+            with reporting(reporter):
+                est.fit(X[fit_rows], y[fit_rows])
+        except TrainingStopped:
+            return None, time.perf_counter() - t0, 0.0
         t1 = time.perf_counter()
         pred = est.predict(X[hold_rows])
         return pred, t1 - t0, time.perf_counter() - t1
 
     finished, result = call_with_timeout(fit_predict, timeout, None)
+    if reporter is not None:
+        out.intermediate = dict(reporter.intermediate)
+        out.rung_attrs = reporter.system_attrs()
     if not finished:
         out.error = f"timeout: fit + predict exceeded {timeout:g} s"
         return out
@@ -219,6 +244,11 @@ def evaluate_trial(job: TrialJob, *, timeout: float | None = None) -> TrialOutco
         out.traceback = "".join(traceback.format_exception(result)[-12:])
         return out
     pred, out.fit_time_s, out.predict_time_s = result
+    if pred is None:  # pruned: its value is the last intermediate score
+        assert reporter is not None and reporter.pruned_at is not None
+        out.pruned_at = reporter.pruned_at
+        out.value = reporter.intermediate[reporter.pruned_at]
+        return out
     score = gaussian_nll(y[hold_rows], pred.mean, pred.total)
     if not np.isfinite(score):
         out.error = f"held-out Gaussian NLL is not finite ({score}): a zero total variance"

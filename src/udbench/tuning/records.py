@@ -13,12 +13,15 @@ Optuna journal it was made from). A record holds:
 - the outcome: ``status`` (``"ok"``, or ``"no-complete-trial"`` when every trial failed),
   ``params`` (every hyperparameter of the winning configuration), ``tuned_params`` (the
   sampled ones), ``config_hash`` (:func:`udbench.methods.configs.config_hash` of ``params``),
-  ``score`` (its held-out Gaussian NLL), ``best_trial``, ``n_trials``, ``n_complete``,
-  ``n_failed``, ``n_interrupted``;
-- ``history``: every trial in number order (``number, state, value, best_so_far, params,
-  error, running_at_ask, finish_index, fit_time_s, predict_time_s,
-  duration_s``): the best-so-far curve of the
-  report and the measured trial times of ``udbench plan``.
+  ``score`` (its held-out Gaussian NLL), ``best_trial``, ``n_trials`` (complete + failed +
+  pruned), ``n_complete``, ``n_failed``, ``n_pruned``, ``n_interrupted``, ``pruner`` (None, or
+  the pruner and its resources: :mod:`udbench.tuning.pruning`); the best is always a
+  complete trial;
+- ``history``: every trial in number order (``number, state`` (``complete``, ``pruned``,
+  ``failed``, ``interrupted``), ``value`` (a pruned trial's: its last intermediate NLL),
+  ``best_so_far, params, error, running_at_ask, finish_index, fit_time_s, predict_time_s,
+  duration_s, intermediate`` (step -> held-out NLL reported while it trained), ``pruned_at``):
+  the best-so-far curve of the report and the measured trial times of ``udbench plan``.
 
 :func:`tuned_configurer` turns a folder of records into the per-task configurations of
 ``udbench run --tuned``.
@@ -141,13 +144,15 @@ def summary_rows(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         "n_trials",
         "n_complete",
         "n_failed",
+        "n_pruned",
         "n_interrupted",
         "tuned_params",
         "search_space_hash",
         "udbench_version",
         "task_id",
     )
-    return [{k: r.get(k) for k in keys} for r in records]
+    # records from before pruning existed have no n_pruned: none of their trials was pruned
+    return [{k: r.get(k, 0 if k == "n_pruned" else None) for k in keys} for r in records]
 
 
 #: ``configure(spec, method)`` -> (configuration for this task, extra row fields); the hook of

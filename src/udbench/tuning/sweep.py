@@ -63,6 +63,7 @@ from udbench.tuning.objective import (
     train_sha256,
     trial_seed,
 )
+from udbench.tuning.pruning import PrunerSpec, PruningContext, pruner_spec, snapshot
 from udbench.tuning.records import (
     RECORD_FORMAT,
     SCHEMA_VERSION,
@@ -93,6 +94,12 @@ class SweepPlan:
     n_trials: int
     sampler: str = "tpe"
     seed: int = 0
+    pruner: str = "none"
+
+    @property
+    def pruner_spec(self) -> PrunerSpec | None:
+        """The sweep's pruner (None: off, or a method with no intermediate values)."""
+        return pruner_spec(self.pruner, self.method.estimator)
 
     @property
     def key(self) -> str:
@@ -118,6 +125,7 @@ class TuneSummary:
     n_sweeps: int
     n_trials_run: int = 0
     n_trials_failed: int = 0
+    n_trials_pruned: int = 0
     n_resumed_trials: int = 0
     n_interrupted: int = 0
     records: list[Path] = field(default_factory=list)
@@ -161,16 +169,21 @@ def plan_sweeps(
     trials: int = 30,
     sampler: str = "tpe",
     seed: int = 0,
+    pruner: str = "none",
 ) -> list[SweepPlan]:
     """Every (method, condition) sweep of a tuning run, method-major.
 
     Raises
     ------
     UdbenchError
-        Bad ``trials``/``sampler``/``seed``, no task file, an unknown method, a method named
-        twice (two base configurations), a method whose search space is empty or cannot be
-        sampled (:func:`check_search_space`).
+        Bad ``trials``/``sampler``/``seed``/``pruner``, no task file, an unknown method, a
+        method named twice (two base configurations), a method whose search space is empty
+        or cannot be sampled (:func:`check_search_space`).
     """
+    from udbench.tuning.pruning import PRUNERS
+
+    if pruner not in PRUNERS:
+        raise param_error("udbench tune", "pruner", f"be one of {list(PRUNERS)}", pruner)
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise param_error("udbench tune", "trials", "be an integer >= 1", trials)
     if sampler not in SAMPLERS:
@@ -201,6 +214,7 @@ def plan_sweeps(
             n_trials=trials,
             sampler=sampler,
             seed=seed,
+            pruner=pruner,
         )
         for mc in mcs
         for cond, task in conditions.items()
@@ -229,10 +243,12 @@ def sweep_record(study: Any, plan: SweepPlan) -> dict[str, Any]:
     history: list[dict[str, Any]] = []
     best_value = math.inf
     best: Any = None
-    counts = {"complete": 0, "failed": 0, "interrupted": 0}
+    counts = {"complete": 0, "failed": 0, "interrupted": 0, "pruned": 0}
     for t in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
         if t.state == TrialState.COMPLETE:
             state = "complete"
+        elif t.state == TrialState.PRUNED:
+            state = "pruned"  # counts as a trial, never the best
         elif t.state == TrialState.FAIL:
             state = "interrupted" if t.user_attrs.get("interrupted") else "failed"
         else:
@@ -255,6 +271,8 @@ def sweep_record(study: Any, plan: SweepPlan) -> dict[str, Any]:
                 "fit_time_s": _finite(told.get("fit_time_s")),
                 "predict_time_s": _finite(told.get("predict_time_s")),
                 "duration_s": duration,
+                "intermediate": {str(k): float(v) for k, v in t.intermediate_values.items()},
+                "pruned_at": t.last_step if state == "pruned" else None,
             }
         )
     cond = plan.condition
@@ -287,10 +305,12 @@ def sweep_record(study: Any, plan: SweepPlan) -> dict[str, Any]:
         "config_hash": None if params is None else config_hash(plan.method.name, params),
         "score": None if best is None else best_value,
         "best_trial": None if best is None else best.number,
-        "n_trials": counts["complete"] + counts["failed"],
+        "n_trials": counts["complete"] + counts["failed"] + counts["pruned"],
         "n_complete": counts["complete"],
         "n_failed": counts["failed"],
+        "n_pruned": counts["pruned"],
         "n_interrupted": counts["interrupted"],
+        "pruner": None if plan.pruner_spec is None else plan.pruner_spec.as_dict(),
         "history": history,
     }
 
@@ -349,13 +369,20 @@ class _Sweep:
             "split_seed": plan.split_seed,
             "sampler": plan.sampler,
             "sampler_seed": plan.sampler_seed,
+            "pruner": "none" if plan.pruner_spec is None else plan.pruner_spec.as_dict(),
         }
+        self.pruner = plan.pruner_spec
         attrs = self.study.user_attrs
         if not attrs:
             for k, v in identity.items():
                 self.study.set_user_attr(k, v)
         else:
-            changed = [k for k, v in identity.items() if attrs.get(k) != v]
+            # journals from before pruning existed hold no "pruner": they were unpruned
+            changed = [
+                k
+                for k, v in identity.items()
+                if attrs.get(k, "none" if k == "pruner" else None) != v
+            ]
             if changed:
                 raise UdbenchError(
                     f"udbench tune: the sweep journal {str(self.journal)!r} was made with another "
@@ -417,6 +444,7 @@ def tune(
     seed: int = 0,
     in_flight: int | None = None,
     timeout: float | None = None,
+    pruner: str = "none",
     workers: int | None = None,
     scheduler: str | None = None,
     cluster_config: str | os.PathLike[str] | None = None,
@@ -446,6 +474,11 @@ def tune(
         sequentially (results independent of the number of workers).
     timeout : float, optional
         Per-trial wall-clock limit of fit + predict, seconds.
+    pruner : {"none", "sha", "hyperband"}, default "none"
+        Stop unpromising trials of iterative methods early (Optuna's successive-halving or
+        Hyperband pruner on the held-out NLL at intermediate steps,
+        :mod:`udbench.tuning.pruning`); a pruned trial counts as one of ``trials`` and is
+        never the best. Methods with no intermediate values are not pruned.
     workers, scheduler, cluster_config, pin, client
         Where trials run, as for :func:`udbench.evaluation.runner.run_benchmark`.
     on_trial : callable, optional
@@ -474,7 +507,7 @@ def tune(
     if not isinstance(out, (str, os.PathLike)):
         raise param_error(comp, "out", "be a folder (str or Path)", out)
     t_start = time.perf_counter()
-    plans = plan_sweeps(tasks, methods, trials=trials, sampler=sampler, seed=seed)
+    plans = plan_sweeps(tasks, methods, trials=trials, sampler=sampler, seed=seed, pruner=pruner)
     out = Path(out)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     summary = TuneSummary(out=out, n_sweeps=len(plans))
@@ -533,6 +566,11 @@ def tune(
                         seed=trial_seed(s.plan.method.name, s.plan.condition.key, trial.number),
                         split_seed=s.plan.split_seed,
                         train_sha256=s.plan.train_sha256,
+                        pruning=None
+                        if s.pruner is None
+                        else PruningContext(
+                            s.pruner, trial.number, snapshot(s.study, trial.number)
+                        ),
                     )
                 )
             driver += time.perf_counter() - t0
@@ -555,7 +593,15 @@ def tune(
                 },
             )
             s.n_finished += 1
-            if outcome.value is not None:
+            for step, value in sorted(outcome.intermediate.items()):
+                trial.report(value, step)  # what the trial reported, for later snapshots
+            for key, value in outcome.rung_attrs.items():
+                s.study._storage.set_trial_system_attr(trial._trial_id, key, value)
+            if outcome.pruned_at is not None:
+                s.study.tell(trial, state=TrialState.PRUNED)
+                summary.n_trials_pruned += 1
+                text = f"pruned at {outcome.pruned_at}: nll {outcome.value:.4g}"
+            elif outcome.value is not None:
                 s.study.tell(trial, outcome.value)
                 text = f"nll {outcome.value:.4g}"
             else:

@@ -39,6 +39,7 @@ from udbench.methods.nn.training import (
     gaussian_loss,
     predict_members,
     train_members,
+    train_members_reporting,
 )
 
 __all__ = [
@@ -195,17 +196,39 @@ class GaussianNNEnsemble(BaseMethod):
         train_key = jax.random.key(self._seed("train", bits=31))
         params = init_members(init_key, model, M, dtype)
         rows = self._member_rows(X.shape[0], rng)
-        params, _, history = train_members(
-            params,
-            Xs,
-            y,
-            rows,
-            jax.random.split(train_key, M),
-            model,
-            train,
-            loss_fn=type(self)._loss_fn,
-            state=self._train_state(M, dtype),
-        )
+        checkpoints = () if model.spectral_norm else self._progress_checkpoints()
+        if checkpoints:  # a tuning trial that reports (pruning): stops at the checkpoints
+            self.model_config_ = model
+
+            def on_checkpoint(epoch: int, current: Any) -> None:
+                self.params_ = current
+                self._report_progress(epoch, self._predict)
+
+            params, _, history = train_members_reporting(
+                params,
+                Xs,
+                y,
+                rows,
+                jax.random.split(train_key, M),
+                model,
+                train,
+                checkpoints=checkpoints,
+                on_checkpoint=on_checkpoint,
+                loss_fn=type(self)._loss_fn,
+                state=self._train_state(M, dtype),
+            )
+        else:
+            params, _, history = train_members(
+                params,
+                Xs,
+                y,
+                rows,
+                jax.random.split(train_key, M),
+                model,
+                train,
+                loss_fn=type(self)._loss_fn,
+                state=self._train_state(M, dtype),
+            )
         self.params_ = params
         self.history_ = np.asarray(history, dtype=np.float64)
         self.model_config_ = model

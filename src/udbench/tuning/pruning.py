@@ -1,0 +1,237 @@
+"""Pruned tuning: Optuna's successive-halving and Hyperband pruners on iterative methods.
+
+A trial of an *iterative* method (one that declares ``progress_param``: boosting
+iterations, training epochs, members of a bag; :mod:`udbench.methods._progress`) reports the
+held-out Gaussian NLL of SPEC §9 (the sweep's objective, on the same 20 % split) at the
+pruner's rungs while it fits, and stops when the pruner says so. The trial then counts as
+one of the sweep's ``trials`` (state *pruned*, value = its last intermediate NLL), informs
+the sampler as Optuna's pruned trials do, and is never the sweep's best: only complete
+trials are (their value is the final NLL, as without pruning). Methods with no intermediate
+values are never pruned (their sweeps are unchanged).
+
+Resources are the method's own steps. With reduction factor η = :data:`REDUCTION_FACTOR`
+and the tuned range [low, high] of ``progress_param`` (its configured value where it is not
+tuned), ``min_resource = max(1, low // η)`` and ``max_resource = high``; the rungs are
+``min_resource · η^k`` (Li et al. 2018, Hyperband; Jamieson & Talwalkar 2016 and Li et al.
+2020 for (asynchronous) successive halving, Optuna's ``SuccessiveHalvingPruner``).
+
+Where the pruner runs: in the trial's own process, on a *snapshot* of the sweep taken when
+the trial was asked (every earlier trial's intermediate values and rung attributes), with
+Optuna's pruner class deciding on an in-memory study rebuilt from it. The driver then writes
+what the trial reported into the sweep's journal. So pruning needs no storage shared with
+the workers, and a sweep with ``--in-flight 1`` prunes the same trials whatever the number
+of workers (the snapshot then holds every earlier trial, finished).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from udbench._validation import param_error
+
+__all__ = [
+    "PRUNERS",
+    "REDUCTION_FACTOR",
+    "PrunerSpec",
+    "PruningContext",
+    "TrialReporter",
+    "pruner_spec",
+    "snapshot",
+]
+
+#: ``udbench tune --pruner`` values: no pruning, successive halving, Hyperband.
+PRUNERS: tuple[str, ...] = ("none", "sha", "hyperband")
+#: η of both pruners (the Hyperband paper's default).
+REDUCTION_FACTOR = 3
+#: Optuna study name of every sweep (Hyperband assigns brackets from it and the number).
+STUDY_NAME = "udbench-tune"
+
+
+@dataclass(frozen=True)
+class PrunerSpec:
+    """A pruner and its resources (steps of the method's ``progress_param``)."""
+
+    kind: str
+    param: str
+    min_resource: int
+    max_resource: int
+    reduction_factor: int = REDUCTION_FACTOR
+
+    def make(self) -> Any:
+        """The Optuna pruner."""
+        import optuna
+
+        if self.kind == "sha":
+            return optuna.pruners.SuccessiveHalvingPruner(
+                min_resource=self.min_resource, reduction_factor=self.reduction_factor
+            )
+        return optuna.pruners.HyperbandPruner(
+            min_resource=self.min_resource,
+            max_resource=self.max_resource,
+            reduction_factor=self.reduction_factor,
+        )
+
+    def checkpoints(self, total: int) -> tuple[int, ...]:
+        """The rungs ``min_resource · η^k`` below ``total`` steps (every bracket's rungs of
+        Hyperband are among them)."""
+        out, r = [], self.min_resource
+        while r < total:
+            out.append(int(r))
+            r *= self.reduction_factor
+        return tuple(out)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "param": self.param,
+            "min_resource": self.min_resource,
+            "max_resource": self.max_resource,
+            "reduction_factor": self.reduction_factor,
+        }
+
+
+def pruner_spec(kind: str, method: Any) -> PrunerSpec | None:
+    """The pruner of a sweep of ``method`` (an unfitted method with its base configuration),
+    or None: ``kind == "none"``, or a method with no intermediate values.
+
+    Raises
+    ------
+    UdbenchError
+        An unknown ``kind``.
+    """
+    if kind not in PRUNERS:
+        raise param_error("udbench tune", "pruner", f"be one of {list(PRUNERS)}", kind)
+    param = type(method).progress_param
+    if kind == "none" or param is None:
+        return None
+    spec = type(method).search_space.get(param)
+    value = int(method.get_params(deep=False)[param])
+    low, high = (int(spec["low"]), int(spec["high"])) if spec and "low" in spec else (value, value)
+    return PrunerSpec(kind, param, max(1, low // REDUCTION_FACTOR), max(high, value, 1))
+
+
+def snapshot(study: Any, before: int) -> tuple[dict[str, Any], ...]:
+    """What a trial numbered ``before`` may know of its sweep: every earlier trial's state,
+    value, intermediate values and system attributes (unfinished ones as failed)."""
+    from optuna.trial import TrialState
+
+    out = []
+    for t in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
+        if t.number >= before:
+            break
+        state = t.state.name.lower() if t.state.is_finished() else "fail"
+        out.append(
+            {
+                "number": t.number,
+                "state": state,
+                "value": None
+                if t.state not in (TrialState.COMPLETE, TrialState.PRUNED)
+                else t.value,
+                "intermediate_values": {int(k): float(v) for k, v in t.intermediate_values.items()},
+                "system_attrs": {
+                    k: v for k, v in t.system_attrs.items() if k.startswith("completed_rung_")
+                },
+            }
+        )
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class PruningContext:
+    """What a trial's process needs to prune: the pruner, the trial's number, the snapshot."""
+
+    spec: PrunerSpec
+    number: int
+    history: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass
+class TrialReporter:
+    """The :class:`~udbench.methods._progress.ProgressReporter` of a pruned trial.
+
+    Scores each intermediate model on the held-out rows (the objective's Gaussian NLL), hands
+    the value to an Optuna trial of an in-memory study rebuilt from the snapshot, and stops
+    the fit (:class:`~udbench.methods._progress.TrainingStopped`) when its pruner says so.
+
+    Attributes
+    ----------
+    intermediate : dict of int to float
+        Step -> held-out NLL reported (``inf`` for a zero total variance).
+    pruned_at : int or None
+        The step at which the pruner stopped the fit.
+    """
+
+    context: PruningContext
+    X_hold: np.ndarray
+    y_hold: np.ndarray
+    score: Callable[[np.ndarray, np.ndarray, np.ndarray], float]
+    intermediate: dict[int, float] = field(default_factory=dict)
+    pruned_at: int | None = None
+    _trial: Any = None
+    _study: Any = None
+
+    def __post_init__(self) -> None:
+        import optuna
+        from optuna.trial import TrialState, create_trial
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        study = optuna.create_study(
+            study_name=STUDY_NAME,
+            direction="minimize",
+            pruner=self.context.spec.make(),
+            sampler=optuna.samplers.RandomSampler(seed=0),  # never samples here
+        )
+        for h in self.context.history:
+            state = TrialState[h["state"].upper()]
+            value = h["value"] if state in (TrialState.COMPLETE, TrialState.PRUNED) else None
+            if state == TrialState.PRUNED and value is None:
+                state = TrialState.FAIL
+            study.add_trial(
+                create_trial(
+                    state=state,
+                    value=value,
+                    intermediate_values={int(k): v for k, v in h["intermediate_values"].items()},
+                    system_attrs=dict(h["system_attrs"]),
+                )
+            )
+        self._study = study
+        self._trial = study.ask()
+        if self._trial.number != self.context.number:  # pragma: no cover - a bug
+            raise RuntimeError(
+                f"pruning snapshot of trial {self.context.number} rebuilt trial "
+                f"{self._trial.number}"
+            )
+
+    def checkpoints(self, total: int) -> tuple[int, ...]:
+        return self.context.spec.checkpoints(total)
+
+    def report(self, step: int, predict: Callable[[np.ndarray], Any]) -> None:
+        from udbench.methods._progress import TrainingStopped
+
+        pred = predict(self.X_hold)
+        value = float(self.score(self.y_hold, pred.mean, pred.total))
+        if not math.isfinite(value):
+            value = math.inf
+        self.intermediate[int(step)] = value
+        self._trial.report(value, int(step))
+        if self._trial.should_prune():
+            self.pruned_at = int(step)
+            raise TrainingStopped(step)
+
+    def system_attrs(self) -> dict[str, Any]:
+        """The rung attributes the pruner wrote on the trial (to copy into the journal)."""
+        frozen = self._study._storage.get_trial(self._trial._trial_id)
+        return {k: v for k, v in frozen.system_attrs.items() if k.startswith("completed_rung_")}
+
+
+def history_fields(intermediate: Mapping[int, float], pruned_at: int | None) -> dict[str, Any]:
+    """A record's per-trial pruning fields."""
+    return {
+        "intermediate": {str(k): float(v) for k, v in sorted(intermediate.items())},
+        "pruned_at": pruned_at,
+    }

@@ -1,0 +1,115 @@
+"""Pruned tuning (issue 35, item 3): a pruned trial counts and is never the best, a pruned
+sweep resumes from its journal, and the pruner is off for methods with no intermediate values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from _fakes import QuadMethod, StepQuadMethod, make_fake_task, save_fake_task
+from udbench._validation import UdbenchError
+from udbench.tuning.objective import trial_seed
+from udbench.tuning.pruning import PrunerSpec, pruner_spec
+from udbench.tuning.records import load_records
+from udbench.tuning.sweep import tune
+
+CLOCK = ("created_at", "duration_s", "fit_time_s", "predict_time_s", "_path")
+
+
+def _strip(record: dict) -> dict:
+    out = {k: v for k, v in record.items() if k not in CLOCK}
+    out["history"] = [{k: v for k, v in h.items() if k not in CLOCK} for h in record["history"]]
+    return out
+
+
+def _record(folder: Path) -> dict:
+    (rec,) = load_records(folder)
+    return rec
+
+
+@pytest.fixture
+def tasks(tmp_path):
+    folder = tmp_path / "tasks"
+    save_fake_task(make_fake_task(0, n_train=50), folder)
+    return folder
+
+
+def test_pruner_resources_come_from_the_methods_own_steps():
+    from udbench.methods import make_method
+
+    spec = pruner_spec("sha", StepQuadMethod())  # n_steps tuned in [9, 27]
+    assert spec == PrunerSpec("sha", "n_steps", 3, 27)
+    assert spec.checkpoints(27) == (3, 9) and spec.checkpoints(10) == (3, 9)
+    assert spec.checkpoints(3) == ()  # a rung at the last step is the end, not a report
+    bag = pruner_spec("hyperband", make_method("ngboost-bag"))  # members, tuned in [5, 25]
+    assert (bag.param, bag.min_resource, bag.max_resource) == ("n_regressors", 1, 25)
+    nn = pruner_spec("sha", make_method("nn-ens"))  # epochs, tuned in [50, 350]
+    assert (nn.param, nn.min_resource, nn.max_resource) == ("n_epochs", 16, 350)
+    assert nn.checkpoints(200) == (16, 48, 144)
+    assert pruner_spec("sha", make_method("gp")) is None  # no intermediate values
+    assert pruner_spec("none", StepQuadMethod()) is None
+    with pytest.raises(UdbenchError, match="pruner"):
+        pruner_spec("median", StepQuadMethod())
+
+
+def test_a_pruned_trial_counts_as_a_trial_and_is_never_the_best(tasks, tmp_path):
+    log = tmp_path / "steps.log"
+    # final_shift: a finished model is 2 SDs off, so a trial stopped early scores lower than
+    # the complete trials' final models
+    method = StepQuadMethod(drift=0.0, final_shift=2.0, log=str(log))
+    summary = tune([tasks], [method], tmp_path / "out", trials=30, pruner="sha", workers=0)
+    rec = _record(tmp_path / "out")
+    assert rec["n_trials"] == 30 == rec["n_complete"] + rec["n_pruned"] + rec["n_failed"]
+    assert rec["n_pruned"] >= 5 and summary.n_trials_pruned == rec["n_pruned"]
+    assert rec["pruner"]["kind"] == "sha" and rec["pruner"]["min_resource"] == 3
+    complete = [h for h in rec["history"] if h["state"] == "complete"]
+    pruned = [h for h in rec["history"] if h["state"] == "pruned"]
+    best = min(complete, key=lambda h: h["value"])
+    assert rec["best_trial"] == best["number"] and rec["score"] == best["value"]
+    assert min(h["value"] for h in pruned) < rec["score"]  # lower, and still not chosen
+    # best-so-far runs over complete trials only
+    assert rec["history"][-1]["best_so_far"] == rec["score"]
+    steps: dict[int, int] = {}
+    for line in log.read_text().split("\n")[:-1]:
+        seed, k = (int(v) for v in line.split())
+        steps[seed] = max(steps.get(seed, 0), k)
+    for h in pruned:
+        # stopped at a rung, its value the NLL reported there, and trained no further
+        assert h["pruned_at"] in (3, 9) and h["value"] == h["intermediate"][str(h["pruned_at"])]
+        assert steps[trial_seed("fake-step-quad", rec["condition"], h["number"])] == h["pruned_at"]
+    for h in complete:
+        n_steps = h["params"]["n_steps"]  # tuned in every trial
+        assert steps[trial_seed("fake-step-quad", rec["condition"], h["number"])] == n_steps
+
+
+@pytest.mark.parametrize("pruner", ["sha", "hyperband"])
+def test_a_pruned_sweep_resumes_from_its_journal_to_the_same_record(tasks, tmp_path, pruner):
+    once, twice = tmp_path / "once", tmp_path / "twice"
+    tune([tasks], [StepQuadMethod()], once, trials=24, pruner=pruner, workers=0)
+    tune([tasks], [StepQuadMethod()], twice, trials=10, pruner=pruner, workers=0)
+    first = _record(twice)
+    assert first["n_trials"] == 10
+    resumed = tune([tasks], [StepQuadMethod()], twice, trials=24, pruner=pruner, workers=0)
+    assert resumed.n_resumed_trials == 10 and resumed.n_trials_run == 14
+    a, b = _record(once), _record(twice)
+    assert a["n_pruned"] > 0
+    # the journal kept every intermediate value and rung: the same trials are pruned
+    assert _strip(a) == _strip(b)
+
+
+def test_the_pruner_is_off_for_a_method_without_intermediate_values(tasks, tmp_path):
+    tune([tasks], [QuadMethod()], tmp_path / "sha", trials=8, pruner="sha", workers=0)
+    tune([tasks], [QuadMethod()], tmp_path / "none", trials=8, pruner="none", workers=0)
+    sha, none = _record(tmp_path / "sha"), _record(tmp_path / "none")
+    assert sha["pruner"] is None and sha["n_pruned"] == 0 and sha["n_complete"] == 8
+    assert all(h["intermediate"] == {} for h in sha["history"])
+    assert _strip(sha) == _strip(none)
+
+
+def test_a_journal_made_with_another_pruner_is_refused(tasks, tmp_path):
+    tune([tasks], [StepQuadMethod()], tmp_path / "out", trials=4, pruner="sha", workers=0)
+    with pytest.raises(UdbenchError, match="pruner"):
+        tune([tasks], [StepQuadMethod()], tmp_path / "out", trials=6, pruner="none", workers=0)
+    with pytest.raises(UdbenchError, match="pruner"):
+        tune([tasks], [StepQuadMethod()], tmp_path / "x", trials=4, pruner="asha", workers=0)
