@@ -249,8 +249,10 @@ def standardise_targets(y: np.ndarray) -> tuple[float, float, np.ndarray]:
 class BaseMethod(BaseEstimator):
     """Base class of every udbench UQ method (scikit-learn conventions).
 
-    Class attributes (declared by each subclass)
-    --------------------------------------------
+    Each subclass declares the class attributes listed under Attributes.
+
+    Attributes
+    ----------
     name : str
         Registry name, the paper's method name in lower case (``"nn-ens"``).
     family : str
