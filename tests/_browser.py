@@ -161,7 +161,9 @@ class Browser:
             options.add_argument(arg)
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         # the Debian driver, so Selenium Manager never tries to download one
-        self.driver: Any = webdriver.Chrome(service=Service(executable_path=driver), options=options)
+        self.driver: Any = webdriver.Chrome(
+            service=Service(executable_path=driver), options=options
+        )
         self.driver.set_page_load_timeout(120)
 
     def __enter__(self) -> Browser:
