@@ -2,24 +2,27 @@
 
 The pages are the Markdown files of this folder (MyST, through myst-nb), the tutorial notebook
 is executed at build time (myst-nb, jupyter-cache) and the API reference is generated from the
-numpydoc docstrings (autodoc + numpydoc; one page per module, written at the start of a build). ``sphinx-build -W -n`` (as ``.ci/run``
-runs it) turns every warning into an error: a link to a missing page or anchor, an API entry
-naming an object that does not exist, a cross-reference that resolves to nothing, a notebook
-cell that raises.
+numpydoc docstrings (autodoc + numpydoc; one page per module, written at the start of a build).
+``sphinx-build -W -n`` (as ``.ci/run`` runs it) turns every warning into an error: a link to a
+missing page or anchor, an API entry naming an object that does not exist, a cross-reference
+that resolves to nothing, a notebook cell that raises.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import re
 import warnings
 from importlib.metadata import version as _version
+from typing import Any
 
 # numpydoc drops a section it does not know (with a UserWarning): fail the build instead
 warnings.filterwarnings("error", message="Unknown section", category=UserWarning)
 
 project = "udbench"
 author = "The udbench developers"
-copyright = "udbench developers, MIT licence"  # noqa: A001 - Sphinx's name
+copyright = "udbench developers, MIT licence"
 release = _version("udbench")
 version = release
 
@@ -66,10 +69,6 @@ html_static_path: list[str] = []
 
 
 # --- docstrings written for the terminal as much as for the site -------------------------------
-
-import importlib  # noqa: E402
-import re  # noqa: E402
-from typing import Any  # noqa: E402
 
 _CODE = re.compile(r"(``.+?``|`[^`\n]+`)")
 

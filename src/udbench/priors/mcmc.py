@@ -154,8 +154,9 @@ class NUTSDiagnostics(MCMCDiagnostics):
     step_size_per_chain : list of float
         Adapted step size of every chain.
     n_datasets_in_run : int
-        Data sets conditioned in the same run (:meth:`~udbench.priors.bnn.BNNPrior.condition_batch`); the
-        sampler figures are shared between them.
+        Data sets conditioned in the same run
+        (:meth:`~udbench.priors.bnn.BNNPrior.condition_batch`); the sampler figures are shared
+        between them.
     """
 
     chain_method: str
