@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
+from udbench._validation import UdbenchError
 from udbench.cli import main
 from udbench.recipes import quickstart as recipe
 
@@ -22,16 +24,31 @@ def test_quickstart_grid_is_gp_on_diabetes_both_coverages_two_noise_modes() -> N
 
 
 def test_cli_quickstart_runs_the_recipe(tmp_path: Path, monkeypatch, capsys) -> None:
-    calls: list[tuple[Path, int | None]] = []
+    calls: list[tuple[Path, int | None, tuple[str, ...]]] = []
 
-    def fake(out, *, workers=None, console=None, **_):  # type: ignore[no-untyped-def]
-        calls.append((Path(out), workers))
+    def fake(out, *, workers=None, methods=(), console=None, **_):  # type: ignore[no-untyped-def]
+        calls.append((Path(out), workers, methods))
         return pd.DataFrame(), Path(out) / "report" / "report.html"
 
     monkeypatch.setattr(recipe, "quickstart", fake)
     assert main(["quickstart", "--out", str(tmp_path / "qs"), "-w", "0"]) == 0
-    assert calls == [(tmp_path / "qs", 0)]
     assert "report written to" in capsys.readouterr().out
+    # --methods: repeatable, or separated by commas or spaces
+    args = ["quickstart", "--out", str(tmp_path / "qs"), "-m", "blr,gp", "-m", "nn-ens vlgp"]
+    assert main(args) == 0
+    assert calls == [
+        (tmp_path / "qs", 0, recipe.QUICKSTART_METHODS),
+        (tmp_path / "qs", None, ("blr", "gp", "nn-ens", "vlgp")),
+    ]
+
+
+def test_quickstart_rejects_an_unknown_method_before_generating(tmp_path: Path, capsys) -> None:
+    assert main(["quickstart", "--out", str(tmp_path / "qs"), "-m", "blr,forest"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "parameter 'name' must be one of" in err and "got 'forest'" in err
+    assert not (tmp_path / "qs" / "tasks").exists()  # nothing generated
+    with pytest.raises(UdbenchError, match="parameter 'methods' must name at least one method"):
+        recipe.quickstart(tmp_path / "qs2", methods=())
 
 
 def test_quickstart_reuses_only_task_files_of_the_same_instance(tmp_path: Path, monkeypatch):
@@ -65,11 +82,11 @@ def test_quickstart_reuses_only_task_files_of_the_same_instance(tmp_path: Path, 
         def print(self, text, **_):  # type: ignore[no-untyped-def]
             lines.append(str(text))
 
-    recipe.quickstart(tmp_path, console=Console(), methods=())  # type: ignore[arg-type]
+    recipe.quickstart(tmp_path, console=Console(), methods=("blr",))
     assert made == [s.task_id for s in specs]  # the stale one too
     assert any("replacing task" in line and "n_draws 40 (asked 200)" in line for line in lines)
     assert read_task_meta(task_dir / f"{specs[0].task_id}.npz")["spec"]["n_draws"] == 200
     made.clear()
     (task_dir / f"{specs[1].task_id}.npz").write_bytes(b"damaged")
-    recipe.quickstart(tmp_path, console=Console(), methods=())  # type: ignore[arg-type]
+    recipe.quickstart(tmp_path, console=Console(), methods=("blr",))
     assert made == [specs[1].task_id]  # only the damaged file; the matching ones are reused

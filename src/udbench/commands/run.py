@@ -446,16 +446,30 @@ def register(app: typer.Typer) -> None:
         workers: int | None = typer.Option(
             None, "--workers", "-w", help="Local Dask workers (default: usable cores; 0: inline)."
         ),
+        methods: list[str] = typer.Option(
+            [],
+            "--methods",
+            "-m",
+            help="Registered methods to run, each with its smoke settings (repeatable, or "
+            "separated by commas or spaces; default: every method udbench registers).",
+        ),
     ) -> None:
         """Offline demo on the embedded diabetes table: tasks, every method, leaderboard, report."""
         check_workers("udbench quickstart", "--workers", workers)
         from udbench.commands._board import print_board
         from udbench.commands._progress import cell_progress
-        from udbench.recipes.quickstart import quickstart
+        from udbench.recipes.quickstart import QUICKSTART_METHODS, quickstart
 
         check_out_dir("udbench quickstart", out)
+        names = tuple(n for m in methods for n in m.replace(",", " ").split())
         console = _console()
         with folder_lock(out, "udbench quickstart"), cell_progress(console=console) as on_cell:
-            board, report = quickstart(out, workers=workers, console=console, on_cell=on_cell)
+            board, report = quickstart(
+                out,
+                workers=workers,
+                methods=names or QUICKSTART_METHODS,
+                console=console,
+                on_cell=on_cell,
+            )
         print_board(board, console)
         console.print(f"report written to {report}", highlight=False)

@@ -309,8 +309,10 @@ def standardise_inputs(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
 class BaseMethod(BaseEstimator):
     """Base class of every udbench UQ method (scikit-learn conventions).
 
-    Class attributes (declared by each subclass)
-    --------------------------------------------
+    Each subclass declares the class attributes listed under Attributes.
+
+    Attributes
+    ----------
     name : str
         Registry name, the paper's method name in lower case (``"nn-ens"``).
     family : str

@@ -75,10 +75,10 @@ class Fidelity(enum.StrEnum):
     "smoke"``, it indexes tables keyed by the plain names and it is written to JSON (task
     files, prior settings) as the plain name, exactly as before the type existed. Its
     ``repr`` is the value's (``'smoke'``), so messages and dataclass reprs read as the
-    plain name. Convert user input with :meth:`parse`.
+    plain name. Convert user input with :meth:`parse`. Its members:
 
-    Members
-    -------
+    Attributes
+    ----------
     PAPER : "paper"
         SPEC §5 exactly.
     STANDARD : "standard"

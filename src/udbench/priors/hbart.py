@@ -7,7 +7,7 @@ Prior draws come from our own vectorised NumPy sampler of the tree ensemble
 
 - the threshold grid: inputs are binned here, in float64, onto the 255 equally spaced
   thresholds t_s = s/256 (s = 1..255), and handed to ``bartz.Bart`` as bin indices with
-  an identity :class:`~bartz.prepcovars.Binner` (:class:`GridBinner`), so bartz's cut
+  an identity :class:`~bartz.prepcovars.Binner` (``GridBinner``), so bartz's cut
   point s means exactly "left iff x ≤ s/256";
 - the leaf variance a²/m: ``tau_num = a``, ``k = 1`` (bartz's leaf SD is tau_num/(k√m)),
   ``offset = 0`` (prior mean of f is 0);
@@ -15,7 +15,7 @@ Prior draws come from our own vectorised NumPy sampler of the tree ensemble
   levels from 1), and ``min_points_per_decision_node = None`` through ``init_kw`` (bartz's
   default of 10 would make the prior depend on the training inputs);
 - the known noise: ``error_scale = σ(x_i)``; bartz still samples a global error precision
-  λ (per-point precision λ/σ²(x_i)), so the run callback :class:`KnownNoiseTempering`
+  λ (per-point precision λ/σ²(x_i)), so the run callback ``KnownNoiseTempering``
   overwrites λ after every MCMC step with 1/T, T the likelihood temperature of the next
   step: T runs geometrically from 3 to 1 in ten equal stages over the first 75 % of the
   warm-up (``np.geomspace(3, 1, 10)``), then 1. A tempered likelihood at temperature T is

@@ -61,10 +61,7 @@ class MCMCDiagnostics:
         Wall time of the sampler run (compilation included).
     chain_iterations_per_second : float
         ``n_chains`` × iterations per chain / ``wall_seconds``.
-
-    Class attributes
-    ----------------
-    rhat_gate : bool
+    rhat_gate : bool, class attribute
         Whether the SPEC §7 R̂ rule gates this sampler's posteriors (True: NUTS, four long
         chains; False: HBART's many short chains, where R̂ is recorded as a diagnostic
         only). Written to the flat dict as ``"rhat_gate"`` and read by
@@ -157,8 +154,9 @@ class NUTSDiagnostics(MCMCDiagnostics):
     step_size_per_chain : list of float
         Adapted step size of every chain.
     n_datasets_in_run : int
-        Data sets conditioned in the same run (:meth:`BNNPrior.condition_batch`); the
-        sampler figures are shared between them.
+        Data sets conditioned in the same run
+        (:meth:`~udbench.priors.bnn.BNNPrior.condition_batch`); the sampler figures are shared
+        between them.
     """
 
     chain_method: str

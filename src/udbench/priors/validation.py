@@ -83,7 +83,9 @@ FLOOR_FACTOR: float = 1.5
 CORR_MIN: float = 0.3
 #: Datasets, D and instances per dataset of the SPEC §7 protocol.
 VALIDATION_DATASETS: tuple[str, ...] = ("protein", "kin8nm")
+#: Posterior draws D per instance of the SPEC §7 protocol.
 VALIDATION_N_DRAWS: int = 1000
+#: Instances per dataset of the SPEC §7 protocol (the fewest the verdict accepts).
 MIN_INSTANCES_PER_DATASET: int = 8
 
 #: Families whose presets have a warm-up to validate (the MCMC families).

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from udbench._validation import param_error
 from udbench.methods.registry import REGISTRY
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ def quickstart(
         Output folder (``tasks/``, ``results/``, ``report/`` inside).
     workers : int, optional
         Local Dask workers (default: number of usable cores; 0 runs in this process).
-    methods : tuple of str
+    methods : tuple of str, default QUICKSTART_METHODS
         Registry names; each runs with its class's ``smoke_params``.
     console : rich.console.Console, optional
         Where to print progress messages (nothing printed when None).
@@ -96,6 +97,12 @@ def quickstart(
         :func:`udbench.evaluation.leaderboard.leaderboard` of the results.
     report : Path
         The written ``report.html``.
+
+    Raises
+    ------
+    UdbenchError
+        If ``methods`` is empty or names a method that is not registered (before any task is
+        generated).
     """
     from udbench.data import load_covariates
     from udbench.evaluation.leaderboard import leaderboard
@@ -106,6 +113,12 @@ def quickstart(
     from udbench.tasks import generate_task
     from udbench.tasks.generate import task_file_clash
 
+    if not methods:
+        raise param_error("quickstart", "methods", "name at least one method", methods)
+    # an unknown name is an error before any task is generated
+    estimators = [
+        (name, make_method(name, **dict(get_method_class(name).smoke_params))) for name in methods
+    ]
     root = Path(out)
     task_dir = root / "tasks"
     task_dir.mkdir(parents=True, exist_ok=True)
@@ -122,9 +135,6 @@ def quickstart(
             say(f"replacing task {spec.task_id} made otherwise ({clash})", highlight=False)
         say(f"generating task {spec.task_id}", highlight=False)
         generate_task(spec).save(path)
-    estimators = [
-        (name, make_method(name, **dict(get_method_class(name).smoke_params))) for name in methods
-    ]
     say(f"running {len(estimators)} methods on {len(quickstart_specs())} tasks", highlight=False)
     run_benchmark(
         [task_dir],

@@ -80,12 +80,15 @@ CD_METRICS: tuple[str, ...] = ("rho_eu_risk", "crps")
 #: Task coordinates summarised as the task grid.
 GRID_COLUMNS: tuple[str, ...] = ("dataset", "family", "noise", "coverage", "seed", "fidelity")
 
-#: The style sheet of udbench's HTML pages (the report and ``udbench analyze``'s page).
+#: The style sheet of udbench's HTML pages (the report and ``udbench analyze``'s page). A table
+#: wider than the page scrolls in its own box (as GitHub shows Markdown tables); the page never
+#: does (tests/analyses/test_analyses_report.py checks it in a browser at 1280 px).
 REPORT_CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1200px;
 margin:2em auto;padding:0 1em;color:#222}
 h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0;display:block;width:max-content;
+max-width:100%;overflow-x:auto}
 th,td{border:1px solid #ddd;padding:3px 7px;text-align:right}th{background:#f4f4f4}
 td:first-child,th:first-child{text-align:left}
 .note{color:#555;font-size:.9em}img{max-width:100%}.files{font-size:.85em}
