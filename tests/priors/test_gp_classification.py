@@ -1,4 +1,6 @@
-"""The latent-GP classification prior and its ESS reference posterior (udbench.priors.gp_classification).
+"""The latent-GP classification prior and its ESS reference posterior.
+
+Module under test: udbench.priors.gp_classification.
 
 Every sampler test uses the same tiny problem shape and the same sampler settings, so the
 jitted chains are compiled once for the module (the compilation dominates on a loaded

@@ -90,7 +90,8 @@ class TemperatureModel:
         self.n_classes = check_n_classes(comp, n_classes)
         self.strength = check_positive(comp, "strength", strength, strict=False)
         if isinstance(difficulty, str):
-            self.difficulty: str | float = check_choice(comp, "difficulty", difficulty, DIFFICULTIES)
+            name = check_choice(comp, "difficulty", difficulty, DIFFICULTIES)
+            self.difficulty: str | float = name
             self.target = DIFFICULTIES[difficulty]
         else:
             t = float(difficulty)

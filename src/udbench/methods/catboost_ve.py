@@ -67,6 +67,8 @@ class CatBoostVE(BaseClassifier):
     }
     smoke_params: ClassVar[dict[str, Any]] = {"iterations": 60, "depth": 3}
 
+    model_: Any  # the fitted CatBoostClassifier (None when one class was seen)
+
     def __init__(
         self,
         iterations: int = 500,

@@ -63,6 +63,8 @@ class GPCLaplace(BaseClassifier):
     }
     smoke_params: ClassVar[dict[str, Any]] = {"max_train": 60, "n_samples": 50}
 
+    gpc_: Any  # the fitted library classifier (None when one class was seen)
+
     def __init__(
         self,
         max_train: int = 1000,

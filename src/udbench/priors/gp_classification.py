@@ -203,7 +203,7 @@ def draw_labels(probs: Any, rng: np.random.Generator) -> np.ndarray:
     dev = float(np.max(np.abs(p.sum(axis=1) - 1.0))) if p.size else 0.0
     if dev > 1e-6:
         raise param_error("draw_labels", "probs", "have rows summing to 1", f"deviation {dev:.3g}")
-    u = rng.random(p.shape[0])
+    u = np.asarray(rng.random(p.shape[0]))
     cdf = np.cumsum(p, axis=1)
     cdf[:, -1] = np.inf  # rounding never lets u fall past the last class
     return np.asarray((u[:, None] >= cdf).sum(axis=1), dtype=np.int64)
@@ -826,6 +826,4 @@ def build_classification_prior(
     K = check_n_classes("build_classification_prior", n_classes)
     fidelity = Fidelity.parse("build_classification_prior", fidelity)
     gp = build_prior(cov, fidelity, use_cache=use_cache)
-    return GPClassificationPrior(
-        gp, K, fidelity, dataset=cov.key, sampler_kwargs=sampler_kwargs
-    )
+    return GPClassificationPrior(gp, K, fidelity, dataset=cov.key, sampler_kwargs=sampler_kwargs)
