@@ -123,8 +123,8 @@ def test_logreg_map_is_sklearns_and_laplace_concentrates() -> None:
 
 
 def test_gpc_probabilities_agree_with_sklearn() -> None:
-    X, y, _ = _toy(150, 3)
-    X_test, _, _ = _toy(50, 4)
+    X, y, _ = _toy(80, 3)
+    X_test, _, _ = _toy(30, 4)
     for K in (2, 3):
         yy = np.minimum(y, K - 1)
         method = make_classifier("gpc-lap", n_samples=4000).fit(X, yy, n_classes=K)
