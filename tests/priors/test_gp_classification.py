@@ -60,6 +60,9 @@ def test_prior_class_capabilities() -> None:
     settings = prior.settings
     assert settings["family"] == "gpc" and settings["n_classes"] == 3
     assert settings["sampler"]["n_chains"] == 4 and settings["sampler"]["thin"] == 2
+    assert settings["sampler"]["reference"] == "laplace"
+    with pytest.raises(UdbenchError, match="reference"):
+        GPClassificationPrior(prior.gp, 3, "smoke", sampler_kwargs={"reference": "ep"})
 
 
 def test_sample_is_k_independent_gp_draws() -> None:
@@ -209,6 +212,23 @@ def test_sampler_matches_importance_sampling() -> None:
     assert d["rhat_max"] < 1.05 and d["n_draws"] == D and d["n_classes"] == 3
     assert d["subiter_mean_kept"] >= 1.0 and 0 < d["theta_abs_mean"] < np.pi
     assert len(d["rhat"]) == N_EVAL * 3 and len(d["rhat_max_per_class"]) == 3
+    assert d["reference"] == "laplace" and d["mode_iterations"] >= 1
+    # the shift Σ_k f_k/√K carries no information: its posterior is its prior N(0, Σ)
+    shift = post.latent_eval.sum(axis=2) / np.sqrt(3)
+    prior_var = np.diag(prior.gp.covariance(Xe))
+    np.testing.assert_allclose(shift.var(axis=0), prior_var, rtol=0.15)
+
+
+def test_plain_ess_matches_importance_sampling() -> None:
+    """``reference="prior"`` (plain ESS) targets the same posterior (looser: it mixes slower)."""
+    gp = GPPrior(default_kernel_hyper("rbf", 1), 1.0)
+    prior = GPClassificationPrior(gp, 3, "smoke", sampler_kwargs={**SAMPLER, "reference": "prior"})
+    Xt, Xe = _inputs()
+    y = np.array([0, 0, 2])
+    post = prior.condition(Xt, y, np.full(3, 0.5), Xe, 11, D, tau_eval=np.full(N_EVAL, 0.5))
+    ref_mean, _ = _importance_reference(prior, Xt, y, 0.5, Xe)
+    np.testing.assert_allclose(post.mean_probs, ref_mean, atol=0.04)
+    assert post.diagnostics["reference"] == "prior" and post.diagnostics["mode_iterations"] == 0
 
 
 def test_condition_is_deterministic_in_key() -> None:

@@ -11,29 +11,46 @@ noise's role (a larger τ flattens π*, a higher Bayes error). Its level and het
 shapes are :class:`udbench.design.TemperatureModel`; the level rule (a target mean
 prior-expected Bayes error over the evaluation pool) is :func:`temperature_level` here.
 
-Reference posterior. p(f | S) with S = (X_train, y) is not Gaussian. The training latents
-F_t ∈ R^{n×K} (all K·n jointly; the prior covariance is block-diagonal over k, every block
-Σ_t = a²K̃_tt + ν·I) are drawn by elliptical slice sampling (ESS; Murray, Adams & MacKay 2010,
-AISTATS; BlackJAX's ``elliptical_proposal``), which needs no tuning and leaves the Gaussian
-prior invariant exactly. The momentum generator draws Z ~ N(0, I) (n, K) and returns the pair
-(L_t Z, Z) with L_t = chol Σ_t: the chain's position is the pair (F_t, W_t) with
-F_t = L_t W_t, rotated on the same ellipse, so the whitened latents W_t = L_t⁻¹F_t come for free.
-Several chains start from independent prior draws, run a burn-in (``n_warmup`` iterations: ESS
-has nothing to adapt), then keep every ``thin``-th state.
+Reference posterior. p(f | S) with S = (X_train, y) is not Gaussian. Two exact reductions
+and one sampler:
+
+1. *Contrasts.* Rotate the K latents at every point by the orthonormal Helmert matrix Q
+   (:func:`contrast_basis`): u = Q f gives one shift u₀ = Σ_k f_k/√K and K − 1 contrasts.
+   Independent GPs with one kernel stay independent with that kernel under a rotation, and
+   softmax(f/τ) depends on the contrasts only, so the shift's posterior is its prior (drawn
+   exactly) and only the (K − 1)·n training contrasts V are sampled; every contrast column
+   has the prior N(0, Σ_t), Σ_t = a²K̃_tt + ν·I.
+2. *Elliptical slice sampling* (ESS; Murray, Adams & MacKay 2010, AISTATS; BlackJAX's
+   ``elliptical_proposal``) in its generalised form (Nishihara, Murray & Adams 2014, JMLR
+   15): the target N(V; 0, Σ_t)·L(V) is written as N(V; m, S)·R(V) with a Gaussian
+   *reference* N(m, S) and R = target / reference, and ESS is run with respect to the
+   reference. This is exact for any reference; a reference close to the posterior makes
+   the ellipse moves long. ``reference="laplace"`` (every preset): m is the posterior mode,
+   found by the monotone MM iteration of Böhning's bound (the softmax Hessian is ≼ ½I in
+   orthonormal contrasts; Böhning 1992), and S = (Σ_t⁻¹ + W)⁻¹ with W the diagonal of the
+   likelihood's curvature at m (averaged over contrasts): a Laplace approximation without
+   the cross-contrast terms (R&W 2006 §3.4 for the binary case). Momenta from N(0, S) by
+   Matheron's rule with B = I + W^½Σ_tW^½ (two factorisations of n × n matrices in all);
+   R(V) costs O(nK) per evaluation. ``reference="prior"`` is plain ESS (m = 0, S = Σ_t);
+   measured at kin8nm size it does not converge in a usable time (docs/classification.md).
+   Several chains start from independent draws of the reference, run a burn-in
+   (``n_warmup``; ESS has nothing to adapt), then keep every ``thin``-th state.
 
 The evaluation latents are exact given each kept training draw (the GP conditional with the
-prior's nugget, R&W 2006 eq. 2.19 with noise-free targets): with A = L_t⁻¹ a²K̃_te,
+prior's nugget, R&W 2006 eq. 2.19 with noise-free targets), per rotated component: with
+W_t = L_t⁻¹U_t (L_t = chol Σ_t) and A = L_t⁻¹ a²K̃_te,
 
-    f_e | f_t ~ N(Aᵀ W_t,  a²K̃_ee + ν·I − AᵀA),
+    u_e | u_t ~ N(Aᵀ W_t,  a²K̃_ee + ν·I − AᵀA),
 
-drawn as Aᵀ W_t + L_c Z' (L_c = chol of the conditional covariance, adaptive jitter recorded).
-The posterior of π at the evaluation points is then softmax(f_e / τ_e) per draw.
+drawn as Aᵀ W_t + L_c Z′ (L_c = chol of the conditional covariance, adaptive jitter
+recorded), then f_e = Qᵀu_e. The posterior of π at the evaluation points is
+softmax(f_e / τ_e) per draw.
 
 Seed streams (the rule of :mod:`udbench.priors.base`, family ``"gpc"``): ``"gpc-prior"``
 (prior latent draws, :meth:`GPClassificationPrior.sample`), ``"gpc-mcmc"`` (the chains:
-initial states, momenta, slice variables; a JAX key) and ``"gpc-conditional"`` (the normals
-of the evaluation latents). The level rule's Monte Carlo normals are a build stream,
-``("gpc-level", K)``.
+initial states, momenta, slice variables; a JAX key) and ``"gpc-conditional"`` (the shift
+draws and the normals of the evaluation latents). The level rule's Monte Carlo normals
+are a build stream, ``("gpc-level", K)``.
 
 Not wired yet: task generation, task files, the CLI and the runner do not know this family
 (docs/classification.md, "Integration"); it is not in
@@ -51,11 +68,12 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.linalg
 import scipy.optimize
 import scipy.special
 
 from udbench._seeding import make_rng
-from udbench._validation import check_array, param_error
+from udbench._validation import check_array, check_choice, param_error
 from udbench.priors.base import DEFAULT_FIDELITY, Fidelity, call_seed
 from udbench.priors.diagnostics import summarise_function_draws
 from udbench.priors.gp.linalg import JITTER_START, add_diag, chol_jitter, solve_lower, tri_matmul_T
@@ -329,55 +347,77 @@ def temperature_level(
 # --------------------------------------------------------------------------------------
 # Elliptical slice sampling of the training latents (BlackJAX)
 # --------------------------------------------------------------------------------------
-def _loglik(state: tuple[jax.Array, jax.Array], labels: jax.Array, inv_tau: jax.Array) -> Any:
-    """Σ_i log softmax(f_i / τ_i)[y_i] of the position (F (n, K), W (n, K))."""
-    f = state[0] * inv_tau[:, None]
-    logp = jax.nn.log_softmax(f, axis=1)
+def contrast_basis(n_classes: int) -> np.ndarray:
+    """The orthonormal Helmert matrix Q (K, K) whose first row is (1, …, 1)/√K (SciPy).
+
+    u = Q f maps the K class latents at a point to their *shift* u₀ = Σ_k f_k/√K and K − 1
+    orthonormal *contrasts* u₁…u_{K−1}; f = Qᵀu. Independent GP latents with a common kernel
+    stay independent with that kernel under the rotation, and softmax(f/τ) depends on the
+    contrasts alone, so the shift's posterior is its prior (module docstring).
+    """
+    return np.asarray(scipy.linalg.helmert(check_n_classes("contrast_basis", n_classes), True))
+
+
+def _contrast_loglik(
+    v: jax.Array, labels: jax.Array, inv_tau: jax.Array, Q2: jax.Array
+) -> jax.Array:
+    """Σ_i log softmax(Q₂ᵀv_i / τ_i)[y_i] for contrasts v (n, K − 1)."""
+    logp = jax.nn.log_softmax((v @ Q2) * inv_tau[:, None], axis=1)
     return jnp.sum(jnp.take_along_axis(logp, labels[:, None], axis=1))
 
 
-@partial(jax.jit, static_argnames=("n_classes", "n_warmup", "n_keep", "thin"))
+@partial(jax.jit, static_argnames=("n_warmup", "n_keep", "thin"))
 def _run_chains(
-    L: jax.Array,
-    labels: jax.Array,
-    inv_tau: jax.Array,
+    ops: dict[str, jax.Array],
     keys: jax.Array,
     *,
-    n_classes: int,
     n_warmup: int,
     n_keep: int,
     thin: int,
 ) -> dict[str, jax.Array]:
-    """Run one ESS chain per key (vmapped); return the kept states and slice statistics.
+    """Generalised elliptical slice sampling of the contrasts, one chain per key (vmapped).
 
-    The position is the pair (F, W) with F = L W (module docstring); the momentum generator
-    returns (L Z, Z), so BlackJAX's ellipse rotates both with the same angle.
+    Target p(v | y) ∝ N(v; 0, Σ) L(v) for every contrast column of v (n, K − 1), written as
+    N(v; m, S)·R(v) with the reference S = (Σ⁻¹ + W)⁻¹ (W = diag ``sqrt_w``², shared by the
+    columns) and R(v) = L(v) + ½Σ_c (v_c − m_c)ᵀW(v_c − m_c) − Σ_c v_cᵀα_c + const,
+    α = Σ⁻¹m; BlackJAX's ellipse is taken around m with momenta from N(0, S), drawn by
+    Matheron's rule ν = f₀ − ΣW^½B⁻¹(W^½f₀ + ε), f₀ = L_Σz, B = I + W^½ΣW^½ = L_B L_Bᵀ.
+    W = 0, m = 0 is plain ESS with the prior as the reference.
 
-    Returns
-    -------
-    dict
-        ``"f"``, ``"w"`` (chains, n_keep, n, K); ``"loglik"`` (chains, n_keep);
-        ``"subiter"`` (chains, n_warmup + n_keep·thin): likelihood evaluations of every
-        iteration (1 = the first proposal on the ellipse was accepted); ``"theta"``
-        (chains, n_keep·thin): |accepted angle| of the kept phase.
+    ``ops``: ``L`` (chol Σ), ``Sigma``, ``LB``, ``sqrt_w`` (n,), ``m``, ``alpha`` (n, K − 1),
+    ``labels`` (n,), ``inv_tau`` (n,), ``Q2`` (K − 1, K).
+
+    Returns ``"v"`` (chains, n_keep, n, K − 1), ``"loglik"`` (chains, n_keep) (the labels'
+    log-likelihood), ``"subiter"`` (chains, n_warmup + n_keep·thin), ``"theta"``
+    (chains, n_keep·thin).
     """
     from blackjax.mcmc.elliptical_slice import EllipSliceState, elliptical_proposal
 
-    n = labels.shape[0]
+    L, Sigma, LB, sw = ops["L"], ops["Sigma"], ops["LB"], ops["sqrt_w"]
+    m, alpha = ops["m"], ops["alpha"]
+    labels, inv_tau, Q2 = ops["labels"], ops["inv_tau"], ops["Q2"]
+    w2 = sw * sw
 
-    def loglik(position: tuple[jax.Array, jax.Array]) -> Any:
-        return _loglik(position, labels, inv_tau)
+    def loglik(v: jax.Array) -> jax.Array:
+        return _contrast_loglik(v, labels, inv_tau, Q2)
 
-    def momentum(key: jax.Array, position: Any) -> tuple[jax.Array, jax.Array]:
-        z = jax.random.normal(key, position[0].shape, dtype=position[0].dtype)
-        return (L @ z, z)
+    def ratio(v: jax.Array) -> jax.Array:
+        d = v - m
+        return loglik(v) + 0.5 * jnp.sum(w2[:, None] * d * d) - jnp.sum(v * alpha)
+
+    def momentum(key: jax.Array, position: jax.Array) -> jax.Array:
+        k1, k2 = jax.random.split(key)
+        f0 = L @ jax.random.normal(k1, position.shape, dtype=position.dtype)
+        r = sw[:, None] * f0 + jax.random.normal(k2, position.shape, dtype=position.dtype)
+        s = jax.scipy.linalg.solve_triangular(LB, r, lower=True)
+        s = jax.scipy.linalg.solve_triangular(LB, s, lower=True, trans=1)
+        return m + f0 - Sigma @ (sw[:, None] * s)
 
     def one_chain(key: jax.Array) -> dict[str, jax.Array]:
         k_init, k_warm, k_keep = jax.random.split(key, 3)
-        w0 = jax.random.normal(k_init, (n, n_classes), dtype=L.dtype)
-        pos = (L @ w0, w0)  # an independent prior draw: chains start over-dispersed
-        step = elliptical_proposal(loglik, momentum, jnp.zeros((), L.dtype))  # prior mean 0
-        state = EllipSliceState(pos, loglik(pos))
+        v0 = momentum(k_init, m)  # a draw of the reference: chains start apart
+        step = elliptical_proposal(ratio, momentum, m.reshape(-1))
+        state = EllipSliceState(v0, ratio(v0))
 
         def body(st: Any, k: jax.Array) -> tuple[Any, tuple[jax.Array, jax.Array]]:
             st, info = step(k, st)
@@ -387,18 +427,89 @@ def _run_chains(
 
         def keep(st: Any, k: jax.Array) -> tuple[Any, tuple[Any, ...]]:
             st, (sub, th) = jax.lax.scan(body, st, jax.random.split(k, thin))
-            return st, (st.position[0], st.position[1], st.logdensity, sub, th)
+            return st, (st.position, loglik(st.position), sub, th)
 
-        state, (f, w, ll, sub_k, th) = jax.lax.scan(keep, state, jax.random.split(k_keep, n_keep))
+        state, (v, ll, sub_k, th) = jax.lax.scan(keep, state, jax.random.split(k_keep, n_keep))
         return {
-            "f": f,
-            "w": w,
+            "v": v,
             "loglik": ll,
             "subiter": jnp.concatenate([sub_w, sub_k.reshape(-1)]),
             "theta": th.reshape(-1),
         }
 
     return jax.vmap(one_chain)(keys)
+
+
+def _contrast_grad_curv(
+    v: np.ndarray, labels: np.ndarray, inv_tau: np.ndarray, Q2: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Gradient (n, K − 1), diagonal curvature (n, K − 1) and value of the log-likelihood in
+    the contrasts: g_i = Q₂(e_y − π_i)/τ_i, w_ic = [Q₂(diag π_i − π_iπ_iᵀ)Q₂ᵀ]_cc / τ_i²."""
+    logits = (v @ Q2) * inv_tau[:, None]
+    logp = scipy.special.log_softmax(logits, axis=1)
+    p = np.exp(logp)
+    onehot = np.eye(Q2.shape[1])[labels]
+    g = ((onehot - p) @ Q2.T) * inv_tau[:, None]
+    # diag of Q₂ diag(π) Q₂ᵀ − (Q₂π)² per contrast
+    qp = p @ Q2.T
+    curv = ((p @ (Q2.T**2)) - qp**2) * (inv_tau**2)[:, None]
+    return g, curv, float(np.sum(logp[np.arange(labels.size), labels]))
+
+
+def _reference(
+    L: Any, Sigma: Any, labels: np.ndarray, inv_tau: np.ndarray, Q2: np.ndarray, max_iter: int
+) -> tuple[np.ndarray, np.ndarray, Any, np.ndarray, dict[str, Any]]:
+    """The Gaussian reference N(m, (Σ⁻¹ + W)⁻¹) of the contrasts (a Laplace-type fit).
+
+    Mode m: Böhning's bound (the softmax Hessian is ≼ ½(I − 11ᵀ/K), i.e. ≼ ½I in the
+    orthonormal contrasts; Böhning 1992) makes v ← (Σ⁻¹ + W_b)⁻¹(W_b v + g(v)) with
+    W_b = 1/(2τ²) a monotone MM ascent of the log posterior, one factorisation for all
+    iterations (R&W 2006 eq. 3.18 with a fixed W). Then W = the diagonal curvature at m,
+    averaged over contrasts, and B = I + W^½ΣW^½ = L_B L_Bᵀ. Returns (m, α = Σ⁻¹m, L_B,
+    √W, record).
+    """
+    xp = _xp()
+    n, C = labels.size, Q2.shape[0]
+
+    def factor(w: np.ndarray) -> Any:
+        sw = np.sqrt(w)
+        B = add_diag(xp.asarray(sw[:, None] * np.asarray(Sigma) * sw[None, :]), 1.0)
+        LB, _ = chol_jitter(B, start=None)
+        return LB
+
+    def solve_ref(LB: Any, sw: np.ndarray, r: np.ndarray) -> np.ndarray:
+        # (Σ⁻¹ + W)⁻¹ r = Σr − ΣW^½B⁻¹W^½Σr
+        Sr = np.asarray(Sigma @ xp.asarray(r))
+        t = solve_lower(LB, xp.asarray(sw[:, None] * Sr))
+        t = np.asarray(solve_lower(LB, t, trans=True))
+        return Sr - np.asarray(Sigma @ xp.asarray(sw[:, None] * t))
+
+    wb = 0.5 * inv_tau**2
+    swb = np.sqrt(wb)
+    LBb = factor(wb)
+    v = np.zeros((n, C))
+    value = -np.inf
+    n_it = 0
+    step = float("inf")
+    for _ in range(max_iter):
+        n_it += 1
+        g, _, _ = _contrast_grad_curv(v, labels, inv_tau, Q2)
+        v_new = solve_ref(LBb, swb, wb[:, None] * v + g)
+        step = float(np.max(np.abs(v_new - v)))
+        v = v_new
+        if step < 1e-7 * max(1.0, float(np.max(np.abs(v)))):
+            break
+    g, curv, value = _contrast_grad_curv(v, labels, inv_tau, Q2)
+    w = curv.mean(axis=1)
+    LB = factor(w)
+    alpha = np.asarray(solve_lower(L, solve_lower(L, xp.asarray(v)), trans=True))
+    record = {
+        "mode_iterations": n_it,
+        "mode_last_step": step,
+        "mode_loglik": value,
+        "reference_curvature_mean": float(np.mean(w)),
+    }
+    return v, alpha, LB, np.sqrt(w), record
 
 
 # --------------------------------------------------------------------------------------
@@ -411,8 +522,8 @@ class ESSDiagnostics(MCMCDiagnostics):
     ``convergence`` (flattened into :meth:`to_dict`) is
     :func:`~udbench.priors.diagnostics.summarise_function_draws` of π at the evaluation
     points, one variable per (point, class), point-major (``rhat[i·K + k]`` is point i,
-    class k); ``rhat_max_train`` / ``rhat_train`` are the split-R̂ of the training latents
-    f_k(x_i) (same order). ``rhat_gate`` is True: the SPEC §7 R̂ rule applies (few long
+    class k); ``rhat_max_train`` / ``rhat_train`` are the split-R̂ of the sampled training
+    contrasts (point-major, K − 1 per point; the shift is drawn exactly). ``rhat_gate`` is True: the SPEC §7 R̂ rule applies (few long
     chains, as for the BNN).
 
     Attributes
@@ -443,7 +554,16 @@ class ESSDiagnostics(MCMCDiagnostics):
     nugget : float
         ν, the prior's nugget (target units²).
     sampler_seconds, conditional_seconds : float
-        Wall time of the chains (compilation included) and of the evaluation latents.
+        Wall time of the reference fit and the chains (compilation included), and of the
+        evaluation latents.
+    reference : {"laplace", "prior"}
+        The Gaussian the ellipses are drawn from (module docstring).
+    mode_iterations : int
+        Böhning-bound iterations of the reference's mode (0 for ``"prior"``).
+    mode_loglik : float
+        The labels' log-likelihood at that mode (NaN for ``"prior"``).
+    reference_curvature_mean : float
+        Mean of the reference's diagonal curvature W (0 for ``"prior"``).
     """
 
     n_classes: int
@@ -462,6 +582,10 @@ class ESSDiagnostics(MCMCDiagnostics):
     nugget: float
     sampler_seconds: float
     conditional_seconds: float
+    reference: str
+    mode_iterations: int
+    mode_loglik: float
+    reference_curvature_mean: float
 
 
 @dataclass(frozen=True)
@@ -560,9 +684,27 @@ class GPClassificationPrior(MCMCPrior):
     seed_bits: ClassVar[int] = 32
     #: Sampler presets (measured costs: docs/classification.md, "Fidelities").
     presets: ClassVar[dict[str, dict[str, Any]]] = {
-        Fidelity.SMOKE: {"n_chains": 2, "n_warmup": 100, "thin": 2},
-        Fidelity.STANDARD: {"n_chains": 4, "n_warmup": 1000, "thin": 10},
-        Fidelity.PAPER: {"n_chains": 4, "n_warmup": 4000, "thin": 40},
+        Fidelity.SMOKE: {
+            "n_chains": 2,
+            "n_warmup": 100,
+            "thin": 2,
+            "reference": "laplace",
+            "mode_max_iter": 200,
+        },
+        Fidelity.STANDARD: {
+            "n_chains": 4,
+            "n_warmup": 200,
+            "thin": 2,
+            "reference": "laplace",
+            "mode_max_iter": 200,
+        },
+        Fidelity.PAPER: {
+            "n_chains": 4,
+            "n_warmup": 1000,
+            "thin": 8,
+            "reference": "laplace",
+            "mode_max_iter": 500,
+        },
     }
 
     def __init__(
@@ -585,6 +727,7 @@ class GPClassificationPrior(MCMCPrior):
         warm = cfg["n_warmup"]
         if isinstance(warm, bool) or not isinstance(warm, int | np.integer) or warm < 0:
             raise param_error("GPClassificationPrior", "n_warmup", "be an integer >= 0", warm)
+        check_choice("GPClassificationPrior", "reference", cfg["reference"], ("laplace", "prior"))
 
     def _model_settings(self) -> dict[str, Any]:
         return {
@@ -633,6 +776,12 @@ class GPClassificationPrior(MCMCPrior):
         return class_probabilities(latents, tau)
 
     # -- posterior ----------------------------------------------------------------------
+    def _train_prior(self, X_train: np.ndarray, nu: float) -> tuple[Any, Any, float]:
+        """(Σ_t = a²K̃_tt + (ν + jitter)·I, its Cholesky factor, the jitter beyond ν)."""
+        K_tt = _xp().asarray(self.gp.covariance(X_train))
+        L, jit = chol_jitter(add_diag(K_tt, nu), start=None)
+        return add_diag(K_tt, nu + jit), L, float(jit)
+
     def condition(
         self,
         X_train: np.ndarray,
@@ -696,43 +845,67 @@ class GPClassificationPrior(MCMCPrior):
             if not (np.isfinite(nu) and nu >= 0):
                 raise param_error(comp, "nugget", "be a finite number >= 0", nugget)
         t0 = time.perf_counter()
+        C_ = K - 1
+        Q = contrast_basis(K)
         with jax.enable_x64(True):
             xp = _xp()
-            K_tt = xp.asarray(self.gp.covariance(X_train))
-            L_t, jit_t = chol_jitter(add_diag(K_tt, nu), start=None)
+            Sigma, L_t, jit_t = self._train_prior(X_train, nu)
+            inv_tau = 1.0 / t_tr
+            if cfg["reference"] == "laplace":
+                m_ref, alpha, LB, sw, ref_record = _reference(
+                    L_t, Sigma, y, inv_tau, Q[1:], int(cfg["mode_max_iter"])
+                )
+            else:  # plain ESS: the prior is the reference
+                m_ref, alpha = np.zeros((n, C_)), np.zeros((n, C_))
+                LB, sw, ref_record = xp.eye(n), np.zeros(n), {}
+            ops = {
+                "L": L_t,
+                "Sigma": Sigma,
+                "LB": LB,
+                "sqrt_w": sw,
+                "m": m_ref,
+                "alpha": alpha,
+                "labels": y,
+                "inv_tau": inv_tau,
+                "Q2": Q[1:],
+            }
             keys = jax.random.split(jax.random.key(self._sampler_seed(key)), n_chains)
             out = _run_chains(
-                jnp.asarray(L_t),
-                jnp.asarray(y),
-                jnp.asarray(1.0 / t_tr),
+                {k: jnp.asarray(v) for k, v in ops.items()},
                 keys,
-                n_classes=K,
                 n_warmup=int(cfg["n_warmup"]),
                 n_keep=per,
                 thin=int(cfg["thin"]),
             )
             out = {k: np.asarray(v) for k, v in out.items()}
             t1 = time.perf_counter()
-            # evaluation latents: f_e = Aᵀ W + L_c Z', A = L_t⁻¹ a²K_te
+            # whitened training latents in the rotated basis u = Q f: the shift u₀ is a prior
+            # draw (its posterior is its prior), the contrasts are the chains' states
+            rng = np.random.default_rng(call_seed(self.family, "conditional", key))
+            v = out["v"].reshape(D, n, C_)
+            w_shift = rng.standard_normal((D, n))
+            w_con = np.asarray(solve_lower(L_t, xp.asarray(v.transpose(1, 0, 2).reshape(n, -1))))
+            Wu = np.concatenate([w_shift.T[:, :, None], w_con.reshape(n, D, C_)], axis=2)
+            # evaluation latents: u_e = Aᵀ W + L_c Z', A = L_t⁻¹ a²K_te, then f = u Q
             K_te = xp.asarray(self.gp.covariance(X_train, X_eval))
             K_ee = xp.asarray(self.gp.covariance(X_eval))
             A = solve_lower(L_t, K_te)  # (n, m)
-            C = add_diag(K_ee - A.T @ A, nu)
-            L_c, jit_c = chol_jitter(0.5 * (C + C.T), start=None if nu > 0 else JITTER_START)
-            W = out["w"].reshape(D, n, K).transpose(1, 0, 2).reshape(n, D * K)
-            mean_e = np.asarray(A.T @ xp.asarray(W))  # (m, D·K)
-            rng = np.random.default_rng(call_seed(self.family, "conditional", key))
+            Cc = add_diag(K_ee - A.T @ A, nu)
+            L_c, jit_c = chol_jitter(0.5 * (Cc + Cc.T), start=None if nu > 0 else JITTER_START)
+            mean_e = np.asarray(A.T @ xp.asarray(Wu.reshape(n, D * K)))  # (m, D·K)
             z = xp.asarray(rng.standard_normal((D * K, m)))
             noise = np.asarray(tri_matmul_T(z, L_c))  # (D·K, m)
-            f_e = mean_e.reshape(m, D, K).transpose(1, 0, 2) + noise.reshape(D, K, m).transpose(
+            u_e = mean_e.reshape(m, D, K).transpose(1, 0, 2) + noise.reshape(D, K, m).transpose(
                 0, 2, 1
             )
-            f_e = np.ascontiguousarray(f_e, dtype=np.float64)
+            f_e = np.ascontiguousarray(u_e @ Q, dtype=np.float64)
+            shift_t = np.asarray(tri_matmul_T(xp.asarray(w_shift), L_t))  # (D, n)
+            u_t = np.concatenate([shift_t[:, :, None], v], axis=2)
+            f_t = np.ascontiguousarray(u_t @ Q, dtype=np.float64)
         probs = class_probabilities(f_e, t_ev)
         t2 = time.perf_counter()
-        f_t = np.ascontiguousarray(out["f"].reshape(D, n, K), dtype=np.float64)
         conv = summarise_function_draws(probs.reshape(n_chains, per, m * K))
-        train_conv = summarise_function_draws(f_t.reshape(n_chains, per, n * K), rhat_only=True)
+        train_conv = summarise_function_draws(v.reshape(n_chains, per, n * C_), rhat_only=True)
         rhat = np.asarray(conv["rhat"], dtype=np.float64).reshape(m, K)
         ess = _ess_bulk(probs.reshape(n_chains, per, m * K))
         ll = out["loglik"]
@@ -774,6 +947,10 @@ class GPClassificationPrior(MCMCPrior):
             nugget=nu,
             sampler_seconds=float(t1 - t0),
             conditional_seconds=float(t2 - t1),
+            reference=str(cfg["reference"]),
+            mode_iterations=int(ref_record.get("mode_iterations", 0)),
+            mode_loglik=float(ref_record.get("mode_loglik", float("nan"))),
+            reference_curvature_mean=float(ref_record.get("reference_curvature_mean", 0.0)),
         )
         return ClassificationPosterior(
             prob_draws=probs,
