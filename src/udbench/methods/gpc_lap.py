@@ -37,7 +37,7 @@ class GPCLaplace(BaseClassifier):
 
     Parameters
     ----------
-    max_train : int, default 1000
+    max_train : int, default 500
         Largest number of training rows used (a uniform subsample above it).
     n_restarts_optimizer : int, default 0
         Restarts of the library's marginal-likelihood optimiser.
@@ -67,7 +67,7 @@ class GPCLaplace(BaseClassifier):
 
     def __init__(
         self,
-        max_train: int = 1000,
+        max_train: int = 500,
         n_restarts_optimizer: int = 0,
         n_samples: int = 200,
         random_state: int | None = 0,

@@ -523,8 +523,8 @@ class ESSDiagnostics(MCMCDiagnostics):
     :func:`~udbench.priors.diagnostics.summarise_function_draws` of π at the evaluation
     points, one variable per (point, class), point-major (``rhat[i·K + k]`` is point i,
     class k); ``rhat_max_train`` / ``rhat_train`` are the split-R̂ of the sampled training
-    contrasts (point-major, K − 1 per point; the shift is drawn exactly). ``rhat_gate`` is True: the SPEC §7 R̂ rule applies (few long
-    chains, as for the BNN).
+    contrasts (point-major, K − 1 per point; the shift is drawn exactly). ``rhat_gate`` is
+    True: the SPEC §7 R̂ rule applies (few long chains, as for the BNN).
 
     Attributes
     ----------
