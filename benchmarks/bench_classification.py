@@ -12,13 +12,14 @@ fit + predict seconds of each classifier on the same task with its default confi
 ``--scale s`` < 1 shrinks n and n_eval (a loaded machine); minutes per instance are then
 also extrapolated to full size with the chains' cost ∝ n² (one (n × n) triangular product
 per iteration) and the evaluation latents ∝ n·n_eval·D, and the line says so.
-``--default-kernel`` uses the Matérn-3/2 kernel at its fixed starting values instead of the
+``--skip-sampler`` times only the classifiers (no reference posterior: no targets, and the
+last line is not printed). ``--default-kernel`` uses the Matérn-3/2 kernel at its fixed starting values instead of the
 dataset's fitted one (skips a GP fit that is not cached yet; mixing then differs).
 
 Usage::
 
     UDBENCH_DATA_DIR=... nice -n 5 uv run python benchmarks/bench_classification.py
-        [--fidelity standard] [--scale 1.0] [--smoke-methods] [--skip-methods]
+        [--fidelity standard] [--scale 1.0] [--smoke-methods] [--skip-methods] [--skip-sampler]
 
 Last line: ``clf_standard_minutes_per_instance: <x>`` (full size; extrapolated when
 ``--scale`` < 1).
@@ -34,6 +35,29 @@ import numpy as np
 N_TRAIN, N_EVAL, K = 3136, 1500, 3
 
 
+def _methods(args, X_train, labels, X_eval, prob_draws, pi_star) -> None:  # type: ignore[no-untyped-def]
+    """Fit + predict seconds of every classifier; mean AU/EU beside the targets when
+    ``prob_draws`` is given."""
+    from udbench.methods.classifiers import CLASSIFIERS, make_classifier
+    from udbench.risk import classification_oracle_targets
+
+    for name in CLASSIFIERS:
+        method = make_classifier(name, smoke=args.smoke_methods)
+        t2 = time.perf_counter()
+        method.fit(X_train, labels, n_classes=K)
+        t3 = time.perf_counter()
+        pred = method.predict(X_eval)
+        t4 = time.perf_counter()
+        line = (
+            f"method {name}: fit {t3 - t2:.1f} s, predict {t4 - t3:.1f} s; mean AU "
+            f"{pred.aleatoric.mean():.3f}, EU {pred.epistemic.mean():.4f}"
+        )
+        if prob_draws is not None:
+            tg = classification_oracle_targets(prob_draws, pred.probs, pi_star)
+            line += f" (AU* {tg.au.mean():.3f}, EU*_risk {tg.eu_risk.mean():.4f})"
+        print(line, flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dataset", default="kin8nm")
@@ -44,6 +68,7 @@ def main() -> None:
     parser.add_argument("--default-kernel", action="store_true")
     parser.add_argument("--smoke-methods", action="store_true")
     parser.add_argument("--skip-methods", action="store_true")
+    parser.add_argument("--skip-sampler", action="store_true")
     args = parser.parse_args()
 
     from udbench._seeding import make_rng
@@ -85,6 +110,9 @@ def main() -> None:
     labels = draw_labels(pi_star[n_eval:], make_rng("bench-classification", "labels"))
     D = 1000
     print(f"instance: n = {n_train}, n_eval = {n_eval}, K = {K}, D = {D}, {args.fidelity}")
+    if args.skip_sampler:
+        _methods(args, X_train, labels, X_eval, None, pi_star[:n_eval])
+        return
     t1 = time.perf_counter()
     post = prior.condition(X_train, labels, tau_train, X_eval, 7, D, tau_eval=tau_eval)
     wall = time.perf_counter() - t1
@@ -117,22 +145,7 @@ def main() -> None:
     print(f"coverage of f* by central 90 % intervals at the evaluation points: {coverage:.3f}")
 
     if not args.skip_methods:
-        from udbench.methods.classifiers import CLASSIFIERS, make_classifier
-        from udbench.risk import classification_oracle_targets
-
-        for name in CLASSIFIERS:
-            method = make_classifier(name, smoke=args.smoke_methods)
-            t2 = time.perf_counter()
-            method.fit(X_train, labels, n_classes=K)
-            t3 = time.perf_counter()
-            pred = method.predict(X_eval)
-            t4 = time.perf_counter()
-            tg = classification_oracle_targets(post.prob_draws, pred.probs, pi_star[:n_eval])
-            print(
-                f"method {name}: fit {t3 - t2:.1f} s, predict {t4 - t3:.1f} s; mean AU "
-                f"{pred.aleatoric.mean():.3f} (AU* {tg.au.mean():.3f}), EU "
-                f"{pred.epistemic.mean():.4f} (EU*_risk {tg.eu_risk.mean():.4f})"
-            )
+        _methods(args, X_train, labels, X_eval, post.prob_draws, pi_star[:n_eval])
 
     chains = d["sampler_seconds"]
     cond = d["conditional_seconds"]
