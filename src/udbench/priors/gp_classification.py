@@ -794,7 +794,8 @@ class GPClassificationPrior(MCMCPrior):
         tau_eval: np.ndarray,
         nugget: float | None = None,
     ) -> ClassificationPosterior:
-        """Reference posterior p(f | S) by ESS on the training latents, then the exact GP
+        """Reference posterior p(f | S): (generalised) ESS on the K − 1 training contrasts
+        around the preset's reference, the shift drawn exactly, then the exact GP
         conditional at ``X_eval`` (module docstring).
 
         Parameters
