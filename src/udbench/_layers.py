@@ -68,11 +68,20 @@ LAYERS: tuple[Layer, ...] = (
     Layer("design", ("design",)),  # noise models and training-input coverage (uses data)
     Layer("tasks", ("tasks",)),  # task specs, generation, task files (priors + data + design)
     # what methods share: the base class, private helpers (methods/_*.py), the NN backbone
-    Layer("method toolkit", ("methods.base", "methods._*", "methods.nn")),
+    # (methods.classification: the classifier contract, beside the regression one in base)
+    Layer("method toolkit", ("methods.base", "methods._*", "methods.nn", "methods.classification")),
     Layer("methods", ("methods.*",), independent=True),  # one method per module
     # the registry, the conformance battery, method specs resolved and hashed (methods.configs)
     Layer(
-        "method registry", ("methods", "methods.registry", "methods.conformance", "methods.configs")
+        "method registry",
+        (
+            "methods",
+            "methods.registry",
+            "methods.conformance",
+            "methods.configs",
+            "methods.classifiers",
+            "methods.classifier_conformance",
+        ),
     ),
     Layer("evaluation", ("evaluation",)),  # run loop, store, scoring, leaderboard, cluster
     Layer("report", ("report",)),

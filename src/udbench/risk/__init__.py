@@ -4,6 +4,11 @@ Usable on its own: give it reference-posterior draws (or Gaussian posterior mome
 deployed predictor, get AU, generalized variance, deployment gap and total risk per point.
 """
 
+from udbench.risk.classification import (
+    CLASSIFICATION_LOSSES,
+    ClassificationTargets,
+    classification_oracle_targets,
+)
 from udbench.risk.decompositions import (
     Decomposition,
     brier_decomposition,
@@ -20,9 +25,12 @@ from udbench.risk.decompositions import (
 from udbench.risk.oracle import OracleTargets, oracle_targets
 
 __all__ = [
+    "CLASSIFICATION_LOSSES",
+    "ClassificationTargets",
     "Decomposition",
     "OracleTargets",
     "brier_decomposition",
+    "classification_oracle_targets",
     "crps_decomposition",
     "crps_decomposition_gaussian",
     "fair_mean_abs_difference",

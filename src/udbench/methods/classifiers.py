@@ -1,0 +1,127 @@
+"""The classifier registry: name -> ``"module:Class"``, apart from the regression methods.
+
+:data:`CLASSIFIERS` lists udbench's classifiers (:class:`udbench.methods.classification.
+BaseClassifier` subclasses, ``task_type = "classification"``). It is a separate table from
+:data:`udbench.methods.REGISTRY` on purpose: the regression runner, suites, tuning and
+quickstart read only that one, so no classifier is ever run on a regression task. The
+classification runner (pending the pipeline refactor, docs/classification.md) will read
+this one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from udbench._validation import UdbenchError, check_choice, param_error
+
+if TYPE_CHECKING:
+    from udbench.methods.classification import BaseClassifier
+
+__all__ = [
+    "CLASSIFIERS",
+    "ClassifierInfo",
+    "get_classifier_class",
+    "list_classifiers",
+    "make_classifier",
+]
+
+#: udbench's classifiers, name -> ``"module:Class"``, one line each.
+CLASSIFIERS: dict[str, str] = {
+    "logreg-lap": "udbench.methods.logreg_lap:LogRegLaplace",
+    "gpc-lap": "udbench.methods.gpc_lap:GPCLaplace",
+    "nn-ens-softmax": "udbench.methods.nn_ens_softmax:NNEnsembleSoftmax",
+    "catboost-ve": "udbench.methods.catboost_ve:CatBoostVE",
+}
+
+
+@dataclass(frozen=True)
+class ClassifierInfo:
+    """One registered classifier as its class describes it.
+
+    Attributes
+    ----------
+    name, target : str
+        Registry name and ``"module:Class"``.
+    family, epistemic_from, description, task_type : str or None
+        The class's capabilities (None when it cannot be imported).
+    constant_aleatoric : bool or None
+    available : bool
+    error : str or None
+    """
+
+    name: str
+    target: str
+    family: str | None
+    constant_aleatoric: bool | None
+    epistemic_from: str | None
+    description: str | None
+    task_type: str | None
+    available: bool = True
+    error: str | None = None
+
+
+def get_classifier_class(name: str) -> type[BaseClassifier]:
+    """The class of the registered classifier ``name``.
+
+    Raises
+    ------
+    UdbenchError
+        Unknown name, an import failure, or a class that is not a ``BaseClassifier`` or
+        whose ``name`` disagrees.
+    """
+    check_choice("classifiers", "name", name, CLASSIFIERS)
+    module_name, _, attr = CLASSIFIERS[name].partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), attr)
+    except ImportError as err:
+        raise UdbenchError(f"classifiers: cannot import {CLASSIFIERS[name]!r}: {err}") from err
+    from udbench.methods.classification import BaseClassifier
+
+    if not (inspect.isclass(cls) and issubclass(cls, BaseClassifier)) or cls.name != name:
+        raise param_error("classifiers", "name", "name a BaseClassifier of that name", name)
+    return cls
+
+
+def list_classifiers() -> list[ClassifierInfo]:
+    """Every registered classifier, read from its class (never raises for a bad row)."""
+    out = []
+    for name, target in CLASSIFIERS.items():
+        try:
+            cls = get_classifier_class(name)
+        except Exception as err:  # an unavailable row, with the reason
+            out.append(ClassifierInfo(name, target, None, None, None, None, None, False, str(err)))
+            continue
+        out.append(
+            ClassifierInfo(
+                name,
+                target,
+                cls.family,
+                bool(cls.constant_aleatoric),
+                cls.epistemic_from,
+                cls.description,
+                cls.task_type,
+            )
+        )
+    return out
+
+
+def make_classifier(
+    name: str, *, smoke: bool = False, random_state: int | None = 0, **params: Any
+) -> BaseClassifier:
+    """An instance of the classifier ``name`` (its smoke configuration with ``smoke``).
+
+    Raises
+    ------
+    UdbenchError
+        Unknown name or keyword (a hyperparameter value is checked at ``fit``).
+    """
+    cls = get_classifier_class(name)
+    allowed = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    merged = {**(cls.smoke_params if smoke else {}), **params, "random_state": random_state}
+    for key in merged:
+        if key not in allowed:
+            raise param_error(name, "keyword", f"be one of {sorted(allowed)}", key)
+    return cls(**merged)
