@@ -13,8 +13,9 @@ fit + predict seconds of each classifier on the same task with its default confi
 also extrapolated to full size with the chains' cost ∝ n² (one (n × n) triangular product
 per iteration) and the evaluation latents ∝ n·n_eval·D, and the line says so.
 ``--skip-sampler`` times only the classifiers (no reference posterior: no targets, and the
-last line is not printed). ``--default-kernel`` uses the Matérn-3/2 kernel at its fixed starting values instead of the
-dataset's fitted one (skips a GP fit that is not cached yet; mixing then differs).
+last line is not printed). ``--default-kernel`` uses the Matérn-3/2 kernel at its fixed
+starting values instead of the dataset's fitted one (skips a GP fit that is not cached yet;
+mixing then differs).
 
 Usage::
 
