@@ -283,7 +283,9 @@ class NGBoostNIG(BaseMethod):
     family: ClassVar[str] = "trees"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "closed_form"
-    progress_param: ClassVar[str | None] = "n_estimators"  # reports the boosting so far
+    # reports the boosting so far: of the validation-split fit (which runs every iteration)
+    # when validation_fraction > 0, else of the fit on all rows
+    progress_param: ClassVar[str | None] = "n_estimators"
     description: ClassVar[str] = "NGBoost with a Normal-Inverse-Gamma distribution (paper C.3)"
     search_space: ClassVar[dict[str, dict[str, Any]]] = {
         **BOOSTING_SEARCH_SPACE,
@@ -316,17 +318,22 @@ class NGBoostNIG(BaseMethod):
         self.validation_fraction = validation_fraction
         self.random_state = random_state
 
-    def _n_iterations(self, X: np.ndarray, target: np.ndarray, seed: int) -> int:
-        """Boosting iterations chosen on the validation split (module docstring)."""
+    def _n_iterations(
+        self, X: np.ndarray, target: np.ndarray, seed: int, checkpoints: tuple[int, ...] = ()
+    ) -> tuple[int, bool]:
+        """Boosting iterations chosen on the validation split (module docstring), and whether
+        the ``checkpoints`` of a reporting tuning trial were reported on the way (by the
+        validation fit, which runs every iteration; the refit on all rows then reports
+        nothing)."""
         self.validation_scores_ = np.zeros(0)
         n = X.shape[0]
         n_val = min(max(1, int(np.floor(float(self.validation_fraction) * n))), n - 2)
         if float(self.validation_fraction) == 0.0 or n_val < 1:
-            return int(self.n_estimators)
+            return int(self.n_estimators), False
         perm = self._rng("validation", "rows").permutation(n)
         val, fit = np.sort(perm[:n_val]), np.sort(perm[n_val:])
         if np.ptp(target[fit]) == 0.0:  # nothing to boost on the fit rows
-            return int(self.n_estimators)
+            return int(self.n_estimators), False
         scores: list[float] = []
 
         def monitor(dist: Any, Y: np.ndarray) -> float:
@@ -335,16 +342,26 @@ class NGBoostNIG(BaseMethod):
             return score
 
         model = ngboost_regressor(NIG, self, seed)
+        extra: dict[str, Any] = {}
+        if checkpoints:  # the model so far, at the checkpoints (what _predict reads meanwhile)
+            self.model_ = model
+            extra["train_loss_monitor"] = self._monitor(checkpoints)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             model.fit(
-                X[fit], target[fit], X_val=X[val], Y_val=target[val], val_loss_monitor=monitor
+                X[fit],
+                target[fit],
+                X_val=X[val],
+                Y_val=target[val],
+                val_loss_monitor=monitor,
+                **extra,
             )
         self.validation_scores_ = np.asarray(scores, dtype=np.float64)
         finite = np.isfinite(self.validation_scores_)
         if not finite.any():
-            return int(self.n_estimators)
+            return int(self.n_estimators), bool(checkpoints)
         # the first minimum (NaN/inf never count as one)
-        return int(np.argmin(np.where(finite, self.validation_scores_, np.inf))) + 1
+        best = int(np.argmin(np.where(finite, self.validation_scores_, np.inf))) + 1
+        return best, bool(checkpoints)
 
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
         # As NGBoost-Bag: greedy tree splits flip on rounding-level differences of the
@@ -356,13 +373,13 @@ class NGBoostNIG(BaseMethod):
             self.validation_scores_ = np.zeros(0)
             return
         seed = self._seed("ngboost", bits=31)
-        self.n_estimators_ = self._n_iterations(X, target, seed)
+        checkpoints = self._progress_checkpoints()
+        self.n_estimators_, reported = self._n_iterations(X, target, seed, checkpoints)
         model = ngboost_regressor(NIG, self, seed, n_estimators=self.n_estimators_)
         # NGBoost's line search first scales a step up until the score is no longer finite
         # (exp overflow of θ) and then backs off: those trial overflows are expected.
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            checkpoints = self._progress_checkpoints()
-            if not checkpoints:
+            if not checkpoints or reported:
                 self.model_ = model.fit(X, target)
             else:  # a reporting tuning trial: the model so far, at the checkpoints
                 self.model_ = model  # what _predict reads while it is being fitted
