@@ -29,29 +29,76 @@ campaign_app = typer.Typer(
     no_args_is_help=True,
 )
 
-_CAMPAIGNS = ("mcmc",)
+_CAMPAIGNS = ("mcmc", "tuning")
 _RECORDS_HELP = (
-    "Records folder (committed; default docs/validation/<campaign>, from the repo root)."
+    "Records folder (committed; mcmc: docs/validation/mcmc from the repo root; tuning: the "
+    "package's shipped records of the suite, udbench/tuning/shipped/<suite>)."
 )
+_SUITE_HELP = "tuning: the preset suite whose conditions are tuned (gp-small, gp-all, ...)."
+_TUNE_METHODS_HELP = "tuning: comma list of the suite's methods to tune (default: all of them)."
+_PRUNER_HELP = "tuning: none (default), sha or hyperband (udbench tune --pruner)."
+_TRIALS_HELP = "tuning: trials per sweep (SPEC §9: 30)."
 _WORK_HELP = "Folder for big artefacts such as task files (not committed)."
 
 
-def _records(campaign: str, records: Path | None) -> Path:
-    return records if records is not None else Path("docs") / "validation" / campaign
+def _check_campaign(campaign: str) -> None:
+    if campaign not in _CAMPAIGNS:
+        raise param_error("udbench campaign", "campaign", f"be one of {list(_CAMPAIGNS)}", campaign)
 
 
-def _work(campaign: str, work: Path | None) -> Path:
+def _records(campaign: str, records: Path | None, suite: str = "gp-small") -> Path:
+    if records is not None:
+        return records
+    if campaign == "tuning":
+        from udbench.tuning.shipped import shipped_folder
+
+        return shipped_folder(suite)
+    return Path("docs") / "validation" / campaign
+
+
+def _work(campaign: str, work: Path | None, suite: str = "gp-small") -> Path:
     if work is not None:
         return work
     base = os.environ.get("UDBENCH_CACHE_DIR") or str(Path.home() / ".cache" / "udbench")
-    return Path(base) / "campaigns" / campaign
+    folder = Path(base) / "campaigns" / campaign
+    return folder / suite if campaign == "tuning" else folder
+
+
+def _tuning_units(  # type: ignore[no-untyped-def]
+    suite: str,
+    methods: str | None,
+    pruner: str,
+    trials: int,
+    work: Path,
+    data_dir: Path | None,
+    parts: str,
+    layouts: str | None,
+):
+    from udbench.campaigns.tuning import tuning_units
+    from udbench.recipes.suites import SUITES
+
+    comp = "udbench campaign tuning"
+    if parts.strip().lower() != "all" or layouts is not None:
+        raise param_error(comp, "parts/layouts", "be left out (mcmc options)", parts)
+    if suite not in SUITES:  # shipped records are a preset suite's
+        raise param_error(comp, "suite", f"be a preset suite ({sorted(SUITES)})", suite)
+    chosen = None
+    if methods is not None:
+        chosen = [m.strip() for m in methods.split(",") if m.strip()]
+    return tuning_units(
+        suite,
+        work_dir=work,
+        methods=chosen,
+        pruner=pruner,
+        trials=trials,
+        data_dir=None if data_dir is None else str(data_dir),
+    )
 
 
 def _units(campaign: str, parts: str, layouts: str | None, work: Path, data_dir: Path | None):  # type: ignore[no-untyped-def]
     from udbench.campaigns import mcmc
 
-    if campaign not in _CAMPAIGNS:
-        raise param_error("udbench campaign", "campaign", f"be one of {list(_CAMPAIGNS)}", campaign)
+    _check_campaign(campaign)
     chosen = parse_choice_list("udbench campaign", "parts", parts, list(mcmc.PARTS))
     lays = (
         None
@@ -64,7 +111,7 @@ def _units(campaign: str, parts: str, layouts: str | None, work: Path, data_dir:
 
 
 def run_command(
-    campaign: str = typer.Argument(..., help="Campaign name: mcmc."),
+    campaign: str = typer.Argument(..., help="Campaign name: mcmc or tuning."),
     parts: str = typer.Option(
         "all",
         "--parts",
@@ -73,6 +120,10 @@ def run_command(
     layouts: str | None = typer.Option(
         None, "--layouts", help="HBART layouts to validate (default all, cheapest first)."
     ),
+    suite: str = typer.Option("gp-small", "--suite", help=_SUITE_HELP),
+    methods: str | None = typer.Option(None, "--methods", "-m", help=_TUNE_METHODS_HELP),
+    pruner: str = typer.Option("none", "--pruner", help=_PRUNER_HELP),
+    trials: int = typer.Option(30, "--trials", help=_TRIALS_HELP),
     records: Path | None = typer.Option(None, "--records", help=_RECORDS_HELP),
     work: Path | None = typer.Option(None, "--work", help=_WORK_HELP),
     max_hours: float | None = typer.Option(
@@ -86,12 +137,16 @@ def run_command(
 ) -> None:
     """Run every unit that has no valid record, in order; each writes its record when done.
 
+    mcmc: the MCMC reference-posterior validation (--parts, --layouts). tuning: one SPEC §9
+    sweep per (method, condition) of --suite (--methods, --pruner, --trials), cheapest
+    method first; its records are the package's shipped tuned configurations.
     Kill it at any time: the unit in progress leaves no record and is redone by the next
     run; finished units are skipped. A failed unit is recorded and the run goes on.
     """
     from udbench._threads import fix_xla_threads
     from udbench.campaigns import run_campaign
 
+    _check_campaign(campaign)
     check_data_dir("campaign run", data_dir)
     if not 0 <= nice <= 19:
         raise param_error("udbench campaign run", "nice", "be an integer in 0..19", nice)
@@ -105,8 +160,13 @@ def run_command(
     # the units are built, since importing a sampler library may create JAX's backends
     fix_xla_threads()
     console = make_console(highlight=False)
-    folder = _records(campaign, records)
-    units = _units(campaign, parts, layouts, _work(campaign, work), data_dir)
+    folder = _records(campaign, records, suite)
+    if campaign == "tuning":
+        units = _tuning_units(
+            suite, methods, pruner, trials, _work(campaign, work, suite), data_dir, parts, layouts
+        )
+    else:
+        units = _units(campaign, parts, layouts, _work(campaign, work), data_dir)
     counts = run_campaign(
         units,
         folder,
@@ -133,22 +193,40 @@ def _shape(kind: str, settings: dict[str, Any]) -> tuple[Any, ...]:
     task = str(settings.get("task_id", ""))
     parts = task.split("__")
     dataset, family = (parts[0], parts[1]) if len(parts) > 1 else ("", "")
-    return (kind, settings.get("layout"), settings.get("run"), dataset, family)
+    return (
+        kind,
+        settings.get("layout"),
+        settings.get("run"),
+        dataset,
+        family,
+        settings.get("method"),
+    )
 
 
 def status_command(
-    campaign: str = typer.Argument(..., help="Campaign name: mcmc."),
+    campaign: str = typer.Argument(..., help="Campaign name: mcmc or tuning."),
     parts: str = typer.Option("all", "--parts", help="Comma list of parts, or 'all'."),
     layouts: str | None = typer.Option(None, "--layouts", help="HBART layouts (default all)."),
+    suite: str = typer.Option("gp-small", "--suite", help=_SUITE_HELP),
+    methods: str | None = typer.Option(None, "--methods", "-m", help=_TUNE_METHODS_HELP),
+    pruner: str = typer.Option("none", "--pruner", help=_PRUNER_HELP),
+    trials: int = typer.Option(30, "--trials", help=_TRIALS_HELP),
     records: Path | None = typer.Option(None, "--records", help=_RECORDS_HELP),
     work: Path | None = typer.Option(None, "--work", help=_WORK_HELP),
 ) -> None:
-    """Units done, stale, failed and missing per part, and the hours left (projected)."""
+    """Units done, stale, failed and missing per part (tuning: per method), and the hours
+    left (projected)."""
     from udbench.campaigns import unit_status
     from udbench.campaigns.engine import load_done_records
 
-    folder = _records(campaign, records)
-    units = _units(campaign, parts, layouts, _work(campaign, work), None)
+    _check_campaign(campaign)
+    folder = _records(campaign, records, suite)
+    if campaign == "tuning":
+        units = _tuning_units(
+            suite, methods, pruner, trials, _work(campaign, work, suite), None, parts, layouts
+        )
+    else:
+        units = _units(campaign, parts, layouts, _work(campaign, work), None)
     done, _ = load_done_records(folder)
     table = Table(title=f"campaign {campaign}: {folder}")
     for col in ("part", "done", "stale", "failed", "missing", "CPU-h done", "hours left (est.)"):
@@ -187,13 +265,18 @@ def status_command(
 
 
 def summarise_command(
-    campaign: str = typer.Argument(..., help="Campaign name: mcmc."),
+    campaign: str = typer.Argument(..., help="Campaign name: mcmc or tuning."),
+    suite: str = typer.Option("gp-small", "--suite", help=_SUITE_HELP),
+    methods: str | None = typer.Option(None, "--methods", "-m", help=_TUNE_METHODS_HELP),
+    pruner: str = typer.Option("none", "--pruner", help=_PRUNER_HELP),
+    trials: int = typer.Option(30, "--trials", help=_TRIALS_HELP),
     records: Path | None = typer.Option(None, "--records", help=_RECORDS_HELP),
     write: bool = typer.Option(
         False,
         "--write",
-        help="Write the generated page (docs/validation/<campaign>.md beside the records) and, "
-        "for an HBART layout equal to a shipped preset, that preset's validation record.",
+        help="Write the generated page (mcmc: docs/validation/mcmc.md beside the records and, "
+        "for an HBART layout equal to a shipped preset, that preset's validation record; "
+        "tuning: docs/validation/tuning-<suite>.md, from the repo root).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
@@ -202,9 +285,29 @@ def summarise_command(
 
     from udbench.campaigns.report import mcmc_summary, write_mcmc_summary
 
-    if campaign not in _CAMPAIGNS:
-        raise param_error("udbench campaign", "campaign", f"be one of {list(_CAMPAIGNS)}", campaign)
-    folder = _records(campaign, records)
+    _check_campaign(campaign)
+    folder = _records(campaign, records, suite)
+    if campaign == "tuning":
+        from udbench.campaigns.tuning import tuning_summary
+
+        units = _tuning_units(
+            suite, methods, pruner, trials, _work(campaign, None, suite), None, "all", None
+        )
+        tsummary = tuning_summary(folder, units)
+        if as_json:
+            typer.echo(json.dumps({k: v for k, v in tsummary.items() if k != "markdown"}, indent=1))
+        else:
+            make_console(highlight=False).print(tsummary["markdown"], markup=False)
+        if write:
+            page = Path("docs") / "validation" / f"tuning-{suite}.md"
+            page.parent.mkdir(parents=True, exist_ok=True)
+            head = (
+                f"# Tuning campaign: {suite}\n\nGenerated by `udbench campaign summarise tuning "
+                f"--suite {suite} --write` from the records in `{folder}`; do not edit.\n\n"
+            )
+            page.write_text(head + tsummary["markdown"] + "\n", encoding="utf-8")
+            make_console(highlight=False).print(f"written: {page}")
+        return
     summary = mcmc_summary(folder)
     console = make_console(highlight=False)
     if as_json:

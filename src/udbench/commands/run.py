@@ -40,14 +40,18 @@ def _tuned_configure(tuned: Path, fallback: str, task_args: list[str], specs: li
     from udbench.tasks import Task
     from udbench.tasks.discovery import find_task_files
     from udbench.tuning.records import tuned_configurer
+    from udbench.tuning.shipped import resolve_tuned
 
+    folder, shipped = resolve_tuned(tuned, "udbench run --tuned")
     task_specs = []
     for path in find_task_files(task_args):
         try:
             task_specs.append(Task.load(path).spec)
         except Exception:  # an unreadable file: its cells fail, recorded by the run
             continue
-    return tuned_configurer(tuned, resolve_methods(specs), task_specs, fallback=fallback)
+    return tuned_configurer(
+        folder, resolve_methods(specs), task_specs, fallback=fallback, shipped=shipped
+    )
 
 
 def _console() -> Console:
@@ -96,8 +100,9 @@ def register(app: typer.Typer) -> None:
         tuned: Path | None = typer.Option(
             None,
             "--tuned",
-            help="Tuning folder (udbench tune --out): each task's method gets its "
-            "condition's tuned configuration.",
+            help="Tuning folder (udbench tune --out), or a suite's name (gp-small) for the "
+            "records shipped with udbench: each task's method gets its condition's tuned "
+            "configuration.",
         ),
         fallback: str = typer.Option(
             "error",

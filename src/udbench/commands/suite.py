@@ -88,8 +88,8 @@ def stage_commands(
         Passed to ``generate`` and ``run`` as their options of the same names (``timeout``:
         ``run`` only).
     tuned : Path, optional
-        Tuning folder: ``run --tuned DIR --fallback default`` (tuned configuration where a
-        record exists, the default one elsewhere).
+        Tuning folder or a suite's name (its shipped records): ``run --tuned DIR --fallback
+        default`` (tuned configuration where a record exists, the default one elsewhere).
 
     Returns
     -------
@@ -279,7 +279,8 @@ def register(app: typer.Typer) -> None:
         tuned: Path | None = typer.Option(
             None,
             "--tuned",
-            help="Tuning folder (udbench tune --out): tuned configurations where a record "
+            help="Tuning folder (udbench tune --out), or a suite's name for the records "
+            "shipped with udbench (--tuned gp-small): tuned configurations where a record "
             "exists, defaults elsewhere.",
         ),
         timeout: float | None = typer.Option(
@@ -319,8 +320,10 @@ def register(app: typer.Typer) -> None:
         suite = load_suite(name)
         check_out_dir("udbench suite", out)
         check_data_dir("udbench suite", data_dir)
-        if tuned is not None and not tuned.is_dir():
-            raise param_error("udbench suite", "--tuned", "be an existing folder", str(tuned))
+        if tuned is not None:  # a folder, or a suite's shipped records (by name)
+            from udbench.tuning.shipped import resolve_tuned
+
+            resolve_tuned(tuned, "udbench suite")
         from udbench.recipes.suites import method_specs
 
         method_specs(suite)  # unknown methods fail here, before any work

@@ -162,13 +162,17 @@ def register(app: typer.Typer) -> None:
 
     @app.command("tune-summary")
     def tune_summary_cmd(
-        folder: Path = typer.Argument(..., help="Tuning folder (udbench tune --out)."),
+        folder: Path = typer.Argument(
+            ..., help="Tuning folder (udbench tune --out), or a suite's name (shipped records)."
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON (a list of objects)."),
     ) -> None:
         """List the sweeps' records: winning configuration, score, trial counts."""
         from udbench.tuning.records import load_records, summary_rows
+        from udbench.tuning.shipped import resolve_tuned
 
-        rows = summary_rows(load_records(folder))
+        where, shipped = resolve_tuned(folder, "udbench tune-summary")
+        rows = summary_rows(load_records(where)) if where.is_dir() or shipped is None else []
         if as_json:
             typer.echo(json.dumps(rows, indent=2))
             return

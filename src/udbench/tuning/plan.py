@@ -193,12 +193,15 @@ def _from_results(root: Path, found: Measurements) -> None:
 
 
 def _from_records(paths: Sequence[Path], found: Measurements) -> None:
+    from udbench._validation import UdbenchError
+    from udbench.tuning.shipped import read_tuned_record
+
     for path in paths:
-        try:
-            rec = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+        try:  # a tune record, or a tuning campaign's (shipped) record
+            rec = read_tuned_record(path)
+        except UdbenchError:
             continue
-        if not isinstance(rec, dict) or rec.get("format") != "udbench-tuned-config":
+        if rec.get("format") != "udbench-tuned-config":
             continue
         for h in rec.get("history", []):
             if (

@@ -114,20 +114,21 @@ def write_record(out: str | os.PathLike[str], record: dict[str, Any]) -> Path:
 def load_records(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Every record under a tuning folder, sorted by (method, condition).
 
-    Each record gets ``_path`` (its file). Raises :class:`UdbenchError` if ``folder`` is not a
-    folder or a ``*.json`` under it is not a readable record.
+    Campaign records (the shipped ones, :mod:`udbench.tuning.shipped`) are read as their
+    tuned record; a failed campaign unit is left out. Each record gets ``_path`` (its file).
+    Raises :class:`UdbenchError` if ``folder`` is not a folder or a ``*.json`` under it is
+    not a readable record.
     """
     root = Path(folder)
     if not root.is_dir():
         raise param_error("udbench tune-summary", "DIR", "be a tuning folder", str(folder))
+    from udbench.tuning.shipped import read_tuned_record
+
     out = []
     for path in sorted(root.glob("*/*.json")):
-        try:
-            rec = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as err:
-            raise UdbenchError(f"tuned record {str(path)!r} cannot be read: {err}") from None
-        if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT:
-            raise UdbenchError(f"{str(path)!r} is not a udbench tuned record")
+        rec = read_tuned_record(path)
+        if rec.get("format") != RECORD_FORMAT:
+            continue  # a failed campaign unit: no record yet
         rec["_path"] = str(path)
         out.append(rec)
     return sorted(out, key=lambda r: (r["method"], r["condition"]))
@@ -169,6 +170,7 @@ def tuned_configurer(
     command: str = "udbench run --tuned",
     remedy: str = "run udbench tune on those conditions, or pass --fallback default to use the "
     "configuration as given there",
+    shipped: str | None = None,
 ) -> TunedConfigs:
     """Per-task configurations from a tuning folder, checked for every task before a run.
 
@@ -193,19 +195,32 @@ def tuned_configurer(
         Who asks (the error's first words) and what the user can do about missing records
         (its last): a caller without ``--fallback`` (``udbench study spectral-norm``) names
         its own remedy.
+    shipped : str, optional
+        ``folder`` is the shipped record set of this suite (:mod:`udbench.tuning.shipped`):
+        the messages say so and name the campaign that makes the records.
 
     Raises
     ------
     UdbenchError
-        Missing records (with ``fallback="error"``), a record whose search-space hash differs
-        from the method's current search space (whatever the fallback: it is stale), or a
-        folder that does not exist.
+        Missing records (with ``fallback="error"``), a stale record (whatever the fallback):
+        one whose search-space hash differs from the method's current search space, and for
+        a campaign record (shipped) also one whose base configuration or prior numerics
+        changed (:func:`udbench.tuning.shipped.shipped_staleness`); or a folder that does not
+        exist (a shipped set that does not exist yet has no records: they are missing).
     """
     if fallback not in FALLBACKS:
         raise param_error("udbench run", "fallback", f"be one of {list(FALLBACKS)}", fallback)
+    from udbench.tuning.shipped import read_tuned_record, shipped_staleness
+
     root = Path(folder)
-    if not root.is_dir():
+    if shipped is None and not root.is_dir():
         raise param_error("udbench run", "tuned", "be a tuning folder (udbench tune --out)", folder)
+    where = f"the shipped records of {shipped}" if shipped is not None else repr(str(root))
+    if shipped is not None:
+        remedy = (
+            f"the tuning campaign makes them (udbench campaign run tuning --suite {shipped}), "
+            "or pass --fallback default to use the configuration as given there"
+        )
     conditions = sorted({Condition.of(s) for s in specs})
     chosen: dict[tuple[str, str, str], tuple[MethodConfig, dict[str, Any]]] = {}
     used: list[Path] = []
@@ -218,11 +233,20 @@ def tuned_configurer(
             if not path.is_file():
                 missing.append(f"{mc.name}/{cond.key}")
                 continue
-            try:
-                rec = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as err:
-                raise UdbenchError(f"tuned record {str(path)!r} cannot be read: {err}") from None
-            if rec.get("search_space_hash") != want_hash:
+            rec = read_tuned_record(path)
+            if rec.get("status") == "sweep-failed":
+                missing.append(f"{mc.name}/{cond.key} (its campaign sweep failed)")
+                continue
+            if "_campaign" in rec:  # a campaign (shipped) record: every way it can be stale
+                why = shipped_staleness(rec, mc.name)
+                if why is not None:
+                    suite = shipped or (rec["_campaign"].get("settings") or {}).get("suite")
+                    raise UdbenchError(
+                        f"{command}: {where}: record {mc.name}/{cond.key} is stale ({why}); "
+                        f"re-tune it (udbench campaign run tuning --suite {suite} --methods "
+                        f"{mc.name}) or run {mc.name} without --tuned"
+                    )
+            elif rec.get("search_space_hash") != want_hash:
                 raise UdbenchError(
                     f"udbench run --tuned: record {mc.name}/{cond.key} was tuned over another "
                     f"search space (hash {rec.get('search_space_hash')}, the method's is now "
@@ -248,7 +272,7 @@ def tuned_configurer(
             used.append(path)
     if missing and fallback == "error":
         shown = ", ".join(missing[:8]) + (f" … ({len(missing)} in all)" if len(missing) > 8 else "")
-        raise UdbenchError(f"{command}: no tuned record in {str(root)!r} for {shown}; {remedy}")
+        raise UdbenchError(f"{command}: no tuned record in {where} for {shown}; {remedy}")
 
     return TunedConfigs(chosen, used)
 
@@ -283,6 +307,9 @@ class TunedConfigs:
 
     def copy_to(self, folder: str | os.PathLike[str]) -> None:
         """Copy the records used to ``folder/<method>/<condition>.json`` (atomically)."""
+        from udbench.tuning.shipped import read_tuned_record
+
         for path in self.paths:
-            rec = json.loads(path.read_text(encoding="utf-8"))
+            rec = read_tuned_record(path)
+            rec.pop("_campaign", None)
             write_record(folder, rec)

@@ -1,0 +1,179 @@
+"""The tuned leaderboard beside the untuned one: means, ranks, Kendall's τ, rank moves.
+
+:func:`tuned_vs_untuned` takes the results of a default run and of a ``run --tuned`` run of
+the same tasks (labels ``<label>`` and ``<label>[tuned]``), ranks each with
+:func:`udbench.evaluation.leaderboard.leaderboard` (the same means, percentile bootstrap
+intervals over instances and ranking as ``udbench leaderboard``), pairs the methods by label
+and reports Kendall's τ-b between the two orderings (:func:`udbench.evaluation.metrics.
+kendall_tau` on the two rank vectors of the methods present in both; Kendall 1945) and the
+methods whose rank moved most (issue 36, item 3).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from udbench._validation import UdbenchError, param_error
+from udbench.evaluation.leaderboard import leaderboard
+from udbench.evaluation.metrics import kendall_tau
+
+__all__ = ["TUNED_SUFFIX", "TunedComparison", "tuned_vs_untuned"]
+
+#: Suffix ``run --tuned`` gives a method's label (:func:`udbench.tuning.records.tuned_configurer`).
+TUNED_SUFFIX = "[tuned]"
+
+
+@dataclass
+class TunedComparison:
+    """The result of :func:`tuned_vs_untuned`.
+
+    Attributes
+    ----------
+    table : DataFrame
+        One row per method (label without ``[tuned]``), sorted by tuned rank (methods only in
+        the untuned run last): ``method``; per run ``r`` in (``untuned``, ``tuned``): ``mean_r``,
+        ``low_r``, ``high_r`` (the ``rank_by`` mean and its interval), ``n_r`` (instances),
+        ``rank_r`` (1 = best); ``rank_move`` = ``rank_untuned − rank_tuned`` (positive: moved
+        up when tuned; NaN where a run lacks the method).
+    tau : float
+        Kendall's τ-b between the two orderings of the methods present in both (NaN with
+        ``tau_note`` when fewer than two methods are).
+    tau_note : str or None
+    moves : list of dict
+        The ``top`` largest absolute rank moves, largest first (ties: by method name):
+        ``{"method", "rank_untuned", "rank_tuned", "rank_move"}``.
+    rank_by : str
+        The metric of the orderings.
+    """
+
+    table: pd.DataFrame
+    tau: float
+    tau_note: str | None
+    moves: list[dict[str, Any]] = field(default_factory=list)
+    rank_by: str = "rho_eu_risk"
+
+    def markdown(self, digits: int = 3) -> str:
+        """The table as Markdown, then τ and the largest moves (one line each)."""
+
+        def num(v: Any) -> str:
+            return (
+                "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
+            )
+
+        def rank(v: Any) -> str:
+            return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:g}"
+
+        lines = [
+            f"| method | untuned {self.rank_by} [interval] | rank | tuned {self.rank_by} "
+            "[interval] | rank | move |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in self.table.itertuples(index=False):
+            move = float(r.rank_move)  # type: ignore[arg-type]
+            mv = "–" if math.isnan(move) else f"{move:+g}"
+            lines.append(
+                f"| {r.method} | {num(r.mean_untuned)} [{num(r.low_untuned)}, "
+                f"{num(r.high_untuned)}] | {rank(r.rank_untuned)} | {num(r.mean_tuned)} "
+                f"[{num(r.low_tuned)}, {num(r.high_tuned)}] | {rank(r.rank_tuned)} | {mv} |"
+            )
+        tau = num(self.tau) + (f" ({self.tau_note})" if self.tau_note else "")
+        lines += ["", f"Kendall's τ-b between the orderings: {tau}"]
+        if self.moves:
+            moved = ", ".join(
+                f"{m['method']} {rank(m['rank_untuned'])} → {rank(m['rank_tuned'])}"
+                for m in self.moves
+            )
+            lines.append(f"Largest rank moves: {moved}")
+        return "\n".join(lines)
+
+
+def _board(results: pd.DataFrame, name: str, rank_by: str, **kw: Any) -> pd.DataFrame:
+    if results is None or len(results) == 0:
+        raise UdbenchError(f"tuned_vs_untuned: the {name} results table is empty")
+    board = leaderboard(results, metrics=[rank_by], rank_by=rank_by, **kw)
+    out = pd.DataFrame(
+        {
+            "method": board["method"].astype(str),
+            "mean": pd.to_numeric(board[rank_by], errors="coerce").astype(float),
+            "low": pd.to_numeric(board[f"{rank_by}_low"], errors="coerce").astype(float),
+            "high": pd.to_numeric(board[f"{rank_by}_high"], errors="coerce").astype(float),
+            "n": board[f"{rank_by}_n"],
+            "rank": pd.to_numeric(board["rank"], errors="coerce").astype(float),
+        }
+    )
+    if name == "tuned":
+        out["method"] = [
+            m[: -len(TUNED_SUFFIX)] if m.endswith(TUNED_SUFFIX) else m for m in out["method"]
+        ]
+    if out["method"].duplicated().any():
+        dup = sorted(set(out["method"][out["method"].duplicated()]))
+        raise param_error("tuned_vs_untuned", name, "hold one configuration per method label", dup)
+    return out.set_index("method")
+
+
+def tuned_vs_untuned(
+    untuned: pd.DataFrame,
+    tuned: pd.DataFrame,
+    *,
+    rank_by: str = "rho_eu_risk",
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    top: int = 5,
+) -> TunedComparison:
+    """The tuned-vs-untuned comparison table of two results tables.
+
+    Parameters
+    ----------
+    untuned, tuned : DataFrame
+        Results rows as stored by ``udbench run`` and ``udbench run --tuned``
+        (:func:`udbench.evaluation.store.read_results`); tuned labels may carry the
+        ``[tuned]`` suffix, which is removed to pair the methods.
+    rank_by : str, default "rho_eu_risk"
+        The per-instance metric that orders the methods (as ``udbench leaderboard``: higher
+        is better except ``rmse``/``nmse``).
+    confidence, n_resamples
+        Of the bootstrap intervals of the means (resampling instances).
+    top : int, default 5
+        How many of the largest rank moves to list.
+
+    Returns
+    -------
+    TunedComparison
+
+    Raises
+    ------
+    UdbenchError
+        An empty table, a missing column, two configurations of one method label in one
+        table, or ``top < 0``.
+    """
+    if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+        raise param_error("tuned_vs_untuned", "top", "be an integer >= 0", top)
+    kw = {"confidence": confidence, "n_resamples": n_resamples}
+    a = _board(untuned, "untuned", rank_by, **kw)
+    b = _board(tuned, "tuned", rank_by, **kw)
+    table = a.add_suffix("_untuned").join(b.add_suffix("_tuned"), how="outer")
+    table["rank_move"] = table["rank_untuned"] - table["rank_tuned"]
+    table = table.reset_index().rename(columns={"index": "method"})
+    table = table.sort_values(["rank_tuned", "rank_untuned", "method"], na_position="last")
+    table = table.reset_index(drop=True)
+    both = table.dropna(subset=["rank_untuned", "rank_tuned"])
+    res = kendall_tau(both["rank_untuned"].to_numpy(float), both["rank_tuned"].to_numpy(float))
+    order = both.assign(_abs=both["rank_move"].abs()).sort_values(
+        ["_abs", "method"], ascending=[False, True]
+    )
+    moves: list[dict[str, Any]] = []
+    for rec in order.head(top).to_dict(orient="records"):
+        if float(rec["rank_move"]) != 0:
+            moves.append(
+                {
+                    "method": str(rec["method"]),
+                    "rank_untuned": float(rec["rank_untuned"]),
+                    "rank_tuned": float(rec["rank_tuned"]),
+                    "rank_move": float(rec["rank_move"]),
+                }
+            )
+    return TunedComparison(table, float(res.value), res.reason, moves, rank_by)

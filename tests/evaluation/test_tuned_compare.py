@@ -1,0 +1,83 @@
+"""The tuned-vs-untuned comparison table (issue 36, item 3) on a small fake results frame."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from udbench._validation import UdbenchError
+from udbench.evaluation.metrics import bootstrap_ci
+from udbench.evaluation.tuned_compare import tuned_vs_untuned
+
+OFFSETS = np.array([-0.1, -0.05, 0.0, 0.05, 0.1])  # mean 0: each method's mean is exact
+TASKS = [f"t{i}" for i in range(len(OFFSETS))]
+
+
+def _frame(means: dict[str, float], suffix: str = "") -> pd.DataFrame:
+    rows = []
+    for method, mean in means.items():
+        for task, off in zip(TASKS, OFFSETS, strict=True):
+            rows.append(
+                {
+                    "cell_key": f"{task}|{method}{suffix}|h",
+                    "task_id": task,
+                    "task_sha256": f"sha-{task}",
+                    "method": method,
+                    "method_label": method + suffix,
+                    "status": "ok",
+                    "rho_eu_risk": mean + off,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+UNTUNED = {"a": 0.8, "b": 0.6, "c": 0.4, "d": 0.2}
+TUNED = {"a": 0.7, "b": 0.75, "c": 0.3, "d": 0.9}
+
+
+def test_means_ranks_tau_and_moves_equal_hand_computed_values():
+    out = tuned_vs_untuned(_frame(UNTUNED), _frame(TUNED, "[tuned]"), n_resamples=400)
+    t = out.table.set_index("method")
+    # tuned order d, b, a, c; untuned a, b, c, d
+    assert list(out.table["method"]) == ["d", "b", "a", "c"]
+    assert t["rank_untuned"].to_dict() == {"a": 1, "b": 2, "c": 3, "d": 4}
+    assert t["rank_tuned"].to_dict() == {"d": 1, "b": 2, "a": 3, "c": 4}
+    assert t["rank_move"].to_dict() == {"a": -2, "b": 0, "c": -1, "d": 3}
+    for m in UNTUNED:
+        assert t.loc[m, "mean_untuned"] == pytest.approx(UNTUNED[m], abs=1e-12)
+        assert t.loc[m, "mean_tuned"] == pytest.approx(TUNED[m], abs=1e-12)
+        assert t.loc[m, "n_untuned"] == t.loc[m, "n_tuned"] == 5
+    # intervals: the leaderboard's percentile bootstrap of the per-instance values
+    ci = bootstrap_ci(UNTUNED["a"] + OFFSETS, n_resamples=400, random_state=0)
+    assert t.loc["a", "low_untuned"] < UNTUNED["a"] < t.loc["a", "high_untuned"]
+    assert t.loc["a", "high_untuned"] - t.loc["a", "low_untuned"] == pytest.approx(
+        ci.high - ci.low, rel=0.5
+    )
+    # pairs: (a,c), (b,c) concordant; (a,b), (a,d), (b,d), (c,d) discordant: τ = (2 - 4) / 6
+    assert out.tau == pytest.approx(-1.0 / 3.0, abs=1e-12) and out.tau_note is None
+    ref = stats.kendalltau([1, 2, 3, 4], [3, 2, 4, 1]).statistic
+    assert out.tau == pytest.approx(ref, abs=1e-12)
+    assert [m["method"] for m in out.moves] == ["d", "a", "c"]  # b did not move
+    assert out.moves[0] == {"method": "d", "rank_untuned": 4.0, "rank_tuned": 1.0, "rank_move": 3.0}
+    text = out.markdown()
+    assert "Kendall's τ-b between the orderings: -0.333" in text and "d 4 → 1" in text
+
+
+def test_a_method_in_one_run_only_is_listed_and_left_out_of_tau():
+    tuned = _frame({"a": 0.7, "b": 0.75}, "[tuned]")
+    out = tuned_vs_untuned(_frame({"a": 0.8, "b": 0.6, "e": 0.1}), tuned, n_resamples=200)
+    t = out.table.set_index("method")
+    assert list(out.table["method"]) == ["b", "a", "e"] and np.isnan(t.loc["e", "rank_tuned"])
+    assert np.isnan(t.loc["e", "rank_move"])
+    assert out.tau == pytest.approx(-1.0, abs=1e-12)  # a, b swapped
+    one = tuned_vs_untuned(_frame({"a": 0.8}), _frame({"a": 0.7}, "[tuned]"), n_resamples=200)
+    assert np.isnan(one.tau) and "fewer than 2" in (one.tau_note or "")
+
+
+def test_bad_input_is_an_error_naming_it():
+    with pytest.raises(UdbenchError, match="tuned results table is empty"):
+        tuned_vs_untuned(_frame(UNTUNED), pd.DataFrame())
+    with pytest.raises(UdbenchError, match="top"):
+        tuned_vs_untuned(_frame(UNTUNED), _frame(TUNED), top=-1)
