@@ -7,6 +7,11 @@ from pathlib import Path
 
 import pytest
 
+# Hermetic: the tests (and the CLI processes they start, which inherit the environment) do
+# not read or write the user's persistent JAX compilation cache (udbench._cache), which other
+# processes on the machine share. tests/test_compile_cache.py sets it per test.
+os.environ.setdefault("UDBENCH_COMPILE_CACHE", "off")
+
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
