@@ -368,7 +368,7 @@ class NGBoostNIG(BaseMethod):
         # standardised targets, which would break invariance to the units of y.
         target = np.round(y, 12)
         if np.ptp(target) == 0.0:
-            self.model_: Any = float(target[0])
+            self.model_ = float(target[0])
             self.n_estimators_ = 0
             self.validation_scores_ = np.zeros(0)
             return
