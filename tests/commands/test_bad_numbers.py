@@ -43,7 +43,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("tune", ["{E}", "-m", "blr", "--seed", "99999999999", "--out", "{O}"], "--seed"),
     ("tune", ["{E}", "-m", "blr", "--timeout", "1e308", "--out", "{O}"], "--timeout"),
     ("tune", ["{E}", "-m", "blr", "--workers", HUGE, "--out", "{O}"], "--workers"),
-    ("plan", ["--trials", "0"], "--trials"),
+    ("plan", ["--trials", "-1"], "--trials"),  # 0 is a plan without tuning
     ("suite", ["quickstart", "--out", "{O}", "--workers", HUGE], "--workers"),
     ("suite", ["quickstart", "--out", "{O}", "--timeout", "1e308"], "--timeout"),
     ("quickstart", ["--out", "{O}", "--workers", HUGE], "--workers"),

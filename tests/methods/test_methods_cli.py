@@ -6,6 +6,7 @@ import json
 
 from udbench.cli import main
 from udbench.methods import REGISTRY
+from udbench.methods.conformance import CHECKS
 
 
 def test_methods_json_lists_registry(capsys):
@@ -32,14 +33,16 @@ def test_check_method_passes_with_counts(capsys):
     assert main(["check-method", "blr", "--params", "max_iter=50"]) == 0
     out = capsys.readouterr().out
     assert "passed determinism" in out
-    assert out.strip().splitlines()[-1] == "blr: 15 passed, 0 failed, 0 skipped"
+    # one line per check of the battery (16 since constant_feature, issue 31 item 4)
+    assert len(CHECKS) == 16
+    assert out.strip().splitlines()[-1] == f"blr: {len(CHECKS)} passed, 0 failed, 0 skipped"
 
 
 def test_check_method_exit_1_on_failure(capsys):
     status = main(["check-method", "methods_plugin_example:BrokenFlag", "--json"])
     assert status == 1
     report = json.loads(capsys.readouterr().out)
-    assert (report["passed"], report["failed"], report["skipped"]) == (14, 1, 0)
+    assert (report["passed"], report["failed"], report["skipped"]) == (len(CHECKS) - 1, 1, 0)
     assert [r["name"] for r in report["results"] if r["status"] == "failed"] == [
         "constant_aleatoric_flag"
     ]
