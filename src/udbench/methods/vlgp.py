@@ -402,7 +402,7 @@ class VLGP(BaseMethod):
         import jax
         import jax.numpy as jnp
 
-        from udbench.priors.gp.fit import LBFGSBObjective
+        from udbench._optim import LBFGSBObjective
 
         if self.standardize_X:  # BaseMethod's statistics (constant columns: loc 0, scale 1)
             self.x_loc_, self.x_scale_ = self.input_loc_, self.input_scale_
