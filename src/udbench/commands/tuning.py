@@ -311,12 +311,19 @@ def _calibrate(names: list[str], specs: list[Any], budget_min: float) -> Any:
         console.print(f"  {key}: {'measured' if entry else 'skipped (budget)'}", highlight=False)
 
     from udbench.methods.registry import registered_methods
+    from udbench.priors import prior_capabilities
 
     known = set(registered_methods())
     table = calibrate(
         methods=[m for m in names if m in known],
         families=sorted({s.family for s in specs}),
-        datasets=sorted({s.dataset for s in specs if s.family == "gp"}),
+        datasets=sorted(
+            {
+                s.dataset
+                for s in specs
+                if prior_capabilities(s.family, strict=False).fitted_per_dataset
+            }
+        ),
         budget_s=60.0 * budget_min,
         on_entry=said,
     )
