@@ -150,6 +150,7 @@ class GP(BaseMethod):
     """
 
     name: ClassVar[str] = "gp"
+    paper_index: ClassVar[int | None] = 2  # SPEC §8's list
     family: ClassVar[str] = "gp"
     constant_aleatoric: ClassVar[bool] = True
     epistemic_from: ClassVar[str] = "closed_form"

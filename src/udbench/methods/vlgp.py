@@ -323,6 +323,7 @@ class VLGP(BaseMethod):
     """
 
     name: ClassVar[str] = "vlgp"
+    paper_index: ClassVar[int | None] = 3  # SPEC §8's list
     family: ClassVar[str] = "gp"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "closed_form"

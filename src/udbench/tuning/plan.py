@@ -53,7 +53,6 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "PAPER_METHODS",
     "FinishedWork",
     "PlanRow",
     "Projection",
@@ -65,28 +64,17 @@ __all__ = [
     "unmeasured",
 ]
 
-#: The paper's 19 methods (SPEC §8), by registry name (some may not be registered yet).
-PAPER_METHODS: tuple[str, ...] = (
-    "blr",
-    "gp",
-    "vlgp",
-    "dkl",
-    "sngp-het",
-    "ngboost-nig",
-    "ngboost-bag",
-    "catboost-ps",
-    "catboost-kgb",
-    "nn-bag",
-    "nn-ens",
-    "nn-drop",
-    "nn-edl",
-    "nn-deup",
-    "nn-lap",
-    "nn-lap-sn",
-    "nn-fsp",
-    "nn-fsp-sn",
-    "nn-swag",
-)
+#: ``PAPER_METHODS``: the paper's 19 methods (SPEC §8), by registry name, in the paper's order:
+#: :func:`udbench.methods.registry.paper_methods`, derived from the classes' ``paper_index``
+#: (read on first use, from the method sources).
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PAPER_METHODS":
+        from udbench.methods.registry import paper_methods
+
+        return paper_methods()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
