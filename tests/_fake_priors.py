@@ -11,7 +11,7 @@ import copy
 import dataclasses
 
 from udbench._seeding import derive_seed
-from udbench.priors import Posterior
+from udbench.priors import FAMILY_CAPABILITIES, Posterior
 from udbench.priors.gp import GPPrior as _GPPrior
 
 WARMUP_HYPER = {
@@ -29,6 +29,7 @@ class FakeWarmupPrior(_GPPrior):
     unconverged preset)."""
 
     family = "hbart"
+    capabilities = FAMILY_CAPABILITIES["hbart"]  # an MCMC family's, not the GP's it inherits
 
     def __init__(self, mode: str, n_warmup: int = 100) -> None:
         super().__init__(WARMUP_HYPER, scale=1.0)

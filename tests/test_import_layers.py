@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from udbench._layers import LAYERS, Layer, check_layers, collect_imports, layer_of
+from udbench._layers import (
+    FORBIDDEN,
+    LAYERS,
+    Forbidden,
+    Layer,
+    check_layers,
+    collect_imports,
+    layer_of,
+)
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -167,6 +175,51 @@ def test_upward_import_added_to_the_real_package_is_caught(tmp_path: Path) -> No
     problems = check_layers(src, "udbench", LAYERS)
     assert len(problems) == 1, problems
     assert problems[0].startswith(f"src/udbench/priors/base.py:{len(lines)}: upward import")
+
+
+def test_checker_fails_on_a_forbidden_downward_import(tmp_path: Path) -> None:
+    # high -> low is allowed by the layers; the rule forbids high.* -> low.b (only)
+    rule = Forbidden("high", "low.b", "no reason")
+    src = _write(tmp_path, CLEAN)
+    problems = check_layers(src, "toy", TOY_LAYERS, forbidden=[rule])
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(
+        "src/toy/high/top.py:4: forbidden import: toy.high.top lazily imports toy.low.b; "
+        "'high' may not import 'low.b': no reason"
+    )
+    assert check_layers(src, "toy", TOY_LAYERS, forbidden=[]) == []
+
+
+def test_methods_may_not_import_priors() -> None:
+    assert [(r.importer, r.target) for r in FORBIDDEN] == [("methods", "priors")]
+    _, edges = collect_imports(SRC, "udbench")
+    # the GP methods and the GP prior share the ground layer's L-BFGS-B driver
+    pairs = {(e.importer, e.target) for e in edges}
+    assert ("udbench.methods.gp", "udbench._optim") in pairs
+    assert ("udbench.priors.gp.fit", "udbench._optim") in pairs
+
+
+@pytest.mark.parametrize(
+    ("module", "line"),
+    [
+        ("methods/vlgp.py", "    from udbench.priors.gp.fit import LBFGSBObjective"),
+        ("methods/conformance.py", "    from udbench.priors import GPPrior"),
+    ],
+)
+def test_methods_to_priors_import_added_to_the_real_package_is_caught(
+    tmp_path: Path, module: str, line: str
+) -> None:
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(SRC / "udbench", src / "udbench", ignore=shutil.ignore_patterns("__pycache__"))
+    path = src / "udbench" / module
+    lines = [*path.read_text().splitlines(), "def _oops():", line]
+    path.write_text("\n".join(lines) + "\n")
+    problems = check_layers(src, "udbench", LAYERS)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(f"src/udbench/{module}:{len(lines)}: forbidden import: ")
+    assert "'methods' may not import 'priors'" in problems[0]
 
 
 def _public_api_breaches(src: Path, package: str, layer_name: str) -> list[str]:

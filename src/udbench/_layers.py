@@ -9,6 +9,9 @@ up). The rule, checked by ``tests/test_import_layers.py`` with :func:`check_laye
    method modules share helpers through ``methods/_*.py``, not through each other; the
    foundations ``risk``, ``priors`` and ``data`` know nothing of one another).
 3. No import cycle between modules, not even within one layer.
+4. No import named in :data:`FORBIDDEN`, even downward: a pair of packages that must share
+   no code path although the layers would allow it (the methods under test and the prior
+   that makes their truths: ``methods -> priors``).
 
 Every ``import``/``from … import`` statement counts wherever it stands: at module level,
 inside a function (a *lazy* import, used to keep ``udbench --help`` fast and JAX out of
@@ -35,7 +38,16 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-__all__ = ["LAYERS", "ImportEdge", "Layer", "check_layers", "collect_imports", "layer_of"]
+__all__ = [
+    "FORBIDDEN",
+    "LAYERS",
+    "Forbidden",
+    "ImportEdge",
+    "Layer",
+    "check_layers",
+    "collect_imports",
+    "layer_of",
+]
 
 
 @dataclass(frozen=True)
@@ -91,6 +103,36 @@ LAYERS: tuple[Layer, ...] = (
     Layer("command helpers", ("commands._*",)),  # shared CLI option checks
     Layer("commands", ("commands.*",), independent=True),  # one sub-command group per module
     Layer("cli", ("commands", "cli")),
+)
+
+
+@dataclass(frozen=True)
+class Forbidden:
+    """A downward import the layers would allow but the package forbids.
+
+    Parameters
+    ----------
+    importer, target : str
+        Module patterns relative to the package, as in :class:`Layer` (a pattern covers the
+        module it names and all its submodules): no module matching ``importer`` may import
+        a module matching ``target``.
+    reason : str
+        Why, shown in the error message.
+    """
+
+    importer: str
+    target: str
+    reason: str
+
+
+#: Imports forbidden although they point downward (rule 4 of the module docstring).
+FORBIDDEN: tuple[Forbidden, ...] = (
+    Forbidden(
+        "methods",
+        "priors",
+        "the methods under test share no code path with the prior that makes their truths; "
+        "what both need lives in the ground layer (the L-BFGS-B driver: udbench._optim)",
+    ),
 )
 
 
@@ -187,6 +229,10 @@ def _matches(relative: str, pattern: str) -> bool:
     )
 
 
+def _relative(module: str, package: str) -> str:
+    return module[len(package) + 1 :] if module != package else ""
+
+
 def layer_of(module: str, package: str, layers: Sequence[Layer] = LAYERS) -> tuple[int, str]:
     """Index of the layer of ``module`` in ``layers`` and the part of that layer it is in.
 
@@ -195,7 +241,7 @@ def layer_of(module: str, package: str, layers: Sequence[Layer] = LAYERS) -> tup
     ValueError
         If no pattern matches the module, or two layers' patterns match it equally well.
     """
-    relative = module[len(package) + 1 :] if module != package else ""
+    relative = _relative(module, package)
     best: list[tuple[int, int, str]] = []  # (specificity, layer index, pattern)
     for index, layer in enumerate(layers):
         for pattern in layer.patterns:
@@ -265,7 +311,10 @@ def _cycles(nodes: Iterable[str], graph: dict[str, set[str]]) -> list[list[str]]
 
 
 def check_layers(
-    src_root: str | Path, package: str = "udbench", layers: Sequence[Layer] = LAYERS
+    src_root: str | Path,
+    package: str = "udbench",
+    layers: Sequence[Layer] = LAYERS,
+    forbidden: Sequence[Forbidden] = FORBIDDEN,
 ) -> list[str]:
     """Every breach of the layer rule in ``package``, one message per import (empty if none).
 
@@ -277,13 +326,15 @@ def check_layers(
         Top-level package name.
     layers : sequence of Layer, default :data:`LAYERS`
         The layers, ground first.
+    forbidden : sequence of Forbidden, default :data:`FORBIDDEN`
+        Downward imports that are forbidden all the same.
 
     Returns
     -------
     list of str
-        ``"<file>:<line>: ..."`` for each upward import and each import between parts of
-        an independent layer, one message per import cycle (naming every import in it),
-        and one per module that is in no layer.
+        ``"<file>:<line>: ..."`` for each upward import, each import between parts of
+        an independent layer and each forbidden import, one message per import cycle
+        (naming every import in it), and one per module that is in no layer.
     """
     src_root = Path(src_root)
     modules, edges = collect_imports(src_root, package)
@@ -313,6 +364,16 @@ def check_layers(
                 f"layer '{layers[i].name}'; move what both need to a lower layer "
                 f"(a shared private module)"
             )
+        else:
+            source = _relative(edge.importer, package)
+            target = _relative(edge.target, package)
+            for rule in forbidden:
+                if _matches(source, rule.importer) and _matches(target, rule.target):
+                    problems.append(
+                        f"{where}: forbidden import: {edge.importer} {how} {edge.target}; "
+                        f"'{rule.importer}' may not import '{rule.target}': {rule.reason} "
+                        f"(udbench._layers.FORBIDDEN)"
+                    )
 
     graph: dict[str, set[str]] = {}
     first: dict[tuple[str, str], ImportEdge] = {}

@@ -14,7 +14,7 @@ import pytest
 import scipy.linalg
 
 import udbench.priors.gp as gp_pkg
-from udbench.priors.gp.fit import LBFGSBObjective, _constrain, _init_theta, fit_kernel
+from udbench.priors.gp.fit import _constrain, _init_theta, fit_kernel
 from udbench.priors.gp.kernels import KERNEL_PARTS, PARTS, kernel_matrix
 from udbench.priors.gp.linalg import JITTER_MAX, JITTER_START, chol_jitter, tri_matmul_T
 
@@ -139,44 +139,6 @@ def test_fit_records_restart_zero_defaults_as_initial() -> None:
     np.testing.assert_allclose(init["parts"][0]["lengthscale"], [np.sqrt(3) / 2] * 3, rtol=1e-14)
     assert init["total_variance"] == pytest.approx(1.0, rel=1e-14)
     assert init["noise_variance"] == pytest.approx(0.1 + 1e-6, rel=1e-14)
-
-
-def test_lbfgsb_objective_finds_a_quadratic_minimum_and_keeps_the_best_point() -> None:
-    # f(x) = ½ (x − c)ᵀ A (x − c): minimum c, value 0
-    A = np.array([[3.0, 1.0], [1.0, 2.0]])
-    c = np.array([0.3, -0.7])
-    calls: list[np.ndarray] = []
-
-    def value_and_grad(x: np.ndarray) -> tuple[float, np.ndarray]:
-        calls.append(np.array(x))
-        r = x - c
-        return 0.5 * r @ A @ r, A @ r
-
-    x0 = np.array([2.0, 2.0])
-    obj = LBFGSBObjective(value_and_grad, penalty=lambda best: best + 1.0, x0=x0)
-    res = obj.minimize(x0, [(None, None)] * 2, 100)
-    np.testing.assert_allclose(res.x, c, atol=1e-6)
-    assert obj.best_value == pytest.approx(0.0, abs=1e-10)
-    np.testing.assert_allclose(obj.best_x, c, atol=1e-6)
-    assert obj.best_x is not x0 and np.all(x0 == 2.0)  # the start is copied, not aliased
-
-
-def test_lbfgsb_objective_penalises_a_non_finite_point_with_a_zero_gradient() -> None:
-    def value_and_grad(x: np.ndarray) -> tuple[float, np.ndarray]:
-        if x[0] > 1.0:
-            return np.nan, np.array([np.nan, 1.0])
-        return float(x[0] ** 2), np.array([2 * x[0], 0.0])
-
-    x0 = np.array([0.5, 0.0])
-    obj = LBFGSBObjective(value_and_grad, penalty=lambda best: best + 10.0, x0=x0)
-    # before any finite value the penalty sees inf; the best point is still the start
-    v, g = obj(np.array([2.0, 0.0]))
-    assert v == np.inf and np.array_equal(g, [0.0, 0.0])
-    np.testing.assert_array_equal(obj.best_x, x0)
-    assert obj(np.array([0.5, 0.0]))[0] == 0.25
-    v, g = obj(np.array([3.0, 0.0]))
-    assert v == 10.25 and g.dtype == np.float64 and np.array_equal(g, [0.0, 0.0])
-    assert obj.best_value == 0.25
 
 
 def test_jitter_ladder_starts_at_1e_10_and_multiplies_by_10() -> None:

@@ -35,6 +35,7 @@ from scipy import stats
 from udbench._seeding import make_rng
 from udbench._validation import UdbenchError, check_choice, param_error
 from udbench.evaluation.leaderboard import HOMOSCEDASTIC, TaskVersionWarning, select_task_versions
+from udbench.priors.base import FAMILY_CAPABILITIES
 
 #: Resampling units of the bootstrap.
 BOOTSTRAP_UNITS: tuple[str, ...] = ("instance", "dataset")
@@ -53,8 +54,19 @@ AU_METRICS = frozenset(
 )
 #: Method families (the registry classes' ``family``) and how tables name them.
 FAMILY_NAMES: dict[str, str] = {"gp": "GP-based", "trees": "Trees", "nn": "NN", "linear": "BLR"}
-#: The oracle prior family matching each method family's inductive bias (paper Section 5).
-MATCHED_PRIOR: dict[str, str | None] = {"gp": "gp", "trees": "hbart", "nn": "bnn", "linear": None}
+#: The oracle prior family matching each method family's inductive bias (paper Section 5): the
+#: prior family whose ``PriorCapabilities.matched_method_family`` it is (None: no such family).
+MATCHED_PRIOR: dict[str, str | None] = {
+    method_family: next(
+        (
+            f
+            for f, caps in FAMILY_CAPABILITIES.items()
+            if caps.matched_method_family == method_family
+        ),
+        None,
+    )
+    for method_family in FAMILY_NAMES
+}
 #: Instance coordinates kept beside the wide tables.
 COORDINATES: tuple[str, ...] = ("dataset", "family", "noise", "coverage", "seed")
 

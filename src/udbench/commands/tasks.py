@@ -389,7 +389,7 @@ def check_tasks(
         A task argument that names no existing file, folder or glob, or a folder or glob
         that holds no task file.
     """
-    from udbench.priors import MCMC_FAMILIES, preset_validation_status
+    from udbench.priors import MCMC_FAMILIES, preset_validation_status, prior_capabilities
     from udbench.tasks import Task, gate_verdicts, pool_checks
     from udbench.tasks.checks import coverage_summary, mcmc_summary
     from udbench.tasks.discovery import find_task_files
@@ -431,7 +431,7 @@ def check_tasks(
         summaries.append({**checks, **mcmc_summary(task.diagnostics)})
         mcse.append(task.mcse_var_rel)
         if (
-            task.spec.family == "gp"
+            prior_capabilities(task.spec.family, strict=False).nugget
             and task.diagnostics.get("exact_moments")
             and "nugget" not in (task.diagnostics.get("sampler") or {})
         ):

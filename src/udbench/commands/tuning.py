@@ -255,8 +255,8 @@ def register(app: typer.Typer) -> None:
         table on this machine within --budget CPU minutes and stores it in the cache folder.
         """
         from udbench._validation import param_error
-        from udbench.methods.registry import registered_methods
-        from udbench.tuning.plan import PAPER_METHODS, collect_measurements, project
+        from udbench.methods.registry import paper_methods, registered_methods
+        from udbench.tuning.plan import collect_measurements, project
 
         check_int("udbench plan", "--trials", trials, minimum=0)
         if workers is not None and workers < 1:
@@ -268,10 +268,10 @@ def register(app: typer.Typer) -> None:
         if methods.strip().lower() == "registered":
             names = known
         elif methods.strip().lower() == "paper":
-            names = list(PAPER_METHODS)
+            names = list(paper_methods())
         else:
             names = [m.strip() for m in methods.split(",") if m.strip()]
-            bad = [m for m in names if m not in known and m not in PAPER_METHODS]
+            bad = [m for m in names if m not in known and m not in paper_methods()]
             if bad or not names:
                 raise param_error(
                     "udbench plan", "methods", "name registered or paper methods", methods
@@ -315,12 +315,19 @@ def _calibrate(names: list[str], specs: list[Any], budget_min: float) -> Any:
         console.print(f"  {key}: {'measured' if entry else 'skipped (budget)'}", highlight=False)
 
     from udbench.methods.registry import registered_methods
+    from udbench.priors import prior_capabilities
 
     known = set(registered_methods())
     table = calibrate(
         methods=[m for m in names if m in known],
         families=sorted({s.family for s in specs}),
-        datasets=sorted({s.dataset for s in specs if s.family == "gp"}),
+        datasets=sorted(
+            {
+                s.dataset
+                for s in specs
+                if prior_capabilities(s.family, strict=False).fitted_per_dataset
+            }
+        ),
         budget_s=60.0 * budget_min,
         on_entry=said,
     )

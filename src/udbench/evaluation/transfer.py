@@ -65,6 +65,8 @@ from udbench.tasks import Task
 from udbench.tasks.taskfile import ARRAY_NAMES
 
 __all__ = [
+    "FAMILY_ORACLE",
+    "GP_ORACLE",
     "LOSSES",
     "ORACLE_KINDS",
     "ORACLE_MOMENTS_VERSION",
@@ -80,8 +82,13 @@ __all__ = [
     "task_with_moments",
 ]
 
+#: Kind of the exact-GP oracles, ``gp:KERNEL`` and ``gp:prior`` (an oracle kind, the CLI's
+#: word, not a prior family's name).
+GP_ORACLE: str = "gp"
+#: Kind of the ``family:FAMILY`` oracles.
+FAMILY_ORACLE: str = "family"
 #: The kinds of alternative oracle (``KIND:NAME``).
-ORACLE_KINDS: tuple[str, ...] = ("gp", "family")
+ORACLE_KINDS: tuple[str, ...] = (GP_ORACLE, FAMILY_ORACLE)
 #: Losses the rescoring supports (module docstring: CRPS and log score in closed form).
 LOSSES: tuple[str, ...] = ("squared", "crps", "log")
 #: Prefix of a rescored row's metric under another loss against the task's own posterior
@@ -150,7 +157,7 @@ def parse_oracle(text: str, component: str = "udbench transfer") -> OracleSpec:
             component, "--oracle", "be KIND:NAME (gp:KERNEL, gp:prior or family:FAMILY)", text
         )
     check_choice(component, "--oracle kind", kind, list(ORACLE_KINDS))
-    if kind == "gp":
+    if kind == GP_ORACLE:
         if name != "prior":
             name = "+".join(parse_kernel_family(name))
     else:
@@ -178,20 +185,26 @@ class OracleMoments:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def _gp_moments(prior: Any, task: Task, own: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Exact moments of ``prior`` given the task's training sample. ``own``: the prior is
-    the GP task's own, so its recorded nugget ``sampler.nugget`` is used (0 for a file made
-    before the nugget: its stored moments have none), which reproduces the stored moments;
-    otherwise the prior's default nugget (:meth:`udbench.priors.gp.GPPrior.nugget`)."""
-    nugget = None
-    if own:
-        nugget = float(((task.diagnostics or {}).get("sampler") or {}).get("nugget", 0.0))
+def _exact_moments(prior: Any, task: Task, own: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Exact moments of ``prior`` (a family with ``PriorCapabilities.exact_moments``, the GP)
+    given the task's training sample. ``own``: the prior is the task's own, so its recorded
+    nugget ``sampler.nugget`` is used (0 for a file made before the nugget: its stored moments
+    have none), which reproduces the stored moments; otherwise the prior's default nugget
+    (:meth:`udbench.priors.gp.GPPrior.nugget`). A family without a nugget gets none."""
+    extra: dict[str, Any] = {}
+    from udbench.priors import prior_capabilities
+
+    if prior_capabilities(prior).nugget:
+        nugget = None
+        if own:
+            nugget = float(((task.diagnostics or {}).get("sampler") or {}).get("nugget", 0.0))
+        extra["nugget"] = nugget
     return prior.moments(  # type: ignore[no-any-return]
         np.asarray(task.X_train),
         np.asarray(task.y_train),
         np.asarray(task.noise_var_train),
         np.asarray(task.X_eval),
-        nugget=nugget,
+        **extra,
     )
 
 
@@ -248,6 +261,7 @@ def alternative_moments(
         Unknown dataset or data not found, a fit that does not converge.
     """
     from udbench._threads import cell_threads
+    from udbench.priors import prior_capabilities
     from udbench.priors.gp import GPPrior, fit_kernel
     from udbench.tasks.generate import get_prior
 
@@ -256,16 +270,17 @@ def alternative_moments(
     t0 = time.perf_counter()
     info: dict[str, Any] = {"oracle": oracle.text}
     with cell_threads():
-        if oracle.kind == "gp" and oracle.name == "prior":
-            if spec.family == "gp" and isinstance(task.prior.get("kernel"), dict):
+        if oracle.kind == GP_ORACLE and oracle.name == "prior":
+            # a task of the GP family holds its own prior's kernel: read, not refitted
+            if spec.family == GPPrior.family and isinstance(task.prior.get("kernel"), dict):
                 prior: Any = GPPrior(task.prior["kernel"], float(task.prior["scale"]))
                 info["source"] = "task file"
             else:
-                prior = get_prior("gp", spec.dataset, spec.fidelity, dd)
+                prior = get_prior(GPPrior.family, spec.dataset, spec.fidelity, dd)
                 info["source"] = "dataset GP prior"
             info.update(kernel=prior.hyper, scale=prior.scale)
-            mean, var = _gp_moments(prior, task, own=info["source"] == "task file")
-        elif oracle.kind == "gp":
+            mean, var = _exact_moments(prior, task, own=info["source"] == "task file")
+        elif oracle.kind == GP_ORACLE:
             settings = fit_settings_for(str(spec.fidelity), fit_settings)
             X, y = np.asarray(task.X_train), np.asarray(task.y_train)
             nv = np.asarray(task.noise_var_train)
@@ -294,12 +309,12 @@ def alternative_moments(
                 lml_final=fit.lml_final,
                 fit_settings=fit.settings,
             )
-            mean, var = _gp_moments(prior, task)
+            mean, var = _exact_moments(prior, task)
         else:
             prior = get_prior(oracle.name, spec.dataset, spec.fidelity, dd)
             info["settings"] = prior.settings
-            if isinstance(prior, GPPrior):  # exact: the moments need no draws
-                mean, var = _gp_moments(prior, task, own=spec.family == "gp")
+            if prior_capabilities(prior).exact_moments:  # the GP: the moments need no draws
+                mean, var = _exact_moments(prior, task, own=spec.family == oracle.name)
             else:
                 post = prior.condition(
                     np.asarray(task.X_train),
@@ -470,7 +485,7 @@ def rescore_cells(
                 "oracle": oracle.text,
                 "moments": ORACLE_MOMENTS_VERSION,
                 "fit": fit_settings_for(str(task.spec.fidelity), fit_settings)
-                if oracle.kind == "gp" and oracle.name != "prior"
+                if oracle.kind == GP_ORACLE and oracle.name != "prior"
                 else None,
             }
             cpath = None if cache is None else _cache_path(cache, str(task_id), sha, request)

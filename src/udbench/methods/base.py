@@ -339,6 +339,11 @@ class BaseMethod(BaseEstimator):
         ``"n_estimators"``, ``"n_regressors"``: members of a bag), whose fit reports
         intermediate predictions to an active reporter (:mod:`udbench.methods._progress`;
         pruned tuning). None (default): the method reports nothing.
+    paper_index : int or None
+        The method's place (1-19) in the paper's list of methods (SPEC §8), from which
+        :func:`udbench.methods.registry.paper_methods` is derived; None (default): not one of
+        the paper's methods (a later or a user's method). A subclass restates it: it is not
+        inherited in meaning (``nn-lap-sn`` has its own).
 
     Subclasses implement ``_fit(X, y)`` (y standardised) and ``_predict(X) -> Prediction``
     (standardised units), take ``random_state`` as a constructor keyword, and draw seeds
@@ -354,6 +359,7 @@ class BaseMethod(BaseEstimator):
     param_constraints: ClassVar[dict[str, dict[str, Any]]] = {}
     smoke_params: ClassVar[dict[str, Any]] = {}
     progress_param: ClassVar[str | None] = None
+    paper_index: ClassVar[int | None] = None
 
     # -- public API ---------------------------------------------------------------
     def fit(self, X: Any, y: Any) -> BaseMethod:

@@ -61,6 +61,7 @@ class BLR(BaseMethod):
     """
 
     name: ClassVar[str] = "blr"
+    paper_index: ClassVar[int | None] = 1  # SPEC §8's list
     family: ClassVar[str] = "linear"
     constant_aleatoric: ClassVar[bool] = True
     epistemic_from: ClassVar[str] = "closed_form"

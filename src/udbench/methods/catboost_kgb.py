@@ -122,6 +122,7 @@ class CatBoostKGB(BaseMethod):
     """
 
     name: ClassVar[str] = "catboost-kgb"
+    paper_index: ClassVar[int | None] = 9  # SPEC §8's list
     family: ClassVar[str] = "trees"
     constant_aleatoric: ClassVar[bool] = True
     epistemic_from: ClassVar[str] = "samples"

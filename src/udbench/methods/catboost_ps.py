@@ -63,6 +63,7 @@ class CatBoostPS(BaseMethod):
     """
 
     name: ClassVar[str] = "catboost-ps"
+    paper_index: ClassVar[int | None] = 8  # SPEC §8's list
     family: ClassVar[str] = "trees"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "samples"

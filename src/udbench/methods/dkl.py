@@ -212,6 +212,7 @@ class DKL(BaseMethod):
     """
 
     name: ClassVar[str] = "dkl"
+    paper_index: ClassVar[int | None] = 4  # SPEC §8's list
     family: ClassVar[str] = "gp"
     constant_aleatoric: ClassVar[bool] = True
     epistemic_from: ClassVar[str] = "closed_form"

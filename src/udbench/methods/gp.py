@@ -17,8 +17,8 @@ of about 4.3n³ for reverse-mode through ``jnp.linalg.cholesky``), all in one
 GPJax ``conjugate_mll`` objective showed no recompilation per call; its cost was the
 O(n³) linear algebra (and, at n = 3136, the per-pair ``vmap`` Gram matrix and its
 transpose), see ``benchmarks/bench_methods.py`` and docs/methods.md. The optimiser is
-SciPy's L-BFGS-B, driven through the GP prior's
-:class:`~udbench.priors.gp.fit.LBFGSBObjective` (float64 conversion, non-finite guard,
+SciPy's L-BFGS-B, driven through the ground-layer
+:class:`~udbench._optim.LBFGSBObjective` (float64 conversion, non-finite guard,
 best point seen). Everything runs in float64 inside a scoped ``jax.enable_x64(True)``;
 the same code runs on GPU when JAX has one.
 """
@@ -150,6 +150,7 @@ class GP(BaseMethod):
     """
 
     name: ClassVar[str] = "gp"
+    paper_index: ClassVar[int | None] = 2  # SPEC §8's list
     family: ClassVar[str] = "gp"
     constant_aleatoric: ClassVar[bool] = True
     epistemic_from: ClassVar[str] = "closed_form"
@@ -211,7 +212,7 @@ class GP(BaseMethod):
         import jax
         import jax.numpy as jnp
 
-        from udbench.priors.gp.fit import LBFGSBObjective
+        from udbench._optim import LBFGSBObjective
 
         gpx = _gpjax()
         if self.standardize_X:  # BaseMethod's statistics (constant columns: loc 0, scale 1)

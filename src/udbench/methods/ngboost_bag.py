@@ -67,6 +67,7 @@ class NGBoostBag(BaseMethod):
     """
 
     name: ClassVar[str] = "ngboost-bag"
+    paper_index: ClassVar[int | None] = 7  # SPEC §8's list
     family: ClassVar[str] = "trees"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "samples"

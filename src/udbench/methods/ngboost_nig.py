@@ -280,6 +280,7 @@ class NGBoostNIG(BaseMethod):
     """
 
     name: ClassVar[str] = "ngboost-nig"
+    paper_index: ClassVar[int | None] = 6  # SPEC §8's list
     family: ClassVar[str] = "trees"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "closed_form"

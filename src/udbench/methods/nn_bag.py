@@ -55,6 +55,7 @@ class NNBag(GaussianNNEnsemble):
     """
 
     name: ClassVar[str] = "nn-bag"
+    paper_index: ClassVar[int | None] = 10  # SPEC §8's list
     family: ClassVar[str] = "nn"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "samples"

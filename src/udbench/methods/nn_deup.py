@@ -130,6 +130,7 @@ class NNDeup(GaussianNNEnsemble):
     """
 
     name: ClassVar[str] = "nn-deup"
+    paper_index: ClassVar[int | None] = 14  # SPEC §8's list
     family: ClassVar[str] = "nn"
     constant_aleatoric: ClassVar[bool] = True
     epistemic_from: ClassVar[str] = "closed_form"

@@ -95,6 +95,7 @@ class NNDropout(GaussianNNEnsemble):
     """
 
     name: ClassVar[str] = "nn-drop"
+    paper_index: ClassVar[int | None] = 12  # SPEC §8's list
     family: ClassVar[str] = "nn"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "samples"

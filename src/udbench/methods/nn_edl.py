@@ -118,6 +118,7 @@ class NNEvidential(GaussianNNEnsemble):
     """
 
     name: ClassVar[str] = "nn-edl"
+    paper_index: ClassVar[int | None] = 13  # SPEC §8's list
     family: ClassVar[str] = "nn"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "closed_form"

@@ -70,6 +70,7 @@ class NNEnsemble(GaussianNNEnsemble):
     """
 
     name: ClassVar[str] = "nn-ens"
+    paper_index: ClassVar[int | None] = 11  # SPEC §8's list
     family: ClassVar[str] = "nn"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "samples"

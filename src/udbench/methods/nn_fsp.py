@@ -143,6 +143,7 @@ class NNFSP(LastLayerLaplace):
     """
 
     name: ClassVar[str] = "nn-fsp"
+    paper_index: ClassVar[int | None] = 17  # SPEC §8's list
     family: ClassVar[str] = "nn"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "closed_form"
@@ -277,6 +278,7 @@ class NNFSPSN(NNFSP):
     """
 
     name: ClassVar[str] = "nn-fsp-sn"
+    paper_index: ClassVar[int | None] = 18  # SPEC §8's list
     description: ClassVar[str] = (
         "Function-space-prior Laplace on the spectrally normalised backbone (paper C.4)"
     )

@@ -68,6 +68,7 @@ class NNLaplace(LastLayerLaplace):
     """
 
     name: ClassVar[str] = "nn-lap"
+    paper_index: ClassVar[int | None] = 15  # SPEC §8's list
     family: ClassVar[str] = "nn"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "closed_form"
@@ -141,6 +142,7 @@ class NNLaplaceSN(NNLaplace):
     """
 
     name: ClassVar[str] = "nn-lap-sn"
+    paper_index: ClassVar[int | None] = 16  # SPEC §8's list
     description: ClassVar[str] = (
         "Last-layer Laplace on the spectrally normalised backbone (paper C.4)"
     )

@@ -109,6 +109,7 @@ class NNSwag(GaussianNNEnsemble):
     """
 
     name: ClassVar[str] = "nn-swag"
+    paper_index: ClassVar[int | None] = 19  # SPEC §8's list
     family: ClassVar[str] = "nn"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "samples"

@@ -26,6 +26,7 @@ it), and a user entry cannot take a name udbench already registers.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import os
@@ -48,6 +49,7 @@ __all__ = [
     "list_methods",
     "make_method",
     "methods_markdown",
+    "paper_methods",
     "parse_method_spec",
     "registered_methods",
 ]
@@ -283,6 +285,45 @@ def list_methods(*, static: bool = False) -> list[MethodInfo]:
 
 
 _CAPABILITIES = ("name", "family", "constant_aleatoric", "epistemic_from", "description")
+
+
+@functools.cache
+def paper_methods() -> tuple[str, ...]:
+    """The paper's methods (SPEC §8), by registry name, in the paper's order.
+
+    Derived from the classes of :data:`REGISTRY`: every one whose ``paper_index`` is set,
+    sorted by it (read from the source without importing the method modules where it is a
+    literal, :mod:`udbench.methods._static`; else by importing the class).
+
+    Returns
+    -------
+    tuple of str
+
+    Raises
+    ------
+    UdbenchError
+        Two registered classes with the same ``paper_index``.
+    """
+    from udbench.methods._static import read_class_statically
+
+    indexed: dict[int, str] = {}
+    for name, target in REGISTRY.items():
+        info = read_class_statically(target, ("paper_index",))
+        if info is not None and "paper_index" in info.attributes:
+            index = info.attributes["paper_index"]
+        else:
+            index = _import_target(target, "name").paper_index
+        if index is None:
+            continue
+        if index in indexed:
+            raise param_error(
+                _COMPONENT,
+                "paper_index",
+                f"be unique among the registered methods (also {indexed[index]!r})",
+                f"{index} ({name!r})",
+            )
+        indexed[int(index)] = name
+    return tuple(indexed[i] for i in sorted(indexed))
 
 
 def _static_row(name: str, target: str, source: str) -> MethodInfo | None:

@@ -107,6 +107,7 @@ class SNGPHet(GaussianNNEnsemble):
     """
 
     name: ClassVar[str] = "sngp-het"
+    paper_index: ClassVar[int | None] = 5  # SPEC §8's list
     family: ClassVar[str] = "nn"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "closed_form"

@@ -323,6 +323,7 @@ class VLGP(BaseMethod):
     """
 
     name: ClassVar[str] = "vlgp"
+    paper_index: ClassVar[int | None] = 3  # SPEC §8's list
     family: ClassVar[str] = "gp"
     constant_aleatoric: ClassVar[bool] = False
     epistemic_from: ClassVar[str] = "closed_form"
@@ -402,7 +403,7 @@ class VLGP(BaseMethod):
         import jax
         import jax.numpy as jnp
 
-        from udbench.priors.gp.fit import LBFGSBObjective
+        from udbench._optim import LBFGSBObjective
 
         if self.standardize_X:  # BaseMethod's statistics (constant columns: loc 0, scale 1)
             self.x_loc_, self.x_scale_ = self.input_loc_, self.input_scale_

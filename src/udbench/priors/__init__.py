@@ -5,13 +5,17 @@ See :mod:`udbench.priors.base` for the protocol every family implements.
 
 from udbench.priors.base import (
     DEFAULT_FIDELITY,
+    FAMILY_CAPABILITIES,
     PRIOR_FAMILIES,
     Fidelity,
     Posterior,
     Prior,
+    PriorCapabilities,
     family_numerics_version,
     list_prior_families,
     make_prior,
+    prior_capabilities,
+    prior_class,
     scale_from_unit_draws,
 )
 from udbench.priors.diagnostics import (
@@ -45,6 +49,7 @@ from udbench.priors.validation import (
 __all__ = [
     "COVERAGE_CHANGE_MAX",
     "DEFAULT_FIDELITY",
+    "FAMILY_CAPABILITIES",
     "MCMC_FAMILIES",
     "PRIOR_FAMILIES",
     "RHAT_NOT_A_GATE",
@@ -55,6 +60,7 @@ __all__ = [
     "Fidelity",
     "Posterior",
     "Prior",
+    "PriorCapabilities",
     "acceptance",
     "batch_means_mcse_var",
     "decode_run",
@@ -65,6 +71,8 @@ __all__ = [
     "load_validation",
     "make_prior",
     "preset_validation_status",
+    "prior_capabilities",
+    "prior_class",
     "protocol_issues",
     "record_path",
     "rhat_gates",

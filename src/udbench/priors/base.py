@@ -7,7 +7,16 @@ variances, returning draws of f from the reference posterior.
 
 Families are listed in :data:`PRIOR_FAMILIES`, a table from family name to the module that
 implements it; each such module exposes ``build_prior(cov, fidelity) -> Prior``. Adding a
-family is one module plus one table entry; :func:`make_prior` imports the module lazily.
+family is one module plus one entry in each of the two tables; :func:`make_prior` imports the
+module lazily.
+
+What the pipeline asks of a family (exact moments or draws only, draws at the training inputs
+by default, how query points are prepared, its nugget, the method family it is matched with,
+how its cost is planned) is its :class:`PriorCapabilities` record, as scikit-learn's estimator
+tags: one entry of :data:`FAMILY_CAPABILITIES` per family, carried by the family's class as
+``capabilities``. Code outside :mod:`udbench.priors` asks :func:`prior_capabilities` (of a
+prior, or of a family name without importing the family's module, which may import JAX) and
+never compares a family name with a literal (``tests/test_family_literals.py``).
 
 The fidelity of a prior is a :class:`Fidelity` (``"paper"``, ``"standard"``, ``"smoke"``);
 :data:`DEFAULT_FIDELITY` is the one default used by the task spec, the CLI and the builders.
@@ -55,15 +64,19 @@ from udbench._validation import check_array, check_choice, param_error
 
 __all__ = [
     "DEFAULT_FIDELITY",
+    "FAMILY_CAPABILITIES",
     "PRIOR_FAMILIES",
     "SCALE_N_DRAWS",
     "Fidelity",
     "Posterior",
     "Prior",
+    "PriorCapabilities",
     "call_seed",
     "family_numerics_version",
     "list_prior_families",
     "make_prior",
+    "prior_capabilities",
+    "prior_class",
     "scale_from_unit_draws",
 ]
 
@@ -141,6 +154,130 @@ PRIOR_FAMILIES: dict[str, str] = {
 
 
 @dataclass(frozen=True)
+class PriorCapabilities:
+    """What the pipeline may ask of a prior family, declared once per family (its *tags*).
+
+    Read with :func:`prior_capabilities`; the defaults are those of an MCMC family (draws
+    only). Every field is a plain value, so a family's record is read by name without
+    importing the family's module (importing the GP's imports GPJax, which creates JAX's
+    backends before :func:`udbench._threads.fix_xla_threads` could fix XLA's pool).
+
+    Attributes
+    ----------
+    exact_moments : bool, default False
+        ``condition`` returns the exact posterior mean and variance (``Posterior.mean``,
+        ``.var``), and the prior has ``moments(X_train, y, noise_var_train, X_eval, *,
+        nugget=None) -> (mean (n_eval,), var (n_eval,))`` (the GP, R&W 2006 eqs. 2.25-2.26).
+    draws_train_by_default : bool, default True
+        Task generation keeps the posterior draws at the training inputs unless told
+        otherwise (off for the GP, whose checks use the exact posterior).
+    nugget : bool, default False
+        The prior's draws carry a white-noise nugget ν that is part of the model: the prior
+        has ``nugget(X_eval, X_train) -> float`` (target units²) and ``condition`` takes
+        ``nugget=`` (the GP, docs/tasks.md); task files record it (``sampler.nugget``).
+    clips_queries_to_unit_cube : bool, default False
+        The family's functions are constant beyond the unit cube and its sampler takes inputs
+        in [0, 1] only, so query inputs are clipped to it before conditioning (HBART: every
+        split threshold lies in [0, 1]).
+    fitted_per_dataset : bool, default False
+        Building the prior fits hyperparameters to the dataset's real target, a step of its
+        own in the cost plan (``prior-fit``; the GP's marginal-likelihood kernel fit).
+    quick_instances : bool, default False
+        An instance takes seconds (docs/tasks.md), so an unmeasured generation cost does not
+        hold a study's ``--yes`` gate back.
+    matched_method_family : str or None, default None
+        The method family (:attr:`udbench.methods.base.BaseMethod.family`) whose model class
+        the prior matches (paper §5: GP-GP, trees-HBART, NN-BNN).
+    work_depends_on_fidelity : bool, default True
+        An instance's work changes with the fidelity; then the family's class has the class
+        method ``instance_work(fidelity) -> float`` (sampler iterations; see
+        :func:`udbench.tuning.calibration.work_ratio`). False for the GP.
+    cost_grows_with_eval_points : bool, default False
+        An instance's cost is set by n + n_eval (the joint factorisation at the training and
+        evaluation inputs, the GP), not by n alone: calibration times it at n_eval = n.
+    calibration_fidelity : str, default "smoke"
+        The fidelity at which ``udbench tuning calibrate`` times an instance (scaled to the
+        others by ``instance_work``).
+    """
+
+    exact_moments: bool = False
+    draws_train_by_default: bool = True
+    nugget: bool = False
+    clips_queries_to_unit_cube: bool = False
+    fitted_per_dataset: bool = False
+    quick_instances: bool = False
+    matched_method_family: str | None = None
+    work_depends_on_fidelity: bool = True
+    cost_grows_with_eval_points: bool = False
+    calibration_fidelity: str = "smoke"
+
+
+#: family name -> its capabilities (the class of the family carries the same record as
+#: ``capabilities``; ``tests/priors/test_capabilities.py`` checks that they agree).
+FAMILY_CAPABILITIES: dict[str, PriorCapabilities] = {
+    "gp": PriorCapabilities(
+        exact_moments=True,
+        draws_train_by_default=False,
+        nugget=True,
+        fitted_per_dataset=True,
+        quick_instances=True,
+        matched_method_family="gp",
+        work_depends_on_fidelity=False,
+        cost_grows_with_eval_points=True,
+        calibration_fidelity="standard",
+    ),
+    "hbart": PriorCapabilities(clips_queries_to_unit_cube=True, matched_method_family="trees"),
+    "bnn": PriorCapabilities(matched_method_family="nn"),
+}
+
+
+def prior_capabilities(prior: Any, *, strict: bool = True) -> PriorCapabilities:
+    """The :class:`PriorCapabilities` of a prior, a prior class or a family name.
+
+    Parameters
+    ----------
+    prior : Prior, prior class or str
+        A prior (or its class) reports its ``capabilities`` attribute; one without it (a
+        user's or a test's prior implementing only the protocol) gets the record of its
+        ``family`` in :data:`FAMILY_CAPABILITIES`, else the defaults. A name (a key of
+        :data:`FAMILY_CAPABILITIES`) is looked up without importing the family's module.
+    strict : bool, default True
+        Whether a name that is not registered is an error; if False it gets the defaults
+        (code that only reads recorded family names, e.g. of task files made by tests).
+
+    Returns
+    -------
+    PriorCapabilities
+
+    Raises
+    ------
+    UdbenchError
+        A family name that is not registered (``strict``).
+    """
+    if isinstance(prior, str):
+        if strict:
+            check_choice("prior_capabilities", "family", prior, list(FAMILY_CAPABILITIES))
+        return FAMILY_CAPABILITIES.get(prior, PriorCapabilities())
+    caps = getattr(prior, "capabilities", None)
+    if isinstance(caps, PriorCapabilities):
+        return caps
+    return FAMILY_CAPABILITIES.get(str(getattr(prior, "family", "")), PriorCapabilities())
+
+
+def prior_class(family: str) -> type[Any]:
+    """The prior class of ``family`` (``PRIOR_CLASS`` of its module, imported here: the GP's
+    imports GPJax, which creates JAX's backends).
+
+    Raises
+    ------
+    UdbenchError
+        An unknown family.
+    """
+    check_choice("prior_class", "family", family, list(PRIOR_FAMILIES))
+    return importlib.import_module(PRIOR_FAMILIES[family]).PRIOR_CLASS  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
 class Posterior:
     """Draws (and, where exact, moments) of f under the reference posterior Π_ref(· | S).
 
@@ -183,6 +320,9 @@ class Prior(Protocol):
         Version of the family's numerics, bumped only by a change that alters the draws for
         the same settings and key (not by other commits); keys campaign records
         (:mod:`udbench.campaigns`).
+    capabilities : PriorCapabilities
+        What the pipeline may ask of the family (:data:`FAMILY_CAPABILITIES`); optional: read
+        through :func:`prior_capabilities`, which falls back on the family's record.
     """
 
     family: str

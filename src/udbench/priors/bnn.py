@@ -30,7 +30,7 @@ import numpy as np
 
 from udbench._seeding import make_rng
 from udbench._validation import check_array, check_choice, check_positive, param_error
-from udbench.priors.base import DEFAULT_FIDELITY, Fidelity, Posterior
+from udbench.priors.base import DEFAULT_FIDELITY, FAMILY_CAPABILITIES, Fidelity, Posterior
 from udbench.priors.mcmc import MCMCPrior, NUTSDiagnostics
 
 #: Accepted values of ``chain_method`` (:func:`resolve_chain_method`).
@@ -238,8 +238,29 @@ class BNNPrior(MCMCPrior):
     """
 
     family = "bnn"
+    #: Draws only (NUTS), matched with the NN methods.
+    capabilities = FAMILY_CAPABILITIES["bnn"]
     presets = FIDELITY_SETTINGS
     seed_bits = 32  # JAX's PRNGKey takes a 32-bit seed
+
+    @classmethod
+    def instance_work(cls, fidelity: str, n_draws: int = 1000) -> float:
+        """NUTS leapfrog steps of one instance at ``fidelity``, up to a constant: n_chains ×
+        (n_warmup + D / n_chains) × 2^max_tree_depth, D = ``n_draws`` (trajectories mostly
+        reach the maximum depth at the suite's sizes, docs/priors-mcmc.md; an upper bound
+        where they stop earlier). Read by :func:`udbench.tuning.calibration.work_ratio`."""
+        s = FIDELITY_SETTINGS[str(fidelity)]
+        return float(s["n_chains"] * (s["n_warmup"] + n_draws / s["n_chains"])) * 2.0 ** int(
+            s["max_tree_depth"]
+        )
+
+    @classmethod
+    def synthetic(cls, fidelity: str, X_eval: np.ndarray) -> BNNPrior:
+        """A BNN prior at ``fidelity`` with scale a = 1 for synthetic inputs ``X_eval``
+        (n_eval, d), reference rows chosen by the stream ``"calibration"``, for timing
+        (:mod:`udbench.tuning.calibration`)."""
+        ref = X_eval[choose_reference_rows(X_eval.shape[0], "calibration")]
+        return cls(ref, 1.0, fidelity)
 
     def __init__(
         self,

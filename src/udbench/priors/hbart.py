@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from udbench._validation import check_array, check_positive, param_error
-from udbench.priors.base import DEFAULT_FIDELITY, Fidelity, Posterior
+from udbench.priors.base import DEFAULT_FIDELITY, FAMILY_CAPABILITIES, Fidelity, Posterior
 from udbench.priors.mcmc import HBARTDiagnostics, MCMCPrior
 
 __all__ = [
@@ -356,9 +356,26 @@ class HBARTPrior(MCMCPrior):
     """
 
     family = "hbart"
+    #: Draws only; query inputs clipped to the unit cube (its trees split in [0, 1]).
+    capabilities = FAMILY_CAPABILITIES["hbart"]
     presets = FIDELITY_SETTINGS
     seed_bits = 31  # bartz takes a 31-bit seed
     rhat_gate = False  # R̂ recorded, never a gate; presets validated by warm-up sensitivity
+
+    @classmethod
+    def instance_work(cls, fidelity: str, n_draws: int = 1000) -> float:
+        """Chain iterations of one instance at ``fidelity``: n_chains × (n_warmup + (D /
+        n_chains) × thin), D = ``n_draws`` (bartz's cost per chain iteration is about constant
+        at a given n, docs/priors-mcmc.md). Read by
+        :func:`udbench.tuning.calibration.work_ratio`."""
+        s = FIDELITY_SETTINGS[str(fidelity)]
+        return float(s["n_chains"] * (s["n_warmup"] + n_draws / s["n_chains"] * s["thin"]))
+
+    @classmethod
+    def synthetic(cls, fidelity: str, X_eval: np.ndarray) -> HBARTPrior:
+        """An HBART prior at ``fidelity`` with scale a = 1 for synthetic inputs ``X_eval``
+        (n_eval, d), for timing (:mod:`udbench.tuning.calibration`)."""
+        return cls(1.0, fidelity)
 
     def __init__(
         self,

@@ -26,7 +26,13 @@ import numpy as np
 
 from udbench._seeding import derive_seed
 from udbench._validation import param_error
-from udbench.priors.base import SCALE_N_DRAWS, Fidelity, call_seed, scale_from_unit_draws
+from udbench.priors.base import (
+    SCALE_N_DRAWS,
+    Fidelity,
+    PriorCapabilities,
+    call_seed,
+    scale_from_unit_draws,
+)
 from udbench.priors.diagnostics import sampler_settings, summarise_function_draws
 
 __all__ = [
@@ -199,6 +205,9 @@ class MCMCPrior:
     """
 
     family: ClassVar[str]
+    #: What the pipeline may ask of the family (:data:`udbench.priors.base.FAMILY_CAPABILITIES`;
+    #: the defaults: draws only).
+    capabilities: ClassVar[PriorCapabilities] = PriorCapabilities()
     #: Sampler settings per fidelity.
     presets: ClassVar[dict[str, dict[str, Any]]]
     #: Width of the sampler seed derived from the key (the sampler's seed type).

@@ -12,7 +12,14 @@ import numpy as np
 from udbench import __version__
 from udbench._threads import single_threaded
 from udbench._validation import param_error
-from udbench.priors import Fidelity, Prior, acceptance, make_prior, rhat_gates
+from udbench.priors import (
+    Fidelity,
+    Prior,
+    acceptance,
+    make_prior,
+    prior_capabilities,
+    rhat_gates,
+)
 from udbench.tasks.checks import acceptance_checks
 from udbench.tasks.replacement import (
     MAX_REPLACEMENTS,
@@ -286,7 +293,8 @@ def make_task(
         clipped inputs give exactly the same values); ``X_query`` stores them unclipped.
     draws_train : bool, optional
         Keep the posterior draws at the training inputs (``Task.draws_train``, D × n float32)
-        when the prior makes them. Default (None): off for the GP (its checks use the exact
+        when the prior makes them. Default (None): the family's
+        ``PriorCapabilities.draws_train_by_default``: off for the GP (its checks use the exact
         posterior; the draws at the evaluation pool are the same either way, so the task's
         other arrays do not depend on it), on for the MCMC families.
 
@@ -296,7 +304,8 @@ def make_task(
         Posterior draws rounded to float32 (:func:`udbench.tasks.taskfile.is_draws_array`)
         *after* the acceptance checks, which are computed from the float64 draws.
     """
-    keep_train = (prior.family != "gp") if draws_train is None else bool(draws_train)
+    caps = prior_capabilities(prior)
+    keep_train = caps.draws_train_by_default if draws_train is None else bool(draws_train)
     eval_idx = np.asarray(eval_idx, dtype=np.int64)
     train_idx = np.asarray(train_idx, dtype=np.int64)
     X_eval, X_train = X[eval_idx], X[train_idx]
@@ -305,14 +314,14 @@ def make_task(
     X_cond = X_eval
     if query is not None:
         X_q = np.asarray(query.X, np.float64)
-        if getattr(prior, "family", None) == "hbart":
-            # every split threshold lies in [0, 1], so a tree is constant beyond the unit cube:
-            # f(x) = f(clip(x)) exactly, and the HBART sampler takes only inputs in [0, 1]
+        if caps.clips_queries_to_unit_cube:
+            # HBART: every split threshold lies in [0, 1], so a tree is constant beyond the
+            # unit cube: f(x) = f(clip(x)) exactly, and its sampler takes only inputs in [0, 1]
             X_q = np.clip(X_q, 0.0, 1.0)
         X_cond = np.vstack([X_eval, X_q])
     extra: dict[str, Any] = {}
-    if query is not None and getattr(prior, "family", None) == "gp":
-        # f* was drawn at (eval, train) with the nugget of that factor; the conditioning
+    if query is not None and caps.nugget:
+        # GP: f* was drawn at (eval, train) with the nugget of that factor; the conditioning
         # inputs (eval, query, train) keep that nugget (GPPrior.condition, docs/tasks.md)
         extra["nugget"] = prior.nugget(X_eval, X_train)  # type: ignore[attr-defined]
     post = prior.condition(

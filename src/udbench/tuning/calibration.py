@@ -66,6 +66,7 @@ from typing import Any
 import numpy as np
 
 from udbench._validation import UdbenchError, param_error
+from udbench.priors.base import prior_capabilities, prior_class
 
 __all__ = [
     "CALIBRATION_FILE",
@@ -135,17 +136,30 @@ class PowerLaw:
         return cls(float(d["coef"]), float(d["exponent"]))
 
 
+def _check_family(component: str, family: str) -> None:
+    """``family`` is a registered prior family (message: "be gp, hbart or bnn")."""
+    from udbench.priors.base import PRIOR_FAMILIES
+
+    if family not in PRIOR_FAMILIES:
+        names = list(PRIOR_FAMILIES)
+        rule = "be " + (f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0])
+        raise param_error(component, "family", rule, family)
+
+
 def work_ratio(family: str, fidelity: str, measured_fidelity: str) -> float:
     """Work of one ``family`` instance at ``fidelity`` relative to ``measured_fidelity``.
+
+    The ratio of the family class's ``instance_work`` at the two fidelities, or 1 for a
+    family whose ``PriorCapabilities.work_depends_on_fidelity`` is False:
 
     - GP: 1 (the fidelity changes only the kernel-fit rows of ``smoke``, not the instance).
     - HBART: the ratio of chain iterations, n_chains × (n_warmup + (D / n_chains) × thin),
       D = 1000 (bartz's cost per chain iteration is about constant at a given n,
-      docs/priors-mcmc.md).
+      docs/priors-mcmc.md; :meth:`udbench.priors.hbart.HBARTPrior.instance_work`).
     - BNN: the ratio of NUTS iterations, n_chains × (n_warmup + D / n_chains), times
       2^(max_tree_depth difference): the leapfrog steps of trajectories that reach the
       maximum depth, as they mostly do at the suite's sizes (docs/priors-mcmc.md); an upper
-      bound where trajectories stop earlier.
+      bound where trajectories stop earlier (:meth:`udbench.priors.bnn.BNNPrior.instance_work`).
 
     Raises
     ------
@@ -156,28 +170,11 @@ def work_ratio(family: str, fidelity: str, measured_fidelity: str) -> float:
 
     fid = Fidelity.parse("work_ratio", fidelity).value
     base = Fidelity.parse("work_ratio", measured_fidelity).value
-    draws = 1000
-    if family == "gp":
+    _check_family("work_ratio", family)
+    if not prior_capabilities(family).work_depends_on_fidelity:
         return 1.0
-    if family == "hbart":
-        from udbench.priors.hbart import FIDELITY_SETTINGS as HB
-
-        def hb(f: str) -> float:
-            s = HB[f]
-            return float(s["n_chains"] * (s["n_warmup"] + draws / s["n_chains"] * s["thin"]))
-
-        return hb(fid) / hb(base)
-    if family == "bnn":
-        from udbench.priors.bnn import FIDELITY_SETTINGS as BN
-
-        def bn(f: str) -> float:
-            s = BN[f]
-            return float(s["n_chains"] * (s["n_warmup"] + draws / s["n_chains"])) * 2.0 ** int(
-                s["max_tree_depth"]
-            )
-
-        return bn(fid) / bn(base)
-    raise param_error("work_ratio", "family", "be gp, hbart or bnn", family)
+    cls = prior_class(family)  # imports the family's module (the MCMC families: no GPJax)
+    return float(cls.instance_work(fid) / cls.instance_work(base))
 
 
 @dataclass
@@ -443,7 +440,9 @@ def _measure_generation(
     from udbench.priors.base import Fidelity
     from udbench.tasks import TaskSpec, make_task
 
-    n_eval_of = _gp_eval_points if family == "gp" else (lambda n: EVAL_POINTS)
+    # a family whose cost is set by n + n_eval (the GP) is timed at n_eval = n
+    joint = prior_capabilities(family).cost_grows_with_eval_points
+    n_eval_of = _joint_eval_points if joint else (lambda n: EVAL_POINTS)
 
     def instance(n: int) -> tuple[float, float]:
         m = n_eval_of(n)
@@ -489,45 +488,29 @@ def _measure_generation(
         "kind": "generate",
         "family": family,
         "fidelity": fidelity,
-        "size": "n + n_eval" if family == "gp" else "n",
-        "eval_points": "n" if family == "gp" else EVAL_POINTS,
+        "size": "n + n_eval" if joint else "n",
+        "eval_points": "n" if joint else EVAL_POINTS,
         "first_call_s": float(np.median([p["first_instance_s"] - p["instance_s"] for p in points])),
         "points": points,
     }
-    if family == "gp":  # the law's variable is n + n_eval (the joint factorisation's size)
+    if joint:  # the law's variable is n + n_eval (the joint factorisation's size)
         for p in points:
             p["n_train"], p["n"] = p["n"], p["n"] + n_eval_of(p["n"])
     _add_laws(entry, points, {"instance": "instance_s"})
     return entry
 
 
-def _gp_eval_points(n: int) -> int:
-    """Evaluation points of a calibration GP instance with n training inputs: n as well
-    (its cost is set by n + n_eval, the size of the joint prior's factorisation)."""
+def _joint_eval_points(n: int) -> int:
+    """Evaluation points of a calibration instance with n training inputs of a family whose
+    cost is set by n + n_eval (the GP: the size of the joint prior's factorisation): n."""
     return int(n)
 
 
 def _synthetic_prior(family: str, fidelity: str, X_eval: np.ndarray) -> Any:
-    """A prior of ``family`` with fixed settings for synthetic inputs (scale a = 1)."""
-    if family == "gp":
-        from udbench.priors.gp import GPPrior
-
-        ls = np.linspace(0.4, 1.2, X_eval.shape[1])
-        hyper = {
-            "kernel_family": "matern32",
-            "parts": [{"kernel": "matern32", "weight": 1.0, "lengthscale": ls.tolist()}],
-        }
-        return GPPrior(hyper, 1.0)
-    if family == "hbart":
-        from udbench.priors.hbart import HBARTPrior
-
-        return HBARTPrior(1.0, fidelity)
-    if family == "bnn":
-        from udbench.priors.bnn import BNNPrior, choose_reference_rows
-
-        ref = X_eval[choose_reference_rows(X_eval.shape[0], "calibration")]
-        return BNNPrior(ref, 1.0, fidelity)
-    raise param_error("calibrate", "family", "be gp, hbart or bnn", family)
+    """A prior of ``family`` with fixed settings for synthetic inputs (scale a = 1): its
+    class's ``synthetic(fidelity, X_eval)``."""
+    _check_family("calibrate", family)
+    return prior_class(family).synthetic(fidelity, X_eval)
 
 
 def _measure_prior_fit(
@@ -686,7 +669,8 @@ def calibrate(
 
     with cell_threads():
         for fam in families:
-            fid = "standard" if fam == "gp" else "smoke"
+            _check_family("calibrate", fam)
+            fid = prior_capabilities(fam).calibration_fidelity
             done(f"generate:{fam}", _measure_generation(fam, fid, sizes, heldout, budget))
         for name in methods:
             done(f"method:{name}", _measure_method(name, sizes, heldout, budget))

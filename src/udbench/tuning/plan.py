@@ -53,7 +53,6 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "PAPER_METHODS",
     "FinishedWork",
     "PlanRow",
     "Projection",
@@ -65,28 +64,17 @@ __all__ = [
     "unmeasured",
 ]
 
-#: The paper's 19 methods (SPEC §8), by registry name (some may not be registered yet).
-PAPER_METHODS: tuple[str, ...] = (
-    "blr",
-    "gp",
-    "vlgp",
-    "dkl",
-    "sngp-het",
-    "ngboost-nig",
-    "ngboost-bag",
-    "catboost-ps",
-    "catboost-kgb",
-    "nn-bag",
-    "nn-ens",
-    "nn-drop",
-    "nn-edl",
-    "nn-deup",
-    "nn-lap",
-    "nn-lap-sn",
-    "nn-fsp",
-    "nn-fsp-sn",
-    "nn-swag",
-)
+#: ``PAPER_METHODS``: the paper's 19 methods (SPEC §8), by registry name, in the paper's order:
+#: :func:`udbench.methods.registry.paper_methods`, derived from the classes' ``paper_index``
+#: (read on first use, from the method sources).
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PAPER_METHODS":
+        from udbench.methods.registry import paper_methods
+
+        return paper_methods()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -494,8 +482,17 @@ def plan_grid(
 
     rows: list[PlanRow] = []
     if calibration is not None:
-        gp_datasets = sorted({s.dataset for s in specs if s.family == "gp"})
-        for ds in gp_datasets:
+        from udbench.priors.base import prior_capabilities
+
+        # a family fitted per dataset (the GP's kernel fit) has a prior-fit row per dataset
+        fitted = sorted(
+            {
+                s.dataset
+                for s in specs
+                if prior_capabilities(s.family, strict=False).fitted_per_dataset
+            }
+        )
+        for ds in fitted:
             rows.append(
                 calibrated_row("prior-fit", ds, {ds: 1}, lambda d: calibration.prior_fit_seconds(d))
             )
@@ -570,11 +567,14 @@ def project(
 ) -> Projection:
     """:func:`plan_grid` plus totals and the wall time on ``workers`` workers.
 
-    The longest chain is taken over every (dataset, family) of the grid as prior fit (GP
-    only) + one instance + the longest tuning trial of any method (if ``trials`` > 0; the
-    trials of a sweep can run side by side) + the longest cell of any method, each at that
-    dataset's size; a step without a figure makes that chain unknown.
+    The longest chain is taken over every (dataset, family) of the grid as prior fit (a
+    family fitted per dataset: the GP) + one instance + the longest tuning trial of any
+    method (if ``trials`` > 0; the trials of a sweep can run side by side) + the longest
+    cell of any method, each at that dataset's size; a step without a figure makes that
+    chain unknown.
     """
+    from udbench.priors.base import prior_capabilities
+
     counts, rows = plan_grid(
         specs, methods, trials, measured, calibration, workers=workers, pruning=pruning
     )
@@ -595,7 +595,7 @@ def project(
     best: tuple[float, str] | None = None
     for ds, fam in sorted({(s.dataset, s.family) for s in specs}):
         steps: list[float | None] = [unit("generate", fam, ds)]
-        if fam == "gp" and calibration is not None:
+        if calibration is not None and prior_capabilities(fam, strict=False).fitted_per_dataset:
             steps.append(unit("prior-fit", ds, ds))
         if trials > 0 and methods:
             tunes = [unit("tune", m, ds) for m in methods]
@@ -732,7 +732,8 @@ def remaining_rows(
 
 def unmeasured(rows: Sequence[PlanRow]) -> list[str]:
     """The ``"stage key"`` of every plan row with work left and no measurement, the figures a
-    study's ``--yes`` gate waits for, GP generation excepted: a GP instance takes seconds
+    study's ``--yes`` gate waits for, the generation of a family with quick instances
+    (``PriorCapabilities.quick_instances``) excepted: a GP instance takes seconds
     (docs/tasks.md), so an unmeasured ``generate gp`` does not hold a study back.
 
     Parameters
@@ -745,8 +746,9 @@ def unmeasured(rows: Sequence[PlanRow]) -> list[str]:
     list of str
         E.g. ``["run nn-lap", "tune nn-lap+sn"]``, in row order.
     """
-    return [
-        f"{r.stage} {r.key}"
-        for r in rows
-        if r.cpu_hours is None and r.count and not (r.stage == "generate" and r.key == "gp")
-    ]
+    from udbench.priors.base import prior_capabilities
+
+    def quick(r: PlanRow) -> bool:  # the generation of a family whose instances are quick
+        return r.stage == "generate" and prior_capabilities(r.key, strict=False).quick_instances
+
+    return [f"{r.stage} {r.key}" for r in rows if r.cpu_hours is None and r.count and not quick(r)]

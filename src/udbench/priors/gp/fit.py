@@ -6,22 +6,23 @@ power, arc-cosine order/weight/bias variances; see the rows of
 maximising the log marginal likelihood with a homoscedastic Gaussian noise term: L-BFGS-B
 on the JAX gradient (log-parameterised, bounds e^±12), several restarts.
 
-:class:`LBFGSBObjective` (a JAX value-and-gradient as SciPy's L-BFGS-B takes it) is shared
-with the GP *method* (:mod:`udbench.methods.gp`); the objectives themselves differ (there:
-a Matérn-5/2 + linear kernel on softplus parameters with a hand-written gradient).
+:class:`~udbench._optim.LBFGSBObjective` (a JAX value-and-gradient as SciPy's L-BFGS-B takes
+it) is the ground-layer driver shared with the GP *methods* (:mod:`udbench.methods.gp`,
+:mod:`udbench.methods.vlgp`), re-exported here; the objectives themselves differ (there: a
+Matérn-5/2 + linear kernel on softplus parameters with a hand-written gradient).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.optimize
 
+from udbench._optim import LBFGSBObjective
 from udbench._seeding import make_rng
 from udbench._validation import UdbenchError, check_array, param_error
 from udbench.priors.gp.kernels import PARTS, cross, parse_kernel_family, sum_kernel
@@ -47,64 +48,6 @@ FIT_SETTINGS: dict[str, dict[str, int]] = {
 _NOISE_FLOOR = 1e-6
 #: Bound of every unconstrained (log-scale) parameter during the fit.
 _BOUND = 12.0
-
-
-class LBFGSBObjective:
-    """A JAX value-and-gradient as SciPy's L-BFGS-B takes it, remembering the best point.
-
-    Calling the object with a float64 vector returns ``(value, gradient)`` as a Python
-    float and a float64 NumPy array. Where the value or the gradient is not finite (a
-    trial step left the region where the Cholesky factorisation succeeds) it returns
-    ``penalty(best finite value so far)`` and a zero gradient, so the line search
-    backtracks instead of aborting. :attr:`best_value` and :attr:`best_x` hold the lowest
-    finite value seen and its point (L-BFGS-B may end on an abnormal line search).
-
-    Parameters
-    ----------
-    value_and_grad : callable
-        ``value_and_grad(x) -> (value, gradient)`` (e.g. a jitted ``jax.value_and_grad``).
-    penalty : callable
-        ``penalty(best_value) -> float``, the value reported at a non-finite point
-        (``best_value`` is ``inf`` before any finite one).
-    x0 : ndarray
-        The start; :attr:`best_x` until a finite value is seen (a copy is kept).
-    """
-
-    def __init__(
-        self,
-        value_and_grad: Callable[[np.ndarray], tuple[Any, Any]],
-        penalty: Callable[[float], float],
-        x0: np.ndarray,
-    ) -> None:
-        self.value_and_grad = value_and_grad
-        self.penalty = penalty
-        self.best_value: float = np.inf
-        self.best_x: np.ndarray = x0.copy()
-
-    def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        value, grad = self.value_and_grad(x)
-        v, g = float(value), np.asarray(grad, dtype=np.float64)
-        if not (np.isfinite(v) and np.all(np.isfinite(g))):
-            return self.penalty(self.best_value), np.zeros_like(g)
-        if v < self.best_value:
-            self.best_value, self.best_x = v, np.array(x, dtype=np.float64)
-        return v, g
-
-    def minimize(
-        self,
-        x0: np.ndarray,
-        bounds: Sequence[tuple[float | None, float | None]],
-        maxiter: int,
-    ) -> scipy.optimize.OptimizeResult:
-        """SciPy's L-BFGS-B from ``x0``, at most ``maxiter`` iterations."""
-        return scipy.optimize.minimize(
-            self,
-            x0,
-            jac=True,
-            method="L-BFGS-B",
-            bounds=bounds,
-            options={"maxiter": maxiter},
-        )
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from udbench._seeding import derive_seed, make_rng
 from udbench._validation import UdbenchWarning, check_array, param_error
 from udbench.priors.base import (
     DEFAULT_FIDELITY,
+    FAMILY_CAPABILITIES,
     SCALE_N_DRAWS,
     Fidelity,
     Posterior,
@@ -104,6 +105,8 @@ class GPPrior:
     """
 
     family = "gp"
+    #: Exact moments, a nugget, no training-input draws by default, a per-dataset kernel fit.
+    capabilities = FAMILY_CAPABILITIES["gp"]
     #: Version of the GP reference numerics (bumped by a change that alters the moments or
     #: draws for the same settings and key; 2: the prior's nugget is part of the model).
     numerics_version = 2
@@ -126,6 +129,19 @@ class GPPrior:
     def scale(self) -> float:
         """The scale constant a."""
         return self._scale
+
+    @classmethod
+    def synthetic(cls, fidelity: str, X_eval: np.ndarray) -> GPPrior:
+        """A GP prior with fixed settings for synthetic inputs, for timing
+        (:mod:`udbench.tuning.calibration`): a Matérn-3/2 kernel with ARD lengthscales
+        0.4..1.2 over the d = ``X_eval.shape[1]`` covariates, scale a = 1 (the fidelity
+        changes nothing of an instance)."""
+        ls = np.linspace(0.4, 1.2, X_eval.shape[1])
+        hyper = {
+            "kernel_family": "matern32",
+            "parts": [{"kernel": "matern32", "weight": 1.0, "lengthscale": ls.tolist()}],
+        }
+        return cls(hyper, 1.0)
 
     @property
     def settings(self) -> dict[str, Any]:
