@@ -89,7 +89,7 @@ def suite_conditions(suite: dict[str, Any], data_dir: str | None = None) -> list
     list of TaskSpec
         One per (dataset, family, noise mode, coverage), at the lowest seed of the suite.
     """
-    from udbench.commands._grid import expand_grid
+    from udbench.tasks.grid import expand_grid
     from udbench.tuning.records import Condition
 
     specs = expand_grid(

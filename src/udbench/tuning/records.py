@@ -44,12 +44,15 @@ from udbench.tasks import TaskSpec
 from udbench.tuning.space import search_space_hash
 
 __all__ = [
+    "CAMPAIGN_KIND",
     "FALLBACKS",
     "RECORD_FORMAT",
     "Condition",
     "TunedConfigs",
     "load_records",
+    "read_tuned_record",
     "record_path",
+    "shipped_staleness",
     "summary_rows",
     "tuned_configurer",
     "write_record",
@@ -122,8 +125,6 @@ def load_records(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
     root = Path(folder)
     if not root.is_dir():
         raise param_error("udbench tune-summary", "DIR", "be a tuning folder", str(folder))
-    from udbench.tuning.shipped import read_tuned_record
-
     out = []
     for path in sorted(root.glob("*/*.json")):
         rec = read_tuned_record(path)
@@ -205,12 +206,11 @@ def tuned_configurer(
         Missing records (with ``fallback="error"``), a stale record (whatever the fallback):
         one whose search-space hash differs from the method's current search space, and for
         a campaign record (shipped) also one whose base configuration or prior numerics
-        changed (:func:`udbench.tuning.shipped.shipped_staleness`); or a folder that does not
+        changed (:func:`shipped_staleness`); or a folder that does not
         exist (a shipped set that does not exist yet has no records: they are missing).
     """
     if fallback not in FALLBACKS:
         raise param_error("udbench run", "fallback", f"be one of {list(FALLBACKS)}", fallback)
-    from udbench.tuning.shipped import read_tuned_record, shipped_staleness
 
     root = Path(folder)
     if shipped is None and not root.is_dir():
@@ -307,9 +307,86 @@ class TunedConfigs:
 
     def copy_to(self, folder: str | os.PathLike[str]) -> None:
         """Copy the records used to ``folder/<method>/<condition>.json`` (atomically)."""
-        from udbench.tuning.shipped import read_tuned_record
 
         for path in self.paths:
             rec = read_tuned_record(path)
             rec.pop("_campaign", None)
             write_record(folder, rec)
+
+
+#: ``kind`` of the tuning campaign's records.
+CAMPAIGN_KIND = "tuning-sweep"
+
+
+def read_tuned_record(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The tuned record in ``path``: a ``udbench tune`` record, or a campaign record's result.
+
+    A campaign record (:mod:`udbench.campaigns.engine`) of kind ``tuning-sweep`` gives its
+    ``result`` with ``_campaign`` added (its ``status``, ``settings``, ``numerics``,
+    ``cpu_seconds``, ``code``). A failed campaign unit gives ``{"status": "sweep-failed",
+    "error": ..., "_campaign": ...}`` (no configuration).
+
+    Raises
+    ------
+    UdbenchError
+        The file cannot be read, or is neither kind of record.
+    """
+    path = Path(path)
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise UdbenchError(f"tuned record {str(path)!r} cannot be read: {err}") from None
+    if isinstance(rec, dict) and rec.get("format") == RECORD_FORMAT:
+        return rec
+    if not isinstance(rec, dict) or rec.get("kind") != CAMPAIGN_KIND:
+        raise UdbenchError(f"{str(path)!r} is not a udbench tuned record")
+    meta = {k: rec.get(k) for k in ("status", "settings", "numerics", "cpu_seconds", "code")}
+    if rec.get("status") == "done" and isinstance(rec.get("result"), dict):
+        inner = rec["result"]
+        if inner.get("format") != RECORD_FORMAT:
+            raise UdbenchError(f"{str(path)!r}: its result is not a udbench tuned record")
+        return {**inner, "_campaign": meta}
+    return {"status": "sweep-failed", "error": rec.get("error"), "_campaign": meta}
+
+
+def shipped_staleness(rec: dict[str, Any], method: str) -> str | None:
+    """Why the shipped record ``rec`` of ``method`` is stale (module docstring), or None.
+
+    Parameters
+    ----------
+    rec : dict
+        From :func:`read_tuned_record`.
+    method : str
+        The method's registry name. Its current class is looked up, and its current base
+        configuration is the method spec the sweep started from (the campaign's setting
+        ``method_spec``: the suite's spec of the method) resolved now.
+
+    Returns
+    -------
+    str or None
+        A short reason (``"the method's search space changed (hash a, now b)"``), or None
+        when the record is current.
+    """
+    from udbench.methods.configs import resolve_method
+    from udbench.priors import family_numerics_version
+    from udbench.tuning.space import search_space_hash
+
+    settings = (rec.get("_campaign") or {}).get("settings") or {}
+    current = resolve_method(str(settings.get("method_spec") or method))
+    want = search_space_hash(method, type(current.estimator).search_space)
+    if rec.get("search_space_hash") != want:
+        return (
+            f"the method's search space changed since it was tuned (hash "
+            f"{rec.get('search_space_hash')}, now {want})"
+        )
+    if rec.get("base_config") is not None and rec["base_config"] != current.config:
+        return "the method's default configuration changed since it was tuned"
+    numerics = (rec.get("_campaign") or {}).get("numerics") or {}
+    family = str(rec.get("family"))
+    if family in numerics and numerics[family] != family_numerics_version(family):
+        return (
+            f"the {family} prior's numerics changed since it was tuned (version "
+            f"{numerics[family]}, now {family_numerics_version(family)}): the condition's "
+            "training sample is not the one it was tuned on"
+        )
+    return None

@@ -25,12 +25,11 @@ says, as it refuses a tuning folder's record of another search space.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 from udbench._validation import UdbenchError
+from udbench.tuning.records import CAMPAIGN_KIND, read_tuned_record, shipped_staleness
 
 __all__ = [
     "CAMPAIGN_KIND",
@@ -45,15 +44,17 @@ __all__ = [
 #: Where the shipped records live: the ``shipped`` folder beside this module (package data).
 SHIPPED_ROOT: Path = Path(__file__).resolve().with_name("shipped")
 
-#: ``kind`` of the tuning campaign's records.
-CAMPAIGN_KIND = "tuning-sweep"
-
 
 def shipped_names() -> list[str]:
-    """Names that ``--tuned`` accepts as shipped record sets: the preset suites."""
-    from udbench.recipes.suites import SUITES
-
-    return sorted(SUITES)
+    """Names that ``--tuned`` accepts as shipped record sets: the suites that have a folder
+    of shipped records (``SHIPPED_ROOT/<suite>``, made by the tuning campaign of a preset
+    suite)."""
+    root = Path(SHIPPED_ROOT)
+    if not root.is_dir():
+        return []
+    return sorted(
+        p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))
+    )
 
 
 def shipped_folder(suite: str) -> Path:
@@ -97,79 +98,3 @@ def resolve_tuned(value: str | os.PathLike[str], command: str) -> tuple[Path, st
         f"suite with shipped records ({', '.join(shipped_names())}); got {name!r}, which is "
         "neither"
     )
-
-
-def read_tuned_record(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The tuned record in ``path``: a ``udbench tune`` record, or a campaign record's result.
-
-    A campaign record (:mod:`udbench.campaigns.engine`) of kind ``tuning-sweep`` gives its
-    ``result`` with ``_campaign`` added (its ``status``, ``settings``, ``numerics``,
-    ``cpu_seconds``, ``code``). A failed campaign unit gives ``{"status": "sweep-failed",
-    "error": ..., "_campaign": ...}`` (no configuration).
-
-    Raises
-    ------
-    UdbenchError
-        The file cannot be read, or is neither kind of record.
-    """
-    from udbench.tuning.records import RECORD_FORMAT
-
-    path = Path(path)
-    try:
-        rec = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UdbenchError(f"tuned record {str(path)!r} cannot be read: {err}") from None
-    if isinstance(rec, dict) and rec.get("format") == RECORD_FORMAT:
-        return rec
-    if not isinstance(rec, dict) or rec.get("kind") != CAMPAIGN_KIND:
-        raise UdbenchError(f"{str(path)!r} is not a udbench tuned record")
-    meta = {k: rec.get(k) for k in ("status", "settings", "numerics", "cpu_seconds", "code")}
-    if rec.get("status") == "done" and isinstance(rec.get("result"), dict):
-        inner = rec["result"]
-        if inner.get("format") != RECORD_FORMAT:
-            raise UdbenchError(f"{str(path)!r}: its result is not a udbench tuned record")
-        return {**inner, "_campaign": meta}
-    return {"status": "sweep-failed", "error": rec.get("error"), "_campaign": meta}
-
-
-def shipped_staleness(rec: dict[str, Any], method: str) -> str | None:
-    """Why the shipped record ``rec`` of ``method`` is stale (module docstring), or None.
-
-    Parameters
-    ----------
-    rec : dict
-        From :func:`read_tuned_record`.
-    method : str
-        The method's registry name. Its current class is looked up, and its current base
-        configuration is the method spec the sweep started from (the campaign's setting
-        ``method_spec``: the suite's spec of the method) resolved now.
-
-    Returns
-    -------
-    str or None
-        A short reason (``"the method's search space changed (hash a, now b)"``), or None
-        when the record is current.
-    """
-    from udbench.methods.configs import resolve_method
-    from udbench.priors import family_numerics_version
-    from udbench.tuning.space import search_space_hash
-
-    settings = (rec.get("_campaign") or {}).get("settings") or {}
-    current = resolve_method(str(settings.get("method_spec") or method))
-    want = search_space_hash(method, type(current.estimator).search_space)
-    if rec.get("search_space_hash") != want:
-        return (
-            f"the method's search space changed since it was tuned (hash "
-            f"{rec.get('search_space_hash')}, now {want})"
-        )
-    if rec.get("base_config") is not None and rec["base_config"] != current.config:
-        return "the method's default configuration changed since it was tuned"
-    numerics = (rec.get("_campaign") or {}).get("numerics") or {}
-    family = str(rec.get("family"))
-    if family in numerics and numerics[family] != family_numerics_version(family):
-        return (
-            f"the {family} prior's numerics changed since it was tuned (version "
-            f"{numerics[family]}, now {family_numerics_version(family)}): the condition's "
-            "training sample is not the one it was tuned on"
-        )
-    return None
