@@ -270,7 +270,9 @@ def load_calibration(path: str | os.PathLike[str] | None = None) -> CalibrationT
     if it exists, else the one shipped with udbench.
 
     Entries the user's table lacks (a ``--calibrate`` that ran out of budget) are taken from
-    the shipped table and marked ``"from": "shipped"``.
+    the shipped table and marked ``"from": "shipped"``. A table named by ``path`` (``udbench
+    plan --calibration FILE``, other than the user's own) is used as it is: what it lacks is
+    unknown.
 
     Raises
     ------
@@ -278,12 +280,14 @@ def load_calibration(path: str | os.PathLike[str] | None = None) -> CalibrationT
         A file that is not a calibration table.
     """
     shipped = _read_table(_shipped_path(), "shipped")
+    user = default_calibration_path()
     if path is None:
-        user = default_calibration_path()
         if not user.is_file():
             return shipped
         path = user
     table = _read_table(Path(path), str(path))
+    if Path(path).resolve() != user.resolve():
+        return table
     for key, entry in shipped.entries.items():
         if key not in table.entries:
             table.entries[key] = {**entry, "from": "shipped"}
