@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -63,3 +65,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
         report.sections.append(
             ("global random seed", f"reproduce with {GLOBAL_SEED_ENV}={seed} (seed {seed})")
         )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop JAX's compiled programs after each test module.
+
+    Every compiled XLA program keeps memory mappings for its code; one process running the
+    whole suite compiled enough of them to pass Linux's default ``vm.max_map_count`` (65530)
+    and crash inside XLA's compiler ("Cannot allocate memory", a segfault). Clearing the
+    caches per module bounds the count by the largest module (about 9300 for
+    tests/methods/test_nn_family.py, against 1600 when cleared per test)."""
+    yield
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        jax.clear_caches()
+        gc.collect()
