@@ -259,8 +259,19 @@ def _write_api_pages(app: Any) -> None:
             old.unlink()
 
 
+def _skip_metadata_routing(
+    app: Any, what: str, name: str, obj: Any, skip: bool, options: Any
+) -> bool | None:
+    """Leave out scikit-learn's generated metadata-routing setters (``set_fit_request``, …):
+    not udbench's API, and their docstrings refer to scikit-learn's own glossary."""
+    if name.startswith("set_") and name.endswith("_request"):
+        return True
+    return None
+
+
 def setup(app: Any) -> None:
     """Connect the API-page writer and the docstring and cross-reference hooks above."""
     app.connect("builder-inited", _write_api_pages)
     app.connect("autodoc-process-docstring", _escape_bars, priority=100)
     app.connect("missing-reference", _resolve_python_names)
+    app.connect("autodoc-skip-member", _skip_metadata_routing)

@@ -27,7 +27,7 @@ class LBFGSBObjective:
     float and a float64 NumPy array. Where the value or the gradient is not finite (a
     trial step left the region where the Cholesky factorisation succeeds) it returns
     ``penalty(best finite value so far)`` and a zero gradient, so the line search
-    backtracks instead of aborting. :attr:`best_value` and :attr:`best_x` hold the lowest
+    backtracks instead of aborting. ``best_value`` and ``best_x`` hold the lowest
     finite value seen and its point (L-BFGS-B may end on an abnormal line search).
 
     Parameters
@@ -39,7 +39,7 @@ class LBFGSBObjective:
         ``penalty(best_value) -> float``, the value reported at a non-finite point
         (``best_value`` is ``inf`` before any finite one).
     x0 : ndarray of shape (p,)
-        The start; :attr:`best_x` until a finite value is seen (a copy is kept).
+        The start; ``best_x`` until a finite value is seen (a copy is kept).
 
     References
     ----------

@@ -159,8 +159,8 @@ def sample_decomposition(prob_samples: Any, loss: str = "multiclass_log") -> Cla
 class BaseClassifier(BaseEstimator):
     """Base class of udbench's classifiers (the contract of the module docstring).
 
-    Class attributes (declared by each subclass)
-    --------------------------------------------
+    Attributes
+    ----------
     name : str
         Registry name (:data:`udbench.methods.classifiers.CLASSIFIERS`).
     family : str
@@ -176,7 +176,8 @@ class BaseClassifier(BaseEstimator):
     search_space, param_constraints, smoke_params : dict
         As for :class:`~udbench.methods.BaseMethod` (the same declaration format).
 
-    Subclasses implement ``_fit(X, y)`` (``y`` int labels; ``self.n_classes_`` is K) and
+    (Class attributes, declared by each subclass.) Subclasses implement ``_fit(X, y)``
+    (``y`` int labels; ``self.n_classes_`` is K) and
     either ``_predict_samples(X) -> (S, m, K)`` or ``_predict(X, loss) -> ClassPrediction``.
     Hyperparameter checks and seed streams are those of :class:`BaseMethod` (the same
     functions, shared).

@@ -8,7 +8,7 @@ fitted unit kernel k̃ and scale constant a of SPEC §5, unchanged, with the pri
 
 The temperature τ(x) > 0 is known, like the noise variance of a regression task: it is the
 noise's role (a larger τ flattens π*, a higher Bayes error). Its level and heteroscedastic
-shapes are :class:`udbench.design.TemperatureModel`; the level rule (a target mean
+shapes are :class:`udbench.design.temperature.TemperatureModel`; the level rule (a target mean
 prior-expected Bayes error over the evaluation pool) is :func:`temperature_level` here.
 
 Reference posterior. p(f | S) with S = (X_train, y) is not Gaussian. Two exact reductions
@@ -661,8 +661,8 @@ class GPClassificationPrior(MCMCPrior):
     UdbenchError
         K < 2, an unknown fidelity or override key.
 
-    Class attributes
-    ----------------
+    Attributes
+    ----------
     family : "gpc"
         Family name (seed streams ``"gpc-<use>"``).
     task_type : "classification"

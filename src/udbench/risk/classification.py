@@ -2,14 +2,14 @@
 
 The classification analogue of :func:`udbench.risk.oracle_targets` (SPEC §1): for a deployed
 class-probability vector π̂(x), the reference-posterior draws π_F(x) and the ground truth
-π*(x), under the multiclass log loss (paper A.5) or the Brier score (paper A.6, Table 2):
+π*(x), under the multiclass log loss (paper A.5) or the Brier score (paper A.6, Table 2)::
 
-| target | log loss | Brier score |
-|---|---|---|
-| AU* | E_F H(π_F) | E_F (1 − ‖π_F‖²) |
-| EU*_var | I(Y; F) = E_F KL(π_F ‖ π̄) | E_F ‖π_F − π̄‖² |
-| EU*_risk | EU*_var + KL(π̄ ‖ π̂) | EU*_var + ‖π̄ − π̂‖² |
-| EU*_point | KL(π* ‖ π̂) | ‖π* − π̂‖² |
+    | target | log loss | Brier score |
+    |---|---|---|
+    | AU* | E_F H(π_F) | E_F (1 − ‖π_F‖²) |
+    | EU*_var | I(Y; F) = E_F KL(π_F ‖ π̄) | E_F ‖π_F − π̄‖² |
+    | EU*_risk | EU*_var + KL(π̄ ‖ π̂) | EU*_var + ‖π̄ − π̂‖² |
+    | EU*_point | KL(π* ‖ π̂) | ‖π* − π̂‖² |
 
 π̄ = E_F π_F is the posterior predictive (the centroid). EU*_point is the pointwise excess
 risk E_{Y~π*}[ℓ(π̂, Y) − ℓ(π*, Y)], the loss's divergence between π* and π̂. The first three
