@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from udbench._validation import check_array, param_error
-from udbench.evaluation.metrics import StatResult, excess_entanglement, spearman
+from udbench.evaluation.metrics import StatResult, uncertainty_rank_metrics
 from udbench.risk import _checks
 from udbench.risk.classification import ClassificationTargets
 
@@ -174,15 +174,7 @@ def classification_instance_metrics(
         if res.reason is not None:
             reasons.append(f"{key}: {res.reason}")
 
-    eu_targets = {"risk": targets.eu_risk, "var": targets.eu_var, "point": targets.eu_point}
-    for key, star in eu_targets.items():
-        put(f"rho_eu_{key}", spearman(eu, star, names=("EU", f"EU*_{key}")))
-    flagged = StatResult(float("nan"), "method's AU is constant in x (flagged)")
-    put("rho_au", flagged if constant_aleatoric else spearman(au, targets.au, names=("AU", "AU*")))
-    for key, star in eu_targets.items():
-        ent = excess_entanglement(eu, au, star, targets.au)
-        put(f"delta_ent_{key}", flagged if constant_aleatoric else ent)
-    put("rho_eu_au", flagged if constant_aleatoric else spearman(eu, au, names=("EU", "AU")))
+    uncertainty_rank_metrics(eu, au, targets, constant_aleatoric, put)
     lab = label_metrics(p, labels)
     out.update(lab)
     y = _labels(comp, labels, n, p.shape[1])

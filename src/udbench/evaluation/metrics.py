@@ -35,6 +35,7 @@ __all__ = [
     "kendall_w",
     "mean_ranks",
     "spearman",
+    "uncertainty_rank_metrics",
 ]
 
 
@@ -420,6 +421,52 @@ def _check_replicates(component: str, reps: np.ndarray) -> None:
         )
 
 
+def uncertainty_rank_metrics(
+    eu: np.ndarray,
+    au: np.ndarray,
+    targets: Any,
+    constant_aleatoric: bool,
+    put: Callable[[str, StatResult], None],
+) -> dict[str, np.ndarray]:
+    """The rank metrics of EU and AU against the oracle targets (SPEC §10), shared by the
+    regression and classification instance metrics.
+
+    Puts ``rho_eu_{risk,var,point}`` (Spearman ρ of EU with each EU* target), ``rho_au``,
+    ``delta_ent_{risk,var,point}`` (:func:`excess_entanglement`) and ``rho_eu_au`` (the
+    method's part of Δ_ent) through ``put(key, result)``, in that order; the AU-based ones
+    are NaN, flagged, for a method whose AU is constant in x.
+
+    Parameters
+    ----------
+    eu, au : ndarray, shape (n,)
+        The method's epistemic and aleatoric uncertainty (checked by the caller).
+    targets : object
+        Oracle targets with ``eu_risk``, ``eu_var``, ``eu_point`` and ``au``, shape (n,)
+        (:class:`udbench.risk.OracleTargets` or the classification targets).
+    constant_aleatoric : bool
+        The method declares AU constant in x.
+    put : callable
+        ``put(key, StatResult)``: stores a value and its NaN reason.
+
+    Returns
+    -------
+    dict
+        ``{"risk": EU*_risk, "var": EU*_var, "point": EU*_point}``.
+    """
+    eu_targets = {"risk": targets.eu_risk, "var": targets.eu_var, "point": targets.eu_point}
+    for key, star in eu_targets.items():
+        put(f"rho_eu_{key}", spearman(eu, star, names=("EU", f"EU*_{key}")))
+    flagged = StatResult(float("nan"), "method's AU is constant in x (flagged)")
+    put("rho_au", flagged if constant_aleatoric else spearman(au, targets.au, names=("AU", "AU*")))
+    for key, star in eu_targets.items():
+        ent = excess_entanglement(eu, au, star, targets.au)
+        put(f"delta_ent_{key}", flagged if constant_aleatoric else ent)
+    # the two parts of Δ_ent, for the entanglement analysis (udbench.analyses)
+    hat = spearman(eu, au, names=("EU", "AU"))
+    put("rho_eu_au", flagged if constant_aleatoric else hat)
+    return eu_targets
+
+
 def instance_metrics(
     prediction: Prediction,
     targets: OracleTargets,
@@ -481,17 +528,7 @@ def instance_metrics(
         if res.reason is not None:
             reasons.append(f"{key}: {res.reason}")
 
-    eu_targets = {"risk": targets.eu_risk, "var": targets.eu_var, "point": targets.eu_point}
-    for key, star in eu_targets.items():
-        put(f"rho_eu_{key}", spearman(eu, star, names=("EU", f"EU*_{key}")))
-    flagged = StatResult(float("nan"), "method's AU is constant in x (flagged)")
-    put("rho_au", flagged if constant_aleatoric else spearman(au, targets.au, names=("AU", "AU*")))
-    for key, star in eu_targets.items():
-        ent = excess_entanglement(eu, au, star, targets.au)
-        put(f"delta_ent_{key}", flagged if constant_aleatoric else ent)
-    # the two parts of Δ_ent, for the entanglement analysis (udbench.analyses)
-    hat = spearman(eu, au, names=("EU", "AU"))
-    put("rho_eu_au", flagged if constant_aleatoric else hat)
+    eu_targets = uncertainty_rank_metrics(eu, au, targets, constant_aleatoric, put)
     for key, star in eu_targets.items():
         put(f"rho_eu_au_star_{key}", spearman(star, targets.au, names=(f"EU*_{key}", "AU*")))
     mse = float(np.mean((mean - targets.f_star) ** 2))
