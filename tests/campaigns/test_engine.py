@@ -157,3 +157,25 @@ def test_a_campaign_killed_mid_unit_redoes_only_that_unit(tmp_path: Path) -> Non
     ).stdout
     assert "'skipped': 1, 'done': 2" in out  # the lock of the killed run was taken over
     assert sorted(p.name for p in marks.iterdir()) == ["start1", "start2"]
+
+
+def test_compiled_programs_are_dropped_between_units(tmp_path: Path) -> None:
+    """Each unit starts with JAX's caches empty (issue 36: memory maps ran out mid-campaign)."""
+    import jax
+    import jax.numpy as jnp
+
+    step = jax.jit(lambda x: x + 1.0)
+    seen: list[int] = []
+
+    def work(n: int):
+        def run() -> dict:
+            seen.append(step._cache_size())  # programs left by the unit before
+            step(jnp.ones(n))
+            return {"n": n}
+
+        return run
+
+    units = [Unit(f"jit/{n}", "toy", {"n": n}, {"toy": 1}, work(n)) for n in (2, 3, 4)]
+    run_campaign(units, tmp_path)
+    assert seen == [0, 0, 0]
+    assert step._cache_size() == 0
