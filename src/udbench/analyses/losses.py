@@ -22,11 +22,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udbench._losses import loss_names
 from udbench._validation import check_choice
 from udbench.analyses._common import CRITERIA, Frame, Resampling
 from udbench.analyses.proxies import factor_scopes, scope_taus
 from udbench.analyses.tables import FACTORS, _context
-from udbench.evaluation.losses import OTHER_LOSSES, loss_column
+from udbench.evaluation.losses import loss_column
 
 __all__ = ["loss_agreement_table", "stored_losses"]
 
@@ -34,9 +35,10 @@ _CRITERION_LABELS = {"eu": "ρ(EU, EU*_risk)", "au": "ρ(AU, AU*)"}
 
 
 def stored_losses(results: pd.DataFrame) -> tuple[str, ...]:
-    """The other losses (CRPS, log) whose metrics the results hold a value of."""
+    """The other losses (CRPS, log, …: the loss table's scored ones) whose metrics the
+    results hold a value of."""
     out = []
-    for loss in OTHER_LOSSES:
+    for loss in loss_names("regression", scored=True):
         col = loss_column("rho_eu_risk", loss)
         if col in results.columns and results[col].notna().any():
             out.append(loss)
@@ -88,7 +90,7 @@ def loss_agreement_table(
     name = "loss_agreement_table"
     use = stored_losses(results) if losses is None else tuple(losses)
     for loss in use:
-        check_choice(name, "losses", loss, OTHER_LOSSES)
+        check_choice(name, "losses", loss, loss_names("regression", scored=True))
     for c in criteria:
         check_choice(name, "criteria", c, list(CRITERIA))
     for f in factors:

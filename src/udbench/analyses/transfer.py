@@ -37,7 +37,6 @@ from udbench.analyses._common import prepare, resampling
 from udbench.analyses.proxies import factor_scopes, scope_taus
 from udbench.analyses.tables import FACTORS
 from udbench.evaluation.losses import LOSS_METRIC_KEYS, loss_column
-from udbench.evaluation.transfer import LOSSES as TRANSFER_LOSSES
 from udbench.evaluation.transfer import (
     OWN_PREFIX,
     SCORED_KEYS,
@@ -45,6 +44,7 @@ from udbench.evaluation.transfer import (
     TaskCallback,
     parse_oracle,
     rescore_cells,
+    transfer_losses,
 )
 from udbench.report.html import ReportSection
 
@@ -285,7 +285,7 @@ def run_transfer(
     df = df[df["status"].astype(str) == "ok"]
     if df.empty:
         raise UdbenchError(f"{name}: {str(root)!r} has no ok cell")
-    check_choice(name, "--loss", loss, list(TRANSFER_LOSSES))
+    check_choice(name, "--loss", loss, transfer_losses())
     for m in metrics:
         if loss != "squared":
             if m not in LOSS_METRIC_KEYS:

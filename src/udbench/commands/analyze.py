@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from udbench._lock import folder_lock
+from udbench._losses import loss_help, loss_names
 from udbench._validation import check_seed
 from udbench.commands._console import make_console
 from udbench.commands._options import check_level, check_out_dir, check_resamples, out_path
@@ -32,7 +33,7 @@ def register(app: typer.Typer) -> None:
         loss: str = typer.Option(
             "squared",
             "--loss",
-            help="Loss whose AU/EU decomposition the analyses use: squared, crps or log "
+            help=f"Loss whose AU/EU decomposition the analyses use: {loss_help()} "
             "(stored by udbench run/score --loss). Results holding other losses also get "
             "loss_agreement: Kendall's τ of each loss's ranking with the squared-loss one.",
         ),
@@ -47,11 +48,10 @@ def register(app: typer.Typer) -> None:
         from udbench._validation import check_choice
         from udbench.analyses import analyze
         from udbench.analyses._common import BOOTSTRAP_UNITS
-        from udbench.evaluation.losses import LOSSES
         from udbench.evaluation.store import read_results
 
         check_choice("udbench analyze", "--bootstrap-unit", bootstrap_unit, BOOTSTRAP_UNITS)
-        check_choice("udbench analyze", "--loss", loss, LOSSES)
+        check_choice("udbench analyze", "--loss", loss, loss_names())
         check_out_dir("udbench analyze", out)
         with folder_lock(out, comp):
             res = analyze(

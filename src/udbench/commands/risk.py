@@ -13,6 +13,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from udbench._losses import LOSS_TABLE, loss_help, loss_names
 from udbench._validation import (
     UdbenchError,
     check_choice,
@@ -23,33 +24,10 @@ from udbench._validation import (
 from udbench.commands._console import make_console
 from udbench.commands._options import out_path
 
-LOSSES = ("squared", "crps", "log", "multiclass_log", "brier")
-
-#: loss -> (draw-based function, its array names; closed-form function, its array names),
-#: functions of :mod:`udbench.risk` named by attribute (imported when a command runs: the
-#: risk core loads scoringrules and pandas, which ``udbench --help`` does not need)
-_DISPATCH: dict[str, tuple[str, tuple[str, ...], str | None, tuple[str, ...]]] = {
-    "squared": (
-        "squared_loss_decomposition",
-        ("draws", "noise_var", "prediction"),
-        "squared_loss_decomposition_gaussian",
-        ("post_mean", "post_var", "noise_var", "prediction"),
-    ),
-    "crps": (
-        "crps_decomposition",
-        ("draws", "noise_var", "pred_mean", "pred_var"),
-        "crps_decomposition_gaussian",
-        ("post_mean", "post_var", "noise_var", "pred_mean", "pred_var"),
-    ),
-    "log": (
-        "log_score_decomposition",
-        ("draws", "noise_var", "pred_mean", "pred_var"),
-        "log_score_decomposition_gaussian",
-        ("post_mean", "post_var", "noise_var", "pred_mean", "pred_var"),
-    ),
-    "multiclass_log": ("multiclass_log_decomposition", ("prob_draws", "pred_probs"), None, ()),
-    "brier": ("brier_decomposition", ("prob_draws", "pred_probs"), None, ()),
-}
+#: Every loss of :data:`udbench._losses.LOSS_TABLE`, regression and classification (its
+#: functions are named there by import path and imported when a command runs: the risk core
+#: loads scoringrules and SciPy, which ``udbench --help`` does not need).
+LOSSES: tuple[str, ...] = loss_names(None)
 
 
 def _not_npz(path: Path, why: str) -> UdbenchError:
@@ -94,10 +72,10 @@ def decompose_arrays(arrays: dict[str, np.ndarray], loss: str, random_state: int
     UdbenchError
         Unknown loss or a missing array (named in the message).
     """
-    check_choice("udbench risk decompose", "loss", loss, LOSSES)
-    draw_fn, draw_names, closed_fn, closed_names = _DISPATCH[loss]
-    use_draws = draw_names[0] in arrays or closed_fn is None
-    fn, names = (draw_fn, draw_names) if use_draws else (closed_fn, closed_names)
+    check_choice("udbench risk decompose", "loss", loss, loss_names(None))
+    entry = LOSS_TABLE[loss]
+    use_draws = entry.draws_args[0] in arrays or entry.gaussian is None
+    names = entry.draws_args if use_draws else entry.gaussian_args
     missing = [k for k in names if k not in arrays]
     if missing:
         raise param_error(
@@ -106,11 +84,10 @@ def decompose_arrays(arrays: dict[str, np.ndarray], loss: str, random_state: int
             f"contain {list(names)} (missing {missing})",
             f"keys {sorted(arrays)}",
         )
-    kwargs = {"random_state": random_state} if loss in ("crps", "log") and use_draws else {}
-    from udbench import risk
-
-    assert fn is not None  # use_draws is True whenever there is no closed form
-    return getattr(risk, fn)(*(arrays[k] for k in names), **kwargs)
+    options = entry.draws_options if use_draws else ()
+    kwargs = {"random_state": random_state} if "random_state" in options else {}
+    fn = entry.draws_fn() if use_draws else entry.gaussian_fn()
+    return fn(*(arrays[k] for k in names), **kwargs)
 
 
 def register(app: typer.Typer) -> None:
@@ -121,7 +98,9 @@ def register(app: typer.Typer) -> None:
     @group.command("decompose")
     def decompose(
         arrays: Path = typer.Argument(..., help="An .npz file with the named input arrays."),
-        loss: str = typer.Option("squared", help=f"One of {', '.join(LOSSES)}."),
+        loss: str = typer.Option(
+            "squared", help=f"One of the losses — {loss_help(None, described=True)}."
+        ),
         out: Path | None = typer.Option(
             None, help="Write one row per point (.csv or .parquet).", parser=out_path
         ),

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from udbench._lock import folder_lock
+from udbench._losses import loss_help, loss_names
 from udbench._validation import check_timeout, check_workers
 from udbench.commands._console import make_console
 from udbench.commands._options import (
@@ -113,8 +114,9 @@ def register(app: typer.Typer) -> None:
         loss: str | None = typer.Option(
             None,
             "--loss",
-            help="Also score under these losses, comma-separated: crps, log (paper Table 2; "
-            "squared loss is always scored). Columns <metric>_<loss>; see docs/transfer.md.",
+            help=f"Also score under these losses, comma-separated: {loss_help(scored=True)} "
+            "(paper Table 2; squared loss is always scored). Columns <metric>_<loss>; see "
+            f"docs/transfer.md. {loss_help(scored=True, described=True)}.",
         ),
     ) -> None:
         """Fit every method on every task, score it against the oracle, store one row per cell.
@@ -255,8 +257,8 @@ def register(app: typer.Typer) -> None:
         loss: str = typer.Option(
             "squared",
             "--loss",
-            help="Loss whose AU/EU decomposition the ρ and Δ_ent columns use: squared, crps "
-            "or log (stored by udbench run/score --loss); also prints Kendall's τ with the "
+            help=f"Loss whose AU/EU decomposition the ρ and Δ_ent columns use: {loss_help()} "
+            "(stored by udbench run/score --loss); also prints Kendall's τ with the "
             "squared-loss ranking.",
         ),
     ) -> None:
@@ -286,9 +288,9 @@ def register(app: typer.Typer) -> None:
         if rank_by in PROXY_KEYS:
             wanted.append(rank_by)
         metrics = list(dict.fromkeys([*LEADERBOARD_METRICS, *wanted]))
-        from udbench.evaluation.losses import LOSSES, ranking_agreement, results_under_loss
+        from udbench.evaluation.losses import ranking_agreement, results_under_loss
 
-        check_choice("udbench leaderboard", "--loss", loss, LOSSES)
+        check_choice("udbench leaderboard", "--loss", loss, loss_names())
         rows = filter_results(
             read_results(results),
             dataset=dataset,

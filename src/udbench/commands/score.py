@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from udbench._lock import folder_lock
+from udbench._losses import loss_help
 from udbench._validation import param_error
 from udbench.commands._console import make_console
 
@@ -23,7 +24,8 @@ def register(app: typer.Typer) -> None:
         loss: str = typer.Option(
             ...,
             "--loss",
-            help="Losses to score, comma-separated: crps, log (squared is always stored).",
+            help=f"Losses to score, comma-separated ({loss_help(scored=True)}; squared is always "
+            f"stored) — {loss_help(scored=True, described=True)}.",
         ),
         force: bool = typer.Option(
             False, "--force", help="Score cells that already hold a loss again."

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from udbench._lock import folder_lock
+from udbench._losses import loss_help
 from udbench._validation import check_int, check_seed
 from udbench.commands._console import make_console
 from udbench.commands._options import DATA_DIR_HELP, check_out_dir, check_resamples, out_path
@@ -62,9 +63,9 @@ def register(app: typer.Typer) -> None:
         loss: str = typer.Option(
             "squared",
             "--loss",
-            help="Loss of the oracle targets: squared (default), crps or log (Gaussian "
-            "closed forms from each oracle's posterior moments and the task's own; tables in "
-            "OUT/<oracle>/<loss>/).",
+            help="Loss of the oracle targets: squared (default), "
+            f"{loss_help(scored=True, closed_form=True)} (Gaussian closed forms from each "
+            "oracle's posterior moments and the task's own; tables in OUT/<oracle>/<loss>/).",
         ),
     ) -> None:
         """Rescore kept predictions under alternative oracles; Kendall's τ and rank shifts.

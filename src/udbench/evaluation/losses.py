@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udbench._losses import LOSS_TABLE, loss_entry, loss_names
 from udbench._validation import UdbenchError, as_list, check_choice, param_error
 from udbench.data import N_SHELLS
 
@@ -59,10 +60,12 @@ __all__ = [
     "score_results",
 ]
 
-#: Every loss a run can be scored under; ``squared`` is the default and always scored.
-LOSSES: tuple[str, ...] = ("squared", "crps", "log")
+#: Every loss a run can be scored under; ``squared`` is the default and always scored (the
+#: regression losses of :data:`udbench._losses.LOSS_TABLE` at import; the checks below read
+#: the table itself, so a loss registered later is accepted too).
+LOSSES: tuple[str, ...] = loss_names("regression")
 #: The losses scored on request (``udbench run/score --loss``).
-OTHER_LOSSES: tuple[str, ...] = ("crps", "log")
+OTHER_LOSSES: tuple[str, ...] = loss_names("regression", scored=True)
 #: Outcome samples per point for the log-score mixture entropy from draws (M, capped at D):
 #: its cost is O(M·D·n) (:func:`udbench.risk.log_score_decomposition`).
 LOG_SCORE_SAMPLES: int = 200
@@ -105,8 +108,8 @@ def loss_column(key: str, loss: str) -> str:
     UdbenchError
         Unknown loss.
     """
-    check_choice("loss_column", "loss", loss, LOSSES)
-    return key if loss == "squared" or key not in LOSS_METRIC_KEYS else f"{key}_{loss}"
+    entry = loss_entry("loss_column", loss)
+    return key if not entry.scored or key not in LOSS_METRIC_KEYS else f"{key}_{loss}"
 
 
 def loss_columns(loss: str) -> tuple[str, ...]:
@@ -128,11 +131,12 @@ def parse_losses(component: str, text: str | None) -> tuple[str, ...]:
     if text is None:
         return ()
     values = [v.strip().lower() for v in str(text).split(",") if v.strip()]
+    names = loss_names("regression")
     if not values:
-        raise param_error(component, "--loss", f"be a comma list of {', '.join(LOSSES)}", text)
+        raise param_error(component, "--loss", f"be a comma list of {', '.join(names)}", text)
     for v in values:
-        check_choice(component, "--loss", v, LOSSES)
-    return tuple(dict.fromkeys(v for v in values if v != "squared"))
+        check_choice(component, "--loss", v, names)
+    return tuple(dict.fromkeys(v for v in values if LOSS_TABLE[v].scored))
 
 
 def _targets(
@@ -150,14 +154,16 @@ def _targets(
     )
 
 
-def _gaussian_decomposition(loss: str) -> Callable[..., Any]:
-    """The closed-form decomposition of ``loss`` ("crps" or "log") for a Gaussian posterior
-    and a Gaussian deployed predictive (paper A.3, A.4)."""
-    from udbench import risk
+def _scored(component: str, loss: str) -> Any:
+    """The :class:`udbench._losses.Loss` record of a loss scored on request (else an error)."""
+    check_choice(component, "loss", loss, loss_names("regression", scored=True))
+    return LOSS_TABLE[loss]
 
-    if loss == "crps":
-        return risk.crps_decomposition_gaussian
-    return risk.log_score_decomposition_gaussian
+
+def _gaussian_decomposition(loss: str) -> Callable[..., Any]:
+    """The closed-form decomposition of ``loss`` (e.g. "crps" or "log") for a Gaussian
+    posterior and a Gaussian deployed predictive (paper A.3, A.4; the loss table's entry)."""
+    return LOSS_TABLE[loss].gaussian_fn()
 
 
 def loss_oracle_targets(
@@ -209,28 +215,22 @@ def loss_oracle_targets(
         Unknown loss; the errors of the :mod:`udbench.risk` functions (shapes, NaN/inf,
         ``pred_var`` <= 0, ``noise_var`` <= 0 for the log score).
     """
-    from udbench import risk
-
-    check_choice("loss_oracle_targets", "loss", loss, OTHER_LOSSES)
+    entry = _scored("loss_oracle_targets", loss)
     f = np.asarray(draws, dtype=np.float64)
     fs = np.asarray(f_star, dtype=np.float64)
     zero = np.zeros_like(fs)
-    if loss == "crps":
-        dec = risk.crps_decomposition(f, noise_var, pred_mean, pred_var, random_state=random_state)
-    else:
-        m = None if n_samples is None else min(int(n_samples), f.shape[0])
-        key = f"log_mixture_entropy:{m}:{random_state}"
-        dec = risk.log_score_decomposition(
-            f,
-            noise_var,
-            pred_mean,
-            pred_var,
-            n_samples=m,
-            random_state=random_state,
-            mixture_entropy=None if cache is None else cache.get(key),
-        )
-        if cache is not None:
-            cache[key] = dec.au + dec.generalized_variance
+    options: dict[str, Any] = {}
+    if "random_state" in entry.draws_options:
+        options["random_state"] = random_state
+    m = None if n_samples is None else min(int(n_samples), f.shape[0])
+    if "n_samples" in entry.draws_options:
+        options["n_samples"] = m
+    key = f"{loss}_mixture_entropy:{m}:{random_state}"
+    if "mixture_entropy" in entry.draws_options:
+        options["mixture_entropy"] = None if cache is None else cache.get(key)
+    dec = entry.draws_fn()(f, noise_var, pred_mean, pred_var, **options)
+    if "mixture_entropy" in entry.draws_options and cache is not None:
+        cache[key] = dec.au + dec.generalized_variance
     point = _gaussian_decomposition(loss)(fs, zero, noise_var, pred_mean, pred_var)
     return _targets(
         dec.au, dec.eu, dec.generalized_variance, point.deployment_gap, dec.total, fs.copy()
@@ -279,7 +279,7 @@ def gaussian_loss_oracle_targets(
         :func:`udbench.risk.log_score_decomposition_gaussian` (shapes, NaN/inf, negative
         variances, ``pred_var`` <= 0, ``noise_var`` <= 0 for the log score).
     """
-    check_choice("gaussian_loss_oracle_targets", "loss", loss, OTHER_LOSSES)
+    _scored("gaussian_loss_oracle_targets", loss)
     fs = np.asarray(f_star, dtype=np.float64)
     fn = _gaussian_decomposition(loss)
     dec = fn(post_mean, post_var, noise_var, pred_mean, pred_var)
@@ -317,7 +317,7 @@ def method_loss_terms(
         Unknown loss; AU + EU = 0 somewhere (a point-mass predictive); for the log score,
         AU = 0 somewhere (the entropy of a point mass is −∞).
     """
-    check_choice("method_loss_terms", "loss", loss, OTHER_LOSSES)
+    _scored("method_loss_terms", loss)
     mu = np.asarray(mean, dtype=np.float64)
     au = np.asarray(aleatoric, dtype=np.float64)
     eu = np.asarray(epistemic, dtype=np.float64)
@@ -331,7 +331,7 @@ def _prediction_problem(aleatoric: np.ndarray, epistemic: np.ndarray, loss: str)
     if np.any(total <= 0):
         k = int(np.sum(total <= 0))
         return f"AU + EU is 0 at {k} point(s): no {loss} predictive density"
-    if loss == "log" and np.any(aleatoric <= 0):
+    if LOSS_TABLE[loss].positive_noise and np.any(aleatoric <= 0):
         k = int(np.sum(aleatoric <= 0))
         return f"AU is 0 at {k} point(s): its log-score entropy is -inf"
     return None
@@ -388,9 +388,9 @@ def loss_metrics(
     notes: list[str] = []
     check_choice("loss_metrics", "reference", reference, ["draws", "gaussian"])
     for loss in losses:
-        if loss == "squared":
+        if loss in LOSS_TABLE and not LOSS_TABLE[loss].scored:
             continue
-        check_choice("loss_metrics", "losses", loss, OTHER_LOSSES)
+        check_choice("loss_metrics", "losses", loss, loss_names("regression", scored=True))
         problem = _prediction_problem(au, eu, loss)
         if problem is not None:
             for k in LOSS_METRIC_KEYS:
@@ -456,8 +456,7 @@ def results_under_loss(results: pd.DataFrame, loss: str, component: str = "--los
         Unknown loss, or results that hold no value of the loss's metrics (the message says
         how to score them).
     """
-    check_choice(component, "--loss", loss, LOSSES)
-    if loss == "squared":
+    if not loss_entry(component, loss, param="--loss").scored:
         return results
     primary = loss_column("rho_eu_risk", loss)
     if primary not in results.columns or not results[primary].notna().any():
@@ -593,9 +592,10 @@ def score_results(
 
     comp = "udbench score"
     losses = as_list(comp, "losses", losses, (str,), what="loss names (squared, crps, log)")
-    wanted = tuple(dict.fromkeys(loss for loss in losses if loss != "squared"))
+    unscored = loss_names("regression", scored=False)  # squared: stored already
+    wanted = tuple(dict.fromkeys(loss for loss in losses if loss not in unscored))
     for loss in wanted:
-        check_choice(comp, "--loss", loss, OTHER_LOSSES)
+        check_choice(comp, "--loss", loss, loss_names("regression", scored=True))
     root = Path(results)
     if not root.is_dir():
         raise param_error(

@@ -629,12 +629,12 @@ def run_benchmark(
         raise param_error(comp, "out", "be a folder (str or Path)", out)
     losses = as_list(comp, "losses", losses, (str,), what="loss names (squared, crps, log)")
     tasks = as_list(comp, "tasks", tasks, (str, os.PathLike), what="task files, folders or globs")
-    from udbench.evaluation.losses import OTHER_LOSSES
+    from udbench._losses import LOSS_TABLE, loss_names
 
     extra_losses: tuple[str, ...] = ()
     for loss in losses:
-        check_choice("udbench run", "loss", loss, ["squared", *OTHER_LOSSES])
-        if loss != "squared" and loss not in extra_losses:
+        check_choice("udbench run", "loss", loss, loss_names("regression"))
+        if LOSS_TABLE[loss].scored and loss not in extra_losses:
             extra_losses += (loss,)
     mcs = resolve_methods(methods)
     paths = find_task_files(tasks)

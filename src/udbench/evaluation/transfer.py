@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udbench._losses import LOSS_TABLE, loss_names
 from udbench._seeding import derive_seed, make_rng
 from udbench._validation import UdbenchError, check_choice, param_error
 from udbench.data import N_SHELLS
@@ -80,6 +81,7 @@ __all__ = [
     "parse_oracle",
     "rescore_cells",
     "task_with_moments",
+    "transfer_losses",
 ]
 
 #: Kind of the exact-GP oracles, ``gp:KERNEL`` and ``gp:prior`` (an oracle kind, the CLI's
@@ -89,8 +91,17 @@ GP_ORACLE: str = "gp"
 FAMILY_ORACLE: str = "family"
 #: The kinds of alternative oracle (``KIND:NAME``).
 ORACLE_KINDS: tuple[str, ...] = (GP_ORACLE, FAMILY_ORACLE)
-#: Losses the rescoring supports (module docstring: CRPS and log score in closed form).
-LOSSES: tuple[str, ...] = ("squared", "crps", "log")
+
+
+def transfer_losses() -> tuple[str, ...]:
+    """The losses the rescoring supports: the regression losses of
+    :data:`udbench._losses.LOSS_TABLE` with a Gaussian closed form (module docstring)."""
+    return loss_names("regression", closed_form=True)
+
+
+#: Losses the rescoring supports (CRPS and log score in closed form): :func:`transfer_losses`
+#: at import.
+LOSSES: tuple[str, ...] = transfer_losses()
 #: Prefix of a rescored row's metric under another loss against the task's own posterior
 #: moments (the same closed form as the oracle's, so the two compare without MC error).
 OWN_PREFIX: str = "own_"
@@ -455,7 +466,7 @@ def rescore_cells(
         computation, fit included; also for a cached one) and ``oracle_info`` (JSON).
         ``status`` is ``"ok"`` only where ``oracle_status`` is.
     """
-    check_choice("rescore_cells", "loss", loss, list(LOSSES))
+    check_choice("rescore_cells", "loss", loss, transfer_losses())
     store = ResultsStore(results_dir)
     cache = None if cache_dir is None else Path(cache_dir)
     by_id = _task_index(task_dirs)
@@ -501,7 +512,7 @@ def rescore_cells(
             error = f"oracle failed: {type(err).__name__}: {' '.join(str(err).split())}"
         view = None if task is None or moments is None else task_with_moments(task, *_mv(moments))
         # the task itself holds its own moments (the closed-form "own" side of another loss)
-        own = task if view is not None and loss != "squared" else None
+        own = task if view is not None and LOSS_TABLE[loss].scored else None
         for _, row in rows.iterrows():
             out: dict[str, Any] = {str(k): v for k, v in row.items() if str(k) not in stale}
             for k in (*SCORED_KEYS, *_loss_keys(loss)):
@@ -525,7 +536,7 @@ def rescore_cells(
 
 def _loss_keys(loss: str) -> tuple[str, ...]:
     """The loss columns a rescored row gets: under the oracle, then under the task's own."""
-    if loss == "squared":
+    if not LOSS_TABLE[loss].scored:  # squared: the unsuffixed SCORED_KEYS
         return ()
     from udbench.evaluation.losses import loss_columns
 
@@ -541,9 +552,10 @@ def _stale_columns(results: pd.DataFrame, loss: str) -> set[str]:
     """Loss columns of ``results`` that this rescoring does not recompute (another loss's,
     scored against the task's own oracle): left out of the rescored rows, where they would
     read as values under the alternative oracle."""
-    from udbench.evaluation.losses import OTHER_LOSSES, loss_columns
+    from udbench.evaluation.losses import loss_columns
 
-    cols = {c for lo in OTHER_LOSSES if lo != loss for c in loss_columns(lo)}
+    scored = loss_names("regression", scored=True)
+    cols = {c for lo in scored if lo != loss for c in loss_columns(lo)}
     return cols & {str(c) for c in results.columns}
 
 
@@ -587,7 +599,7 @@ def _score_row(
     except Exception as err:
         out["oracle_error"] = f"rescoring failed: {type(err).__name__}: {err}"
         return
-    if loss != "squared" and own is not None:
+    if LOSS_TABLE[loss].scored and own is not None:
         from udbench.evaluation.losses import loss_metrics
 
         try:  # a failure here leaves the loss columns NaN, with the reason; squared stays

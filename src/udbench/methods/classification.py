@@ -31,6 +31,7 @@ import numpy as np
 from scipy.special import entr, rel_entr
 from sklearn.base import BaseEstimator
 
+from udbench._losses import loss_names
 from udbench._validation import UdbenchError, check_array, check_choice, param_error
 from udbench.methods.base import BaseMethod, MethodOutputError, NotFittedError
 
@@ -43,8 +44,9 @@ __all__ = [
     "sample_decomposition",
 ]
 
-#: The losses a classifier's AU and EU can be stated in.
-CLASSIFIER_LOSSES: tuple[str, ...] = ("multiclass_log", "brier")
+#: The losses a classifier's AU and EU can be stated in (the classification losses of
+#: :data:`udbench._losses.LOSS_TABLE`).
+CLASSIFIER_LOSSES: tuple[str, ...] = loss_names("classification")
 #: Tolerance on Σ_k π̂_k = 1 of a classifier's output (that of :mod:`udbench.risk`).
 PROB_ATOL: float = 1e-6
 

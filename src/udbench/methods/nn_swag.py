@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from udbench.methods.base import Prediction
-from udbench.methods.nn.backbone import BackboneConfig
+from udbench.methods.nn.backbone import NN_DEFAULTS, BackboneConfig
 from udbench.methods.nn.ensemble import (
     _DTYPES,
     NN_PARAM_CONSTRAINTS,
@@ -143,20 +143,20 @@ class NNSwag(GaussianNNEnsemble):
         n_members: int = 30,
         swa_lr: float = 0.001,
         swa_epochs: int = 30,
-        hidden_dim: int = 64,
-        n_blocks: int = 2,
-        activation: str = "relu",
-        dropout: float = 0.0,
-        lr: float = 1e-3,
-        momentum: float = 0.9,
-        weight_decay: float = 1e-4,
-        n_epochs: int = 200,
-        batch_size: int = 128,
-        eps: float = 1e-6,
-        dtype: str = "float32",
-        random_state: int | None = 0,
-        spectral_norm: bool = False,
-        sn_coeff: float = 1.0,
+        hidden_dim: int = NN_DEFAULTS.hidden_dim,
+        n_blocks: int = NN_DEFAULTS.n_blocks,
+        activation: str = NN_DEFAULTS.activation,
+        dropout: float = NN_DEFAULTS.dropout,
+        lr: float = NN_DEFAULTS.lr,
+        momentum: float = NN_DEFAULTS.momentum,
+        weight_decay: float = NN_DEFAULTS.weight_decay,
+        n_epochs: int = NN_DEFAULTS.n_epochs,
+        batch_size: int = NN_DEFAULTS.batch_size,
+        eps: float = NN_DEFAULTS.eps,
+        dtype: str = NN_DEFAULTS.dtype,
+        random_state: int | None = NN_DEFAULTS.random_state,
+        spectral_norm: bool = NN_DEFAULTS.spectral_norm,
+        sn_coeff: float = NN_DEFAULTS.sn_coeff,
     ) -> None:
         self.n_members = n_members
         self.swa_lr = swa_lr

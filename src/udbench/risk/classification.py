@@ -25,14 +25,31 @@ from typing import Any
 import numpy as np
 from scipy.special import rel_entr
 
+from udbench._losses import LOSS_TABLE, loss_names, resolve
 from udbench._validation import check_choice
 from udbench.risk import _checks
-from udbench.risk.decompositions import brier_decomposition, multiclass_log_decomposition
 
-__all__ = ["CLASSIFICATION_LOSSES", "ClassificationTargets", "classification_oracle_targets"]
+__all__ = [
+    "CLASSIFICATION_LOSSES",
+    "ClassificationTargets",
+    "classification_oracle_targets",
+    "kl_divergence",
+    "squared_distance",
+]
 
-#: The losses of a classification task, in the names of :class:`udbench.risk.Decomposition`.
-CLASSIFICATION_LOSSES: tuple[str, ...] = ("multiclass_log", "brier")
+#: The losses of a classification task, in the names of :class:`udbench.risk.Decomposition`
+#: (the classification losses of :data:`udbench._losses.LOSS_TABLE` at import).
+CLASSIFICATION_LOSSES: tuple[str, ...] = loss_names("classification")
+
+
+def kl_divergence(pi_star: np.ndarray, pred_probs: np.ndarray) -> np.ndarray:
+    """KL(π* ‖ π̂) per row, nats: the log loss's EU*_point (paper A.5). Shapes (n, K) -> (n,)."""
+    return np.asarray(rel_entr(pi_star, pred_probs).sum(axis=-1), dtype=np.float64)
+
+
+def squared_distance(pi_star: np.ndarray, pred_probs: np.ndarray) -> np.ndarray:
+    """‖π* − π̂‖² per row: the Brier score's EU*_point (paper A.6). Shapes (n, K) -> (n,)."""
+    return np.asarray(((pi_star - pred_probs) ** 2).sum(axis=-1), dtype=np.float64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,17 +118,14 @@ def classification_oracle_targets(
         a zero entry of π̂ under the log loss (each message names the argument).
     """
     name = "classification_oracle_targets"
-    check_choice(name, "loss", loss, CLASSIFICATION_LOSSES)
-    if loss == "multiclass_log":
-        dec = multiclass_log_decomposition(prob_draws, pred_probs)
-    else:
-        dec = brier_decomposition(prob_draws, pred_probs)
+    check_choice(name, "loss", loss, loss_names("classification"))
+    entry = LOSS_TABLE[loss]
+    dec = entry.draws_fn()(prob_draws, pred_probs)
     q = np.asarray(pred_probs, dtype=np.float64)
     star = _checks.simplex(name, "pi_star", pi_star, q.shape)
-    if loss == "multiclass_log":
-        eu_point = rel_entr(star, q).sum(axis=-1)
-    else:
-        eu_point = ((star - q) ** 2).sum(axis=-1)
+    if entry.divergence is None:
+        raise ValueError(f"{name}: loss {loss!r} declares no divergence (its EU*_point)")
+    eu_point = resolve(entry.divergence)(star, q)
     return ClassificationTargets(
         loss=loss,
         au=dec.au,

@@ -37,7 +37,9 @@ from udbench._validation import check_choice, param_error
 
 __all__ = [
     "ACTIVATIONS",
+    "NN_DEFAULTS",
     "BackboneConfig",
+    "NNDefaults",
     "apply_gaussian",
     "features",
     "gaussian_head",
@@ -57,6 +59,74 @@ ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "silu": jax.nn.silu,
     "tanh": jnp.tanh,
 }
+
+
+@dataclass(frozen=True)
+class NNDefaults:
+    """The defaults of the shared network and its training: their one home (paper App. C.4).
+
+    Every neural method on the backbone (NN-Ens, NN-Bag, NN-Drop, NN-EDL, NN-DEUP, NN-SWAG,
+    NN-Lap, NN-FSP, SNGP-Het, the softmax ensemble) takes these keywords, and its constructor's
+    defaults read :data:`NN_DEFAULTS` (``hidden_dim: int = NN_DEFAULTS.hidden_dim``), as do
+    :class:`BackboneConfig`'s; changing a default is one edit here. The constructors keep
+    explicit keywords, so scikit-learn's ``get_params`` / ``set_params`` / ``clone`` read them
+    from the signatures as before. A class with a default of its own (NN-Drop's
+    ``dropout=0.2``, ``spectral_norm=True`` of the SN variants and SNGP-Het) states it in its
+    signature. The tuning ranges are
+    :data:`~udbench.methods.nn.ensemble.NN_SEARCH_SPACE` and the accepted values
+    :data:`~udbench.methods.nn.ensemble.NN_PARAM_CONSTRAINTS` (one home each already); the
+    architectural and optimiser defaults are the centres of the search space.
+
+    Attributes
+    ----------
+    hidden_dim : int, default 64
+        Width of the input layer and of every residual block.
+    n_blocks : int, default 2
+        Number of residual blocks.
+    activation : str, default "relu"
+        Hidden activation (a key of :data:`ACTIVATIONS`).
+    dropout : float, default 0.0
+        Dropout rate during training.
+    lr : float, default 1e-3
+        NAdamW learning rate (constant).
+    momentum : float, default 0.9
+        NAdamW first-moment coefficient β₁.
+    weight_decay : float, default 1e-4
+        Decoupled weight decay.
+    n_epochs : int, default 200
+        Training epochs.
+    batch_size : int, default 128
+        Minibatch size.
+    eps : float, default 1e-6
+        Floor added to softplus(ρ) (standardised standard deviations).
+    dtype : str, default "float32"
+        Floating type of the network.
+    random_state : int or None, default 0
+        Root seed.
+    spectral_norm : bool, default False
+        Spectral normalisation of the backbone (:mod:`udbench.methods.nn.spectral`).
+    sn_coeff : float, default 1.0
+        Its bound c (‖W‖₂ ≤ c per dense layer).
+    """
+
+    hidden_dim: int = 64
+    n_blocks: int = 2
+    activation: str = "relu"
+    dropout: float = 0.0
+    lr: float = 1e-3
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    n_epochs: int = 200
+    batch_size: int = 128
+    eps: float = 1e-6
+    dtype: str = "float32"
+    random_state: int | None = 0
+    spectral_norm: bool = False
+    sn_coeff: float = 1.0
+
+
+#: The shared network's defaults (:class:`NNDefaults`), read by every neural method.
+NN_DEFAULTS = NNDefaults()
 
 
 @dataclass(frozen=True)
@@ -90,14 +160,14 @@ class BackboneConfig:
     """
 
     in_dim: int
-    hidden_dim: int = 64
-    n_blocks: int = 2
-    activation: str = "relu"
-    dropout: float = 0.0
-    eps: float = 1e-6
+    hidden_dim: int = NN_DEFAULTS.hidden_dim
+    n_blocks: int = NN_DEFAULTS.n_blocks
+    activation: str = NN_DEFAULTS.activation
+    dropout: float = NN_DEFAULTS.dropout
+    eps: float = NN_DEFAULTS.eps
     n_outputs: int = 2
-    spectral_norm: bool = False
-    sn_coeff: float = 1.0
+    spectral_norm: bool = NN_DEFAULTS.spectral_norm
+    sn_coeff: float = NN_DEFAULTS.sn_coeff
 
     def __post_init__(self) -> None:
         for field in ("in_dim", "hidden_dim", "n_outputs"):
