@@ -36,6 +36,7 @@ CLASSIFIERS: dict[str, str] = {
     "catboost-ve": "udbench.methods.catboost_ve:CatBoostVE",
     "nn-drop-softmax": "udbench.methods.nn_drop_softmax:NNDropoutSoftmax",
     "nn-bag-softmax": "udbench.methods.nn_bag_softmax:NNBagSoftmax",
+    "nn-edl-dirichlet": "udbench.methods.nn_edl_dirichlet:NNEvidentialDirichlet",
 }
 
 
