@@ -9,6 +9,7 @@ AU near / h(ρ) at ρ = 0.05 and 0.2; EU far / EU near):
 
 - nn-drop-softmax: 0.97, 0.92; 15–18;
 - nn-bag-softmax: 0.79, 0.82; 17–18;
+- nn-lap-softmax: 1.13, 0.92; 19–20;
 - nn-edl-dirichlet: see its test.
 
 Stated tolerances: AU near within 25 % of h(ρ); AU near at ρ = 0.2 at least 1.8 × that at
@@ -51,7 +52,7 @@ def _au_eu(name: str, rho: float, **kw: object) -> tuple[float, float, float]:
     return float(near.aleatoric.mean()), float(near.epistemic.mean()), float(far.epistemic.mean())
 
 
-@pytest.mark.parametrize("name", ["nn-drop-softmax", "nn-bag-softmax"])
+@pytest.mark.parametrize("name", ["nn-drop-softmax", "nn-bag-softmax", "nn-lap-softmax"])
 def test_au_tracks_label_noise_and_eu_grows_away_from_data(name: str) -> None:
     au = {}
     for rho in (0.05, 0.2):
@@ -146,3 +147,32 @@ def test_evidential_vacuity_and_absent_class() -> None:
     np.testing.assert_allclose(pred.aleatoric + pred.epistemic, ent, rtol=1e-10)
     # the never-seen class keeps less evidence than the seen ones
     assert np.median(alpha[:, 2]) < np.median(alpha[:, :2].max(axis=1))
+
+
+def test_softmax_last_layer_precision_is_the_hessian() -> None:
+    """Λ − τI equals the Hessian of the summed cross-entropy in vec(W) (finite differences)."""
+    from scipy.special import logsumexp, softmax
+
+    from udbench.methods.nn_lap_softmax import softmax_last_layer_precision
+
+    rng = np.random.default_rng(2)
+    Phi, W = rng.standard_normal((7, 3)), rng.standard_normal((3, 4))
+    y = rng.integers(0, 4, 7)
+
+    def nll(w: np.ndarray) -> float:
+        f = Phi @ w.reshape(3, 4)
+        return float(np.sum(logsumexp(f, axis=1) - f[np.arange(7), y]))
+
+    lam = softmax_last_layer_precision(Phi, softmax(Phi @ W, axis=1), 0.5)
+    w0, eps = W.reshape(-1), 1e-4
+    hess = np.zeros((12, 12))
+    for a in range(12):
+        for b in range(12):
+            e_a, e_b = np.eye(12)[a] * eps, np.eye(12)[b] * eps
+            hess[a, b] = (
+                nll(w0 + e_a + e_b)
+                - nll(w0 + e_a - e_b)
+                - nll(w0 - e_a + e_b)
+                + nll(w0 - e_a - e_b)
+            ) / (4 * eps**2)
+    np.testing.assert_allclose(lam - 0.5 * np.eye(12), hess, atol=1e-5)

@@ -37,6 +37,7 @@ CLASSIFIERS: dict[str, str] = {
     "nn-drop-softmax": "udbench.methods.nn_drop_softmax:NNDropoutSoftmax",
     "nn-bag-softmax": "udbench.methods.nn_bag_softmax:NNBagSoftmax",
     "nn-edl-dirichlet": "udbench.methods.nn_edl_dirichlet:NNEvidentialDirichlet",
+    "nn-lap-softmax": "udbench.methods.nn_lap_softmax:NNLaplaceSoftmax",
 }
 
 
