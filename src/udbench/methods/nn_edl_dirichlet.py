@@ -16,8 +16,8 @@ expected squared error under the Dirichlet) plus the annealed KL regulariser (eq
 with y the one-hot label, λ_t = kl_weight · min(1, t/10) at epoch t (0-based; the paper's
 annealing with kl_weight = 1) and the KL divergence of the paper's eq. (7).
 
-**Evidence function (our choice).** The paper's experiments use a ReLU; we use softplus (one
-of the paper code's options, and that of most later implementations) so that no unit's
+**Evidence function (our choice).** The paper's experiments use a ReLU; we use softplus (an
+option of common open implementations of the method, beside ReLU and exp) so that no class's
 evidence is stuck at zero with zero gradient. The regression NN-EDL
 (:mod:`udbench.methods.nn_edl`, Amini et al. 2020) uses softplus for its positive outputs too.
 
