@@ -34,6 +34,10 @@ CLASSIFIERS: dict[str, str] = {
     "gpc-lap": "udbench.methods.gpc_lap:GPCLaplace",
     "nn-ens-softmax": "udbench.methods.nn_ens_softmax:NNEnsembleSoftmax",
     "catboost-ve": "udbench.methods.catboost_ve:CatBoostVE",
+    "nn-drop-softmax": "udbench.methods.nn_drop_softmax:NNDropoutSoftmax",
+    "nn-bag-softmax": "udbench.methods.nn_bag_softmax:NNBagSoftmax",
+    "nn-edl-dirichlet": "udbench.methods.nn_edl_dirichlet:NNEvidentialDirichlet",
+    "nn-lap-softmax": "udbench.methods.nn_lap_softmax:NNLaplaceSoftmax",
 }
 
 
