@@ -252,7 +252,7 @@ def main() -> None:
 
 def _speed(paths: list[Path], tmp: Path) -> None:
     """Parts (1) and (2) of the module docstring."""
-    from udbench.evaluation.cluster import dask_client
+    from udbench.execution.cluster import dask_client
     from udbench.tasks import Task
 
     burn = [BurnMethod(tag=i) for i in range(N_CPU_CONFIGS)]

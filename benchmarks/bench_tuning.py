@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from udbench.evaluation.cluster import dask_client
+from udbench.execution.cluster import dask_client
 from udbench.methods.base import BaseMethod, Prediction
 from udbench.tuning.sweep import tune
 

@@ -199,7 +199,7 @@ class FaultyMethod(BaseMethod):
         elif self.fault == "kill-worker" and _create(self.marker):
             import signal
 
-            from udbench.evaluation import isolation
+            from udbench.execution import isolation
 
             # the cell runs in a child of the worker (or, before isolation, in the worker)
             worker = os.getppid() if isolation.in_child() else os.getpid()

@@ -47,6 +47,7 @@ def test_checker_sees_the_whole_package() -> None:
     [
         ("udbench", "ground", "udbench"),
         ("udbench._validation", "ground", "udbench._validation"),
+        ("udbench.execution.executor", "execution", "udbench.execution"),
         ("udbench.data.sources", "foundations", "udbench.data"),
         ("udbench.methods._ensemble", "method toolkit", "udbench.methods._ensemble"),
         ("udbench.methods.nn.training", "method toolkit", "udbench.methods.nn"),
@@ -255,3 +256,34 @@ def test_public_api_check_catches_a_private_import(tmp_path: Path) -> None:
     assert _public_api_breaches(src, "udbench", "tasks") == [
         "udbench.tasks.extra:1 imports udbench.priors.diagnostics, not udbench.priors"
     ]
+
+
+def test_the_execution_layer_sits_under_tasks_and_imports_only_the_ground() -> None:
+    # issue 33: the executor moved out of evaluation so that the task layer's grid pipeline
+    # (tasks.grid.generate_grid) can use it without reaching up
+    names = [layer.name for layer in LAYERS]
+    assert names.index("ground") < names.index("execution") < names.index("tasks")
+    _, edges = collect_imports(SRC, "udbench")
+    pairs = {(e.importer, e.target) for e in edges}
+    assert ("udbench.tasks.grid", "udbench.execution") in pairs
+    assert ("udbench.evaluation.runner", "udbench.execution.executor") in pairs
+    below = {
+        layer_of(e.target, "udbench")[0]
+        for e in edges
+        if e.importer.startswith("udbench.execution")
+        and not e.target.startswith("udbench.execution")
+    }
+    assert below <= {names.index("ground")}
+
+
+def test_an_execution_module_importing_the_evaluation_layer_is_caught(tmp_path: Path) -> None:
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(SRC / "udbench", src / "udbench", ignore=shutil.ignore_patterns("__pycache__"))
+    path = src / "udbench" / "execution" / "executor.py"
+    lines = [*path.read_text().splitlines(), "def _oops():", "    import udbench.evaluation.store"]
+    path.write_text("\n".join(lines) + "\n")
+    problems = check_layers(src, "udbench", LAYERS)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(f"src/udbench/execution/executor.py:{len(lines)}: upward import")

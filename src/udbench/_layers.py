@@ -75,10 +75,14 @@ class Layer:
 LAYERS: tuple[Layer, ...] = (
     # version string, parameter errors, seed streams, the download cache, this file
     Layer("ground", ("", "_*")),
+    # the executor of independent jobs (inline or Dask), its cluster set-up and child processes
+    Layer("execution", ("execution",)),
     # decompositions of risk | function priors and reference posteriors | covariates
     Layer("foundations", ("risk", "priors", "data"), independent=True),
     Layer("design", ("design",)),  # noise models and training-input coverage (uses data)
-    Layer("tasks", ("tasks",)),  # task specs, generation, task files (priors + data + design)
+    # task specs, generation, task files, grids generated on the executor (priors + data +
+    # design + execution)
+    Layer("tasks", ("tasks",)),
     # what methods share: the base class, private helpers (methods/_*.py), the NN backbone
     # (methods.classification: the classifier contract, beside the regression one in base)
     Layer("method toolkit", ("methods.base", "methods._*", "methods.nn", "methods.classification")),
@@ -95,7 +99,7 @@ LAYERS: tuple[Layer, ...] = (
             "methods.classifier_conformance",
         ),
     ),
-    Layer("evaluation", ("evaluation",)),  # run loop, store, scoring, leaderboard, cluster
+    Layer("evaluation", ("evaluation",)),  # run loop, store, scoring, leaderboard
     Layer("report", ("report",)),
     Layer("analyses and tuning", ("analyses", "tuning")),
     # whole jobs end to end (quickstart; the studies of paper Appendix D)

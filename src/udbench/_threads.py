@@ -84,7 +84,7 @@ def fix_xla_threads() -> bool:
     it, and the pool cannot be resized later. This pins the calling thread to its lowest
     core, creates the backends (``jax.devices()``), and gives every thread of the process
     back its former affinity (threads created meanwhile get the caller's), so the
-    worker's core pinning (:mod:`udbench.evaluation.cluster`) is unchanged.
+    worker's core pinning (:mod:`udbench.execution.cluster`) is unchanged.
 
     Returns
     -------

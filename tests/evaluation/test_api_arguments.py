@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from udbench._validation import MAX_WORKERS_PER_CORE, UdbenchError, usable_core_count
-from udbench.evaluation.executor import Executor
 from udbench.evaluation.losses import score_results
 from udbench.evaluation.runner import run_benchmark
+from udbench.execution.executor import Executor
 from udbench.methods.configs import resolve_methods
 from udbench.methods.registry import make_method
 from udbench.tasks.discovery import find_task_files

@@ -17,9 +17,9 @@ from _fakes import (
     save_fake_task,
 )
 from udbench._validation import UdbenchError
-from udbench.evaluation.cluster import core_sets, dask_client, load_cluster_config, thread_env
 from udbench.evaluation.runner import METRIC_KEYS, run_benchmark
 from udbench.evaluation.store import read_results
+from udbench.execution.cluster import core_sets, dask_client, load_cluster_config, thread_env
 
 COLS = ["cell_key", "status", "method_seed", *METRIC_KEYS, "rho_eu_risk_shell0"]
 
@@ -71,7 +71,7 @@ def test_workers_are_pinned_to_disjoint_cores(client):
 
 def test_several_local_workers_do_not_preallocate_a_shared_gpu(client):
     """Two JAX processes on one GPU: neither may take 75 % of its memory up front."""
-    from udbench.evaluation.cluster import GPU_PREALLOCATE_VAR
+    from udbench.execution.cluster import GPU_PREALLOCATE_VAR
 
     got = client.run(lambda: os.environ.get(GPU_PREALLOCATE_VAR))
     expected = os.environ.get(GPU_PREALLOCATE_VAR, "false")  # a user's own setting wins

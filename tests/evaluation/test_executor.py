@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from udbench._validation import UdbenchError
-from udbench.evaluation.executor import Executor, Failed, call_with_timeout
+from udbench.execution.executor import Executor, Failed, call_with_timeout
 
 
 def _square(x: int, *, offset: int = 0) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from udbench.evaluation.executor import Executor
+from udbench.execution.executor import Executor
 
 
 def square(x: int, *, plus: int = 0) -> int:

@@ -67,9 +67,9 @@ def test_quickstart_reuses_only_task_files_of_the_same_instance(tmp_path: Path, 
     generate_task(stale).save(task_dir / f"{specs[0].task_id}.npz")
     made = []
 
-    def fake_generate(spec):  # type: ignore[no-untyped-def]
+    def fake_generate(spec, **kwargs):  # type: ignore[no-untyped-def]
         made.append(spec.task_id)
-        return generate_task(spec)
+        return generate_task(spec, **kwargs)
 
     monkeypatch.setattr(tasks, "generate_task", fake_generate)
     monkeypatch.setattr(runner, "run_benchmark", lambda *a, **k: None)

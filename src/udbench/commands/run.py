@@ -138,7 +138,7 @@ def register(app: typer.Typer) -> None:
         losses = parse_losses("udbench run", loss)
         check_out_dir("udbench run", out)
         if scheduler is not None or cluster_config is not None:  # fail fast, before any work
-            from udbench.evaluation.cluster import check_scheduler_address, load_cluster_config
+            from udbench.execution.cluster import check_scheduler_address, load_cluster_config
 
             if scheduler is not None:
                 check_scheduler_address(scheduler)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,9 +31,9 @@ from udbench.commands._options import (
     parse_seeds,
 )
 from udbench.priors import DEFAULT_FIDELITY, Fidelity
+from udbench.tasks.grid import GridPlan, GridProgress, generate_grid
 from udbench.tasks.replacement import MAX_REPLACEMENTS
 from udbench.tasks.spec import DEFAULT_DRAWS, MAX_DRAWS, MIN_DRAWS
-from udbench.tasks.timelog import log_generation_time
 
 __all__ = [
     "APPROXIMATE_SUFFIX",
@@ -58,48 +57,6 @@ _FIDELITY_HELP = (
     f"{', '.join(x.value for x in Fidelity if x.is_reference)} give reference posteriors "
     "(BNN held to the R̂ rule; HBART presets validated by warm-up sensitivity, SPEC §7)."
 )
-
-
-def _task_path(out: Path, spec: Any) -> Path:
-    return out / f"{spec.task_id}.npz"
-
-
-def _fit_prior(key: tuple[str, str, Any], data_dir: str | None) -> tuple[float, str]:
-    """Worker: make the prior ``key`` = (family, dataset, fidelity) ready (fit it, or read the
-    disk cache); returns (wall seconds, error or "")."""
-    from udbench.tasks.generate import get_prior
-
-    start = time.perf_counter()
-    try:
-        get_prior(*key, data_dir)
-    except Exception as err:  # reported by the submitting process, with the others
-        return time.perf_counter() - start, f"{type(err).__name__}: {err}"
-    return time.perf_counter() - start, ""
-
-
-def _run_one(
-    spec: Any,
-    out: str,
-    data_dir: str | None,
-    max_replacements: int,
-    draws_train: bool | None = None,
-) -> tuple[str, str, float]:
-    """Worker: generate and save one instance; returns (task_id, error or "", seconds).
-
-    ``seconds`` is the wall time of generation and save in the worker (the prior is already
-    fitted and cached by the submitting process), the figure ``udbench plan`` projects from.
-    """
-    from udbench.tasks import generate_task
-
-    start = time.perf_counter()
-    try:
-        task = generate_task(
-            spec, data_dir=data_dir, max_replacements=max_replacements, draws_train=draws_train
-        )
-        task.save(_task_path(Path(out), spec))
-    except Exception as err:  # one failing instance must not stop the others
-        return spec.task_id, f"{type(err).__name__}: {err}", time.perf_counter() - start
-    return spec.task_id, "", time.perf_counter() - start
 
 
 def generate_command(
@@ -175,7 +132,7 @@ def generate_command(
     check_workers(comp, "--workers", jobs)
     check_int(comp, "--max-replacements", max_replacements, minimum=0, maximum=MAX_REPLACE_LIMIT)
     if scheduler is not None or cluster_config is not None:  # fail fast, before any work
-        from udbench.evaluation.cluster import check_scheduler_address, load_cluster_config
+        from udbench.execution.cluster import check_scheduler_address, load_cluster_config
 
         if scheduler is not None:
             check_scheduler_address(scheduler)
@@ -199,6 +156,71 @@ def generate_command(
         )
 
 
+class _GenerateProgress(GridProgress):
+    """``udbench generate``'s lines and progress bars for :func:`generate_grid`."""
+
+    def __init__(self, console: Any) -> None:
+        self.console = console
+        self.bar: Progress | None = None
+        self._bar_task: Any = None
+
+    def _progress(self) -> Progress:
+        if self.bar is None:  # started after the inline fits (their spinner is a live display)
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+            )
+            self.bar.start()
+        return self.bar
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def planned(self, plan: GridPlan, out: Path) -> None:
+        n_clash, n_todo = len(plan.clashes), len(plan.todo)
+        self.console.print(
+            f"{len(plan.specs)} instances selected, {plan.n_done} already done, "
+            f"{n_todo} to generate in {out}"
+            + (f" ({n_clash} replacing files made with other settings)" if n_clash else "")
+            + (
+                f" ({plan.n_damaged} damaged or old-format files generated again)"
+                if plan.n_damaged
+                else ""
+            ),
+            highlight=False,
+        )
+
+    def fitting_prior(self, key: tuple[str, str, Any]) -> Any:
+        # a GP prior's kernel fit takes minutes to most of an hour on one core (once; then
+        # read from the cache): show that something is happening, and how long. A status
+        # line is always markup (rich's Spinner): the dataset name is escaped
+        return self.console.status(
+            escape(f"prior {key[0]} on {key[1]} ({key[2]}): fitting, or reading the cache …")
+        )
+
+    def priors_on_workers(self, n: int) -> None:
+        self._bar_task = self._progress().add_task("fitting priors", total=n)
+
+    def prior_ready(self, key: tuple[str, str, Any], seconds: float, on_worker: bool) -> None:
+        self.console.print(
+            f"prior {key[0]} on {key[1]} ({key[2]}): ready in {seconds:.1f} s"
+            + (" (on a worker)" if on_worker else ""),
+            highlight=False,
+        )
+        if on_worker:
+            self._progress().advance(self._bar_task)
+
+    def generating(self, n: int) -> None:
+        self._bar_task = self._progress().add_task("generating", total=n)
+
+    def instance_done(self, spec: Any, error: str) -> None:
+        self._progress().advance(self._bar_task)
+
+
 def _generate(
     specs: list[Any],
     out: Path,
@@ -210,129 +232,35 @@ def _generate(
     draws_train: bool | None,
     overwrite: bool,
 ) -> None:
-    """The body of ``udbench generate`` once its options are checked (the folder is locked)."""
-    from udbench._threads import fix_xla_threads
-    from udbench.tasks.generate import get_covariates, get_prior, task_file_clash
-
-    # one XLA thread before JAX is first used (the prior fit below): instances made in this
-    # process (--workers 1) then run as on a worker, and the fit itself does not depend on
-    # --workers (it is made here either way)
-    fix_xla_threads()
-    todo: list[Any] = []
-    clashes: list[tuple[Path, str]] = []
-    n_damaged = 0
-    for s in specs:
-        path = _task_path(out, s)
-        if not path.exists():
-            todo.append(s)
-            continue
-        data_sha = get_covariates(s.dataset, dd).fingerprint
-        clash = task_file_clash(path, s, data_sha)
-        if clash is None:
-            n_damaged += 1
-            todo.append(s)
-        elif clash:
-            clashes.append((path, clash))
-            todo.append(s)
-    if clashes and not overwrite:
-        path, why = clashes[0]
-        raise UdbenchError(
-            f"generate: {len(clashes)} task file(s) in {str(out)!r} hold the same instance made "
-            f"with other settings or data (e.g. {path.name}: {why}); pass --overwrite to replace "
-            "them, or generate into another --out"
-        )
+    """The body of ``udbench generate`` once its options are checked (the folder is locked):
+    :func:`udbench.tasks.grid.generate_grid` with a progress display."""
     console = make_console(stderr=True)
-    console.print(
-        f"{len(specs)} instances selected, {len(specs) - len(todo)} already done, "
-        f"{len(todo)} to generate in {out}"
-        + (f" ({len(clashes)} replacing files made with other settings)" if clashes else "")
-        + (f" ({n_damaged} damaged or old-format files generated again)" if n_damaged else ""),
-        highlight=False,
-    )
-    keys = sorted({(s.family, s.dataset, s.fidelity) for s in todo})
-    inline = jobs <= 1 and scheduler is None and cluster_config is None
-
-    def prior_ready(key: tuple[str, str, Any], seconds: float, where: str = "") -> None:
-        console.print(
-            f"prior {key[0]} on {key[1]} ({key[2]}): ready in {seconds:.1f} s{where}",
-            highlight=False,
-        )
-        log_generation_time(out, None, seconds, prior=key)
-
-    if inline:  # fit each prior once here (cached on disk): the instances then read it
-        for key in keys:
-            # a GP prior's kernel fit takes minutes to most of an hour on one core (once; then
-            # read from the cache): show that something is happening, and how long
-            start = time.perf_counter()
-            # a status line is always markup (rich's Spinner): the dataset name is escaped
-            with console.status(
-                escape(f"prior {key[0]} on {key[1]} ({key[2]}): fitting, or reading the cache …")
-            ):
-                get_prior(*key, dd)
-            prior_ready(key, time.perf_counter() - start)
-    failures: list[tuple[str, str]] = []
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    from udbench.evaluation.executor import DASK_LOG_NAME, Executor, Failed
-
-    # the same executor as ``udbench run``: inline, a local Dask cluster, a scheduler or a
-    # cluster file (SLURM); each instance is made with one compute thread (generate_task), so
-    # it is the same bits whichever process made it
-    executor = Executor(
-        workers=0 if jobs <= 1 else jobs,
-        scheduler=scheduler,
-        cluster_config=cluster_config,
-        pin=False if scheduler is None and cluster_config is None else None,
-        log_file=Path(out) / DASK_LOG_NAME,
-    )
-    with Progress(*columns, console=console) as bar, executor:
-        if not inline and keys:
-            # the priors first, side by side on the workers (one thread each, as inline: the
-            # same fit), so a grid of many datasets does not wait for one fit after another;
-            # the workers write the disk cache the instances then read
-            fits = bar.add_task("fitting priors", total=len(keys))
-            bad: list[str] = []
-            for key, result in executor.map_unordered(
-                _fit_prior, keys, name="udbench-prior", data_dir=dd
-            ):
-                err = f"worker failed: {result.error}" if isinstance(result, Failed) else result[1]
-                if err:
-                    bad.append(f"prior {key[0]} on {key[1]} ({key[2]}): {err}")
-                else:
-                    prior_ready(key, float(result[0]), " (on a worker)")
-                bar.advance(fits)
-            if bad:
-                raise UdbenchError(
-                    f"generate: {len(bad)} prior(s) could not be made, nothing was generated: "
-                    + "; ".join(bad)
-                )
-        progress = bar.add_task("generating", total=len(todo))
-        stream = executor.map_unordered(
-            _run_one,
-            todo,
-            name="udbench-generate",
-            out=str(out),
+    progress = _GenerateProgress(console)
+    try:
+        # the same executor as ``udbench run``: inline, a local Dask cluster, a scheduler or
+        # a cluster file (SLURM)
+        result = generate_grid(
+            specs,
+            out,
             data_dir=dd,
+            workers=jobs,
+            scheduler=scheduler,
+            cluster_config=cluster_config,
             max_replacements=max_replacements,
             draws_train=draws_train,
+            overwrite=overwrite,
+            progress=progress,
         )
-        for spec, result in stream:
-            err = f"worker failed: {result.error}" if isinstance(result, Failed) else result[1]
-            if err:
-                failures.append((spec.task_id, err))
-            else:
-                log_generation_time(out, spec, float(result[2]))
-            bar.advance(progress)
-    for task_id, err in failures:
+    finally:
+        progress.close()
+    for task_id, err in result.failures:
         console.print(
             f"[red]failed[/] {escape(task_id)}: {escape(err)}", highlight=False, markup=True
         )
-    if failures:
-        raise UdbenchError(f"generate: {len(failures)} of {len(todo)} instances failed")
+    if result.failures:
+        raise UdbenchError(
+            f"generate: {len(result.failures)} of {len(result.plan.todo)} instances failed"
+        )
 
 
 def check_tasks(

@@ -96,7 +96,7 @@ def register(app: typer.Typer) -> None:
 
         check_out_dir("udbench tune", out)
         if scheduler is not None or cluster_config is not None:  # fail fast, before any work
-            from udbench.evaluation.cluster import check_scheduler_address, load_cluster_config
+            from udbench.execution.cluster import check_scheduler_address, load_cluster_config
 
             if scheduler is not None:
                 check_scheduler_address(scheduler)

@@ -12,14 +12,14 @@ skips finished cells, and a task file whose content changed is a new cell. Two d
 files with the same task id in one run are an error (the same content given twice runs once).
 A cell that raises, returns invalid output or exceeds the time limit is stored as a failed
 row with its reason and the run goes on. Cells run through the
-:class:`~udbench.evaluation.executor.Executor`: on Dask distributed, each in a child process
-of its worker (:mod:`udbench.evaluation.cluster`, :mod:`udbench.evaluation.isolation`), or,
+:class:`~udbench.execution.executor.Executor`: on Dask distributed, each in a child process
+of its worker (:mod:`udbench.execution.cluster`, :mod:`udbench.execution.isolation`), or,
 with ``workers=0``, in the calling process.
 
 This module only plans and loops; the other jobs live beside it: method specs and their
 hashes in :mod:`udbench.methods.configs`, task-file discovery in
 :mod:`udbench.tasks.discovery`, scoring in :mod:`udbench.evaluation.scoring`, execution and
-time limits in :mod:`udbench.evaluation.executor`, the progress bar in the command layer
+time limits in :mod:`udbench.execution.executor`, the progress bar in the command layer
 (the ``on_cell`` callback of :func:`run_benchmark`).
 """
 
@@ -50,22 +50,22 @@ from udbench._validation import (
     param_error,
 )
 from udbench.data import N_SHELLS
-from udbench.evaluation.executor import (
+from udbench.evaluation.scoring import METRIC_KEYS, PROXY_KEYS, score_prediction
+from udbench.evaluation.store import ResultsStore, cell_key
+from udbench.execution.executor import (
     DASK_LOG_NAME,
     Executor,
     Failed,
     call_with_timeout,
     worker_address,
 )
-from udbench.evaluation.scoring import METRIC_KEYS, PROXY_KEYS, score_prediction
-from udbench.evaluation.store import ResultsStore, cell_key
 from udbench.methods.base import BaseMethod, MethodOutputError, Prediction
 from udbench.methods.configs import MethodConfig, resolve_method, resolve_methods
 from udbench.tasks import Task, TaskSpec
 from udbench.tasks.discovery import TASK_SUFFIXES, find_task_files, task_identity
 
 if TYPE_CHECKING:
-    from udbench.evaluation.isolation import ChildResult
+    from udbench.execution.isolation import ChildResult
 
 __all__ = [
     "METRIC_KEYS",
@@ -508,7 +508,7 @@ def _crashed(cell: Cell, err: BaseException, log_file: str | None = None) -> Cel
 
 # ------------------------------------------------------------------------------ running
 def _isolated_outcome(cell: Cell, res: ChildResult, timeout: float | None) -> CellOutcome:
-    """The outcome of a cell run by :func:`udbench.evaluation.isolation.run_in_child`.
+    """The outcome of a cell run by :func:`udbench.execution.isolation.run_in_child`.
 
     A cell over its time limit (its process was killed at the deadline) or whose process died
     (``os._exit``, a segfault, the out-of-memory killer) is one failed row, with the task
@@ -537,7 +537,7 @@ def _outcome(
     timeout: float | None,
     log_file: str | None = None,
 ) -> CellOutcome:
-    """The outcome of a cell from what the :class:`~udbench.evaluation.executor.Executor` gave.
+    """The outcome of a cell from what the :class:`~udbench.execution.executor.Executor` gave.
 
     A job that failed on Dask (its worker lost) names Dask's log file, where the worker's own
     account is.
@@ -586,7 +586,7 @@ def run_benchmark(
     scheduler : str, optional
         Address of a running Dask scheduler to use instead of a local cluster.
     cluster_config : str or Path, optional
-        YAML/TOML file describing a cluster object (see :mod:`udbench.evaluation.cluster`).
+        YAML/TOML file describing a cluster object (see :mod:`udbench.execution.cluster`).
     pin : bool, optional
         Pin each worker to its own core(s) and cap BLAS/OpenMP threads. Default: on for a
         local cluster, off for a scheduler address or a cluster file.

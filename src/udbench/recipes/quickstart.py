@@ -9,7 +9,7 @@ on a local Dask cluster, prints the leaderboard and writes the HTML report:
 - methods: :data:`QUICKSTART_METHODS`, each with its class's ``smoke_params``.
 
 Everything is written under one folder: ``tasks/``, ``results/`` and ``report/``. Re-running
-reuses finished tasks and cells.
+reuses finished tasks and cells (tasks: :func:`udbench.tasks.grid.generate_grid`).
 """
 
 from __future__ import annotations
@@ -104,14 +104,12 @@ def quickstart(
         If ``methods`` is empty or names a method that is not registered (before any task is
         generated).
     """
-    from udbench.data import load_covariates
     from udbench.evaluation.leaderboard import leaderboard
     from udbench.evaluation.runner import run_benchmark
     from udbench.evaluation.store import read_results
     from udbench.methods import get_method_class, make_method
     from udbench.report.html import write_report
-    from udbench.tasks import generate_task
-    from udbench.tasks.generate import task_file_clash
+    from udbench.tasks.grid import GridPlan, GridProgress, generate_grid
 
     if not methods:
         raise param_error("quickstart", "methods", "name at least one method", methods)
@@ -121,20 +119,21 @@ def quickstart(
     ]
     root = Path(out)
     task_dir = root / "tasks"
-    task_dir.mkdir(parents=True, exist_ok=True)
     say = console.print if console is not None else (lambda *a, **k: None)
-    data_sha = load_covariates(QUICKSTART_DATASET).fingerprint
-    for spec in quickstart_specs():
-        path = task_dir / f"{spec.task_id}.npz"
-        # reuse a task file only if it holds this very instance (settings and data); the
-        # folder is the recipe's own, so another one is replaced, with a line that says so
-        clash = task_file_clash(path, spec, data_sha)
-        if clash == "":
-            continue
-        if clash:
-            say(f"replacing task {spec.task_id} made otherwise ({clash})", highlight=False)
-        say(f"generating task {spec.task_id}", highlight=False)
-        generate_task(spec).save(path)
+
+    class Progress(GridProgress):
+        def planned(self, plan: GridPlan, out: Path) -> None:
+            for path, why in plan.clashes:
+                say(f"replacing task {path.stem} made otherwise ({why})", highlight=False)
+            for spec in plan.todo:
+                say(f"generating task {spec.task_id}", highlight=False)
+
+    # the grid pipeline of ``udbench generate``, in this process: a task file is reused only
+    # if it holds this very instance (settings and data); the folder is the recipe's own, so
+    # another one is replaced, with a line that says so
+    generate_grid(
+        quickstart_specs(), task_dir, workers=0, overwrite=True, progress=Progress()
+    ).raise_failures("quickstart")
     say(f"running {len(estimators)} methods on {len(quickstart_specs())} tasks", highlight=False)
     run_benchmark(
         [task_dir],

@@ -2,7 +2,7 @@
 
 Each study is one module exposing a design, a ``run_*`` entry point that generates its
 instances and runs its cells through the same machinery as ``udbench generate`` /
-``udbench run`` (the :class:`~udbench.evaluation.executor.Executor`, the resumable
+``udbench run`` (the :class:`~udbench.execution.executor.Executor`, the resumable
 :func:`~udbench.evaluation.runner.run_benchmark`, tuned records), and an analysis that
 writes tables (CSV, LaTeX) and figures. The command layer is ``udbench study``
 (:mod:`udbench.commands.study`); ``docs/studies.md`` describes every study.

@@ -322,20 +322,6 @@ def study_specs(
     ]
 
 
-def _generate_one(spec: Any, out: str, data_dir: str | None) -> tuple[str, str, float]:
-    """Worker: generate and save one instance; returns (task_id, error or "", wall seconds)."""
-    import time
-
-    from udbench.tasks import generate_task
-
-    start = time.perf_counter()
-    try:
-        generate_task(spec, data_dir=data_dir).save(Path(out) / f"{spec.task_id}.npz")
-    except Exception as err:  # one failing instance must not stop the others
-        return spec.task_id, f"{type(err).__name__}: {err}", time.perf_counter() - start
-    return spec.task_id, "", time.perf_counter() - start
-
-
 def generate_tasks(
     specs: Sequence[Any],
     out: str | os.PathLike[str],
@@ -346,60 +332,41 @@ def generate_tasks(
 ) -> list[Path]:
     """Generate the task files not yet in ``out`` (as ``udbench generate``); their paths.
 
-    A file holding the same instance (settings and data) is reused; a damaged one is made
-    again; one made with other settings or data is an error (use another ``--out``).
-    Instances are generated on the same executor as the runner's cells.
+    :func:`udbench.tasks.grid.generate_grid`: a file holding the same instance (settings
+    and data) is reused; a damaged one is made again; one made with other settings or data
+    is an error (use another ``--out``). ``workers``: 0 or 1 generate in this process, N > 1
+    on N local Dask workers, None on one worker per usable core.
 
     Raises
     ------
     UdbenchError
         A clashing file, or instances whose generation failed (named).
     """
-    import time
+    from udbench.tasks.grid import GridPlan, GridProgress, generate_grid
 
-    from udbench.evaluation.executor import Executor, Failed
-    from udbench.tasks.generate import get_covariates, get_prior, task_file_clash
-    from udbench.tasks.timelog import log_generation_time
+    class Progress(GridProgress):
+        def planned(self, plan: GridPlan, out: Path) -> None:
+            say(f"tasks: {len(plan.specs)} instances, {plan.n_done} already in {out}")
 
-    root = Path(out)
-    root.mkdir(parents=True, exist_ok=True)
-    todo = []
-    for s in specs:
-        path = root / f"{s.task_id}.npz"
-        clash = task_file_clash(path, s, get_covariates(s.dataset, data_dir).fingerprint)
-        if clash:
-            raise UdbenchError(
-                f"{COMPONENT}: task file {str(path)!r} holds the same instance made with other "
-                f"settings or data ({clash}); use another --out"
-            )
-        if clash is None:
-            todo.append(s)
-    say(f"tasks: {len(specs)} instances, {len(specs) - len(todo)} already in {root}")
-    # fit each prior once here (cached on disk), so workers only read the cache (as generate)
-    for key in sorted({(s.family, s.dataset, s.fidelity) for s in todo}):
-        say(f"prior {key[0]} on {key[1]} ({key[2]}): fitting, or reading the cache")
-        start = time.perf_counter()
-        get_prior(*key, data_dir)
-        log_generation_time(root, None, time.perf_counter() - start, prior=key)
-    failures: list[str] = []
-    if todo:
-        with Executor(workers=workers) as ex:
-            stream = ex.map_unordered(
-                _generate_one, todo, name="udbench-generate", out=str(root), data_dir=data_dir
-            )
-            for spec, res in stream:
-                err = f"worker failed: {res.error}" if isinstance(res, Failed) else res[1]
-                if err:
-                    failures.append(f"{spec.task_id}: {err}")
-                else:
-                    log_generation_time(root, spec, float(res[2]))
-                    say(f"generated {spec.task_id}")
-    if failures:
-        raise UdbenchError(
-            f"{COMPONENT}: {len(failures)} of {len(todo)} instances failed: {failures[0]}"
-            + (" …" if len(failures) > 1 else "")
-        )
-    return [root / f"{s.task_id}.npz" for s in specs]
+        def fitting_prior(self, key: tuple[str, str, Any]) -> Any:
+            say(f"prior {key[0]} on {key[1]} ({key[2]}): fitting, or reading the cache")
+            return super().fitting_prior(key)
+
+        def instance_done(self, spec: Any, error: str) -> None:
+            if not error:
+                say(f"generated {spec.task_id}")
+
+    result = generate_grid(
+        specs,
+        out,
+        data_dir=data_dir,
+        workers=workers,
+        component=COMPONENT,
+        clash_advice="use another --out",
+        progress=Progress(),
+    )
+    result.raise_failures(COMPONENT)
+    return list(result.paths)
 
 
 # ------------------------------------------------------------------------------ per cell

@@ -391,41 +391,11 @@ def _median_ratio(num: np.ndarray, den: np.ndarray) -> float:
 
 
 # ---------------------------------------------------------------------- running the study
-def _task_path(folder: Path, spec: TaskSpec) -> Path:
-    return folder / f"{spec.task_id}.npz"
-
-
-def _task_done(path: Path, spec: TaskSpec, query: QueryPoints) -> bool:
-    from udbench.tasks.taskfile import read_task_meta, task_file_is_valid
-
-    if not path.exists() or not task_file_is_valid(path, spec):
-        return False
-    meta = read_task_meta(path)
-    q = meta["diagnostics"].get("query") or {}
-    return (
-        q.get("name") == query.name
-        and q.get("n_query") == int(query.X.shape[0])
-        and q.get("source") == query.info.get("source")
-    )
-
-
-def _generate_one(
-    spec: TaskSpec, out: str, data_dir: str | None, n_query: int, ood_dataset: str
-) -> tuple[str, str, float]:
-    """Worker: generate one instance with its query points and save it; (task id, error,
-    wall seconds)."""
-    import time
-
-    from udbench.tasks import generate_task
-
-    start = time.perf_counter()
-    try:
-        query = red_query_points(spec.dataset, ood_dataset, n_query, data_dir)
-        task = generate_task(spec, data_dir=data_dir, query=query)
-        task.save(_task_path(Path(out), spec))
-    except Exception as err:  # one failing instance must not stop the others
-        return spec.task_id, f"{type(err).__name__}: {err}", time.perf_counter() - start
-    return spec.task_id, "", time.perf_counter() - start
+def _design_query(
+    spec: TaskSpec, ood_dataset: str, n_query: int, data_dir: str | None
+) -> QueryPoints:
+    """The red query points of one instance (a module-level function: it pickles for Dask)."""
+    return red_query_points(spec.dataset, ood_dataset, n_query, data_dir)
 
 
 def generate_tasks(
@@ -440,10 +410,11 @@ def generate_tasks(
 ) -> tuple[int, list[tuple[str, str]]]:
     """Generate the design's instances (with their red query points) into ``out``.
 
-    The same :class:`~udbench.evaluation.executor.Executor` as ``udbench generate``; a file
-    already holding the instance with the same query points is kept (a re-run resumes), any
-    other is made again. A failed instance is reported and the others go on. ``workers``:
-    0 or 1 generate in this process, N > 1 on N local Dask workers, None on one worker per
+    :func:`udbench.tasks.grid.generate_grid`, the pipeline of ``udbench generate``, with
+    the query points: a file already holding the instance, made from the same data with the
+    same query points, is kept (a re-run resumes); any other is made again (the folder is
+    the study's own). A failed instance is reported and the others go on. ``workers``: 0 or
+    1 generate in this process, N > 1 on N local Dask workers, None on one worker per
     usable core.
 
     Returns
@@ -451,49 +422,33 @@ def generate_tasks(
     n_generated : int
     failures : list of (task id, error)
     """
-    import time
+    import functools
 
-    from udbench.evaluation.executor import Executor, Failed
-    from udbench.tasks.generate import get_prior
-    from udbench.tasks.timelog import log_generation_time
+    from udbench.tasks.grid import GridProgress, generate_grid
 
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    todo = []
-    for spec in design.specs():
-        query = red_query_points(spec.dataset, design.ood_dataset, design.n_query, data_dir)
-        if not _task_done(_task_path(folder, spec), spec, query):
-            todo.append(spec)
-    for key in sorted({(s.family, s.dataset, s.fidelity) for s in todo}):
-        start = time.perf_counter()
-        get_prior(*key, data_dir)  # fit once here (cached on disk); workers read the cache
-        log_generation_time(folder, None, time.perf_counter() - start, prior=key)
-    failures: list[tuple[str, str]] = []
-    executor = Executor(
-        workers=None if workers is None else (0 if workers <= 1 else workers),
+    class Progress(GridProgress):
+        def instance_done(self, spec: Any, error: str) -> None:
+            if on_task is not None:
+                on_task(spec.task_id, error)
+
+    result = generate_grid(
+        design.specs(),
+        out,
+        data_dir=data_dir,
+        workers=workers,
         scheduler=scheduler,
         cluster_config=cluster_config,
-        pin=False if scheduler is None and cluster_config is None else None,
-    )
-    with executor:
-        stream = executor.map_unordered(
-            _generate_one,
-            todo,
-            name="udbench-study-generate",
-            out=str(folder),
-            data_dir=data_dir,
-            n_query=design.n_query,
+        query=functools.partial(
+            _design_query,
             ood_dataset=design.ood_dataset,
-        )
-        for spec, result in stream:
-            err = f"worker failed: {result.error}" if isinstance(result, Failed) else result[1]
-            if err:
-                failures.append((spec.task_id, err))
-            else:
-                log_generation_time(folder, spec, float(result[2]))
-            if on_task is not None:
-                on_task(spec.task_id, err)
-    return len(todo) - len(failures), failures
+            n_query=design.n_query,
+            data_dir=data_dir,
+        ),
+        overwrite=True,
+        component=_COMPONENT,
+        progress=Progress(),
+    )
+    return len(result.generated), list(result.failures)
 
 
 def run_cells(

@@ -26,7 +26,7 @@ import numpy as np
 from udbench._seeding import derive_seed
 from udbench._threads import single_threaded
 from udbench._validation import UdbenchError
-from udbench.evaluation.executor import call_with_timeout
+from udbench.execution.executor import call_with_timeout
 from udbench.methods.base import BaseMethod, Prediction
 from udbench.tasks import Task
 

@@ -8,7 +8,7 @@ NLL under N(â, AU + EU) (:mod:`udbench.tuning.objective`).
 
 The driver (:func:`tune`) runs every sweep at once. It asks Optuna for a trial only when a
 worker is free (``study.ask()``, then :func:`udbench.tuning.space.suggest`), evaluates it on
-the :class:`~udbench.evaluation.executor.Executor` (each trial in a child process of its Dask
+the :class:`~udbench.execution.executor.Executor` (each trial in a child process of its Dask
 worker, as a cell of ``udbench run``) and reports the score back (``study.tell``). Sweeps take
 turns for free workers; within a sweep at most ``in_flight`` trials run at once, and Optuna's
 TPE sampler with ``constant_liar=True`` treats trials still running as if they had the worst
@@ -50,7 +50,7 @@ from udbench._validation import (
     check_workers,
     param_error,
 )
-from udbench.evaluation.executor import DASK_LOG_NAME, Executor, Failed
+from udbench.execution.executor import DASK_LOG_NAME, Executor, Failed
 from udbench.methods.base import BaseMethod
 from udbench.methods.configs import MethodConfig, resolve_methods
 from udbench.tasks import Task

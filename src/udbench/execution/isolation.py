@@ -51,7 +51,7 @@ _BOOTSTRAP = (
     "from multiprocessing.connection import Connection\n"
     "conn = Connection(int(sys.argv[1]))\n"
     "sys.path[:] = conn.recv()\n"
-    "from udbench.evaluation.isolation import _child_main\n"
+    "from udbench.execution.isolation import _child_main\n"
     "_child_main(conn)\n"
 )
 

@@ -66,7 +66,7 @@ def dask_logs_to(path: str | os.PathLike[str] | None) -> Iterator[Path | None]:
     """Send this process's Dask (scheduler, nanny, client) log records to ``path``.
 
     For the life of the context, the records of
-    :data:`udbench.evaluation._worker_setup.DASK_LOGGERS` go to the file (appended; its
+    :data:`udbench.execution._worker_setup.DASK_LOGGERS` go to the file (appended; its
     folder is created) instead of the terminal; on exit the terminal handlers are given back.
     ``None`` changes nothing.
 
@@ -78,7 +78,7 @@ def dask_logs_to(path: str | os.PathLike[str] | None) -> Iterator[Path | None]:
     if path is None:
         yield None
         return
-    from udbench.evaluation._worker_setup import DASK_LOGGERS, log_to_file
+    from udbench.execution._worker_setup import DASK_LOGGERS, log_to_file
 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -309,10 +309,10 @@ def dask_client(
     """Yield a ``distributed.Client`` for a run and close what was started afterwards.
 
     With ``log_file`` (``udbench run``/``generate``/``tune`` give ``OUT/dask.log``,
-    :data:`udbench.evaluation.executor.DASK_LOG_NAME`) the log records of Dask go to that
+    :data:`udbench.execution.executor.DASK_LOG_NAME`) the log records of Dask go to that
     file, not the terminal: this process's (scheduler and nannies of a local cluster, the
     client) for the life of the client (:func:`dask_logs_to`), and the local workers'
-    (through their preload, :mod:`udbench.evaluation._worker_setup`). Without it, errors are
+    (through their preload, :mod:`udbench.execution._worker_setup`). Without it, errors are
     printed as Dask prints them.
 
     Parameters
@@ -364,7 +364,7 @@ def _client(
     """:func:`dask_client` without the log redirection of this process."""
     from distributed import Client, LocalCluster
 
-    from udbench.evaluation._worker_setup import LOG_ENV
+    from udbench.execution._worker_setup import LOG_ENV
 
     if scheduler is not None and cluster_config is not None:
         raise param_error(
@@ -452,7 +452,7 @@ def _client(
             # not the user's concern; errors still show
             silence_logs=logging.ERROR,
             # Ctrl-C is handled by the driver alone (one line, cells kept)
-            preload=["udbench.evaluation._worker_setup"],
+            preload=["udbench.execution._worker_setup"],
         )
     except Exception as err:  # a worker process that did not start: say what usually causes it
         where = f"; Dask's log: {os.path.abspath(log_file)}" if log_file is not None else ""

@@ -7,14 +7,14 @@ as each finishes (not in submission order). It runs
 - *inline*, in the calling process, in order (``workers=0``; ``udbench generate --workers 1``);
 - on *Dask* distributed: a local cluster (``workers``), a running scheduler (``scheduler``),
   a cluster described by a file, e.g. SLURM through dask-jobqueue (``cluster_config``), or a
-  :class:`distributed.Client` given by the caller (:func:`udbench.evaluation.cluster.dask_client`
+  :class:`distributed.Client` given by the caller (:func:`udbench.execution.cluster.dask_client`
   says how each is set up and pinned).
 
 With ``isolate=True`` each job runs in a child process of its Dask worker
-(:func:`udbench.evaluation.isolation.run_in_child`): a job that overruns its deadline or ends
+(:func:`udbench.execution.isolation.run_in_child`): a job that overruns its deadline or ends
 its process (``os._exit``, a segfault, the out-of-memory killer) costs that job only, never the
 worker, so Dask neither restarts a worker nor runs a job twice. The result is then the
-:class:`~udbench.evaluation.isolation.ChildResult`, for the caller to turn into its own
+:class:`~udbench.execution.isolation.ChildResult`, for the caller to turn into its own
 failed-job record. :meth:`Executor.pool` submits jobs one at a time instead, for a driver
 that decides the next job from the results so far (the tuning driver asks Optuna for a trial
 only when a worker is free). Jobs are submitted with ``retries=0`` and a fresh key per batch,
@@ -77,16 +77,16 @@ class Executor:
     scheduler : str, optional
         Address of a running Dask scheduler to use instead of a local cluster.
     cluster_config : str or Path, optional
-        YAML/TOML file describing a cluster object (:mod:`udbench.evaluation.cluster`).
+        YAML/TOML file describing a cluster object (:mod:`udbench.execution.cluster`).
     pin : bool, optional
         Pin each local worker to its own core(s)
-        (:func:`~udbench.evaluation.cluster.dask_client`).
+        (:func:`~udbench.execution.cluster.dask_client`).
     client : distributed.Client, optional
         An existing client to submit to (overrides ``workers``/``scheduler``/``cluster_config``;
         not closed on exit).
     log_file : str or Path, optional
         Where Dask's log records (workers, scheduler) go instead of the terminal
-        (:func:`~udbench.evaluation.cluster.dask_client`); the commands give
+        (:func:`~udbench.execution.cluster.dask_client`); the commands give
         ``OUT/dask.log``. Kept as :attr:`log_file`, for messages that point to it.
 
     Raises
@@ -127,7 +127,7 @@ class Executor:
 
     def __enter__(self) -> Executor:
         if self.client is None and not self.inline:
-            from udbench.evaluation.cluster import dask_client
+            from udbench.execution.cluster import dask_client
 
             self.client = self._stack.enter_context(
                 dask_client(
@@ -191,7 +191,7 @@ class Executor:
             One job per item.
         isolate : bool, default False
             On Dask, run each job in a child process of its worker; the result is then a
-            :class:`~udbench.evaluation.isolation.ChildResult`. Ignored inline.
+            :class:`~udbench.execution.isolation.ChildResult`. Ignored inline.
         name : str, default "udbench-job"
             Prefix of the Dask task keys (shown on the dashboard).
         **kwargs
@@ -221,7 +221,7 @@ class Executor:
     ) -> Iterator[tuple[T, Any]]:
         from distributed import as_completed
 
-        from udbench.evaluation.isolation import dumps_call, run_in_child
+        from udbench.execution.isolation import dumps_call, run_in_child
 
         futures = {}
         token = uuid.uuid4().hex[:12]  # a fresh Dask key per batch: never reuse a stale result
@@ -297,7 +297,7 @@ class JobPool:
             return
         from distributed import as_completed
 
-        from udbench.evaluation.isolation import dumps_call, run_in_child
+        from udbench.execution.isolation import dumps_call, run_in_child
 
         key = f"{self._name}-{self._count}"
         self._count += 1
@@ -343,14 +343,14 @@ def call_with_timeout(
 ) -> tuple[bool, Any]:
     """Run ``fn`` under ``timeout``; return (finished, result-or-exception).
 
-    In a child process of :func:`udbench.evaluation.isolation.run_in_child` (jobs on Dask with
+    In a child process of :func:`udbench.execution.isolation.run_in_child` (jobs on Dask with
     ``isolate=True``) ``fn`` runs directly and the parent kills the child at the deadline
     (``context``, e.g. a partial row, goes back to the parent for its record of the timeout);
     elsewhere it runs in a daemon thread that is abandoned (not stopped) at the deadline.
     An ``Exception`` raised by ``fn`` is returned, not raised (``KeyboardInterrupt`` and
     ``SystemExit`` stop the caller).
     """
-    from udbench.evaluation import isolation
+    from udbench.execution import isolation
 
     if timeout is not None and isolation.in_child():
         with isolation.deadline(timeout, context):

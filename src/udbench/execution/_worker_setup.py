@@ -3,7 +3,7 @@
 A terminal's Ctrl-C sends SIGINT to every process of the foreground group: the driver, the
 local workers and their cell processes. Left alone, each worker prints its own traceback
 (dozens of lines) and dies mid-cell while the driver is still shutting the cluster down in
-order. Workers started by :func:`udbench.evaluation.cluster.dask_client` load this module
+order. Workers started by :func:`udbench.execution.cluster.dask_client` load this module
 (``preload``): it ignores SIGINT in the worker process, and the cell processes it starts
 inherit that (an ignored signal stays ignored across fork and exec, and Python installs its
 KeyboardInterrupt handler only where SIGINT is not ignored). The driver then stops the run,
@@ -44,7 +44,7 @@ def log_to_file(path: str | os.PathLike[str]) -> logging.Handler:
     -------
     logging.Handler
         The file handler (close it and give the removed handlers back to undo; see
-        :func:`udbench.evaluation.cluster.dask_logs_to`).
+        :func:`udbench.execution.cluster.dask_logs_to`).
     """
     handler = logging.FileHandler(os.fspath(path), mode="a", encoding="utf-8", delay=True)
     handler.setFormatter(logging.Formatter(_FORMAT))
