@@ -54,7 +54,9 @@ def _default_sigint() -> None:
 
 def _interrupt_after_first_cell(proc: subprocess.Popen[str], out: Path) -> tuple[str, str]:
     deadline = time.monotonic() + 240
-    while not list((out / "cells").glob("*.parquet")):
+    # a finished cell: its file under its own name (the store writes ``.tmp-*.parquet`` first,
+    # which pathlib's glob also matches; interrupting then keeps no cell)
+    while not [p for p in (out / "cells").glob("*.parquet") if not p.name.startswith(".")]:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "no cell finished in time"
         time.sleep(0.2)
