@@ -69,6 +69,7 @@ __all__ = [
     "NotFittedError",
     "Prediction",
     "check_hyperparameter",
+    "invalid_hyperparameter_values",
     "standardise_inputs",
     "standardise_targets",
 ]
@@ -206,6 +207,45 @@ def check_hyperparameter(component: str, name: str, value: Any, spec: dict[str, 
         raise param_error(component, name, rule, value)
     if high is not None and (v >= high if spec.get("high_open") else v > high):
         raise param_error(component, name, rule, value)
+
+
+def invalid_hyperparameter_values(spec: dict[str, Any]) -> list[Any]:
+    """Values that break a hyperparameter declaration, one per rule it states.
+
+    The probe values of the parameter-validation check (as scikit-learn's
+    ``check_param_validation``, tests/methods/test_param_validation.py): a value of the wrong
+    type; for numbers a non-integer (``int``), NaN, and the first value past each bound (the
+    bound itself where it is open, ``low - 1`` / ``high + 1`` where it is closed); for
+    categories a name not among the choices; ``None`` where it is not allowed. Each is
+    rejected by :func:`check_hyperparameter` with its one message template.
+
+    Parameters
+    ----------
+    spec : dict
+        A declaration (format: module docstring).
+
+    Returns
+    -------
+    list
+        The probe values (at least one).
+    """
+    kind = spec.get("type", "float")
+    bad: list[Any] = [] if spec.get("none_ok") else [None]
+    if kind == "categorical":
+        return [*bad, "<not-a-choice>", 3.5]
+    if kind == "bool":
+        return [*bad, "yes", 1]
+    if kind == "str":
+        return [*bad, 3]
+    bad += ["1", True, float("nan")]
+    if kind == "int":
+        bad.append(1.5)
+    low, high = spec.get("low"), spec.get("high")
+    if low is not None:
+        bad.append(low if spec.get("low_open") else low - 1)
+    if high is not None:
+        bad.append(high if spec.get("high_open") else high + 1)
+    return bad
 
 
 #: Relative SD floor of the target standardisation: the scale is
