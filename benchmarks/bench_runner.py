@@ -117,7 +117,8 @@ import inspect, json, sys, time
 from pathlib import Path
 import numpy as np
 import udbench
-from udbench.evaluation.runner import run_benchmark, score_prediction
+from udbench.evaluation.runner import run_benchmark
+from udbench.evaluation.scoring import score_prediction
 from udbench.methods.base import BaseMethod, Prediction
 from udbench.tasks import Task
 
