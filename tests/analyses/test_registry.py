@@ -15,6 +15,7 @@ from udbench.analyses.registry import (
     FigureSpec,
     Requirement,
     TableSpec,
+    has_columns,
     min_methods,
     register_analysis,
 )
@@ -172,6 +173,16 @@ def test_register_analysis_refuses_a_taken_name_or_table(toy_table):
     n = len(registry.ANALYSES)
     register_analysis(TOY, replace=True)  # in place
     assert len(registry.ANALYSES) == n and registry.ANALYSES[-2] is TOY
+
+
+def test_requirements_say_what_is_missing(small):
+    inputs = AnalysisInputs(small, small, (None,), {}, {})
+    spec = AnalysisSpec("x", _ok_cells, (), requires=(has_columns("rmse", "no_such"),))
+    assert spec.skip_reason(inputs) == "needs the results columns rmse, no_such"
+    assert (
+        AnalysisSpec("y", _ok_cells, (), requires=(has_columns("rmse"),)).skip_reason(inputs)
+        is None
+    )
 
 
 def test_the_base_loss_is_read_from_the_loss_table():

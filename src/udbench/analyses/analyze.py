@@ -169,7 +169,8 @@ class Analysis:
         The HTML sections, links relative to the folder given as ``link_prefix``.
     skipped : dict
         Analysis name -> why it was not run (its inputs are missing, e.g. ``loss_agreement``
-        on results without other losses; :attr:`udbench.analyses.registry.AnalysisSpec.requires`).
+        on results without other losses; ``requires`` of
+        :class:`udbench.analyses.registry.AnalysisSpec`).
     """
 
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)

@@ -3,9 +3,9 @@
 Each :class:`AnalysisSpec` record says what one analysis is: its name, the function that
 computes its table(s) from the results frame and the options (an :class:`AnalysisInputs`),
 what it needs of the results (:class:`Requirement`; it is skipped, with the reason kept in
-:attr:`udbench.analyses.Analysis.skipped`, when they are missing), and the tables
+:attr:`udbench.analyses.analyze.Analysis.skipped`, when they are missing), and the tables
 (:class:`TableSpec`) and figures (:class:`FigureSpec`) it writes. :data:`ANALYSES` holds them
-in the order of the page; :func:`udbench.analyses.analyze` (and with it ``udbench report``,
+in the order of the page; :func:`udbench.analyses.analyze.analyze` (and with it ``udbench report``,
 which adds ``analyze``'s sections to ``report.html``) loops over it. A new analysis is one
 entry (:func:`register_analysis`) plus its tests; docs/analyses.md shows an example.
 """
@@ -31,6 +31,7 @@ __all__ = [
     "FigureSpec",
     "Requirement",
     "TableSpec",
+    "has_columns",
     "min_methods",
     "register_analysis",
 ]
@@ -105,6 +106,14 @@ def min_methods(k: int) -> Requirement:
     return Requirement(f"at least {k} methods", lambda inputs: inputs.n_methods >= k)
 
 
+def has_columns(*columns: str) -> Requirement:
+    """The results (under the analysed loss) hold every column of ``columns``."""
+    return Requirement(
+        f"the results columns {', '.join(columns)}",
+        lambda inputs: all(c in inputs.results.columns for c in columns),
+    )
+
+
 @dataclass(frozen=True)
 class FigureSpec:
     """One figure an analysis draws (written as ``figures/<name>.png`` and ``.svg``).
@@ -132,7 +141,7 @@ class TableSpec:
     Parameters
     ----------
     name : str
-        The table's key in :attr:`udbench.analyses.Analysis.tables` and file stem.
+        The table's key in :attr:`udbench.analyses.analyze.Analysis.tables` and file stem.
     title : str
         Section heading and LaTeX caption.
     note : str, default ""
@@ -260,7 +269,7 @@ def _no_tau(i: AnalysisInputs) -> str | None:
     )
 
 
-#: Every analysis, in the order of the page (:func:`udbench.analyses.analyze` loops over it).
+#: Every analysis, in page order (:func:`udbench.analyses.analyze.analyze` loops over it).
 ANALYSES: list[AnalysisSpec] = [
     AnalysisSpec(
         "headline",
