@@ -115,6 +115,16 @@ class Loss:
                 f"got {self.kind!r}"
             )
 
+    @property
+    def base(self) -> bool:
+        """True for the base loss of its kind: always scored, its columns carry no suffix.
+
+        Squared loss is the base regression loss (``scored=False``): the analyses name no
+        loss when they use it, and ``udbench transfer`` writes its tables without a loss
+        folder.
+        """
+        return not self.scored
+
     def draws_fn(self) -> Fn:
         """The draw-based decomposition (imported on first use)."""
         return resolve(self.draws)

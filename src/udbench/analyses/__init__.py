@@ -15,7 +15,9 @@ intervals (resampling instances within datasets, or whole datasets):
 - :func:`proxy_agreement_table`: Kendall's τ between the method ranking of every proxy
   metric (NLL, CRPS, coverage, …) and the oracle ranking, pooled and per factor level;
 - :func:`analyze`: all of them, written as CSV + LaTeX tables and PNG + SVG figures with an
-  HTML page (``udbench analyze``). docs/analyses.md describes the choices.
+  HTML page (``udbench analyze``), looping over the analysis table
+  :data:`udbench.analyses.registry.ANALYSES` (a new analysis is one entry there).
+  docs/analyses.md describes the choices.
 """
 
 from udbench.analyses._common import (

@@ -18,17 +18,18 @@ import base64
 import html
 import io
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from udbench.analyses import figures as fg
-from udbench.analyses import proxies as px
+from udbench._losses import LOSS_TABLE
+from udbench.analyses import registry
 from udbench.analyses import tables as tb
-from udbench.analyses._common import EU_TARGETS, FAMILY_NAMES, method_families
+from udbench.analyses._common import FAMILY_NAMES, method_families
+from udbench.analyses.registry import AnalysisInputs, TableSpec
 from udbench.report.html import REPORT_CSS, ReportSection
 
 __all__ = ["Analysis", "analyze", "latex_table"]
@@ -166,117 +167,17 @@ class Analysis:
         ``analyses.html``.
     sections : list of ReportSection
         The HTML sections, links relative to the folder given as ``link_prefix``.
+    skipped : dict
+        Analysis name -> why it was not run (its inputs are missing, e.g. ``loss_agreement``
+        on results without other losses; ``requires`` of
+        :class:`udbench.analyses.registry.AnalysisSpec`).
     """
 
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
     html: Path | None = None
     sections: list[ReportSection] = field(default_factory=list)
-
-
-#: name, title, note (HTML) of every table; in the order written.
-_TABLES: tuple[tuple[str, str, str], ...] = (
-    (
-        "headline",
-        "Headline: EU and AU quality per method",
-        "Mean Spearman ρ over instances of the EU estimate with EU*_risk, EU*_var and "
-        "EU*_point, and of the AU estimate with AU* (heteroscedastic noise modes, "
-        "heteroscedastic-AU methods; SPEC §10). Ranks: mean per-instance rank over the "
-        "instances on which every method is defined (1 = best).",
-    ),
-    (
-        "stability",
-        "Stability of the ranking: Kendall's W",
-        "Kendall's W (tie-corrected) of the method ranking across the levels of each factor; "
-        "each level ranks the methods by their mean criterion there. 1: every level ranks "
-        "alike; about 1/m: unrelated rankings (m levels, dashed in the figure).",
-    ),
-    (
-        "rank_heatmap",
-        "Rank per dataset",
-        "Rank of every method on each dataset by its mean ρ(EU, EU*_risk) there (the rows "
-        "behind W of the dataset factor).",
-    ),
-    (
-        "matched_prior",
-        "Matched-prior advantage",
-        "Mean rank (EU criterion) of a method family when the oracle prior matches its "
-        "inductive bias (GP-based ↔ GP, trees ↔ HBART, NN ↔ BNN) and under the other oracles; "
-        "advantage = rank(other) − rank(matched), positive when the family does better under "
-        "its own prior. BLR has no matched prior.",
-    ),
-    ("matched_prior_methods", "Matched-prior advantage per method", ""),
-    (
-        "entanglement",
-        "Entanglement",
-        "ρ(EU, AU) of the estimates, the ground truth ρ(EU*, AU*) and Δ_ent = ρ(EU, AU) − "
-        "ρ(EU*, AU*) for each EU target (heteroscedastic noise, heteroscedastic-AU methods). "
-        "Positive Δ_ent: the estimates are more entangled than the truth.",
-    ),
-    (
-        "shells",
-        "EU quality per coverage shell",
-        "Mean ρ(EU, EU*_risk) inside each coverage shell, inner (0) to outermost (4).",
-    ),
-    (
-        "accuracy",
-        "Accuracy of the point prediction",
-        "Mean RMSE and NMSE = mean (â − f*)² / Var(f*) against the ground truth f*; ranks by "
-        "NMSE (1 = lowest).",
-    ),
-    (
-        "proxy_agreement",
-        "Proxy metrics against the oracle: Kendall's τ of the rankings",
-        "For each proxy metric (NLL, CRPS, interval coverage and width, calibration error, "
-        "sharpness, AUSE…; docs/metrics.md), Kendall's τ-b between the method ranking by its "
-        "mean and the ranking by the oracle criterion (EU: ρ(EU, EU*_risk); AU: ρ(AU, AU*), "
-        "heteroscedastic noise, heteroscedastic-AU methods), pooled over all instances; the "
-        "same per level of every factor is in proxy_agreement_levels.csv (grey marks in the "
-        "figure). τ = 1: the proxy would have ranked the methods as the ground truth does.",
-    ),
-)
-#: The table written when the results hold other losses (udbench run/score --loss).
-_LOSS_TABLE: tuple[str, str, str] = (
-    "loss_agreement",
-    "Other losses: Kendall's τ with the squared-loss ranking",
-    "For each other loss stored (CRPS, log score; paper Table 2), Kendall's τ-b between the "
-    "method ranking by mean ρ(EU, EU*_risk) under that loss's decomposition and the same "
-    "ranking under squared loss, pooled (factor 'all') and per level of every factor, with "
-    "bootstrap intervals recomputing both rankings. τ = 1: the loss does not move the "
-    "ranking.",
-)
-
-
-def _not_drawn(fig_name: str, t: dict[str, pd.DataFrame]) -> str | None:
-    """Why figure ``fig_name`` would be empty for tables ``t`` (None: it has something)."""
-    hetero = "no heteroscedastic-AU method has a valid instance with heteroscedastic noise"
-    if fig_name == "headline_au" and not t["headline"]["rho_au"].notna().any():
-        return hetero
-    if fig_name == "entanglement":
-        ent = t["entanglement"]
-        if ent.empty or not ent[[f"delta_ent_{k}" for k in EU_TARGETS]].notna().any().any():
-            return hetero
-    if fig_name == "rank_heatmap" and t["rank_heatmap"].empty:
-        return "no dataset has a mean ρ for the methods"
-    if fig_name == "proxy_agreement" and not t["proxy_agreement"]["tau"].notna().any():
-        return (
-            "no Kendall's τ is defined (proxy metrics absent from these results, e.g. made "
-            "before udbench stored them, or fewer than 2 methods)"
-        )
-    return None
-
-
-#: table name -> figure names drawn from it
-_FIGURES: dict[str, tuple[str, ...]] = {
-    "headline": ("headline_eu", "headline_au"),
-    "stability": ("stability",),
-    "rank_heatmap": ("rank_heatmap",),
-    "matched_prior": ("matched_prior",),
-    "entanglement": ("entanglement",),
-    "shells": ("shells",),
-    "accuracy": ("accuracy",),
-    "proxy_agreement": ("proxy_agreement",),
-}
+    skipped: dict[str, str] = field(default_factory=dict)
 
 
 def analyze(
@@ -293,6 +194,9 @@ def analyze(
     loss: str = "squared",
 ) -> Analysis:
     """Run every analysis on a results frame; write CSV/LaTeX tables, PNG/SVG figures, HTML.
+
+    The analyses are the records of :data:`udbench.analyses.registry.ANALYSES`, run in
+    order; one whose inputs are missing is skipped (:attr:`Analysis.skipped` says why).
 
     Parameters
     ----------
@@ -331,138 +235,139 @@ def analyze(
     UdbenchError
         Empty results or no ok cell, bad bootstrap settings.
     """
-    from udbench.analyses.losses import loss_agreement_table, stored_losses
     from udbench.evaluation.losses import results_under_loss
 
-    stored = results
-    results = results_under_loss(stored, loss, "analyze")
-    ctx = tb._context(
-        results, "analyze", bootstrap_unit, n_resamples, confidence, random_state, None
-    )
-    frame = ctx[0]
-    fam = method_families(frame, families)
-    t: dict[str, pd.DataFrame] = {}
-    t["headline"] = tb.headline_table(results, families=fam, _ctx=ctx)
-    t["stability"] = tb.stability_table(results, _ctx=ctx)
-    t["rank_heatmap"] = tb.rank_heatmap_table(results)
-    t["matched_prior"] = tb.matched_prior_advantage(results, families=fam, _ctx=ctx)
-    t["matched_prior_methods"] = tb.matched_prior_advantage(
-        results, by="method", families=fam, _ctx=ctx
-    )
-    ent = tb.entanglement_table(results, _ctx=ctx)
-    ent.insert(1, "family", [fam[m] for m in ent["method"]])
-    t["entanglement"] = ent
-    shells = tb.shell_table(results, _ctx=ctx)
-    shells.insert(1, "family", [fam[m] for m in shells["method"]])
-    order = t["headline"]["method"].tolist()
-    t["shells"] = shells.set_index("method").loc[order].reset_index()
-    acc = tb.accuracy_table(results, _ctx=ctx)
-    acc.insert(1, "family", [fam[m] for m in acc["method"]])
-    t["accuracy"] = acc
-    levels = px.proxy_agreement_table(results, _ctx=ctx)
-    t["proxy_agreement"] = levels[levels["factor"] == "all"].drop(columns=["factor", "level"])
-    t["proxy_agreement"] = t["proxy_agreement"].reset_index(drop=True)
-    extra_tables: list[tuple[str, str, str]] = []
-    if stored_losses(stored):
-        t["loss_agreement"] = loss_agreement_table(
-            stored,
-            bootstrap_unit=bootstrap_unit,
-            n_resamples=n_resamples,
-            confidence=confidence,
-            random_state=random_state,
-        )
-        extra_tables.append(_LOSS_TABLE)
-
-    draw: dict[str, Callable[[], Any]] = {
-        "headline_eu": lambda: fg.headline_figure(t["headline"]),
-        "headline_au": lambda: fg.headline_figure(t["headline"], au=True),
-        "stability": lambda: fg.stability_figure(t["stability"]),
-        "rank_heatmap": lambda: fg.rank_heatmap_figure(t["rank_heatmap"], fam),
-        "matched_prior": lambda: fg.matched_prior_figure(
-            t["matched_prior"], t["matched_prior_methods"]
-        ),
-        "entanglement": lambda: fg.entanglement_figure(t["entanglement"], fam),
-        "shells": lambda: fg.shell_figure(t["shells"], fam),
-        "accuracy": lambda: fg.accuracy_figure(t["accuracy"]),
-        "proxy_agreement": lambda: px.proxy_agreement_figure(levels),
+    options = {
+        "bootstrap_unit": bootstrap_unit,
+        "n_resamples": n_resamples,
+        "confidence": confidence,
+        "random_state": random_state,
+        "loss": loss,
     }
+    under = results_under_loss(results, loss, "analyze")
+    ctx = tb._context(under, "analyze", bootstrap_unit, n_resamples, confidence, random_state, None)
+    inputs = AnalysisInputs(under, results, ctx, method_families(ctx[0], families), options)
+    written: list[TableSpec] = []
+    skipped: dict[str, str] = {}
+    for spec in registry.ANALYSES:  # read now: a test may swap the table
+        why = spec.skip_reason(inputs)
+        if why is not None:
+            skipped[spec.name] = why
+            continue
+        inputs.tables.update(spec.compute(inputs))
+        written += spec.tables
     out = Path(out_dir)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    result = Analysis(tables=t)
+    # the tables with a section first, in page order, then those written as CSV only
+    shown = {t.name: inputs.tables[t.name] for t in written}
+    result = Analysis(tables={**shown, **inputs.tables}, skipped=skipped)
+    setting = _setting(inputs)
+    for table in written:
+        result.sections.append(_write_table(table, inputs, out, setting, link_prefix, result))
+    if write_html:
+        result.html = _write_page(result.sections, inputs.families, out, setting, link_prefix)
+        result.files.append(result.html)
+    return result
+
+
+def _setting(inputs: AnalysisInputs) -> str:
+    """The bootstrap setting (and the loss, unless the base one) every caption states."""
+    opts = inputs.options
+    frame = inputs.ctx[0]
     setting = (
-        f"{confidence:.0%} percentile bootstrap intervals, {n_resamples} replicates resampling "
-        + ("instances within datasets" if bootstrap_unit == "instance" else "whole datasets")
+        f"{opts['confidence']:.0%} percentile bootstrap intervals, {opts['n_resamples']} "
+        "replicates resampling "
+        + (
+            "instances within datasets"
+            if opts["bootstrap_unit"] == "instance"
+            else "whole datasets"
+        )
         + f"; {len(frame.instances)} instances, {len(frame.methods)} methods."
     )
-    if loss != "squared":
-        setting += f" Loss: {loss} (ρ and Δ_ent use its AU/EU decomposition)."
-    for name, title, note in (*_TABLES, *extra_tables):
-        table = t[name]
-        csv = out / "tables" / f"{name}.csv"
-        table.to_csv(csv, index=not isinstance(table.index, pd.RangeIndex))
-        tex = out / "tables" / f"{name}.tex"
-        tex.write_text(
-            latex_table(table, caption=f"{title}. {setting}", label=f"tab:udbench-{name}"),
-            encoding="utf-8",
+    if not LOSS_TABLE[opts["loss"]].base:
+        setting += f" Loss: {opts['loss']} (ρ and Δ_ent use its AU/EU decomposition)."
+    return setting
+
+
+def _write_table(
+    spec: TableSpec,
+    inputs: AnalysisInputs,
+    out: Path,
+    setting: str,
+    link_prefix: str,
+    result: Analysis,
+) -> ReportSection:
+    """Write one table's CSV, LaTeX, figures and further CSVs; return its section."""
+    name, title, note = spec.name, spec.title, spec.note
+    table = inputs.tables[name]
+    csv = out / "tables" / f"{name}.csv"
+    table.to_csv(csv, index=not isinstance(table.index, pd.RangeIndex))
+    tex = out / "tables" / f"{name}.tex"
+    tex.write_text(
+        latex_table(table, caption=f"{title}. {setting}", label=f"tab:udbench-{name}"),
+        encoding="utf-8",
+    )
+    result.files += [csv, tex]
+    body = [f"<p class='note'>{html.escape(note)} {html.escape(setting)}</p>"] if note else []
+    links = [
+        f"<a href='{link_prefix}tables/{name}.csv'>CSV</a>",
+        f"<a href='{link_prefix}tables/{name}.tex'>LaTeX</a>",
+    ]
+    for fig_spec in spec.figures:
+        fig_name = fig_spec.name
+        why = fig_spec.not_drawn(inputs)
+        if why:  # a figure is never drawn empty: the page says why it is missing
+            body.append(f"<p class='note'>Figure {fig_name}: not drawn — {html.escape(why)}.</p>")
+            continue
+        fig = fig_spec.draw(inputs)
+        png = _save(fig, out / "figures" / f"{fig_name}.png", "png")
+        svg_path = out / "figures" / f"{fig_name}.svg"
+        _save(fig, svg_path, "svg")
+        result.files += [out / "figures" / f"{fig_name}.png", svg_path]
+        b64 = base64.b64encode(png).decode()
+        body.append(
+            f"<p><a href='{link_prefix}figures/{fig_name}.svg'>"
+            f"<img alt='{html.escape(title)}' src='data:image/png;base64,{b64}'></a></p>"
         )
-        result.files += [csv, tex]
-        body = [f"<p class='note'>{html.escape(note)} {html.escape(setting)}</p>"] if note else []
-        links = [
-            f"<a href='{link_prefix}tables/{name}.csv'>CSV</a>",
-            f"<a href='{link_prefix}tables/{name}.tex'>LaTeX</a>",
+        links += [
+            f"<a href='{link_prefix}figures/{fig_name}.png'>{fig_name}.png</a>",
+            f"<a href='{link_prefix}figures/{fig_name}.svg'>{fig_name}.svg</a>",
         ]
-        for fig_name in _FIGURES.get(name, ()):
-            why = _not_drawn(fig_name, t)
-            if why:  # a figure is never drawn empty: the page says why it is missing
-                body.append(
-                    f"<p class='note'>Figure {fig_name}: not drawn — {html.escape(why)}.</p>"
-                )
-                continue
-            fig = draw[fig_name]()
-            png = _save(fig, out / "figures" / f"{fig_name}.png", "png")
-            svg_path = out / "figures" / f"{fig_name}.svg"
-            _save(fig, svg_path, "svg")
-            result.files += [out / "figures" / f"{fig_name}.png", svg_path]
-            b64 = base64.b64encode(png).decode()
-            body.append(
-                f"<p><a href='{link_prefix}figures/{fig_name}.svg'>"
-                f"<img alt='{html.escape(title)}' src='data:image/png;base64,{b64}'></a></p>"
-            )
-            links += [
-                f"<a href='{link_prefix}figures/{fig_name}.png'>{fig_name}.png</a>",
-                f"<a href='{link_prefix}figures/{fig_name}.svg'>{fig_name}.svg</a>",
-            ]
-        if name == "proxy_agreement":
-            extra = out / "tables" / "proxy_agreement_levels.csv"
-            levels.to_csv(extra, index=False)
-            result.files.append(extra)
-            result.tables["proxy_agreement_levels"] = levels
-            links.append(f"<a href='{link_prefix}tables/{extra.name}'>per level (CSV)</a>")
-        body.append(f"<p class='files'>Files: {' · '.join(links)}</p>")
-        body.append(display_table(table).to_html(index=not isinstance(table.index, pd.RangeIndex)))
-        result.sections.append(ReportSection(title, "\n".join(body)))
-    if write_html:
-        page = out / "analyses.html"
-        parts = [
-            "<!doctype html><html><head><meta charset='utf-8'>",
-            f"<title>udbench analyses</title><style>{REPORT_CSS}</style></head><body>",
-            "<h1>udbench analyses</h1>",
-            f"<p class='note'>{html.escape(setting)} Method families: "
-            + html.escape(", ".join(f"{m} ({FAMILY_NAMES.get(f, f)})" for m, f in fam.items()))
-            + "</p>",
-        ]
-        if link_prefix:  # the page sits in out_dir: links must not carry the prefix
-            sections = analyze_sections_relinked(result.sections, link_prefix)
-        else:
-            sections = result.sections
-        for s in sections:
-            parts += [f"<h2>{html.escape(s.title)}</h2>", s.body]
-        parts.append("</body></html>")
-        page.write_text("\n".join(parts), encoding="utf-8")
-        result.files.append(page)
-        result.html = page
-    return result
+    for extra_name, link_text in spec.also_csv:
+        extra = out / "tables" / f"{extra_name}.csv"
+        inputs.tables[extra_name].to_csv(extra, index=False)
+        result.files.append(extra)
+        links.append(f"<a href='{link_prefix}tables/{extra.name}'>{html.escape(link_text)}</a>")
+    body.append(f"<p class='files'>Files: {' · '.join(links)}</p>")
+    body.append(display_table(table).to_html(index=not isinstance(table.index, pd.RangeIndex)))
+    return ReportSection(title, "\n".join(body))
+
+
+def _write_page(
+    sections: list[ReportSection],
+    fam: Mapping[str, str],
+    out: Path,
+    setting: str,
+    link_prefix: str,
+) -> Path:
+    """Write ``analyses.html`` (every section, links relative to ``out``); return its path."""
+    page = out / "analyses.html"
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>udbench analyses</title><style>{REPORT_CSS}</style></head><body>",
+        "<h1>udbench analyses</h1>",
+        f"<p class='note'>{html.escape(setting)} Method families: "
+        + html.escape(", ".join(f"{m} ({FAMILY_NAMES.get(f, f)})" for m, f in fam.items()))
+        + "</p>",
+    ]
+    if link_prefix:  # the page sits in out_dir: links must not carry the prefix
+        sections = analyze_sections_relinked(sections, link_prefix)
+    for s in sections:
+        parts += [f"<h2>{html.escape(s.title)}</h2>", s.body]
+    parts.append("</body></html>")
+    page.write_text("\n".join(parts), encoding="utf-8")
+    return page
 
 
 def analyze_sections_relinked(sections: list[ReportSection], prefix: str) -> list[ReportSection]:

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from udbench._losses import LOSS_TABLE
 from udbench._validation import UdbenchError, check_choice, param_error
 from udbench.analyses._common import prepare, resampling
 from udbench.analyses.proxies import factor_scopes, scope_taus
@@ -286,8 +287,9 @@ def run_transfer(
     if df.empty:
         raise UdbenchError(f"{name}: {str(root)!r} has no ok cell")
     check_choice(name, "--loss", loss, transfer_losses())
+    base = LOSS_TABLE[loss].base  # its columns carry no suffix; its tables no loss folder
     for m in metrics:
-        if loss != "squared":
+        if not base:
             if m not in LOSS_METRIC_KEYS:
                 raise param_error(
                     name, "--metric", f"name a metric scored under {loss} (LOSS_METRIC_KEYS)", m
@@ -319,7 +321,7 @@ def run_transfer(
                 f"{name}: no cell of {str(root)!r} kept its predictions; run it with "
                 "'udbench run --keep-predictions'"
             )
-        tables_dir = folder if loss == "squared" else folder / loss
+        tables_dir = folder if base else folder / loss
         tables_dir.mkdir(parents=True, exist_ok=True)
         _write_parquet(cells, tables_dir / "cells.parquet")
         res.cells[spec.text] = cells
@@ -329,7 +331,7 @@ def run_transfer(
             why = first.iloc[0] if len(first) else "unknown"
             raise UdbenchError(f"{name}: no cell could be rescored under {spec.text}: {why}")
         correct, compared = df, list(metrics)
-        if loss != "squared":
+        if not base:
             compared = [loss_column(m, loss) for m in metrics]
             own = cells.set_index(cells["cell_key"].astype(str))
             correct = df.copy()

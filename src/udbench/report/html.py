@@ -55,7 +55,8 @@ from udbench.evaluation.leaderboard import (
 )
 from udbench.evaluation.ranking import critical_difference
 from udbench.report._factors import eu_scatter, factor_tables, shell_errorbars
-from udbench.report._figures import figure, method_styles, png
+from udbench.report._figures import png
+from udbench.report._plots import _interval_plot, _shell_plot, _tuning_plot
 from udbench.report._proxies import (
     CALIBRATION_GUIDE,
     calibration_figure,
@@ -146,34 +147,6 @@ def shell_table(results: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _interval_plot(board: pd.DataFrame, metrics: list[tuple[str, str]], title: str, xlabel: str):
-    methods = list(board["method"])
-    fig = figure(
-        figsize=(7.5, 0.45 * len(methods) * max(1, len(metrics)) ** 0.5 + 1.4),
-        layout="constrained",
-    )
-    ax = fig.add_subplot()
-    k = len(metrics)
-    offsets = np.linspace(-0.25, 0.25, k) if k > 1 else np.zeros(1)
-    ypos = np.arange(len(methods))[::-1]
-    for (col, name), off in zip(metrics, offsets, strict=True):
-        est = board[col].to_numpy(dtype=float)
-        lo = board[f"{col}_low"].to_numpy(dtype=float)
-        hi = board[f"{col}_high"].to_numpy(dtype=float)
-        err = np.vstack(
-            [np.where(np.isfinite(lo), est - lo, 0), np.where(np.isfinite(hi), hi - est, 0)]
-        )
-        ax.errorbar(est, ypos + off, xerr=err, fmt="o", capsize=3, label=name)
-    ax.axvline(0.0, color="#999", lw=0.8)
-    ax.set_yticks(ypos, methods)
-    ax.set_xlabel(xlabel)
-    ax.set_title(title, fontsize="medium")
-    if k > 1:
-        ax.legend(loc="best", fontsize="small")
-    ax.grid(axis="x", alpha=0.3)
-    return fig
-
-
 def _au_subset(board: pd.DataFrame, col: str) -> tuple[pd.DataFrame, str]:
     """The leaderboard rows with a value of the AU metric ``col``, and why the others have none."""
     const = board["constant_aleatoric"].astype(bool)
@@ -199,63 +172,10 @@ def _subset_caption(
     return f"{len(shown)} of the {len(order)} methods{how}; not shown ({why}): {', '.join(left)}."
 
 
-def _shell_plot(shells: pd.DataFrame, bars: pd.DataFrame | None = None):
-    cols = [c for c in shells.columns if c.startswith("shell")]
-    styles = method_styles([str(m) for m in shells.index])
-    ncol = 1 if len(shells) <= 12 else 2
-    fig = figure(figsize=(7.5 + 1.6 * ncol, 4.6), layout="constrained")
-    ax = fig.add_subplot()
-    x = np.arange(len(cols))
-    for i, (method, row) in enumerate(shells[cols].iterrows()):
-        off = (i - (len(shells) - 1) / 2) * 0.03  # side by side, so the bars do not overlap
-        y = row.to_numpy(dtype=float)
-        err = None
-        if bars is not None and not bars.empty:
-            mine = bars[bars["method"] == method].set_index("shell")["half"]
-            err = np.array([mine.get(s, np.nan) for s in range(len(cols))], dtype=float)
-            err = np.where(np.isfinite(err), err, 0.0)
-        ax.errorbar(x + off, y, yerr=err, ms=4, capsize=2, label=str(method), **styles[str(method)])
-    ax.set_xticks(
-        x,
-        [
-            f"{i}" + (" (inner)" if i == 0 else " (outer)" if i == len(cols) - 1 else "")
-            for i in range(len(cols))
-        ],
-    )
-    ax.set_xlabel("coverage shell (SPEC §3)")
-    ax.set_ylabel("mean Spearman ρ(EU, EU*_risk)")
-    ax.set_title("EU quality per shell (bars: mean ± 1.96 SE over instances)")
-    ax.axhline(0.0, color="#999", lw=0.8)
-    ax.grid(alpha=0.3)
-    fig.legend(loc="outside right upper", fontsize="small", ncols=ncol)
-    return fig
-
-
 def _sentence(text: Any) -> str:
     """``text`` with its first letter upper-cased (str.capitalize would lower the rest)."""
     text = str(text)
     return text[:1].upper() + text[1:]
-
-
-def _tuning_plot(records: Sequence[dict[str, Any]]):  # type: ignore[no-untyped-def]
-    """Best-so-far held-out NLL against trial number, one line per sweep, coloured by method."""
-    fig = figure(figsize=(7.5, 4.0))
-    ax = fig.add_subplot()
-    methods = sorted({str(r.get("method")) for r in records})
-    colours = {m: style["color"] for m, style in method_styles(methods).items()}
-    for r in records:
-        pts = [(h["number"], h["best_so_far"]) for h in r.get("history", [])]
-        pts = [(n, v) for n, v in pts if v is not None]
-        if pts:
-            x, y = zip(*pts, strict=True)
-            ax.step(x, y, where="post", color=colours[str(r.get("method"))], alpha=0.7, lw=1)
-    for m in methods:
-        ax.plot([], [], color=colours[m], label=m)
-    ax.set_xlabel("trial")
-    ax.set_ylabel("best held-out Gaussian NLL so far")
-    ax.set_title("Tuning sweeps (one line per method and condition)")
-    ax.legend(fontsize=8)
-    return fig
 
 
 def _tuned_html(records: Sequence[dict[str, Any]]) -> str:
@@ -379,27 +299,116 @@ def write_report(
     if note:
         warnings.warn(note, TaskVersionWarning, stacklevel=2)
     board = leaderboard(results, confidence=confidence, n_resamples=n_resamples)
-    # every table and figure lists the methods in the leaderboard's rank order
-    shells = shell_table(results)
-    shells = shells.reindex([m for m in board["method"] if m in set(shells.index)])
+    order = [str(m) for m in board["method"]]
+    here = None if results_dir is None else Path(results_dir)
+    figures, notes = _report_figures(results, board, order, here, tuned, cd_metrics)
+    for fig in figures:
+        (out / fig.name).write_bytes(fig.data)
+    parts = _page_head(results, title)
+    parts += _leaderboard_html(board, confidence)
+    for fig in figures:
+        b64 = base64.b64encode(fig.data).decode()
+        parts.append(f"<h2>{html.escape(fig.caption)}</h2>")
+        parts.append(f"<img alt='{html.escape(fig.caption)}' src='data:image/png;base64,{b64}'>")
+        parts += fig.after
+    parts += notes
+    parts += _factor_html(results, order)
+    for section in sections:
+        parts.append(f"<h2>{html.escape(section.title)}</h2>")
+        parts.append(section.body)
+    parts += _instances_html(results)
+    path = out / "report.html"
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path
 
-    figures: list[tuple[str, str, bytes]] = []
+
+@dataclass(frozen=True)
+class _Figure:
+    """A figure of the report: file name, heading, PNG bytes, the HTML written below it."""
+
+    name: str
+    caption: str
+    data: bytes
+    after: tuple[str, ...] = ()
+
+
+def _note(text: str) -> str:
+    return f"<p class='note'>{html.escape(text)}</p>"
+
+
+def _report_figures(
+    results: pd.DataFrame,
+    board: pd.DataFrame,
+    order: list[str],
+    results_dir: Path | None,
+    tuned: Sequence[dict[str, Any]] | None,
+    cd_metrics: Sequence[str],
+) -> tuple[list[_Figure], list[str]]:
+    """Every figure of the report in page order, and the notes (HTML) on those not drawn."""
+    figures, notes = _rho_figures(board)
+    figures += _shell_figures(results, order)
+    scatter = eu_scatter(results, results_dir, order)
+    if scatter is not None:
+        figures.append(
+            _Figure(
+                "eu_vs_oracle.png",
+                "EU against the oracle on one instance",
+                png(scatter[0]),
+                (
+                    _note(
+                        _subset_caption(
+                            scatter[2], order, "no valid kept prediction on this instance"
+                        )
+                    ),
+                    f"<p class='note'>Instance {html.escape(scatter[1])}: for each method, "
+                    "top, its EU against EU*_risk (log10 of both); bottom, their ranks — the "
+                    "Spearman ρ in the leaderboard is the correlation of the bottom panel.</p>",
+                ),
+            )
+        )
+    if tuned:
+        figures.append(
+            _Figure("tuning.png", "Tuning", png(_tuning_plot(tuned)), (_tuned_html(tuned),))
+        )
+    cd_figs, cd_notes = _cd_figures(results, cd_metrics, order)
+    figures += cd_figs
+    calib = instance_predictions(results, results_dir)
+    if calib is not None:
+        caption = f"Instance {calib[0]}. " + _subset_caption(
+            [s[0] for s in calib[1]], order, "no valid kept prediction on this instance"
+        )
+        figures.append(
+            _Figure(
+                "calibration.png",
+                "Calibration curves",
+                png(calibration_figure(calib[1], calib[0], order)),
+                (_note(caption), _note(CALIBRATION_GUIDE)),
+            )
+        )
+    if scatter is None:
+        notes.append(
+            "<p class='note'>EU against the oracle on one instance: not shown — run with "
+            "<code>udbench run --keep-predictions</code> and give the results folder to "
+            "<code>udbench report</code> to see it.</p>"
+        )
+    return figures, notes + cd_notes
+
+
+def _rho_figures(board: pd.DataFrame) -> tuple[list[_Figure], list[str]]:
+    """EU quality, AU quality and excess entanglement per method; notes (HTML) on the others."""
     eu = [("rho_eu_risk", "EU*_risk"), ("rho_eu_var", "EU*_var"), ("rho_eu_point", "EU*_point")]
-    figures.append(
-        (
+    plot = _interval_plot(
+        board, eu, "Mean Spearman ρ of EU with each EU target", "mean ρ over instances"
+    )
+    figures = [
+        _Figure(
             "eu_rho.png",
             "EU quality",
-            png(
-                _interval_plot(
-                    board, eu, "Mean Spearman ρ of EU with each EU target", "mean ρ over instances"
-                )
-            ),
+            png(plot),
+            (_note(f"All {len(board)} methods, in rank order."),),
         )
-    )
-    captions: dict[str, str] = {
-        "eu_rho.png": f"All {len(board)} methods, in rank order.",
-    }
-    au_notes: list[str] = []
+    ]
+    notes: list[str] = []
     for col, fname, caption, title, xlabel in (
         (
             "rho_au",
@@ -418,42 +427,54 @@ def write_report(
     ):
         shown, why = _au_subset(board, col)
         if shown.empty:
-            au_notes.append(f"{caption}: not drawn — {why}.")
+            notes.append(_note(f"{caption}: not drawn — {why}."))
             continue
-        figures.append(
-            (fname, caption, png(_interval_plot(shown, [(col, caption)], title, xlabel)))
-        )
-        captions[fname] = (
+        text = (
             f"{len(shown)} of the {len(board)} methods, in rank order; not shown: {why}."
             if why
             else f"All {len(shown)} methods, in rank order."
         )
-    order = [str(m) for m in board["method"]]
-    if not shells.empty:
-        bars = shell_errorbars(results, order)
-        figures.append(("shells.png", "EU quality per shell", png(_shell_plot(shells, bars))))
-        captions["shells.png"] = _subset_caption(list(shells.index), order, "no valid per-shell ρ")
-    scatter = eu_scatter(results, None if results_dir is None else Path(results_dir), order)
-    if scatter is not None:
-        figures.append(
-            ("eu_vs_oracle.png", "EU against the oracle on one instance", png(scatter[0]))
+        data = png(_interval_plot(shown, [(col, caption)], title, xlabel))
+        figures.append(_Figure(fname, caption, data, (_note(text),)))
+    return figures, notes
+
+
+def _shell_figures(results: pd.DataFrame, order: list[str]) -> list[_Figure]:
+    """EU quality per shell with its table, methods in rank order (none without shells)."""
+    shells = shell_table(results)
+    shells = shells.reindex([m for m in order if m in set(shells.index)])
+    if shells.empty:
+        return []
+    bars = shell_errorbars(results, order)
+    return [
+        _Figure(
+            "shells.png",
+            "EU quality per shell",
+            png(_shell_plot(shells, bars)),
+            (
+                _note(_subset_caption(list(shells.index), order, "no valid per-shell ρ")),
+                "<p class='note'>Mean ρ(EU, EU*_risk) inside each coverage shell; "
+                "outer_minus_inner = shell 4 − shell 0.</p>",
+                shells.to_html(float_format=lambda v: f"{v:.3f}", na_rep="–"),
+            ),
         )
-        captions["eu_vs_oracle.png"] = _subset_caption(
-            scatter[2], order, "no valid kept prediction on this instance"
-        )
-    if tuned:
-        figures.append(("tuning.png", "Tuning", png(_tuning_plot(tuned))))
-    cd_notes: dict[str, str] = {}
+    ]
+
+
+def _cd_figures(
+    results: pd.DataFrame, cd_metrics: Sequence[str], order: list[str]
+) -> tuple[list[_Figure], list[str]]:
+    """A critical-difference diagram per metric; notes (HTML) on the metrics without one."""
+    figures: list[_Figure] = []
+    notes: list[str] = []
     for metric in cd_metrics:
         label = METRIC_LABELS.get(metric, metric)
         try:
             cd = critical_difference(results, metric)
         except UdbenchError as err:
-            cd_notes[metric] = f"Critical-difference diagram of {label}: not drawn ({err})."
+            notes.append(_note(f"Critical-difference diagram of {label}: not drawn ({err})."))
             continue
-        fname = f"cd_{metric}.png"
-        figures.append((fname, f"Critical difference: {label}", png(cd_figure(cd, label))))
-        cd_notes[fname] = (
+        text = (
             f"Mean per-instance rank by {label} (1 = best) over the {cd.n_instances} instances "
             "where every method has a value. Friedman's test of equal ranks and Nemenyi's "
             f"critical difference CD = {cd.cd:.2f} at α = {cd.alpha:g} (Demšar 2006): methods "
@@ -461,21 +482,19 @@ def write_report(
             "Instances of one dataset are not independent, so the test is optimistic. "
             + _subset_caption(cd.methods, order, f"no value of {label}", ranked=False)
         )
-    calib = instance_predictions(results, None if results_dir is None else Path(results_dir))
-    if calib is not None:
         figures.append(
-            (
-                "calibration.png",
-                "Calibration curves",
-                png(calibration_figure(calib[1], calib[0], order)),
+            _Figure(
+                f"cd_{metric}.png",
+                f"Critical difference: {label}",
+                png(cd_figure(cd, label)),
+                (_note(text),),
             )
         )
-        captions["calibration.png"] = f"Instance {calib[0]}. " + _subset_caption(
-            [s[0] for s in calib[1]], order, "no valid kept prediction on this instance"
-        )
-    for name, _, data in figures:
-        (out / name).write_bytes(data)
+    return figures, notes
 
+
+def _page_head(results: pd.DataFrame, title: str) -> list[str]:
+    """The page's head, its summary line, the task grid and the preset validation."""
     grid = task_grid(results)
     versions = (
         sorted(results["udbench_version"].dropna().astype(str).unique())
@@ -499,67 +518,45 @@ def write_report(
         parts.append(f"<tr><th>{col}</th><td>{html.escape(', '.join(map(str, vals)))}</td></tr>")
     parts.append("</table>")
     parts.extend(preset_validation_html(results))
-    parts.append("<h2>Leaderboard</h2>")
-    parts.append(
+    return parts
+
+
+def _leaderboard_html(board: pd.DataFrame, confidence: float) -> list[str]:
+    """The leaderboard's heading, notes and table."""
+    parts = [
+        "<h2>Leaderboard</h2>",
         "<p class='note'>Means over instances with "
         f"{confidence:.0%} percentile bootstrap intervals (resampling instances). ρ(AU, AU*) and "
         "Δ_ent use heteroscedastic noise modes and heteroscedastic-AU methods only. "
         f"{html.escape(_sentence(board.attrs['ranking']))}; figures list the methods "
-        f"in rank order. {html.escape(_sentence(RANK_GUIDE))}.</p>"
-    )
+        f"in rank order. {html.escape(_sentence(RANK_GUIDE))}.</p>",
+    ]
     if board.attrs.get("partial"):
         parts.append(
             f"<p class='note'><b>{html.escape(_sentence(board.attrs['partial']))}.</b></p>"
         )
     parts.append(_board_html(board))
-    for name, caption, data in figures:
-        b64 = base64.b64encode(data).decode()
-        parts.append(f"<h2>{html.escape(caption)}</h2>")
-        parts.append(f"<img alt='{html.escape(caption)}' src='data:image/png;base64,{b64}'>")
-        if name in captions:
-            parts.append(f"<p class='note'>{html.escape(captions[name])}</p>")
-        if name == "tuning.png" and tuned:
-            parts.append(_tuned_html(tuned))
-        if name == "shells.png":
-            parts.append(
-                "<p class='note'>Mean ρ(EU, EU*_risk) inside each coverage shell; "
-                "outer_minus_inner = shell 4 − shell 0.</p>"
-            )
-            parts.append(shells.to_html(float_format=lambda v: f"{v:.3f}", na_rep="–"))
-        if name in cd_notes:
-            parts.append(f"<p class='note'>{html.escape(cd_notes[name])}</p>")
-        if name == "calibration.png":
-            parts.append(f"<p class='note'>{html.escape(CALIBRATION_GUIDE)}</p>")
-        if name == "eu_vs_oracle.png" and scatter is not None:
-            parts.append(
-                f"<p class='note'>Instance {html.escape(scatter[1])}: for each method, top, "
-                "its EU against EU*_risk (log10 of both); bottom, their ranks — the Spearman "
-                "ρ in the leaderboard is the correlation of the bottom panel.</p>"
-            )
-    for line in au_notes:
-        parts.append(f"<p class='note'>{html.escape(line)}</p>")
-    if scatter is None:
-        parts.append(
-            "<p class='note'>EU against the oracle on one instance: not shown — run with "
-            "<code>udbench run --keep-predictions</code> and give the results folder to "
-            "<code>udbench report</code> to see it.</p>"
-        )
-    for metric in cd_metrics:
-        if metric in cd_notes:
-            parts.append(f"<p class='note'>{html.escape(cd_notes[metric])}</p>")
+    return parts
+
+
+def _factor_html(results: pd.DataFrame, order: list[str]) -> list[str]:
+    """Mean ρ(EU, EU*_risk) per method at each level of every task factor."""
     by_factor = factor_tables(results, order)
-    if by_factor:
-        parts.append("<h2>By factor</h2>")
-        parts.append(
-            "<p class='note'>Mean ρ(EU, EU*_risk) per method at each level of a task factor "
-            "(number of valid instances in brackets); methods in rank order.</p>"
-        )
-        for heading, table in by_factor:
-            parts.append(f"<h3>{html.escape(heading)}</h3>")
-            parts.append(table.to_html(escape=True))
-    for section in sections:
-        parts.append(f"<h2>{html.escape(section.title)}</h2>")
-        parts.append(section.body)
+    if not by_factor:
+        return []
+    parts = [
+        "<h2>By factor</h2>",
+        "<p class='note'>Mean ρ(EU, EU*_risk) per method at each level of a task factor "
+        "(number of valid instances in brackets); methods in rank order.</p>",
+    ]
+    for heading, table in by_factor:
+        parts.append(f"<h3>{html.escape(heading)}</h3>")
+        parts.append(table.to_html(escape=True))
+    return parts
+
+
+def _instances_html(results: pd.DataFrame) -> list[str]:
+    """The per-instance results table and the end of the page."""
     inst_cols = [
         c
         for c in (
@@ -577,9 +574,8 @@ def write_report(
     )
     if "error" in inst.columns:  # an ok cell has no error: an empty cell, not "None"
         inst["error"] = inst["error"].astype(object).where(inst["error"].notna(), "")
-    parts.append("<h2>Per-instance results</h2><div class='scroll'>")
-    parts.append(inst.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="–"))
-    parts.append("</div></body></html>")
-    path = out / "report.html"
-    path.write_text("\n".join(parts), encoding="utf-8")
-    return path
+    return [
+        "<h2>Per-instance results</h2><div class='scroll'>",
+        inst.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="–"),
+        "</div></body></html>",
+    ]
