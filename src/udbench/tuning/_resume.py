@@ -43,10 +43,10 @@ def finished_work(
     """The instances, cells and sweeps already made in a run's folders (any may be None or
     absent).
 
-    Counted by name, as :func:`plan_grid` counts: a task file is taken as done without being
-    verified (``generate`` re-makes a damaged one), a method with overrides counts as its
-    name, and a sweep counts as done only once its record is written (a partly run sweep is
-    projected whole).
+    Counted by name, as :func:`~udbench.tuning.plan.plan_grid` counts: a task file is taken as
+    done without being verified (``generate`` re-makes a damaged one), a method with overrides
+    counts as its name, and a sweep counts as done only once its record is written (a partly run
+    sweep is projected whole).
     """
     from udbench._validation import UdbenchError
 
