@@ -52,7 +52,7 @@ def pool_checks(
     ----------
     summaries : sequence of dict
         Per-instance ``summary`` dicts from :func:`acceptance_checks`, for MCMC families
-        merged with :func:`mcmc_summary`.
+        merged with :func:`~udbench.tasks.checks.mcmc_summary`.
     mcse_rel : sequence of ndarray, optional
         Per-instance per-point relative MCSE; without it the per-instance medians and
         95th percentiles are pooled by their median / maximum instead.
