@@ -27,13 +27,13 @@ from pathlib import Path
 
 import numpy as np
 
+from udbench.tuning.calibrating import calibrate
 from udbench.tuning.calibration import (
     FIT_SIZES,
     HELDOUT_SIZE,
     CalibrationTable,
     _read_table,
     _shipped_path,
-    calibrate,
 )
 
 

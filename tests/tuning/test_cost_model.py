@@ -12,11 +12,11 @@ import pytest
 
 from udbench.cli import main
 from udbench.commands._grid import expand_grid
+from udbench.tuning.calibrating import calibrate
 from udbench.tuning.calibration import (
     EVAL_POINTS,
     CalibrationTable,
     PowerLaw,
-    calibrate,
     load_calibration,
     work_ratio,
 )

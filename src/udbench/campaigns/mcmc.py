@@ -30,7 +30,7 @@ Three parts, each a list of :class:`~udbench.campaigns.engine.Unit` (run in this
     (:func:`udbench.tasks.checks.acceptance_checks` summary, the sampler's
     :func:`~udbench.tasks.checks.mcmc_summary`, the seed replacement log, the file's
     checksum). :func:`multi_family_table` pools them per family with
-    :func:`~udbench.tasks.checks.pool_checks`.
+    :func:`~udbench.tasks.pooling.pool_checks`.
 
 Numerics versions: a unit depends on its family's
 :attr:`~udbench.priors.base.Prior.numerics_version`; its settings hold the sampler settings
@@ -490,11 +490,11 @@ def multi_family_table(records: str | Path) -> tuple[dict[str, dict[str, Any]], 
     Returns
     -------
     (by_family, notes) : tuple
-        ``by_family``: family -> :func:`udbench.tasks.checks.pool_checks` of its instances,
+        ``by_family``: family -> :func:`udbench.tasks.pooling.pool_checks` of its instances,
         plus ``replaced`` (task id -> seed used and reasons, for instances whose seed was
         replaced) and ``cpu_hours``.
     """
-    from udbench.tasks.checks import pool_checks
+    from udbench.tasks.pooling import pool_checks
 
     done, notes = load_done_records(records, "multi-family", numerics_versions())
     by: dict[str, list[dict[str, Any]]] = {}

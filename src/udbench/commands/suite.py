@@ -249,6 +249,129 @@ def _summarise_check(report: dict[str, Any], console: Console) -> None:
         )
 
 
+def _wanted_stages(stages: str) -> list[str]:
+    """The stages ``--stages`` names, in the order given ('all': every stage).
+
+    Raises
+    ------
+    UdbenchError
+        A name that is not a stage, or none at all.
+    """
+    wanted = list(STAGES) if stages.strip().lower() == "all" else []
+    if not wanted:
+        wanted = [s.strip() for s in stages.split(",") if s.strip()]
+        bad = [s for s in wanted if s not in STAGES]
+        if bad or not wanted:
+            raise param_error(
+                "udbench suite", "--stages", f"be 'all' or a comma list of {STAGES}", stages
+            )
+    return wanted
+
+
+def _record_state(
+    out: Path, suite: dict[str, Any], data_dir: Path | None, console: Console
+) -> tuple[Path, dict[str, Any]]:
+    """Read the suite folder's ``suite.json`` (resumed or new), record this suite's settings in
+    it and remove the temporaries an interrupted stage left; return (its path, the state).
+
+    Raises
+    ------
+    UdbenchError
+        The folder holds another suite, or this one made with other settings.
+    """
+    state_path = out / _STATE
+    state: dict[str, Any] = {}
+    if state_path.is_file():
+        try:
+            state = json.loads(state_path.read_text())
+            if not isinstance(state, dict):
+                raise ValueError("not a JSON object")
+        except (ValueError, OSError) as err:
+            # damaged (e.g. a full disk): the stages' own skip logic resumes the work;
+            # only the check and report stages run again
+            console.print(
+                f"warning: {state_path} is damaged ({err}); recording it again",
+                highlight=False,
+                markup=False,
+            )
+            state = {}
+        old = state.get("settings")
+        if old is not None and old != _settings(suite):
+            stale = _grid_error(old, data_dir) is not None and not _task_files(out)
+            if not stale:
+                raise UdbenchError(
+                    f"udbench suite: {str(out)!r} holds suite {state.get('suite')!r} "
+                    f"made with other settings ({state_path}); use another --out"
+                )
+            # recorded by a udbench that did not check them: they could generate
+            # nothing, so nothing in the folder was made with them
+            console.print(
+                f"replacing the settings recorded in {state_path}: they could not "
+                "generate any task",
+                highlight=False,
+                markup=False,
+            )
+            state = {"suite": suite["name"]}
+    state.setdefault("suite", suite["name"])
+    state["settings"] = _settings(suite)
+    state.setdefault("stages", {})
+    _write_json(state_path, state)
+    n_tmp = _remove_stale_temporaries(out)
+    if n_tmp:
+        console.print(
+            f"removed {n_tmp} temporary file(s) left by an interrupted stage",
+            highlight=False,
+        )
+    return state_path, state
+
+
+def _check_stage(
+    head: str,
+    check_argv: list[str],
+    out: Path,
+    state: dict[str, Any],
+    state_path: Path,
+    console: Console,
+) -> None:
+    """Stage check: ``udbench check --json`` of the task files, unless they are unchanged since
+    the last check; its report to ``check.json``, a summary line per family on ``console``.
+
+    Raises
+    ------
+    typer.Exit
+        With ``EXIT_INVALID_TASKS`` when a task file is invalid.
+    """
+    seen = _fingerprint(_task_files(out))
+    if state["stages"].get("check") == seen and (out / "check.json").is_file():
+        console.print(f"{head}: task files unchanged since checked, skipped", markup=True)
+        return
+    console.print(
+        f"{head}: " + escape(f"udbench {' '.join(check_argv)}"),
+        highlight=False,
+        markup=True,
+    )
+    rc, text = _child(check_argv, console, "check", capture=True)
+    report = json.loads(text) if text.strip() else None
+    if report is not None:
+        _write_json(out / "check.json", report)
+        _summarise_check(report, console)
+    if rc != 0:  # exit 1 (as udbench check), the one status for this case
+        console.print(
+            "[bold red]error:[/] "
+            + escape(
+                f"udbench suite: stage check found invalid task files (exit "
+                f"{rc}, see {out / 'check.json'}); delete them and re-run to "
+                "regenerate"
+            ),
+            highlight=False,
+            soft_wrap=True,
+            markup=True,
+        )
+        raise typer.Exit(EXIT_INVALID_TASKS)
+    state["stages"]["check"] = seen
+    _write_json(state_path, state)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``suite``."""
 
@@ -309,14 +432,7 @@ def register(app: typer.Typer) -> None:
             raise param_error("udbench suite", "NAME", "be given (or use --list)", None)
         if out is None:
             raise param_error("udbench suite", "--out", "be given", None)
-        wanted = list(STAGES) if stages.strip().lower() == "all" else []
-        if not wanted:
-            wanted = [s.strip() for s in stages.split(",") if s.strip()]
-            bad = [s for s in wanted if s not in STAGES]
-            if bad or not wanted:
-                raise param_error(
-                    "udbench suite", "--stages", f"be 'all' or a comma list of {STAGES}", stages
-                )
+        wanted = _wanted_stages(stages)
         suite = load_suite(name)
         check_out_dir("udbench suite", out)
         check_data_dir("udbench suite", data_dir)
@@ -345,49 +461,7 @@ def register(app: typer.Typer) -> None:
             timeout=timeout,
         )
         with folder_lock(out, "udbench suite"):
-            state_path = out / _STATE
-            state: dict[str, Any] = {}
-            if state_path.is_file():
-                try:
-                    state = json.loads(state_path.read_text())
-                    if not isinstance(state, dict):
-                        raise ValueError("not a JSON object")
-                except (ValueError, OSError) as err:
-                    # damaged (e.g. a full disk): the stages' own skip logic resumes the work;
-                    # only the check and report stages run again
-                    console.print(
-                        f"warning: {state_path} is damaged ({err}); recording it again",
-                        highlight=False,
-                        markup=False,
-                    )
-                    state = {}
-                old = state.get("settings")
-                if old is not None and old != _settings(suite):
-                    stale = _grid_error(old, data_dir) is not None and not _task_files(out)
-                    if not stale:
-                        raise UdbenchError(
-                            f"udbench suite: {str(out)!r} holds suite {state.get('suite')!r} "
-                            f"made with other settings ({state_path}); use another --out"
-                        )
-                    # recorded by a udbench that did not check them: they could generate
-                    # nothing, so nothing in the folder was made with them
-                    console.print(
-                        f"replacing the settings recorded in {state_path}: they could not "
-                        "generate any task",
-                        highlight=False,
-                        markup=False,
-                    )
-                    state = {"suite": suite["name"]}
-            state.setdefault("suite", suite["name"])
-            state["settings"] = _settings(suite)
-            state.setdefault("stages", {})
-            _write_json(state_path, state)
-            n_tmp = _remove_stale_temporaries(out)
-            if n_tmp:
-                console.print(
-                    f"removed {n_tmp} temporary file(s) left by an interrupted stage",
-                    highlight=False,
-                )
+            state_path, state = _record_state(out, suite, data_dir, console)
             console.print(
                 f"[bold]suite {escape(suite['name'])}[/]: "
                 + escape(f"{suite['description']} → {out}"),
@@ -402,37 +476,7 @@ def register(app: typer.Typer) -> None:
                     continue
                 head = f"[bold]stage {i}/{len(STAGES)} {stage}[/]"
                 if stage == "check":
-                    seen = _fingerprint(_task_files(out))
-                    if state["stages"].get("check") == seen and (out / "check.json").is_file():
-                        console.print(
-                            f"{head}: task files unchanged since checked, skipped", markup=True
-                        )
-                        continue
-                    console.print(
-                        f"{head}: " + escape(f"udbench {' '.join(argv['check'])}"),
-                        highlight=False,
-                        markup=True,
-                    )
-                    rc, text = _child(argv["check"], console, stage, capture=True)
-                    report = json.loads(text) if text.strip() else None
-                    if report is not None:
-                        _write_json(out / "check.json", report)
-                        _summarise_check(report, console)
-                    if rc != 0:  # exit 1 (as udbench check), the one status for this case
-                        console.print(
-                            "[bold red]error:[/] "
-                            + escape(
-                                f"udbench suite: stage check found invalid task files (exit "
-                                f"{rc}, see {out / 'check.json'}); delete them and re-run to "
-                                "regenerate"
-                            ),
-                            highlight=False,
-                            soft_wrap=True,
-                            markup=True,
-                        )
-                        raise typer.Exit(EXIT_INVALID_TASKS)
-                    state["stages"]["check"] = seen
-                    _write_json(state_path, state)
+                    _check_stage(head, argv["check"], out, state, state_path, console)
                     continue
                 if stage == "report":
                     seen = _fingerprint(_result_files(out))

@@ -11,7 +11,6 @@ from typing import Any
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from udbench._lock import folder_lock
 from udbench._validation import (
@@ -21,7 +20,8 @@ from udbench._validation import (
     check_workers,
     param_error,
 )
-from udbench.commands._console import make_console, styled
+from udbench.commands._check_tables import print_check_tables
+from udbench.commands._console import make_console
 from udbench.commands._grid import expand_grid
 from udbench.commands._options import (
     DATA_DIR_HELP,
@@ -423,27 +423,6 @@ def check_directory(directory: Path, by_dataset: bool = False) -> dict[str, Any]
     return check_tasks([directory], by_dataset=by_dataset)
 
 
-def _fmt(value: Any, spec: str) -> str:
-    return "–" if value is None else format(value, spec)
-
-
-def _coverage_text(stats: dict[str, Any]) -> str:
-    """``0.902 [0.880, 0.921]``: pooled coverage and its bootstrap interval (none for one
-    instance)."""
-    ci = stats.get("coverage_90_ci")
-    text = f"{stats['coverage_90']:.3f}"
-    return text if ci is None else f"{text} [{ci[0]:.3f}, {ci[1]:.3f}]"
-
-
-def _expected_coverage_text(stats: dict[str, Any]) -> str:
-    """``0.902 [0.851, 0.947]``: a correct posterior's coverage at these D and the 99 % range
-    of the pooled coverage it gives (:func:`udbench.tasks.pool_checks`)."""
-    expected, null = stats.get("coverage_90_expected"), stats.get("coverage_90_null_range")
-    if expected is None:
-        return "–"
-    return f"{expected:.3f}" + ("" if null is None else f" [{null[0]:.3f}, {null[1]:.3f}]")
-
-
 #: ``udbench check --strict`` exit status when a SPEC §7 check fails.
 EXIT_CHECK_FAILED = 4
 
@@ -486,140 +465,7 @@ def check_command(
         return
     console = make_console(width=max(120, os.get_terminal_size(0).columns if os.isatty(0) else 120))
     title = tasks[0] if len(tasks) == 1 else f"{len(tasks)} task arguments"
-    table = Table(title=f"Acceptance checks: {title}")
-    for col in (
-        "family",
-        "instances",
-        "coverage 90 % [95 % CI]",
-        "correct posterior [99 % range]",
-        "max SBC bin dev.",
-        "MCSE σ_f² rel. (median / p95)",
-        "corr(mean, f*) median",
-        "MC = exact",
-    ):
-        table.add_column(col)
-    rows = [(fam, r) for fam, r in result.items()]
-    rows += [
-        (f"{fam} · {ds}", d) for fam, r in result.items() for ds, d in r.get("datasets", {}).items()
-    ]
-    for fam, r in rows:
-        agree = r.get("mc_agree_fraction")
-        table.add_row(
-            fam,
-            str(r["n_instances"]),
-            _coverage_text(r),
-            _expected_coverage_text(r),
-            f"{r['sbc_max_bin_deviation']:.4f}",
-            f"{r['mcse_var_median']:.3f} / {r['mcse_var_p95']:.3f}",
-            f"{r['corr_mean_fstar_median']:.3f}",
-            "–" if agree is None else f"{agree:.0%}",
-        )
-    console.print(table)
-    verdicts = Table(title="Verdicts (SPEC §7): each figure beside its threshold")
-    for col in ("family", "check", "figure", "threshold", "verdict"):
-        verdicts.add_column(col)
-    style = {"pass": "green", "FAIL": "bold red"}
-    for fam, r in result.items():
-        for v in r["verdicts"]:
-            colour = style.get(v["verdict"].split(" ")[0], "dim")
-            verdicts.add_row(
-                fam, v["check"], v["figure"], v["threshold"], styled(v["verdict"], colour)
-            )
-    console.print(verdicts)
-    old = report["before_nugget"]
-    if old:
-        n_fail = sum(not r["mc_agree"] for r in old)
-        console.print(
-            f"note: {len(old)} GP task file(s) were made before the exact moments included the "
-            f'prior\'s nugget (no sampler.nugget; docs/tasks.md, "Jitter and the nugget"): '
-            f"their moments lack the nugget ν ≈ 1e-10 × the prior variance; {n_fail} of "
-            "them fail MC = exact, which this explains only where the targets are nearly "
-            "noise-free. Delete and regenerate them for the current reference.",
-            highlight=False,
-        )
-    mcmc = {fam: r for fam, r in result.items() if "rhat_max" in r}
-    if mcmc:
-        diag = Table(title="MCMC diagnostics (pooled over instances)")
-        for col in (
-            "family",
-            "max R̂",
-            "R̂ gate",
-            "max R̂ if iid",
-            "points R̂ > 1.05",
-            "instances R̂ > 1.05",
-            "divergent",
-            "mean acceptance",
-            "tree depth mean / share at max",
-            "replaced seeds",
-        ):
-            diag.add_column(col)
-        for fam, r in mcmc.items():
-            depth = r.get("tree_depth_mean")
-            diag.add_row(
-                fam,
-                f"{r['rhat_max']:.4f}",
-                {True: "yes", False: "no"}.get(r.get("rhat_gate"), "–"),
-                _fmt(r.get("rhat_iid_max"), ".4f"),
-                _fmt(r.get("rhat_share_above_1_05"), ".2%"),
-                str(r["n_rhat_above_1_05"]),
-                _fmt(r.get("n_divergent"), "d"),
-                _fmt(r.get("accept_rate_mean"), ".3f"),
-                "–"
-                if depth is None
-                else f"{depth:.2f} / {_fmt(r.get('share_at_max_tree_depth'), '.0%')}",
-                _fmt(r.get("n_seed_replacements"), "d"),
-            )
-        console.print(diag)
-    validations = [
-        (fam, fid, v)
-        for fam, r in result.items()
-        for fid, v in (r.get("preset_validation") or {}).items()
-    ]
-    if validations:
-        val = Table(title="Preset validation by warm-up sensitivity (SPEC §7)")
-        for col in (
-            "family",
-            "fidelity",
-            "verdict",
-            "coverage 90 % → long warm-up",
-            "|ΔSD|/SD median / p95 (floor)",
-            "datasets (instances)",
-            "protocol",
-            "date / numerics",
-        ):
-            val.add_column(col)
-        for fam, fid, v in validations:
-            if v is None:
-                val.add_row(fam, fid, "not validated", "–", "–", "–", "–", "–")
-                continue
-            verdict = "pass" if v["passed"] else "FAIL"
-            if not v["settings_match"]:
-                verdict += " (record made with other sampler settings)"
-            val.add_row(
-                fam,
-                fid,
-                verdict,
-                f"{_fmt(v['coverage_base'], '.4f')} → {_fmt(v['coverage_long'], '.4f')} "
-                f"({_fmt(v['coverage_change'], '+.4f')})",
-                f"{_fmt(v['sd_change_median'], '.3f')} / {_fmt(v['sd_change_p95'], '.3f')} "
-                f"({_fmt(v['sd_floor_median'], '.3f')})",
-                f"{','.join(v['datasets'])} ({_fmt(v['n_instances'], 'd')})",
-                "SPEC §7" if v["full_protocol"] else "reduced: " + "; ".join(v["protocol_issues"]),
-                f"{v['date'] or '–'} / v{_fmt(v['numerics_version'], 'd')}"
-                + (" (now other)" if v["numerics_match"] is False else ""),
-            )
-        console.print(val)
-        for r in result.values():
-            for line in r.get("preset_validation_warnings") or []:
-                console.print(f"warning: {line}", highlight=False)
-    replaced = [(fam, x) for fam, r in result.items() for x in r["seed_replacements"]]
-    if replaced:
-        log = Table(title="Seed replacements (SPEC §7)")
-        for col in ("task", "rejected seed", "replacement seed", "reason"):
-            log.add_column(col)
-        for _, x in replaced:
-            log.add_row(x["task_id"], str(x["rejected"]), str(x["replacement"]), x["reason"])
-        console.print(log)
+    print_check_tables(report, title, console)
     approx = report.get("approximate") or []
     if approx:
         console.print(

@@ -298,8 +298,8 @@ def register(app: typer.Typer) -> None:
 
 def _calibrate(names: list[str], specs: list[Any], budget_min: float) -> Any:
     """``plan --calibrate``: measure the table for these methods, families and datasets."""
+    from udbench.tuning.calibrating import calibrate
     from udbench.tuning.calibration import (
-        calibrate,
         default_calibration_path,
         load_calibration,
     )

@@ -41,7 +41,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from udbench._seeding import derive_seed
 from udbench._validation import (
     UdbenchError,
     check_int,
@@ -52,26 +51,20 @@ from udbench._validation import (
 )
 from udbench.execution.executor import DASK_LOG_NAME, Executor, Failed
 from udbench.methods.base import BaseMethod
-from udbench.methods.configs import MethodConfig, resolve_methods
+from udbench.methods.configs import resolve_methods
 from udbench.tasks import Task
 from udbench.tasks.discovery import find_task_files
+from udbench.tuning._study import SweepPlan, _Sweep, sweep_record
 from udbench.tuning.objective import (
-    HOLDOUT_FRACTION,
     TrialJob,
     TrialOutcome,
     evaluate_trial,
     train_sha256,
     trial_seed,
 )
-from udbench.tuning.pruning import PrunerSpec, PruningContext, pruner_spec, snapshot
-from udbench.tuning.records import (
-    RECORD_FORMAT,
-    SCHEMA_VERSION,
-    Condition,
-    record_path,
-    write_record,
-)
-from udbench.tuning.space import check_search_space, search_space_hash, suggest
+from udbench.tuning.pruning import PruningContext, snapshot
+from udbench.tuning.records import Condition, write_record
+from udbench.tuning.space import check_search_space, suggest
 
 __all__ = ["SAMPLERS", "SweepPlan", "TuneSummary", "find_conditions", "plan_sweeps", "tune"]
 
@@ -80,41 +73,6 @@ SAMPLERS: tuple[str, ...] = ("tpe", "random")
 
 #: Called after each finished trial as ``on_trial(done, total, sweep_key, outcome_text)``.
 TrialCallback = Callable[[int, int, str, str], None]
-
-
-@dataclass(frozen=True)
-class SweepPlan:
-    """One sweep to run: a method configuration on a condition's training sample."""
-
-    method: MethodConfig
-    condition: Condition
-    task_path: str
-    task_id: str
-    train_sha256: str
-    n_trials: int
-    sampler: str = "tpe"
-    seed: int = 0
-    pruner: str = "none"
-
-    @property
-    def pruner_spec(self) -> PrunerSpec | None:
-        """The sweep's pruner (None: off, or a method with no intermediate values)."""
-        return pruner_spec(self.pruner, self.method.estimator)
-
-    @property
-    def key(self) -> str:
-        """``"<method>/<condition>"``."""
-        return f"{self.method.name}/{self.condition.key}"
-
-    @property
-    def split_seed(self) -> int:
-        """Seed of the condition's 80/20 split (the same for every method)."""
-        return derive_seed("tune-split", self.condition.key, bits=32)
-
-    @property
-    def sampler_seed(self) -> int:
-        """Seed of this sweep's sampler (``--seed`` , method and condition)."""
-        return derive_seed("tune-sampler", self.seed, self.method.name, self.condition.key, bits=32)
 
 
 @dataclass
@@ -221,202 +179,6 @@ def plan_sweeps(
     ]
 
 
-def _finite(value: Any) -> float | None:
-    """A finite float, or None (a trial that failed before timing its fit)."""
-    import math
-
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
-
-
-def sweep_record(study: Any, plan: SweepPlan) -> dict[str, Any]:
-    """The record of a sweep (format: :mod:`udbench.tuning.records`) from its Optuna study."""
-    import math
-    from datetime import UTC, datetime
-
-    import optuna
-    from optuna.trial import TrialState
-
-    from udbench import __version__
-    from udbench.methods.configs import config_hash
-
-    space = type(plan.method.estimator).search_space
-    history: list[dict[str, Any]] = []
-    best_value = math.inf
-    best: Any = None
-    counts = {"complete": 0, "failed": 0, "interrupted": 0, "pruned": 0}
-    for t in sorted(study.get_trials(deepcopy=False), key=lambda t: t.number):
-        if t.state == TrialState.COMPLETE:
-            state = "complete"
-        elif t.state == TrialState.PRUNED:
-            state = "pruned"  # counts as a trial, never the best
-        elif t.state == TrialState.FAIL:
-            state = "interrupted" if t.user_attrs.get("interrupted") else "failed"
-        else:
-            continue  # running (another driver) or waiting: not part of the record
-        counts[state] += 1
-        if state == "complete" and t.value is not None and t.value < best_value:
-            best_value, best = float(t.value), t
-        duration = t.duration.total_seconds() if t.duration is not None else None
-        told = t.user_attrs.get("outcome") or {}
-        history.append(
-            {
-                "number": t.number,
-                "state": state,
-                "value": None if t.value is None else float(t.value),
-                "best_so_far": None if best is None else best_value,
-                "params": dict(t.params),
-                "error": told.get("error", t.user_attrs.get("error")),
-                "running_at_ask": told.get("running_at_ask"),
-                "finish_index": told.get("finish_index"),
-                "fit_time_s": _finite(told.get("fit_time_s")),
-                "predict_time_s": _finite(told.get("predict_time_s")),
-                "duration_s": duration,
-                "intermediate": {str(k): float(v) for k, v in t.intermediate_values.items()},
-                "pruned_at": t.last_step if state == "pruned" else None,
-            }
-        )
-    cond = plan.condition
-    params = None if best is None else {**plan.method.params, **best.params}
-    return {
-        "format": RECORD_FORMAT,
-        "schema_version": SCHEMA_VERSION,
-        "udbench_version": __version__,
-        "optuna_version": optuna.__version__,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "method": plan.method.name,
-        "condition": cond.key,
-        "dataset": cond.dataset,
-        "family": cond.family,
-        "noise": cond.noise,
-        "coverage": cond.coverage,
-        "task_id": plan.task_id,
-        "train_sha256": plan.train_sha256,
-        "base_config": plan.method.config,
-        "search_space": space,
-        "search_space_hash": search_space_hash(plan.method.name, space),
-        "sampler": plan.sampler,
-        "sampler_seed": plan.sampler_seed,
-        "split_seed": plan.split_seed,
-        "holdout_fraction": HOLDOUT_FRACTION,
-        "score_name": "heldout_gaussian_nll",
-        "status": "ok" if best is not None else "no-complete-trial",
-        "params": params,
-        "tuned_params": None if best is None else dict(best.params),
-        "config_hash": None if params is None else config_hash(plan.method.name, params),
-        "score": None if best is None else best_value,
-        "best_trial": None if best is None else best.number,
-        "n_trials": counts["complete"] + counts["failed"] + counts["pruned"],
-        "n_complete": counts["complete"],
-        "n_failed": counts["failed"],
-        "n_pruned": counts["pruned"],
-        "n_interrupted": counts["interrupted"],
-        "pruner": None if plan.pruner_spec is None else plan.pruner_spec.as_dict(),
-        "history": history,
-    }
-
-
-def _repair_journal(path: Path) -> None:
-    """Undo what a killed driver may leave in a journal: a lock file and a half-written line.
-
-    Only one driver uses a tuning folder at a time, so a lock file found at start is stale (it
-    would otherwise block for Optuna's 30 s grace period); a last line without its newline
-    is an append cut short (Optuna would fail on the next read once more lines follow it).
-    """
-    from optuna.storages.journal._file import LOCK_FILE_SUFFIX
-
-    Path(str(path) + LOCK_FILE_SUFFIX).unlink(missing_ok=True)
-    if not path.is_file():
-        return
-    with open(path, "rb+") as fh:
-        data = fh.read()
-        if data and not data.endswith(b"\n"):
-            fh.truncate(data.rfind(b"\n") + 1)
-
-
-class _Sweep:
-    """A sweep at run time: its study, what is asked and running."""
-
-    def __init__(self, plan: SweepPlan, out: Path) -> None:
-        import optuna
-        from optuna.storages import JournalStorage
-        from optuna.storages.journal import JournalFileBackend
-        from optuna.trial import TrialState
-
-        self.plan = plan
-        self.space = type(plan.method.estimator).search_space
-        self.space_hash = search_space_hash(plan.method.name, self.space)
-        self.journal = record_path(out, plan.method.name, plan.condition).with_suffix(".journal")
-        self.journal.parent.mkdir(parents=True, exist_ok=True)
-        _repair_journal(self.journal)
-        storage = JournalStorage(JournalFileBackend(str(self.journal)))
-        if plan.sampler == "tpe":
-            sampler: Any = optuna.samplers.TPESampler(seed=plan.sampler_seed, constant_liar=True)
-        else:
-            sampler = optuna.samplers.RandomSampler(seed=plan.sampler_seed)
-        self.study = optuna.create_study(
-            study_name="udbench-tune",
-            storage=storage,
-            sampler=sampler,
-            direction="minimize",
-            load_if_exists=True,
-        )
-        identity = {
-            "method": plan.method.name,
-            "condition": plan.condition.key,
-            "base_config": plan.method.config,
-            "search_space_hash": self.space_hash,
-            "train_sha256": plan.train_sha256,
-            "split_seed": plan.split_seed,
-            "sampler": plan.sampler,
-            "sampler_seed": plan.sampler_seed,
-            "pruner": "none" if plan.pruner_spec is None else plan.pruner_spec.as_dict(),
-        }
-        self.pruner = plan.pruner_spec
-        attrs = self.study.user_attrs
-        if not attrs:
-            for k, v in identity.items():
-                self.study.set_user_attr(k, v)
-        else:
-            # journals from before pruning existed hold no "pruner": they were unpruned
-            changed = [
-                k
-                for k, v in identity.items()
-                if attrs.get(k, "none" if k == "pruner" else None) != v
-            ]
-            if changed:
-                raise UdbenchError(
-                    f"udbench tune: the sweep journal {str(self.journal)!r} was made with another "
-                    f"{', '.join(changed)} than this run's; tune into another --out, or delete "
-                    "the journal to start this sweep again"
-                )
-        # trials left running by a driver that died: failed, not counted
-        self.n_interrupted = 0
-        for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            storage.set_trial_user_attr(t._trial_id, "interrupted", True)
-            storage.set_trial_user_attr(
-                t._trial_id, "error", "interrupted: the tuning run ended before it finished"
-            )
-            storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
-            self.n_interrupted += 1
-        self.n_done = sum(
-            1
-            for t in self.study.get_trials(deepcopy=False)
-            if t.state.is_finished() and not t.user_attrs.get("interrupted")
-        )
-        self.n_resumed = self.n_done
-        # results back so far, in order (interrupted trials included): finish_index
-        self.n_finished = sum(
-            1 for t in self.study.get_trials(deepcopy=False) if t.state.is_finished()
-        )
-        self.to_ask = max(0, plan.n_trials - self.n_done)
-        self.running: dict[int, Any] = {}  # trial number -> (optuna Trial, running at ask)
-        self.n_finished_here = 0
-
-    @property
-    def complete(self) -> bool:
-        return self.to_ask == 0 and not self.running
-
-
 def _outcome(result: Any, timeout: float | None) -> TrialOutcome:
     """A :class:`TrialOutcome` from what the executor returned for a trial."""
     if isinstance(result, TrialOutcome):
@@ -432,6 +194,63 @@ def _outcome(result: Any, timeout: float | None) -> TrialOutcome:
     except Exception as err:
         return TrialOutcome(error=f"raised {type(err).__name__}: {err}")
     return value if isinstance(value, TrialOutcome) else TrialOutcome(error=f"bad result {value!r}")
+
+
+def _ask(s: _Sweep) -> TrialJob:
+    """Ask sweep ``s`` for its next trial, suggest its parameters: the job to submit."""
+    trial = s.study.ask()
+    params = suggest(trial, s.space)
+    s.running[trial.number] = (trial, len(s.running))
+    s.to_ask -= 1
+    return TrialJob(
+        sweep=s.plan.key,
+        number=trial.number,
+        task_path=s.plan.task_path,
+        estimator=s.plan.method.estimator,
+        params=params,
+        seed=trial_seed(s.plan.method.name, s.plan.condition.key, trial.number),
+        split_seed=s.plan.split_seed,
+        train_sha256=s.plan.train_sha256,
+        pruning=None
+        if s.pruner is None
+        else PruningContext(s.pruner, trial.number, snapshot(s.study, trial.number)),
+    )
+
+
+def _tell(s: _Sweep, number: int, outcome: TrialOutcome, summary: TuneSummary) -> str:
+    """Tell sweep ``s`` the outcome of its trial ``number``; count it; the progress text."""
+    from optuna.trial import TrialState
+
+    trial, running_at_ask = s.running.pop(number)
+    # one journal write for everything the driver learnt about the trial
+    trial.set_user_attr(
+        "outcome",
+        {
+            "running_at_ask": running_at_ask,
+            "finish_index": s.n_finished,
+            "fit_time_s": float(outcome.fit_time_s),
+            "predict_time_s": float(outcome.predict_time_s),
+            "error": outcome.error,
+        },
+    )
+    s.n_finished += 1
+    for step, value in sorted(outcome.intermediate.items()):
+        trial.report(value, step)  # what the trial reported, for later snapshots
+    for key, value in outcome.rung_attrs.items():
+        s.study._storage.set_trial_system_attr(trial._trial_id, key, value)
+    if outcome.pruned_at is not None:
+        s.study.tell(trial, state=TrialState.PRUNED)
+        summary.n_trials_pruned += 1
+        text = f"pruned at {outcome.pruned_at}: nll {outcome.value:.4g}"
+    elif outcome.value is not None:
+        s.study.tell(trial, outcome.value)
+        text = f"nll {outcome.value:.4g}"
+    else:
+        s.study.tell(trial, state=TrialState.FAIL)
+        summary.n_trials_failed += 1
+        text = f"failed: {outcome.error}"
+    summary.n_trials_run += 1
+    return text
 
 
 def tune(
@@ -497,7 +316,6 @@ def tune(
         Bad settings (before any trial), or a journal made with other settings.
     """
     import optuna
-    from optuna.trial import TrialState
 
     comp = "tune"
     check_int(comp, "in_flight", in_flight, minimum=1, allow_none=True)
@@ -552,63 +370,14 @@ def tune(
                     break
                 s = min(eligible, key=lambda x: (sweeps.index(x) - turn) % len(sweeps))
                 turn = (sweeps.index(s) + 1) % len(sweeps)
-                trial = s.study.ask()
-                params = suggest(trial, s.space)
-                s.running[trial.number] = (trial, len(s.running))
-                s.to_ask -= 1
-                pool.submit(
-                    TrialJob(
-                        sweep=s.plan.key,
-                        number=trial.number,
-                        task_path=s.plan.task_path,
-                        estimator=s.plan.method.estimator,
-                        params=params,
-                        seed=trial_seed(s.plan.method.name, s.plan.condition.key, trial.number),
-                        split_seed=s.plan.split_seed,
-                        train_sha256=s.plan.train_sha256,
-                        pruning=None
-                        if s.pruner is None
-                        else PruningContext(
-                            s.pruner, trial.number, snapshot(s.study, trial.number)
-                        ),
-                    )
-                )
+                pool.submit(_ask(s))
             driver += time.perf_counter() - t0
             if len(pool) == 0:
                 break
             job, result = pool.next_done()
             t0 = time.perf_counter()
-            outcome = _outcome(result, timeout)
             s = by_key[job.sweep]
-            trial, running_at_ask = s.running.pop(job.number)
-            # one journal write for everything the driver learnt about the trial
-            trial.set_user_attr(
-                "outcome",
-                {
-                    "running_at_ask": running_at_ask,
-                    "finish_index": s.n_finished,
-                    "fit_time_s": float(outcome.fit_time_s),
-                    "predict_time_s": float(outcome.predict_time_s),
-                    "error": outcome.error,
-                },
-            )
-            s.n_finished += 1
-            for step, value in sorted(outcome.intermediate.items()):
-                trial.report(value, step)  # what the trial reported, for later snapshots
-            for key, value in outcome.rung_attrs.items():
-                s.study._storage.set_trial_system_attr(trial._trial_id, key, value)
-            if outcome.pruned_at is not None:
-                s.study.tell(trial, state=TrialState.PRUNED)
-                summary.n_trials_pruned += 1
-                text = f"pruned at {outcome.pruned_at}: nll {outcome.value:.4g}"
-            elif outcome.value is not None:
-                s.study.tell(trial, outcome.value)
-                text = f"nll {outcome.value:.4g}"
-            else:
-                s.study.tell(trial, state=TrialState.FAIL)
-                summary.n_trials_failed += 1
-                text = f"failed: {outcome.error}"
-            summary.n_trials_run += 1
+            text = _tell(s, job.number, _outcome(result, timeout), summary)
             n_done += 1
             if s.complete:
                 summary.records.append(write_record(out, sweep_record(s.study, s.plan)))

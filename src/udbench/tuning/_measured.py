@@ -1,0 +1,167 @@
+"""Measured seconds per unit of work, for ``udbench plan`` (:mod:`udbench.tuning.plan`).
+
+Read from the folders that ``udbench plan --measured`` names: results folders of
+``udbench run`` (fit + predict seconds per ok cell, with the settings that differ from the
+method's defaults), tuning folders of ``udbench tune`` (per finished trial) and folders of
+task files (the generation log, else the MCMC sampler's wall time). The module docstring of
+:mod:`udbench.tuning.plan` says which figure each stage takes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Measurements", "collect_measurements"]
+
+
+@dataclass
+class Measurements:
+    """Measured seconds per unit, by (stage, key): key is a method, or a family for generate."""
+
+    seconds: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    datasets: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    #: (stage, key) -> settings that differ from the method's defaults -> cells measured so
+    configs: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+
+    def add(
+        self, stage: str, key: str, value: float, dataset: str | None, config: str = ""
+    ) -> None:
+        if value is None or not math.isfinite(value) or value < 0:
+            return
+        self.seconds.setdefault((stage, key), []).append(float(value))
+        if dataset:
+            self.datasets.setdefault((stage, key), set()).add(dataset)
+        if config:
+            counts = self.configs.setdefault((stage, key), {})
+            counts[config] = counts.get(config, 0) + 1
+
+
+def collect_measurements(folders: Iterable[str | os.PathLike[str]]) -> Measurements:
+    """Measured times from results folders, tuning folders and task folders (module docstring).
+
+    Raises
+    ------
+    UdbenchError
+        A folder that holds none of the three kinds, or does not exist.
+    """
+    from udbench._validation import param_error
+
+    found = Measurements()
+    for folder in folders:
+        root = Path(folder)
+        kinds = 0
+        if root.is_dir() and ((root / "results.parquet").exists() or (root / "cells").is_dir()):
+            kinds += 1
+            _from_results(root, found)
+        records = sorted(root.glob("*/*.json")) if root.is_dir() else []
+        if records:
+            kinds += 1
+            _from_records(records, found)
+        tasks = sorted(root.rglob("*.npz")) if root.is_dir() else []
+        if tasks:
+            kinds += 1
+            _from_tasks(tasks, found)
+        if not kinds:
+            raise param_error(
+                "udbench plan",
+                "measured",
+                "be a results, tuning or task folder made by udbench",
+                str(folder),
+            )
+    return found
+
+
+def _non_default(method: str, config: Any, defaults: dict[str, dict[str, Any] | None]) -> str:
+    """``"k=v (default d), ..."`` for the settings of a stored ``config`` that are not the
+    registered method's defaults; ``""`` when they all are, or the method is not registered."""
+    if method not in defaults:
+        try:
+            from udbench.methods.registry import make_method
+
+            params = make_method(method).get_params(deep=False)
+            defaults[method] = {k: v for k, v in params.items() if k != "random_state"}
+        except Exception:  # not a registered method (an import path gone): nothing to say
+            defaults[method] = None
+    base = defaults[method]
+    if base is None or not isinstance(config, str):
+        return ""
+    try:
+        given = json.loads(config).get("params") or {}
+    except (json.JSONDecodeError, AttributeError):
+        return ""
+    diff = [
+        f"{k}={given[k]!r} (default {base[k]!r})"
+        for k in sorted(given)
+        if k in base and json.dumps(given[k], default=repr) != json.dumps(base[k], default=repr)
+    ]
+    return ", ".join(diff)
+
+
+def _from_results(root: Path, found: Measurements) -> None:
+    from udbench.evaluation.store import read_results
+
+    df = read_results(root)
+    ok = df[df["status"] == "ok"]
+    secs = (ok["fit_time_s"].astype(float) + ok["predict_time_s"].astype(float)).tolist()
+    configs = ok["config"].tolist() if "config" in ok.columns else [None] * len(ok)
+    defaults: dict[str, dict[str, Any] | None] = {}
+    for method, dataset, value, config in zip(
+        ok["method"], ok["dataset"], secs, configs, strict=True
+    ):
+        found.add(
+            "run",
+            str(method),
+            float(value),
+            None if dataset is None else str(dataset),
+            _non_default(str(method), config, defaults),
+        )
+
+
+def _from_records(paths: Sequence[Path], found: Measurements) -> None:
+    from udbench._validation import UdbenchError
+    from udbench.tuning.shipped import read_tuned_record
+
+    for path in paths:
+        try:  # a tune record, or a tuning campaign's (shipped) record
+            rec = read_tuned_record(path)
+        except UdbenchError:
+            continue
+        if rec.get("format") != "udbench-tuned-config":
+            continue
+        for h in rec.get("history", []):
+            if (
+                h.get("state") in ("complete", "failed", "pruned")
+                and h.get("fit_time_s") is not None
+            ):
+                secs = float(h["fit_time_s"]) + float(h.get("predict_time_s") or 0.0)
+                found.add("tune", str(rec["method"]), secs, rec.get("dataset"))
+
+
+def _from_tasks(paths: Sequence[Path], found: Measurements) -> None:
+    from udbench.tasks.spec import TaskSpec
+    from udbench.tasks.taskfile import read_task_meta
+    from udbench.tasks.timelog import read_generation_log
+
+    logs: dict[Path, dict[str, float]] = {}
+    for path in paths:
+        try:
+            meta = read_task_meta(path)
+        except Exception:
+            continue
+        spec = meta["spec"]
+        if path.parent not in logs:
+            logs[path.parent] = read_generation_log(path.parent)
+        # the generation log's whole-instance seconds (replacements, checks and save included)
+        # where ``udbench generate`` recorded them, else the MCMC sampler's own wall time
+        wall = logs[path.parent].get(TaskSpec(**spec).task_id)
+        if wall is None:
+            sampler = (meta.get("diagnostics") or {}).get("sampler") or {}
+            wall = sampler.get("wall_seconds") if isinstance(sampler, dict) else None
+        if wall is not None:
+            found.add("generate", str(spec["family"]), float(wall), spec["dataset"])
