@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import gc
 import os
-import sys
 from pathlib import Path
 
 import pytest
+
+from udbench._threads import release_compiled_programs
 
 # Hermetic: the tests (and the CLI processes they start, which inherit the environment) do
 # not read or write the user's persistent JAX compilation cache (udbench._cache), which other
@@ -77,7 +77,4 @@ def _release_compiled_programs():
     caches per module bounds the count by the largest module (about 9300 for
     tests/methods/test_nn_family.py, against 1600 when cleared per test)."""
     yield
-    jax = sys.modules.get("jax")
-    if jax is not None:
-        jax.clear_caches()
-        gc.collect()
+    release_compiled_programs()

@@ -40,7 +40,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["CELL_THREADS", "cell_threads", "fix_xla_threads", "single_threaded"]
+__all__ = [
+    "CELL_THREADS",
+    "cell_threads",
+    "fix_xla_threads",
+    "release_compiled_programs",
+    "single_threaded",
+]
 
 #: Compute threads of one cell (XLA intra-op pool and every BLAS/OpenMP pool).
 CELL_THREADS = 1
@@ -170,3 +176,22 @@ def single_threaded(fn: F) -> F:
             return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def release_compiled_programs() -> None:
+    """Drop JAX's compiled programs and collect garbage, between units of work of one process.
+
+    Every compiled XLA program keeps memory maps for its code. A long process that compiles
+    programs of many shapes and methods (a campaign running unit after unit, the test suite
+    module after module) passes the kernel's ``vm.max_map_count`` (65530 by default) and
+    LLVM fails with "Cannot allocate memory" (issue 36: a tuning run died so after eight
+    neural-network units). Called between units that share nothing compiled worth keeping:
+    by the campaign engine after each unit and by the test suite after each module. JAX is
+    not imported for this: a process that never used it pays only the garbage collection.
+    """
+    import gc
+
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        jax.clear_caches()
+    gc.collect()

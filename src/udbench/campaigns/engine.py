@@ -33,13 +33,11 @@ process is gone is taken over).
 from __future__ import annotations
 
 import datetime
-import gc
 import json
 import os
 import platform
 import socket
 import subprocess
-import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -49,6 +47,7 @@ from typing import Any
 
 from udbench import __version__
 from udbench._lock import folder_lock
+from udbench._threads import release_compiled_programs
 from udbench._validation import param_error
 
 __all__ = [
@@ -291,22 +290,6 @@ def run_campaign(
             _write_atomic(record_file(records, unit.unit_id), record)
             release_compiled_programs()
     return counts
-
-
-def release_compiled_programs() -> None:
-    """Drop JAX's compiled programs and collect garbage between campaign units.
-
-    Every unit compiles its own programs (other shapes, other methods); kept for the whole
-    campaign, their executable memory maps grow until the process passes the kernel's
-    ``vm.max_map_count`` and LLVM fails with "Cannot allocate memory" (issue 36: a tuning run
-    died so after eight neural-network units). Units share nothing compiled that is worth
-    keeping, so the caches are cleared after each one. JAX is not imported for this: a
-    campaign that never used it pays nothing.
-    """
-    jax = sys.modules.get("jax")
-    if jax is not None:
-        jax.clear_caches()
-    gc.collect()
 
 
 def load_done_records(
