@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from udbench._validation import MAX_WORKERS_PER_CORE, UdbenchError, usable_core_count
-from udbench.evaluation.losses import score_results
+from udbench.evaluation.loss_rescoring import score_results
 from udbench.evaluation.runner import run_benchmark
 from udbench.execution.executor import Executor
 from udbench.methods.configs import resolve_methods

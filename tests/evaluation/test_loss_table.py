@@ -19,6 +19,7 @@ from _fakes import KnnMethod, MeanMethod, make_fake_task, save_fake_task
 from udbench import _losses, risk
 from udbench._losses import LOSS_TABLE, Loss, loss_help, loss_names, register_loss
 from udbench._validation import UdbenchError
+from udbench.evaluation.loss_rescoring import score_results
 from udbench.evaluation.losses import (
     LOSS_METRIC_KEYS,
     loss_column,
@@ -26,7 +27,6 @@ from udbench.evaluation.losses import (
     loss_metrics,
     parse_losses,
     results_under_loss,
-    score_results,
 )
 from udbench.evaluation.runner import run_benchmark
 from udbench.evaluation.store import read_results

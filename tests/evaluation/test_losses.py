@@ -13,6 +13,7 @@ import scoringrules as sr
 from _fakes import BadMethod, KnnMethod, MeanMethod, make_fake_task, save_fake_task
 from udbench._validation import UdbenchError
 from udbench.cli import main
+from udbench.evaluation.loss_rescoring import score_results
 from udbench.evaluation.losses import (
     LOSS_METRIC_KEYS,
     gaussian_loss_oracle_targets,
@@ -24,7 +25,6 @@ from udbench.evaluation.losses import (
     parse_losses,
     ranking_agreement,
     results_under_loss,
-    score_results,
 )
 from udbench.evaluation.runner import METRIC_KEYS, run_benchmark
 from udbench.evaluation.store import read_results

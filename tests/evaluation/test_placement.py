@@ -24,10 +24,10 @@ import numpy as np
 import pytest
 
 from _fakes import make_fake_task, save_fake_task
+from udbench.evaluation.cell import evaluate_cell
 from udbench.evaluation.runner import (
     METRIC_KEYS,
     N_SHELLS,
-    evaluate_cell,
     plan_cells,
     resolve_methods,
     run_benchmark,

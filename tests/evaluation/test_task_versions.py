@@ -10,8 +10,9 @@ import pytest
 
 from _fakes import KnnMethod, MeanMethod, make_fake_task, save_fake_task
 from udbench._validation import UdbenchError
+from udbench.evaluation.cell import evaluate_cell
 from udbench.evaluation.leaderboard import TaskVersionWarning, leaderboard, select_task_versions
-from udbench.evaluation.runner import evaluate_cell, plan_cells, resolve_method, run_benchmark
+from udbench.evaluation.runner import plan_cells, resolve_method, run_benchmark
 from udbench.evaluation.store import read_results
 
 

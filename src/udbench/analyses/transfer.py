@@ -2,7 +2,7 @@
 
 :func:`transfer_tables` compares the method ranking under the benchmark's oracle (the stored
 results) with the ranking under an alternative oracle (the rows of
-:func:`udbench.evaluation.transfer.rescore_cells`), for each Spearman metric (default
+:func:`udbench.evaluation.transfer_rescoring.rescore_cells`), for each Spearman metric (default
 ρ(EU, EU*_risk) and ρ(EU, EU*_var)), pooled and at every level of each factor (prior family,
 noise mode, coverage, dataset):
 
@@ -42,11 +42,10 @@ from udbench.evaluation.transfer import (
     OWN_PREFIX,
     SCORED_KEYS,
     OracleSpec,
-    TaskCallback,
     parse_oracle,
-    rescore_cells,
     transfer_losses,
 )
+from udbench.evaluation.transfer_rescoring import TaskCallback, rescore_cells
 from udbench.report.html import ReportSection
 
 __all__ = [
@@ -202,7 +201,7 @@ class TransferResult:
     Attributes
     ----------
     cells : dict of str to DataFrame
-        The rescored rows (:func:`udbench.evaluation.transfer.rescore_cells`).
+        The rescored rows (:func:`udbench.evaluation.transfer_rescoring.rescore_cells`).
     tau, ranks : dict of str to DataFrame
         The tables of :func:`transfer_tables` (with a leading ``oracle`` column).
     folders : dict of str to Path
@@ -256,7 +255,7 @@ def run_transfer(
     out : str or Path, optional
         Output folder (default ``RESULTS/transfer``).
     task_dirs, data_dir, loss, on_task, fit_settings
-        As in :func:`udbench.evaluation.transfer.rescore_cells`.
+        As in :func:`udbench.evaluation.transfer_rescoring.rescore_cells`.
     metrics, factors, bootstrap_unit, n_resamples, confidence, random_state
         As in :func:`transfer_tables`; under another loss ``metrics`` are the squared-loss
         names (keys of :data:`udbench.evaluation.losses.LOSS_METRIC_KEYS`), compared as

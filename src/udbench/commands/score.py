@@ -45,7 +45,8 @@ def register(app: typer.Typer) -> None:
         'udbench leaderboard RESULTS --loss crps' and 'udbench analyze RESULTS --loss crps'
         rank under that loss. Exit status 3 when some ok cells could not be scored (listed).
         """
-        from udbench.evaluation.losses import parse_losses, score_results
+        from udbench.evaluation.loss_rescoring import score_results
+        from udbench.evaluation.losses import parse_losses
 
         losses = parse_losses("udbench score", loss)
         if not results.is_dir():

@@ -8,16 +8,9 @@ as ``<data folder>/<key>/<key>.csv.gz`` (the kept raw columns, target last) and
 ``<data folder>/<key>/dataset.toml`` (the registry entry and how it was made), where
 :func:`udbench.data.list_datasets` and every command taking ``--datasets`` find it.
 
-Design rules for a new dataset (documented in ``docs/data.md``):
-
-- n_eval = min(1500, ⌊N/2⌋) and the stratified split, exactly as for the suite (SPEC §2).
-- n (training size) = min(:data:`TRAIN_CAP`, ⌊:data:`TRAIN_MARGIN` · n_max⌋), n_max the largest
-  n whose ``balanced`` and ``ood`` quotas both fit the candidate pool's shells; 2000 is the
-  suite's median n, the margin keeps ``ood`` draws from exhausting an inner shell.
-- ρ = the median ρ of the packaged suite (0.32), unless given.
-- GP kernel family: chosen by the caller among :func:`spec_kernel_families`
-  (:func:`udbench.priors.gp.fit.select_kernel_family`) when there is a target, else
-  :data:`DEFAULT_KERNEL_FAMILY`.
+The work is split by job: reading and cleaning the table in :mod:`udbench.data.user_cleaning`,
+the design rules (n_eval, n, ρ, the kernel family; documented in ``docs/data.md``) in
+:mod:`udbench.data.user_design`, whose public names this module re-exports.
 """
 
 from __future__ import annotations
@@ -27,7 +20,6 @@ import hashlib
 import json
 import os
 import re
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,10 +29,10 @@ import numpy as np
 import pandas as pd
 
 from udbench import __version__
-from udbench._validation import UdbenchError, check_choice, param_error
+from udbench._validation import check_choice, param_error
 from udbench.data.cleaning import clean_table, normalise_name
 from udbench.data.covariates import stratified_split
-from udbench.data.geometry import N_SHELLS, fit_geometry, largest_remainder
+from udbench.data.geometry import fit_geometry
 from udbench.data.registry import (
     DATA_DIR_ENV,
     USER_REGISTRY_FILE,
@@ -48,6 +40,30 @@ from udbench.data.registry import (
     _registry,
     list_datasets,
     user_data_dir,
+)
+from udbench.data.user_cleaning import (
+    _check_size,
+    _drop_constant,
+    _drop_missing,
+    _numeric_values,
+    _read,
+    _select_columns,
+    _treat_duplicates,
+    read_table,
+)
+from udbench.data.user_design import (
+    _COMMAND,
+    DEFAULT_KERNEL_FAMILY,
+    MAX_EVAL,
+    MIN_TRAIN,
+    TRAIN_CAP,
+    TRAIN_MARGIN,
+    _check_shells,
+    _train_size,
+    design_train_size,
+    min_rows_needed,
+    spec_kernel_families,
+    suite_median_rho,
 )
 
 __all__ = [
@@ -68,26 +84,10 @@ __all__ = [
     "write_dataset",
 ]
 
-#: Largest evaluation pool (SPEC §2: n_eval = min(1500, ⌊N/2⌋)).
-MAX_EVAL = 1500
-#: Largest training size given to a new dataset: the median n of SPEC §2's suite.
-TRAIN_CAP = 2000
-#: Share of the largest feasible n that a new dataset gets (room for the ``ood`` draws).
-TRAIN_MARGIN = 0.9
-#: Smallest training size a dataset may have.
-MIN_TRAIN = 50
-#: GP kernel family of a dataset without a real target (nothing to fit): RBF, the field's
-#: default smooth kernel (also the embedded ``diabetes`` default's family). Its
-#: hyperparameters are the fit's starting values
-#: (``udbench.priors.gp.fit.default_kernel_hyper``).
-DEFAULT_KERNEL_FAMILY = "rbf"
 #: What ``prepare_dataset`` does with duplicate covariate rows.
 DUPLICATE_POLICIES = ("error", "drop", "keep")
 
-_BALANCED = np.full(N_SHELLS, 1.0 / N_SHELLS)
-_OOD = np.array([0.25, 0.25, 0.25, 0.25, 0.0])
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
-_COMMAND = "udbench datasets add"
 
 
 @dataclass(frozen=True)
@@ -146,130 +146,6 @@ def user_dataset_root(data_dir: str | os.PathLike[str] | None = None) -> Path:
     return root
 
 
-def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read a CSV (any compression pandas infers, ``?`` counts as missing) or Parquet table.
-
-    Raises
-    ------
-    UdbenchError
-        The file does not exist, has another format, or cannot be parsed.
-    """
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise param_error(_COMMAND, "PATH", "be an existing CSV or Parquet file", str(path))
-    suffixes = [s.lower() for s in p.suffixes]
-    try:
-        if ".parquet" in suffixes or ".pq" in suffixes:
-            return pd.read_parquet(p)
-        if ".csv" in suffixes or ".tsv" in suffixes or ".txt" in suffixes:
-            sep = "\t" if ".tsv" in suffixes else ","
-            return pd.read_csv(p, sep=sep, na_values=["?"], low_memory=False)
-    except (OSError, ValueError, EOFError, ImportError) as err:
-        raise UdbenchError(
-            f"{_COMMAND}: file {str(p)!r} must be a readable CSV (header row) or Parquet "
-            f"table; reading it failed: {type(err).__name__}: {err}"
-        ) from None
-    raise param_error(
-        _COMMAND, "PATH", "end in .csv, .csv.gz, .tsv or .parquet (the format)", str(path)
-    )
-
-
-def suite_median_rho() -> float:
-    """Median ρ of the packaged benchmark datasets (SPEC §2; ``diabetes`` excluded): 0.32."""
-    return float(
-        statistics.median(
-            s.rho
-            for s in _registry().values()
-            if s.rho is not None and s.source in ("uci", "openml")
-        )
-    )
-
-
-def spec_kernel_families() -> tuple[str, ...]:
-    """The distinct GP kernel families of SPEC §2's table, in table order (nine families)."""
-    families = [
-        s.kernel_family
-        for s in _registry().values()
-        if s.kernel_family and s.source in ("uci", "openml")
-    ]
-    return tuple(dict.fromkeys(families))
-
-
-def _quotas_fit(n: int, available: np.ndarray) -> bool:
-    return all(
-        bool(np.all(largest_remainder(n, shares) <= available)) for shares in (_BALANCED, _OOD)
-    )
-
-
-def design_train_size(shell: np.ndarray, cand_idx: np.ndarray) -> tuple[int, int]:
-    """Training size n of a new dataset, and the largest n that fits (n_max).
-
-    n_max is the largest n for which the ``balanced`` (20 % per shell) and ``ood`` (25 % from
-    each inner shell) quotas, rounded by largest remainder, fit the candidate pool's shells;
-    n = min(:data:`TRAIN_CAP`, ⌊:data:`TRAIN_MARGIN` · n_max⌋).
-
-    Parameters
-    ----------
-    shell : ndarray of shape (N,), int
-        Shell of every row.
-    cand_idx : ndarray of int
-        Candidate rows.
-
-    Returns
-    -------
-    n, n_max : int
-    """
-    available = np.bincount(np.asarray(shell)[cand_idx], minlength=N_SHELLS)
-    n_max = int(min(4 * available[:4].min(), N_SHELLS * available.min())) + 4
-    while n_max > 0 and not _quotas_fit(n_max, available):
-        n_max -= 1
-    return min(TRAIN_CAP, int(np.floor(TRAIN_MARGIN * n_max))), n_max
-
-
-def min_rows_needed() -> int:
-    """Smallest N whose design gives n ≥ :data:`MIN_TRAIN` whatever the rounding.
-
-    Quantile shells hold at least ⌊N/5⌋ rows each (without ties in the distance) and the
-    evaluation pool takes at most ⌈n_eval/5⌉ of them, so every shell keeps at least
-    ⌊N/5⌋ − ⌈n_eval/5⌉ candidates; N is the smallest with ⌊0.9 · 4 · that⌋ ≥ 50 (140).
-    """
-    N = 2 * N_SHELLS
-    while True:
-        n_eval = min(MAX_EVAL, N // 2)
-        per_shell = N // N_SHELLS - -(-n_eval // N_SHELLS)
-        if np.floor(TRAIN_MARGIN * 4 * per_shell) >= MIN_TRAIN:
-            return N
-        N += 1
-
-
-def _match(frame: pd.DataFrame, names: Sequence[str], option: str) -> list[str]:
-    by_norm: dict[str, list[str]] = {}
-    for c in frame.columns:
-        by_norm.setdefault(normalise_name(str(c)), []).append(str(c))
-    out = []
-    for name in names:
-        if name in frame.columns:
-            out.append(str(name))
-            continue
-        found = by_norm.get(normalise_name(name), [])
-        if len(found) != 1:
-            raise param_error(
-                _COMMAND,
-                option,
-                f"name columns of the table {[str(c) for c in frame.columns]}",
-                name,
-            )
-        out.append(found[0])
-    return out
-
-
-def _is_id_like(values: np.ndarray) -> bool:
-    if values.size < 3 or not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
-        return False
-    diff = np.diff(values)
-    return bool(np.all(diff > 0) or np.all(diff < 0))
-
-
 def _check_name(name: str, data_dir: str | os.PathLike[str] | None, force: bool) -> None:
     if not isinstance(name, str) or not _NAME.match(name) or "__" in name:
         raise param_error(
@@ -290,30 +166,48 @@ def _check_name(name: str, data_dir: str | os.PathLike[str] | None, force: bool)
         )
 
 
-def _check_not_all_missing(values: pd.DataFrame, cols: Sequence[str], target: str | None) -> None:
-    """Raise when a kept column holds no value at all: it would drop every row (SPEC §2).
+def _check_options(
+    name: str,
+    duplicates: str,
+    rho: float | None,
+    data_dir: str | os.PathLike[str] | None,
+    force: bool,
+) -> None:
+    """Check the options of :func:`prepare_dataset` before reading the table."""
+    _check_name(name, data_dir, force)
+    check_choice(_COMMAND, "--duplicates", duplicates, DUPLICATE_POLICIES)
+    if rho is not None and not (np.isfinite(rho) and rho > 0):
+        raise param_error(_COMMAND, "--rho", "be a finite number > 0", rho)
 
-    Raises
-    ------
-    UdbenchError
-        Naming the empty covariate columns (with the ``--drop`` that leaves them out) or the
-        empty ``--target`` column.
-    """
-    if target is not None and values[target].isna().all():
-        raise UdbenchError(
-            f"{_COMMAND}: the --target column {target!r} holds no value (every cell is empty or "
-            f"'?'), so SPEC §2's rule (drop a row with a missing target) would drop all "
-            f"{len(values)} rows; name another --target, or leave it out (the GP kernel "
-            "family is then the default rbf)"
+
+def _unfinished_spec(
+    name: str, kept: pd.DataFrame, cols: list[str], target_col: str | None
+) -> DatasetSpec:
+    """The registry entry before the design (no n, ρ or kernel family yet); covariate names
+    that clash once normalised are refused."""
+    spec = DatasetSpec(
+        key=name,
+        source="user",
+        source_id=0,
+        n_rows=len(kept),
+        n_features=len(cols),
+        n_eval=min(MAX_EVAL, len(kept) // 2),
+        n_train=None,
+        rho=None,
+        kernel_family=None,
+        covariates=tuple(cols),
+        target=target_col or "",
+    )
+    normalised = [normalise_name(c) for c in spec.covariates]
+    clash = sorted({c for c, k in zip(cols, normalised, strict=True) if normalised.count(k) > 1})
+    if clash:
+        raise param_error(
+            _COMMAND,
+            "table columns",
+            "have names that differ beyond case and punctuation (rename them)",
+            clash,
         )
-    empty = [c for c in cols if values[c].isna().all()]
-    if empty:
-        raise UdbenchError(
-            f"{_COMMAND}: covariate column(s) {', '.join(repr(c) for c in empty)} hold no value "
-            f"(every cell is empty or '?'), so SPEC §2's rule (drop a row with a missing "
-            f"covariate) would drop all {len(values)} rows; leave them out with --drop "
-            f"{','.join(empty)}"
-        )
+    return spec
 
 
 def prepare_dataset(
@@ -376,223 +270,35 @@ def prepare_dataset(
         fewer rows than the design needs (the number needed is given), at least as many
         covariates as rows, a bad ``n_train`` or ``rho``.
     """
-    _check_name(name, data_dir, force)
-    check_choice(_COMMAND, "--duplicates", duplicates, DUPLICATE_POLICIES)
-    if rho is not None and not (np.isfinite(rho) and rho > 0):
-        raise param_error(_COMMAND, "--rho", "be a finite number > 0", rho)
-    if isinstance(table, pd.DataFrame):
-        frame, origin = table, "<DataFrame>"
-    else:
-        frame, origin = read_table(table), str(Path(table).expanduser().resolve())
-    frame = frame.copy()
-    frame.columns = [str(c) for c in frame.columns]
-    if frame.columns.duplicated().any():
-        repeated = sorted(set(frame.columns[frame.columns.duplicated()]))
-        raise param_error(_COMMAND, "PATH", "have distinct column names", repeated)
+    _check_options(name, duplicates, rho, data_dir, force)
+    frame, origin = _read(table)
     messages: list[str] = [f"read {len(frame)} rows × {frame.shape[1]} columns from {origin}"]
-    notes: list[str] = []
+    target_col, dropped, cols = _select_columns(frame, target, drop, covariates)
+    with_target = [target_col] if target_col else []
+    table_values = _numeric_values(frame, [*cols, *with_target])
+    kept, missing = _drop_missing(table_values, cols, target_col, origin, messages)
+    cols, constant = _drop_constant(kept, cols, messages)
+    kept, n_dup = _treat_duplicates(kept, cols, duplicates, messages)
+    notes = _check_size(kept, cols)
 
-    target_col = _match(frame, [target], "--target")[0] if target else None
-    dropped = _match(frame, list(drop), "--drop")
-    if covariates is not None:
-        cols = _match(frame, list(covariates), "--covariates")
-    else:
-        cols = [c for c in frame.columns if c != target_col]
-    cols = [c for c in cols if c not in dropped and c != target_col]
-    if not cols:
-        raise param_error(_COMMAND, "--covariates", "leave at least one covariate", cols)
-
-    # numbers only: list every offending column with how to encode it
-    numeric: dict[str, pd.Series] = {}
-    bad: list[str] = []
-    for c in [*cols, *([target_col] if target_col else [])]:
-        values = frame[c]
-        if pd.api.types.is_bool_dtype(values):
-            values = values.astype(np.float64)
-        if not pd.api.types.is_numeric_dtype(values):
-            converted = pd.to_numeric(values, errors="coerce")
-            if (converted.isna() & values.notna()).any():
-                levels = values.dropna().astype(str).unique()
-                shown = ", ".join(repr(v) for v in levels[:3]) + (", …" if levels.size > 3 else "")
-                bad.append(f"{c} ({levels.size} levels: {shown})")
-                continue
-            values = converted
-        numeric[c] = values.astype(np.float64)
-    if bad:
-        raise UdbenchError(
-            f"{_COMMAND}: parameter 'table columns' must hold numbers only (SPEC §2 keeps "
-            f"numeric covariates); got non-numeric columns {bad}. Leave them out with "
-            f"--drop {','.join(b.split(' (')[0] for b in bad)}, or encode them as numbers "
-            "first: a two-level column as 0/1, an ordered category as its rank, a multi-level "
-            "category as one-hot columns (pandas.get_dummies)."
-        )
-    table_values = pd.DataFrame(numeric)
-    for c in table_values.columns:
-        if np.isinf(table_values[c].to_numpy()).any():
-            raise param_error(
-                _COMMAND, f"column {c}", "hold finite numbers (or be empty where missing)", "inf"
-            )
-
-    if len(table_values) == 0:
-        raise UdbenchError(
-            f"{_COMMAND}: the table {origin} holds no data rows (a header only); add the rows "
-            f"(at least {min_rows_needed()} after cleaning)"
-        )
-    _check_not_all_missing(table_values, cols, target_col)
-    missing = np.asarray(table_values.isna().to_numpy().any(axis=1), dtype=bool)
-    if missing.all():
-        share = table_values[[*cols, *([target_col] if target_col else [])]].isna().mean()
-        worst = share.sort_values(ascending=False, kind="stable")
-        shown = ", ".join(f"{c} {v:.0%}" for c, v in worst.items() if v > 0)
-        raise UdbenchError(
-            f"{_COMMAND}: every one of the {len(table_values)} rows has a missing value in some "
-            "column, and SPEC §2 drops a row with a missing covariate"
-            + (" or target" if target_col else "")
-            + f", so no row is left (share of missing cells: {shown}); leave the columns "
-            "with most missing cells out with --drop, or fill them in first"
-        )
-    if missing.any():
-        messages.append(
-            f"dropped {int(missing.sum())} of {len(table_values)} rows with a missing value"
-            + (" (covariates or target)" if target_col else "")
-        )
-    kept = table_values.iloc[np.flatnonzero(~missing)].reset_index(drop=True)
-
-    constant = [c for c in cols if kept[c].nunique() <= 1]
-    if constant:
-        messages.append(f"dropped constant column(s) {constant} (min-max scaling needs max > min)")
-        cols = [c for c in cols if c not in constant]
-        if not cols:
-            shown = ", ".join(f"{c} = {kept[c].iloc[0]:g}" for c in constant)
-            raise UdbenchError(
-                f"{_COMMAND}: every covariate is constant on the {len(kept)} row(s) kept after "
-                f"cleaning ({shown}), and min-max scaling needs max > min; a table needs at "
-                "least one covariate that varies"
-            )
-
-    dup = kept.duplicated(subset=cols, keep="first").to_numpy()
-    n_dup = int(dup.sum())
-    if n_dup and duplicates == "error":
-        first = int(np.flatnonzero(dup)[0])
-        raise UdbenchError(
-            f"{_COMMAND}: parameter 'table' must not repeat a row of covariates, or say what "
-            f"to do with repeats; got {n_dup} rows that repeat an earlier row (the first is "
-            f"kept row {first}, values {kept.iloc[first][cols].to_list()}). Pass --duplicates "
-            "drop (keep the first of each; an evaluation point then never equals a training "
-            "input) or --duplicates keep (as the packaged suite does)."
-        )
-    if n_dup and duplicates == "drop":
-        kept = kept.iloc[np.flatnonzero(~dup)].reset_index(drop=True)
-        messages.append(f"dropped {n_dup} rows repeating the covariates of an earlier row")
-    elif n_dup:
-        messages.append(f"kept {n_dup} rows repeating the covariates of an earlier row")
-
-    N, d = len(kept), len(cols)
-    need = min_rows_needed()
-    if N < need:
-        raise param_error(
-            _COMMAND,
-            "table",
-            f"have at least {need} rows after cleaning (n_eval = ⌊N/2⌋ evaluation rows, and a "
-            f"training size n ≥ {MIN_TRAIN} that fits the `ood` quotas of the candidate pool)",
-            f"{N} rows",
-        )
-    if d >= N:
-        raise param_error(
-            _COMMAND,
-            "table",
-            "have more rows than covariates (with d ≥ N the sample covariance is singular and "
-            "the shells would reflect the isotropic shrinkage target, not the data); drop "
-            "covariates with --drop/--covariates",
-            f"N = {N}, d = {d}",
-        )
-    if d * 10 > N:
-        notes.append(
-            f"only {N / d:.1f} rows per covariate (N = {N}, d = {d}): the shells' covariance "
-            "rests mostly on its shrinkage toward isotropy (λ = 0.1, SPEC §3)"
-        )
-    for c in cols:
-        if _is_id_like(kept[c].to_numpy()):
-            notes.append(
-                f"column {c} looks like a row id (integers, strictly monotone in file order); "
-                f"if it is one, add again with --drop {c} --force"
-            )
-
-    frame_out = kept[[*cols, *([target_col] if target_col else [])]]
-    spec = DatasetSpec(
-        key=name,
-        source="user",
-        source_id=0,
-        n_rows=N,
-        n_features=d,
-        n_eval=min(MAX_EVAL, N // 2),
-        n_train=None,
-        rho=None,
-        kernel_family=None,
-        covariates=tuple(cols),
-        target=target_col or "",
-    )
-    normalised = [normalise_name(c) for c in spec.covariates]
-    clash = sorted({c for c, k in zip(cols, normalised, strict=True) if normalised.count(k) > 1})
-    if clash:
-        raise param_error(
-            _COMMAND,
-            "table columns",
-            "have names that differ beyond case and punctuation (rename them)",
-            clash,
-        )
+    frame_out = kept[[*cols, *with_target]]
+    spec = _unfinished_spec(name, kept, cols, target_col)
     X, y_real, _ = clean_table(frame_out, spec)
-    geometry = fit_geometry(X)
-    shell = geometry.shell_of(X)
+    shell = fit_geometry(X).shell_of(X)
     assert spec.n_eval is not None
-    sizes = np.bincount(shell, minlength=N_SHELLS)
-    if sizes.min() * N_SHELLS < spec.n_eval:  # ties in the distance make unequal shells
-        raise param_error(
-            _COMMAND,
-            "table",
-            f"give shells of at least n_eval/5 = {spec.n_eval / N_SHELLS:g} rows each (many "
-            "rows share a Mahalanobis distance, e.g. repeated or few-valued covariates, so "
-            "the quintile shells are unequal); drop repeats or few-valued covariates",
-            f"shell sizes {sizes.tolist()}",
-        )
+    _check_shells(shell, spec.n_eval)
     eval_idx, cand_idx = stratified_split(shell, spec.n_eval, name)
-    n_rule, n_max = design_train_size(shell, cand_idx)
-    if n_train is None:
-        n = n_rule
-        if n < MIN_TRAIN:
-            raise param_error(
-                _COMMAND,
-                "table",
-                f"give a training size n ≥ {MIN_TRAIN} (the shells are too unequal: the "
-                f"`ood` quotas fit only n ≤ {n_max}); add rows",
-                f"{N} rows",
-            )
-        n_rule_text = (
-            f"min({TRAIN_CAP}, ⌊{TRAIN_MARGIN}·{n_max}⌋) (n_max = {n_max}: largest n whose "
-            "balanced and ood quotas fit the candidate shells)"
-        )
-    else:
-        if not (isinstance(n_train, int | np.integer) and MIN_TRAIN <= n_train <= n_max):
-            raise param_error(
-                _COMMAND,
-                "--n",
-                f"be an integer from {MIN_TRAIN} to {n_max} (the largest n whose balanced and "
-                "ood quotas fit the candidate pool's shells)",
-                n_train,
-            )
-        n, n_rule_text = int(n_train), "given (--n)"
+    n, n_rule_text = _train_size(shell, cand_idx, n_train, len(kept))
     rho_value = float(rho) if rho is not None else suite_median_rho()
+    rho_rule = "given (--rho)" if rho is not None else "median of the suite"
     spec = replace(spec, n_train=n, rho=rho_value)
     messages.append(
-        f"design: N = {N}, d = {d}, n_eval = {spec.n_eval}, n = {n} ({n_rule_text}), "
-        f"ρ = {rho_value:g} ({'given (--rho)' if rho is not None else 'median of the suite'})"
+        f"design: N = {len(kept)}, d = {len(cols)}, n_eval = {spec.n_eval}, n = {n} "
+        f"({n_rule_text}), ρ = {rho_value:g} ({rho_rule})"
     )
-    sha = None
-    if not isinstance(table, pd.DataFrame):
-        sha = hashlib.sha256(Path(origin).read_bytes()).hexdigest()
     provenance = {
         "added_from": origin,
-        "added_sha256": sha or "",
+        "added_sha256": _source_sha256(table, origin),
         "rows_read": len(frame),
         "rows_dropped_missing": int(missing.sum()),
         "duplicates": duplicates,
@@ -600,7 +306,7 @@ def prepare_dataset(
         "columns_dropped_constant": constant,
         "columns_dropped": dropped,
         "n_train_rule": n_rule_text,
-        "rho_rule": "given (--rho)" if rho is not None else "median of the suite",
+        "rho_rule": rho_rule,
     }
     for a in (X, y_real, shell, eval_idx, cand_idx):
         a.setflags(write=False)
@@ -616,6 +322,13 @@ def prepare_dataset(
         warnings=tuple(notes),
         provenance=provenance,
     )
+
+
+def _source_sha256(table: str | os.PathLike[str] | pd.DataFrame, origin: str) -> str:
+    """The checksum of the table's file ("" for a frame), recorded in the provenance."""
+    if isinstance(table, pd.DataFrame):
+        return ""
+    return hashlib.sha256(Path(origin).read_bytes()).hexdigest()
 
 
 def _toml_value(value: Any) -> str:
