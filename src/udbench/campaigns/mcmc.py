@@ -453,7 +453,7 @@ def multi_family_units(
 
     versions = numerics_versions()
     cfg = {**MULTI_FAMILY, **(design or {})}
-    fidelity = Fidelity(cfg["fidelity"])
+    fidelity = Fidelity.parse("multi_family_units", cfg["fidelity"])  # design: a user value
     units = []
     for family in cfg["families"]:
         sampler = _preset(family, cfg["fidelity"], {}) if family in MCMC_FAMILIES else {}

@@ -13,11 +13,16 @@ from rich.console import Console
 
 from udbench._lock import folder_lock
 from udbench._losses import loss_help, loss_names
-from udbench._validation import check_timeout, check_workers
+from udbench._validation import check_timeout
 from udbench.commands._console import make_console
 from udbench.commands._options import (
+    ClusterConfigOpt,
+    PinOpt,
+    SchedulerOpt,
+    WorkersOpt,
     check_out_dir,
     check_resamples,
+    execution_options,
     out_path,
     split_tasks_and_methods,
 )
@@ -73,21 +78,10 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(
             Path("udbench-out/results"), "--out", "-o", help="Results dir.", parser=out_path
         ),
-        workers: int | None = typer.Option(
-            None, "--workers", "-w", help="Local Dask workers (default: usable cores; 0: inline)."
-        ),
-        scheduler: str | None = typer.Option(
-            None, "--scheduler", help="Address of a running Dask scheduler (tcp://host:8786)."
-        ),
-        cluster_config: Path | None = typer.Option(
-            None, "--cluster-config", help="YAML/TOML file naming a cluster class (e.g. SLURM)."
-        ),
-        pin: bool | None = typer.Option(
-            None,
-            "--pin/--no-pin",
-            help="Pin each worker to its own core(s), 1 BLAS thread per core "
-            "(default: on for local workers, off otherwise).",
-        ),
+        workers: WorkersOpt = None,
+        scheduler: SchedulerOpt = None,
+        cluster_config: ClusterConfigOpt = None,
+        pin: PinOpt = None,
         timeout: float | None = typer.Option(
             None, "--timeout", help="Per-cell limit in seconds for fit + predict."
         ),
@@ -127,7 +121,8 @@ def register(app: typer.Typer) -> None:
         3 some cells failed (all stored), 2 a user error, 130 interrupted.
         """
         comp = "udbench run"
-        check_workers(comp, "--workers", workers)  # numbers first: before any heavy import
+        # numbers first: before any heavy import (the address and the file: below)
+        execution = execution_options(comp, workers, scheduler, cluster_config, pin)
         check_timeout(comp, "--timeout", timeout)
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
@@ -137,13 +132,7 @@ def register(app: typer.Typer) -> None:
 
         losses = parse_losses("udbench run", loss)
         check_out_dir("udbench run", out)
-        if scheduler is not None or cluster_config is not None:  # fail fast, before any work
-            from udbench.execution.cluster import check_scheduler_address, load_cluster_config
-
-            if scheduler is not None:
-                check_scheduler_address(scheduler)
-            if cluster_config is not None:
-                load_cluster_config(cluster_config)
+        execution.check_deployment()  # fail fast, before any work
         task_args, specs = split_tasks_and_methods(tasks, methods)
         configure = None
         if tuned is not None:  # every condition checked before the folder is made
@@ -165,10 +154,7 @@ def register(app: typer.Typer) -> None:
                         task_args,
                         specs,
                         out,
-                        workers=workers,
-                        scheduler=scheduler,
-                        cluster_config=cluster_config,
-                        pin=pin,
+                        **execution.kwargs(),
                         timeout=timeout,
                         keep_predictions=keep_predictions,
                         retry_failed=retry_failed,
@@ -450,9 +436,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(
             Path("quickstart-out"), "--out", "-o", help="Output folder.", parser=out_path
         ),
-        workers: int | None = typer.Option(
-            None, "--workers", "-w", help="Local Dask workers (default: usable cores; 0: inline)."
-        ),
+        workers: WorkersOpt = None,
         methods: list[str] = typer.Option(
             [],
             "--methods",
@@ -462,7 +446,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Offline demo on the embedded diabetes table: tasks, every method, leaderboard, report."""
-        check_workers("udbench quickstart", "--workers", workers)
+        workers = execution_options("udbench quickstart", workers).workers
         from udbench.commands._board import print_board
         from udbench.commands._progress import cell_progress
         from udbench.recipes.quickstart import QUICKSTART_METHODS, quickstart

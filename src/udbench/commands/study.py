@@ -22,15 +22,16 @@ from udbench._validation import (
     UdbenchError,
     check_int,
     check_timeout,
-    check_workers,
     param_error,
 )
 from udbench.commands._console import make_console
 from udbench.commands._options import (
     DATA_DIR_HELP,
+    WorkersOpt,
     check_data_dir,
     check_out_dir,
     check_resamples,
+    execution_options,
     out_path,
     parse_choice_list,
     parse_seeds,
@@ -180,9 +181,7 @@ def wine_ood_cmd(
     measured: list[Path] = typer.Option(
         [], "--measured", help="Results/tuning/task folder with measured times (repeatable)."
     ),
-    workers: int | None = typer.Option(
-        None, "--workers", "-w", help="Local Dask workers (default: usable cores; 0: inline)."
-    ),
+    workers: WorkersOpt = None,
     timeout: float | None = typer.Option(None, "--timeout", help="Per-cell limit in seconds."),
     n_resamples: int = typer.Option(2000, "--n-resamples", help="Bootstrap replicates."),
     yes: bool = typer.Option(
@@ -200,7 +199,7 @@ def wine_ood_cmd(
     # numbers first: before any heavy import or data read
     check_int(comp, "--draws", draws, minimum=MIN_DRAWS, maximum=MAX_DRAWS)
     check_int(comp, "--n-query", n_query, minimum=1)
-    check_workers(comp, "--workers", workers)
+    workers = execution_options(comp, workers).workers
     check_timeout(comp, "--timeout", timeout)
     check_resamples(comp, n_resamples)
     from udbench.priors import PRIOR_FAMILIES, Fidelity
@@ -343,9 +342,7 @@ def spectral_norm_command(
     ),
     fidelity: str | None = typer.Option(None, "--fidelity", help="Task fidelity (generate)."),
     draws: int | None = typer.Option(None, "--draws", help="Posterior draws D per instance."),
-    workers: int | None = typer.Option(
-        None, "--workers", help="Local Dask workers (default: one per core; 0: this process)."
-    ),
+    workers: WorkersOpt = None,
     timeout: float | None = typer.Option(
         None, "--timeout", help="Per-trial and per-cell limit of fit + predict, seconds."
     ),
@@ -370,7 +367,7 @@ def spectral_norm_command(
     # numbers first: before any heavy import or data read
     check_int(comp, "--trials", trials, minimum=1)
     check_int(comp, "--draws", draws, minimum=MIN_DRAWS, maximum=MAX_DRAWS, allow_none=True)
-    check_workers(comp, "--workers", workers)
+    workers = execution_options(comp, workers).workers
     check_timeout(comp, "--timeout", timeout)
     check_resamples(comp, n_resamples)
     from udbench.commands._progress import cell_progress  # imports pandas: not at --help

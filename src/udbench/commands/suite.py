@@ -31,16 +31,25 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from udbench._lock import folder_lock
-from udbench._validation import UdbenchError, check_timeout, check_workers, param_error
+from udbench._validation import UdbenchError, check_timeout, param_error
 from udbench.commands._console import make_console
-from udbench.commands._options import DATA_DIR_HELP, check_data_dir, check_out_dir, out_path
+from udbench.commands._options import (
+    DATA_DIR_HELP,
+    ClusterConfigOpt,
+    SchedulerOpt,
+    check_data_dir,
+    check_out_dir,
+    execution_options,
+    out_path,
+    workers_option,
+)
 
 __all__ = ["STAGES", "register", "stage_commands"]
 
@@ -389,15 +398,11 @@ def register(app: typer.Typer) -> None:
             "--stages",
             help="Stages to run: comma list of generate, check, run, report, or 'all'.",
         ),
-        workers: int | None = typer.Option(
-            None, "--workers", "-w", help="Local Dask workers for generate and run."
-        ),
-        scheduler: str | None = typer.Option(
-            None, "--scheduler", help="Address of a running Dask scheduler (tcp://host:8786)."
-        ),
-        cluster_config: Path | None = typer.Option(
-            None, "--cluster-config", help="YAML/TOML file naming a cluster class (e.g. SLURM)."
-        ),
+        workers: Annotated[
+            int | None, workers_option("Local Dask workers for generate and run.")
+        ] = None,
+        scheduler: SchedulerOpt = None,
+        cluster_config: ClusterConfigOpt = None,
         data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
         tuned: Path | None = typer.Option(
             None,
@@ -419,7 +424,8 @@ def register(app: typer.Typer) -> None:
         130 interrupted; another code is the failing stage's.
         """
         comp = "udbench suite"
-        check_workers(comp, "--workers", workers)  # numbers first, before any import
+        # numbers first, before any import (the address and the file: before any work)
+        execution = execution_options(comp, workers, scheduler, cluster_config)
         check_timeout(comp, "--timeout", timeout)
         from udbench.recipes.suites import SUITES, load_suite
 
@@ -449,13 +455,14 @@ def register(app: typer.Typer) -> None:
                 f"udbench suite: suite {suite['name']!r} has a bad setting ({why}); fix it and "
                 "run the same command again (nothing was recorded)"
             )
+        execution.check_deployment()
         out.mkdir(parents=True, exist_ok=True)
         argv = stage_commands(
             suite,
             out,
-            workers=workers,
-            scheduler=scheduler,
-            cluster_config=cluster_config,
+            workers=execution.workers,
+            scheduler=execution.scheduler,
+            cluster_config=execution.cluster_config,
             data_dir=data_dir,
             tuned=tuned,
             timeout=timeout,

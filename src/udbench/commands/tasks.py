@@ -17,7 +17,6 @@ from udbench._validation import (
     MAX_WORKERS_PER_CORE,
     UdbenchError,
     check_int,
-    check_workers,
     param_error,
 )
 from udbench.commands._check_tables import print_check_tables
@@ -25,8 +24,11 @@ from udbench.commands._console import make_console
 from udbench.commands._grid import expand_grid
 from udbench.commands._options import (
     DATA_DIR_HELP,
+    ClusterConfigOpt,
+    SchedulerOpt,
     check_data_dir,
     check_out_dir,
+    execution_options,
     out_path,
     parse_seeds,
 )
@@ -93,12 +95,8 @@ def generate_command(
         help="Local worker processes generating instances in parallel (Dask); 1 or 0: in this "
         f"process; at most {MAX_WORKERS_PER_CORE} × the usable cores.",
     ),
-    scheduler: str | None = typer.Option(
-        None, "--scheduler", help="Address of a running Dask scheduler (tcp://host:8786)."
-    ),
-    cluster_config: Path | None = typer.Option(
-        None, "--cluster-config", help="YAML/TOML file naming a cluster class (e.g. SLURM)."
-    ),
+    scheduler: SchedulerOpt = None,
+    cluster_config: ClusterConfigOpt = None,
     max_replacements: int = typer.Option(
         MAX_REPLACEMENTS,
         "--max-replacements",
@@ -129,15 +127,9 @@ def generate_command(
     comp = "udbench generate"
     # numbers first, before anything heavy is imported (JAX: seconds)
     check_int(comp, "--draws", draws, minimum=MIN_DRAWS, maximum=MAX_DRAWS)
-    check_workers(comp, "--workers", jobs)
+    execution = execution_options(comp, jobs, scheduler, cluster_config)
     check_int(comp, "--max-replacements", max_replacements, minimum=0, maximum=MAX_REPLACE_LIMIT)
-    if scheduler is not None or cluster_config is not None:  # fail fast, before any work
-        from udbench.execution.cluster import check_scheduler_address, load_cluster_config
-
-        if scheduler is not None:
-            check_scheduler_address(scheduler)
-        if cluster_config is not None:
-            load_cluster_config(cluster_config)
+    execution.check_deployment()  # fail fast, before any work
     check_data_dir("generate", data_dir)
     check_out_dir("generate", out)
     dd = None if data_dir is None else str(data_dir)

@@ -12,10 +12,19 @@ import typer
 from rich.table import Table
 
 from udbench._lock import folder_lock
-from udbench._validation import check_int, check_seed, check_timeout, check_workers
+from udbench._validation import check_int, check_seed, check_timeout
 from udbench.commands._console import make_console
 from udbench.commands._grid import expand_grid
-from udbench.commands._options import check_out_dir, out_path, split_tasks_and_methods
+from udbench.commands._options import (
+    ClusterConfigOpt,
+    PinOpt,
+    SchedulerOpt,
+    WorkersOpt,
+    check_out_dir,
+    execution_options,
+    out_path,
+    split_tasks_and_methods,
+)
 from udbench.priors.base import DEFAULT_FIDELITY
 from udbench.tasks.spec import DEFAULT_DRAWS
 
@@ -64,18 +73,10 @@ def register(app: typer.Typer) -> None:
             help="none, sha (successive halving) or hyperband: stop unpromising trials of "
             "iterative methods early (their intermediate held-out NLL).",
         ),
-        workers: int | None = typer.Option(
-            None, "--workers", "-w", help="Local Dask workers (default: usable cores; 0: inline)."
-        ),
-        scheduler: str | None = typer.Option(
-            None, "--scheduler", help="Address of a running Dask scheduler (tcp://host:8786)."
-        ),
-        cluster_config: Path | None = typer.Option(
-            None, "--cluster-config", help="YAML/TOML file naming a cluster class (e.g. SLURM)."
-        ),
-        pin: bool | None = typer.Option(
-            None, "--pin/--no-pin", help="Pin each worker to its own core(s)."
-        ),
+        workers: WorkersOpt = None,
+        scheduler: SchedulerOpt = None,
+        cluster_config: ClusterConfigOpt = None,
+        pin: PinOpt = None,
         progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar."),
     ) -> None:
         """One Optuna sweep per (method, condition); resumable; a record per finished sweep.
@@ -89,19 +90,13 @@ def register(app: typer.Typer) -> None:
         check_seed(comp, "--seed", seed)
         check_int(comp, "--in-flight", in_flight, minimum=1, allow_none=True)
         check_timeout(comp, "--timeout", timeout)
-        check_workers(comp, "--workers", workers)
+        execution = execution_options(comp, workers, scheduler, cluster_config, pin)
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
         from udbench.tuning.sweep import tune
 
         check_out_dir("udbench tune", out)
-        if scheduler is not None or cluster_config is not None:  # fail fast, before any work
-            from udbench.execution.cluster import check_scheduler_address, load_cluster_config
-
-            if scheduler is not None:
-                check_scheduler_address(scheduler)
-            if cluster_config is not None:
-                load_cluster_config(cluster_config)
+        execution.check_deployment()  # fail fast, before any work
         tasks, specs = split_tasks_and_methods(tasks, methods)
         console = make_console(stderr=True)
 
@@ -139,11 +134,8 @@ def register(app: typer.Typer) -> None:
                     seed=seed,
                     in_flight=in_flight,
                     timeout=timeout,
-                    workers=workers,
-                    scheduler=scheduler,
-                    cluster_config=cluster_config,
                     pruner=pruner,
-                    pin=pin,
+                    **execution.kwargs(),
                     on_trial=on_trial,
                 )
         make_console().print(
