@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 from udbench._validation import UdbenchError
-from udbench.commands._grid import expand_grid
 from udbench.commands.suite import stage_commands
 from udbench.recipes.suites import SUITES, load_suite, method_specs
+from udbench.tasks.grid import expand_grid
 
 TESTS = Path(__file__).resolve().parents[1]
 LAUNCH = "import sys; from udbench.cli import main; sys.exit(main())"

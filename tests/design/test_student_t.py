@@ -64,7 +64,7 @@ def test_student_t_variance_equals_smooth_monotone(cov):
 
 
 def test_grid_is_spec_modes_and_student_t_only_when_named():
-    from udbench.commands._grid import expand_grid
+    from udbench.tasks.grid import expand_grid
 
     assert "student-t" in ALL_NOISE_MODES and "student-t" not in NOISE_MODES
     every = expand_grid("diabetes", "gp", "all", "balanced", "0", "smoke", 40)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from udbench.cli import main
-from udbench.commands._grid import expand_grid
+from udbench.tasks.grid import expand_grid
 from udbench.tuning.calibrating import calibrate
 from udbench.tuning.calibration import (
     EVAL_POINTS,

@@ -221,7 +221,7 @@ def _grid_error(settings: dict[str, Any], data_dir: Path | None) -> str | None:
     ``suite.json``: a bad value is reported once, and after it is fixed the folder is the
     same suite's.
     """
-    from udbench.commands._grid import expand_grid
+    from udbench.tasks.grid import expand_grid
 
     try:
         expand_grid(

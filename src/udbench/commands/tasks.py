@@ -21,7 +21,6 @@ from udbench._validation import (
 )
 from udbench.commands._check_tables import print_check_tables
 from udbench.commands._console import make_console
-from udbench.commands._grid import expand_grid
 from udbench.commands._options import (
     DATA_DIR_HELP,
     ClusterConfigOpt,
@@ -33,7 +32,7 @@ from udbench.commands._options import (
     parse_seeds,
 )
 from udbench.priors import DEFAULT_FIDELITY, Fidelity
-from udbench.tasks.grid import GridPlan, GridProgress, generate_grid
+from udbench.tasks.grid import GridPlan, GridProgress, expand_grid, generate_grid
 from udbench.tasks.replacement import MAX_REPLACEMENTS
 from udbench.tasks.spec import DEFAULT_DRAWS, MAX_DRAWS, MIN_DRAWS
 

@@ -14,7 +14,6 @@ from rich.table import Table
 from udbench._lock import folder_lock
 from udbench._validation import check_int, check_seed, check_timeout
 from udbench.commands._console import make_console
-from udbench.commands._grid import expand_grid
 from udbench.commands._options import (
     ClusterConfigOpt,
     PinOpt,
@@ -26,6 +25,7 @@ from udbench.commands._options import (
     split_tasks_and_methods,
 )
 from udbench.priors.base import DEFAULT_FIDELITY
+from udbench.tasks.grid import expand_grid
 from udbench.tasks.spec import DEFAULT_DRAWS
 
 __all__ = ["register"]
