@@ -59,26 +59,37 @@ Not wired yet: task generation, task files, the CLI and the runner do not know t
 
 from __future__ import annotations
 
-import functools
 import time
-from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.linalg
-import scipy.optimize
-import scipy.special
 
-from udbench._seeding import make_rng
 from udbench._validation import check_array, check_choice, param_error
+from udbench.priors._gpc_likelihood import (
+    DIFFICULTIES,
+    check_labels,
+    check_n_classes,
+    check_temperature,
+    class_probabilities,
+    draw_labels,
+    expected_bayes_error_curve,
+    temperature_level,
+)
+from udbench.priors._gpc_sampler import (
+    ClassificationPosterior,
+    ESSDiagnostics,
+    _ess_bulk,
+    _reference,
+    _run_chains,
+    contrast_basis,
+)
 from udbench.priors.base import DEFAULT_FIDELITY, Fidelity, call_seed
 from udbench.priors.diagnostics import summarise_function_draws
 from udbench.priors.gp.linalg import JITTER_START, add_diag, chol_jitter, solve_lower, tri_matmul_T
 from udbench.priors.gp.linalg import xp as _xp
-from udbench.priors.mcmc import MCMCDiagnostics, MCMCPrior
+from udbench.priors.mcmc import MCMCPrior
 
 __all__ = [
     "DEFAULT_N_CLASSES",
@@ -99,541 +110,6 @@ __all__ = [
 
 #: Number of classes K when none is given.
 DEFAULT_N_CLASSES: int = 3
-
-#: Named difficulty levels: the target of the level rule, the mean over the evaluation pool of
-#: the prior-expected Bayes error divided by its chance value 1 − 1/K (:func:`temperature_level`).
-DIFFICULTIES: dict[str, float] = {"easy": 0.1, "medium": 0.3, "hard": 0.6}
-
-#: Monte Carlo draws of the level rule's curve g(r) (one fixed stream per K).
-LEVEL_MC_DRAWS: int = 16384
-#: Grid of signal ratios r = sd f / τ on which g(r) is tabulated (log-spaced, interpolated).
-_LEVEL_GRID = np.geomspace(1e-3, 1e3, 241)
-
-
-# --------------------------------------------------------------------------------------
-# Checks (each value is checked where it enters, with one error template)
-# --------------------------------------------------------------------------------------
-def check_n_classes(component: str, n_classes: Any) -> int:
-    """``n_classes`` as an int K >= 2.
-
-    Raises
-    ------
-    UdbenchError
-        K not an integer or K < 2.
-    """
-    if isinstance(n_classes, bool) or not isinstance(n_classes, int | np.integer):
-        raise param_error(component, "n_classes", "be an integer >= 2", n_classes)
-    if int(n_classes) < 2:
-        raise param_error(component, "n_classes", "be an integer >= 2", n_classes)
-    return int(n_classes)
-
-
-def check_temperature(component: str, name: str, tau: Any, n: int | None = None) -> np.ndarray:
-    """Temperatures τ, shape (n,), finite and > 0.
-
-    Raises
-    ------
-    UdbenchError
-        Wrong shape, NaN/inf, or an entry <= 0 (the message gives the smallest value).
-    """
-    arr = check_array(component, name, tau, shape=(n,))
-    if arr.size and not np.min(arr) > 0:
-        raise param_error(component, name, "be > 0 everywhere", f"minimum {float(np.min(arr))!r}")
-    return arr
-
-
-def check_labels(component: str, labels: Any, n: int, n_classes: int) -> np.ndarray:
-    """Class labels, shape (n,), integers in 0 … K − 1; returned as int64.
-
-    Raises
-    ------
-    UdbenchError
-        Wrong shape, non-integer values, or a label outside 0 … K − 1.
-    """
-    raw = np.asarray(labels)
-    if raw.shape != (n,):
-        raise param_error(component, "labels", f"have shape ({n},)", f"shape {raw.shape}")
-    if raw.dtype.kind not in "iu":
-        if raw.dtype.kind != "f" or not np.all(np.isfinite(raw)) or np.any(raw != np.round(raw)):
-            raise param_error(component, "labels", "hold integers", f"dtype {raw.dtype}")
-    out = raw.astype(np.int64)
-    if out.size and (out.min() < 0 or out.max() >= n_classes):
-        bad = out[(out < 0) | (out >= n_classes)][0]
-        raise param_error(component, "labels", f"lie in 0 … {n_classes - 1}", int(bad))
-    return out
-
-
-# --------------------------------------------------------------------------------------
-# The likelihood: class probabilities and labels
-# --------------------------------------------------------------------------------------
-def class_probabilities(latents: Any, tau: Any) -> np.ndarray:
-    """π = softmax(f / τ) along the class axis.
-
-    Parameters
-    ----------
-    latents : array_like, shape (..., m, K)
-        Latent function values f_k(x) at m inputs (target units of the GP prior).
-    tau : array_like, shape (m,)
-        Temperatures τ(x) > 0.
-
-    Returns
-    -------
-    ndarray, shape (..., m, K), float64
-        Rows on the simplex (SciPy's stable softmax).
-
-    Raises
-    ------
-    UdbenchError
-        NaN/inf, fewer than 2 classes, τ of the wrong length or <= 0.
-    """
-    f = check_array("class_probabilities", "latents", latents)
-    if f.ndim < 2 or f.shape[-1] < 2:
-        raise param_error(
-            "class_probabilities", "latents", "have shape (..., m, K) with K >= 2", f.shape
-        )
-    t = check_temperature("class_probabilities", "tau", tau, f.shape[-2])
-    return np.asarray(scipy.special.softmax(f / t[:, None], axis=-1), dtype=np.float64)
-
-
-def draw_labels(probs: Any, rng: np.random.Generator) -> np.ndarray:
-    """One label per row, y_i ~ Categorical(π_i), by inverse CDF with one uniform per row.
-
-    Parameters
-    ----------
-    probs : array_like, shape (m, K)
-        Class probabilities (rows on the simplex, atol 1e-6).
-    rng : numpy.random.Generator
-        The stream of the labels (the task passes its own, named stream).
-
-    Returns
-    -------
-    ndarray, shape (m,), int64
-        Labels in 0 … K − 1.
-
-    Raises
-    ------
-    UdbenchError
-        Rows that are not probability vectors.
-    """
-    p = check_array("draw_labels", "probs", probs, ndim=2, nonnegative=True)
-    if p.shape[1] < 2:
-        raise param_error("draw_labels", "probs", "have K >= 2 columns", p.shape)
-    dev = float(np.max(np.abs(p.sum(axis=1) - 1.0))) if p.size else 0.0
-    if dev > 1e-6:
-        raise param_error("draw_labels", "probs", "have rows summing to 1", f"deviation {dev:.3g}")
-    u = np.asarray(rng.random(p.shape[0]))
-    cdf = np.cumsum(p, axis=1)
-    cdf[:, -1] = np.inf  # rounding never lets u fall past the last class
-    return np.asarray((u[:, None] >= cdf).sum(axis=1), dtype=np.int64)
-
-
-# --------------------------------------------------------------------------------------
-# The level rule of the temperature
-# --------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=16)
-def _level_curves(n_classes: int) -> tuple[np.ndarray, np.ndarray]:
-    """(normalised Bayes error g(r), normalised expected entropy e(r)) on :data:`_LEVEL_GRID`."""
-    z = make_rng("gpc-level", n_classes).standard_normal((LEVEL_MC_DRAWS, n_classes))
-    chance = 1.0 - 1.0 / n_classes
-    g = np.empty(_LEVEL_GRID.size)
-    e = np.empty(_LEVEL_GRID.size)
-    for i, r in enumerate(_LEVEL_GRID):
-        p = scipy.special.softmax(r * z, axis=1)
-        g[i] = float(np.mean(1.0 - p.max(axis=1))) / chance
-        e[i] = float(np.mean(scipy.special.entr(p).sum(axis=1))) / np.log(n_classes)
-    return g, e
-
-
-def expected_bayes_error_curve(
-    signal_ratio: Any, n_classes: int, quantity: str = "bayes_error"
-) -> np.ndarray:
-    """Prior-expected Bayes error (or entropy) at x as a function of r = sd f(x) / τ(x).
-
-    Under the prior the K latents at x are independent N(0, v(x)), so
-    π(x) = softmax(√v(x)·Z / τ(x)) with Z ~ N(0, I_K) depends on x only through
-    r(x) = √v(x)/τ(x). Returns g(r) = E[1 − max_k π_k] / (1 − 1/K) (``"bayes_error"``) or
-    E[H(π)] / log K (``"entropy"``), both in [0, 1] and decreasing in r (the tempered softmax
-    sharpens monotonically). Tabulated once per K by Monte Carlo (:data:`LEVEL_MC_DRAWS`
-    fixed normals, stream ``("gpc-level", K)``; SD of the table entries below 0.003) on a
-    log grid r ∈ [1e-3, 1e3] and interpolated linearly in log r (clamped outside the grid).
-
-    Parameters
-    ----------
-    signal_ratio : array_like, shape (m,)
-        r(x) > 0.
-    n_classes : int
-        K >= 2.
-    quantity : {"bayes_error", "entropy"}
-
-    Returns
-    -------
-    ndarray, shape (m,)
-
-    Raises
-    ------
-    UdbenchError
-        K < 2, r <= 0 or NaN, or an unknown quantity.
-    """
-    K = check_n_classes("expected_bayes_error_curve", n_classes)
-    r = check_temperature("expected_bayes_error_curve", "signal_ratio", signal_ratio)
-    if quantity not in ("bayes_error", "entropy"):
-        raise param_error(
-            "expected_bayes_error_curve", "quantity", "be 'bayes_error' or 'entropy'", quantity
-        )
-    g, e = _level_curves(K)
-    table = g if quantity == "bayes_error" else e
-    return np.interp(np.log(r), np.log(_LEVEL_GRID), table)
-
-
-def temperature_level(
-    latent_sd: Any,
-    shape: Any,
-    strength: float,
-    n_classes: int,
-    target: float,
-) -> float:
-    """Level c of log τ(x) = c + (s/2)·h(x) so that the pool's mean Bayes error is ``target``.
-
-    The level rule (docs/spec.md §11): over the evaluation pool, the mean of the prior-expected
-    Bayes error divided by its chance value, mean_x g(sd(x) / τ(x)) with
-    g = :func:`expected_bayes_error_curve`, equals ``target``. It is decreasing in r, hence
-    increasing in c, so the root is unique (Brent's method, SciPy).
-
-    Parameters
-    ----------
-    latent_sd : array_like, shape (m,)
-        Prior SD √v(x) of one latent at the pool's points (a·√k̃(x, x)).
-    shape : array_like, shape (m,)
-        Standardised shape h(x) at the pool (zeros for homoscedastic).
-    strength : float
-        s >= 0, the SD of log τ² over the pool (τ² plays the noise variance's role).
-    n_classes : int
-        K >= 2.
-    target : float
-        In (0, 1): normalised mean Bayes error (e.g. :data:`DIFFICULTIES`).
-
-    Returns
-    -------
-    float
-        c.
-
-    Raises
-    ------
-    UdbenchError
-        Bad shapes, K < 2, s < 0, a target outside (0, 1) or one the grid cannot reach.
-    """
-    comp = "temperature_level"
-    sd = check_temperature(comp, "latent_sd", latent_sd)
-    h = check_array(comp, "shape", shape, shape=sd.shape)
-    K = check_n_classes(comp, n_classes)
-    s = float(strength)
-    if not (np.isfinite(s) and s >= 0):
-        raise param_error(comp, "strength", "be a finite number >= 0", strength)
-    t = float(target)
-    if not 0.0 < t < 1.0:
-        raise param_error(comp, "target", "be in (0, 1)", target)
-    g, _ = _level_curves(K)
-
-    def excess(c: float) -> float:
-        r = sd * np.exp(-(c + 0.5 * s * h))
-        return float(np.mean(np.interp(np.log(r), np.log(_LEVEL_GRID), g))) - t
-
-    lo, hi = -12.0, 12.0
-    if not excess(lo) < 0 < excess(hi):
-        raise param_error(comp, "target", "be reachable with τ in [e^-12, e^12]", target)
-    return float(scipy.optimize.brentq(excess, lo, hi, xtol=1e-10))
-
-
-# --------------------------------------------------------------------------------------
-# Elliptical slice sampling of the training latents (BlackJAX)
-# --------------------------------------------------------------------------------------
-def contrast_basis(n_classes: int) -> np.ndarray:
-    """The orthonormal Helmert matrix Q (K, K) whose first row is (1, …, 1)/√K (SciPy).
-
-    u = Q f maps the K class latents at a point to their *shift* u₀ = Σ_k f_k/√K and K − 1
-    orthonormal *contrasts* u₁…u_{K−1}; f = Qᵀu. Independent GP latents with a common kernel
-    stay independent with that kernel under the rotation, and softmax(f/τ) depends on the
-    contrasts alone, so the shift's posterior is its prior (module docstring).
-    """
-    return np.asarray(scipy.linalg.helmert(check_n_classes("contrast_basis", n_classes), True))
-
-
-def _contrast_loglik(
-    v: jax.Array, labels: jax.Array, inv_tau: jax.Array, Q2: jax.Array
-) -> jax.Array:
-    """Σ_i log softmax(Q₂ᵀv_i / τ_i)[y_i] for contrasts v (n, K − 1)."""
-    logp = jax.nn.log_softmax((v @ Q2) * inv_tau[:, None], axis=1)
-    return jnp.sum(jnp.take_along_axis(logp, labels[:, None], axis=1))
-
-
-@partial(jax.jit, static_argnames=("n_warmup", "n_keep", "thin"))
-def _run_chains(
-    ops: dict[str, jax.Array],
-    keys: jax.Array,
-    *,
-    n_warmup: int,
-    n_keep: int,
-    thin: int,
-) -> dict[str, jax.Array]:
-    """Generalised elliptical slice sampling of the contrasts, one chain per key (vmapped).
-
-    Target p(v | y) ∝ N(v; 0, Σ) L(v) for every contrast column of v (n, K − 1), written as
-    N(v; m, S)·R(v) with the reference S = (Σ⁻¹ + W)⁻¹ (W = diag ``sqrt_w``², shared by the
-    columns) and R(v) = L(v) + ½Σ_c (v_c − m_c)ᵀW(v_c − m_c) − Σ_c v_cᵀα_c + const,
-    α = Σ⁻¹m; BlackJAX's ellipse is taken around m with momenta from N(0, S), drawn by
-    Matheron's rule ν = f₀ − ΣW^½B⁻¹(W^½f₀ + ε), f₀ = L_Σz, B = I + W^½ΣW^½ = L_B L_Bᵀ.
-    W = 0, m = 0 is plain ESS with the prior as the reference.
-
-    ``ops``: ``L`` (chol Σ), ``Sigma``, ``LB``, ``sqrt_w`` (n,), ``m``, ``alpha`` (n, K − 1),
-    ``labels`` (n,), ``inv_tau`` (n,), ``Q2`` (K − 1, K).
-
-    Returns ``"v"`` (chains, n_keep, n, K − 1), ``"loglik"`` (chains, n_keep) (the labels'
-    log-likelihood), ``"subiter"`` (chains, n_warmup + n_keep·thin), ``"theta"``
-    (chains, n_keep·thin).
-    """
-    from blackjax.mcmc.elliptical_slice import EllipSliceState, elliptical_proposal
-
-    L, Sigma, LB, sw = ops["L"], ops["Sigma"], ops["LB"], ops["sqrt_w"]
-    m, alpha = ops["m"], ops["alpha"]
-    labels, inv_tau, Q2 = ops["labels"], ops["inv_tau"], ops["Q2"]
-    w2 = sw * sw
-
-    def loglik(v: jax.Array) -> jax.Array:
-        return _contrast_loglik(v, labels, inv_tau, Q2)
-
-    def ratio(v: jax.Array) -> jax.Array:
-        d = v - m
-        return loglik(v) + 0.5 * jnp.sum(w2[:, None] * d * d) - jnp.sum(v * alpha)
-
-    def momentum(key: jax.Array, position: jax.Array) -> jax.Array:
-        k1, k2 = jax.random.split(key)
-        f0 = L @ jax.random.normal(k1, position.shape, dtype=position.dtype)
-        r = sw[:, None] * f0 + jax.random.normal(k2, position.shape, dtype=position.dtype)
-        s = jax.scipy.linalg.solve_triangular(LB, r, lower=True)
-        s = jax.scipy.linalg.solve_triangular(LB, s, lower=True, trans=1)
-        return m + f0 - Sigma @ (sw[:, None] * s)
-
-    def one_chain(key: jax.Array) -> dict[str, jax.Array]:
-        k_init, k_warm, k_keep = jax.random.split(key, 3)
-        v0 = momentum(k_init, m)  # a draw of the reference: chains start apart
-        step = elliptical_proposal(ratio, momentum, m.reshape(-1))
-        state = EllipSliceState(v0, ratio(v0))
-
-        def body(st: Any, k: jax.Array) -> tuple[Any, tuple[jax.Array, jax.Array]]:
-            st, info = step(k, st)
-            return st, (info.subiter, jnp.abs(info.theta))
-
-        state, (sub_w, _) = jax.lax.scan(body, state, jax.random.split(k_warm, n_warmup))
-
-        def keep(st: Any, k: jax.Array) -> tuple[Any, tuple[Any, ...]]:
-            st, (sub, th) = jax.lax.scan(body, st, jax.random.split(k, thin))
-            return st, (st.position, loglik(st.position), sub, th)
-
-        state, (v, ll, sub_k, th) = jax.lax.scan(keep, state, jax.random.split(k_keep, n_keep))
-        return {
-            "v": v,
-            "loglik": ll,
-            "subiter": jnp.concatenate([sub_w, sub_k.reshape(-1)]),
-            "theta": th.reshape(-1),
-        }
-
-    return jax.vmap(one_chain)(keys)
-
-
-def _contrast_grad_curv(
-    v: np.ndarray, labels: np.ndarray, inv_tau: np.ndarray, Q2: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """Gradient (n, K − 1), diagonal curvature (n, K − 1) and value of the log-likelihood in
-    the contrasts: g_i = Q₂(e_y − π_i)/τ_i, w_ic = [Q₂(diag π_i − π_iπ_iᵀ)Q₂ᵀ]_cc / τ_i²."""
-    logits = (v @ Q2) * inv_tau[:, None]
-    logp = scipy.special.log_softmax(logits, axis=1)
-    p = np.exp(logp)
-    onehot = np.eye(Q2.shape[1])[labels]
-    g = ((onehot - p) @ Q2.T) * inv_tau[:, None]
-    # diag of Q₂ diag(π) Q₂ᵀ − (Q₂π)² per contrast
-    qp = p @ Q2.T
-    curv = ((p @ (Q2.T**2)) - qp**2) * (inv_tau**2)[:, None]
-    return g, curv, float(np.sum(logp[np.arange(labels.size), labels]))
-
-
-def _reference(
-    L: Any, Sigma: Any, labels: np.ndarray, inv_tau: np.ndarray, Q2: np.ndarray, max_iter: int
-) -> tuple[np.ndarray, np.ndarray, Any, np.ndarray, dict[str, Any]]:
-    """The Gaussian reference N(m, (Σ⁻¹ + W)⁻¹) of the contrasts (a Laplace-type fit).
-
-    Mode m: Böhning's bound (the softmax Hessian is ≼ ½(I − 11ᵀ/K), i.e. ≼ ½I in the
-    orthonormal contrasts; Böhning 1992) makes v ← (Σ⁻¹ + W_b)⁻¹(W_b v + g(v)) with
-    W_b = 1/(2τ²) a monotone MM ascent of the log posterior, one factorisation for all
-    iterations (R&W 2006 eq. 3.18 with a fixed W). Then W = the diagonal curvature at m,
-    averaged over contrasts, and B = I + W^½ΣW^½ = L_B L_Bᵀ. Returns (m, α = Σ⁻¹m, L_B,
-    √W, record).
-    """
-    xp = _xp()
-    n, C = labels.size, Q2.shape[0]
-
-    def factor(w: np.ndarray) -> Any:
-        sw = np.sqrt(w)
-        B = add_diag(xp.asarray(sw[:, None] * np.asarray(Sigma) * sw[None, :]), 1.0)
-        LB, _ = chol_jitter(B, start=None)
-        return LB
-
-    def solve_ref(LB: Any, sw: np.ndarray, r: np.ndarray) -> np.ndarray:
-        # (Σ⁻¹ + W)⁻¹ r = Σr − ΣW^½B⁻¹W^½Σr
-        Sr = np.asarray(Sigma @ xp.asarray(r))
-        t = solve_lower(LB, xp.asarray(sw[:, None] * Sr))
-        t = np.asarray(solve_lower(LB, t, trans=True))
-        return Sr - np.asarray(Sigma @ xp.asarray(sw[:, None] * t))
-
-    wb = 0.5 * inv_tau**2
-    swb = np.sqrt(wb)
-    LBb = factor(wb)
-    v = np.zeros((n, C))
-    value = -np.inf
-    n_it = 0
-    step = float("inf")
-    for _ in range(max_iter):
-        n_it += 1
-        g, _, _ = _contrast_grad_curv(v, labels, inv_tau, Q2)
-        v_new = solve_ref(LBb, swb, wb[:, None] * v + g)
-        step = float(np.max(np.abs(v_new - v)))
-        v = v_new
-        if step < 1e-7 * max(1.0, float(np.max(np.abs(v)))):
-            break
-    g, curv, value = _contrast_grad_curv(v, labels, inv_tau, Q2)
-    w = curv.mean(axis=1)
-    LB = factor(w)
-    alpha = np.asarray(solve_lower(L, solve_lower(L, xp.asarray(v)), trans=True))
-    record = {
-        "mode_iterations": n_it,
-        "mode_last_step": step,
-        "mode_loglik": value,
-        "reference_curvature_mean": float(np.mean(w)),
-    }
-    return v, alpha, LB, np.sqrt(w), record
-
-
-# --------------------------------------------------------------------------------------
-# The posterior and its diagnostics
-# --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ESSDiagnostics(MCMCDiagnostics):
-    """:class:`~udbench.priors.mcmc.MCMCDiagnostics` of the elliptical slice sampler.
-
-    ``convergence`` (flattened into :meth:`to_dict`) is
-    :func:`~udbench.priors.diagnostics.summarise_function_draws` of π at the evaluation
-    points, one variable per (point, class), point-major (``rhat[i·K + k]`` is point i,
-    class k); ``rhat_max_train`` / ``rhat_train`` are the split-R̂ of the sampled training
-    contrasts (point-major, K − 1 per point; the shift is drawn exactly). ``rhat_gate`` is
-    True: the SPEC §7 R̂ rule applies (few long chains, as for the BNN).
-
-    Attributes
-    ----------
-    n_classes : int
-        K.
-    thin : int
-        Iterations per kept draw.
-    rhat_max_per_class : list of float
-        Largest split-R̂ of π_k over the evaluation points, per class k.
-    ess_bulk_min, ess_bulk_median : float
-        Bulk effective sample size of π (ArviZ, rank-normalised) over the (point, class)
-        variables: smallest and median.
-    subiter_mean_warmup, subiter_mean_kept : float
-        Mean likelihood evaluations per iteration (1 + slice shrinks) in the burn-in and in
-        the kept phase; ``subiter_max`` the largest of any iteration.
-    subiter_max : int
-    theta_abs_mean : float
-        Mean |accepted angle| on the ellipse in the kept phase (π/2 ≈ 1.57 for a flat
-        likelihood; small values mean short moves).
-    loglik_mean_first_half, loglik_mean_second_half : float
-        Mean log-likelihood of the kept draws in each half of the chains (a drift between
-        them means the burn-in was too short).
-    jitter_train : float
-        Jitter added to Σ_t = a²K̃_tt + ν·I beyond the nugget (0 when it factorised).
-    jitter_conditional : float
-        Jitter of the evaluation-latent conditional covariance factor.
-    nugget : float
-        ν, the prior's nugget (target units²).
-    sampler_seconds, conditional_seconds : float
-        Wall time of the reference fit and the chains (compilation included), and of the
-        evaluation latents.
-    reference : {"laplace", "prior"}
-        The Gaussian the ellipses are drawn from (module docstring).
-    mode_iterations : int
-        Böhning-bound iterations of the reference's mode (0 for ``"prior"``).
-    mode_loglik : float
-        The labels' log-likelihood at that mode (NaN for ``"prior"``).
-    reference_curvature_mean : float
-        Mean of the reference's diagonal curvature W (0 for ``"prior"``).
-    """
-
-    n_classes: int
-    thin: int
-    rhat_max_per_class: list[float]
-    ess_bulk_min: float
-    ess_bulk_median: float
-    subiter_mean_warmup: float
-    subiter_mean_kept: float
-    subiter_max: int
-    theta_abs_mean: float
-    loglik_mean_first_half: float
-    loglik_mean_second_half: float
-    jitter_train: float
-    jitter_conditional: float
-    nugget: float
-    sampler_seconds: float
-    conditional_seconds: float
-    reference: str
-    mode_iterations: int
-    mode_loglik: float
-    reference_curvature_mean: float
-
-
-@dataclass(frozen=True)
-class ClassificationPosterior:
-    """Draws of the reference posterior of a latent-GP classification task.
-
-    Attributes
-    ----------
-    prob_draws : ndarray, shape (D, n_eval, K), float64
-        π_F(x) = softmax(f_e(x)/τ(x)) per draw at the evaluation points (the input of
-        :func:`udbench.risk.classification_oracle_targets`).
-    latent_eval : ndarray, shape (D, n_eval, K), float64
-        Evaluation latents f_k(x), draws chain-major (``n_chains`` blocks of D / n_chains).
-    latent_train : ndarray, shape (D, n, K), float64
-        Training latents (the ESS chains' kept states).
-    n_chains : int
-        Chains; draw d is chain d // (D / n_chains).
-    diagnostics : dict
-        :meth:`ESSDiagnostics.to_dict` (JSON-serialisable).
-    """
-
-    prob_draws: np.ndarray
-    latent_eval: np.ndarray
-    latent_train: np.ndarray
-    n_chains: int
-    diagnostics: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def mean_probs(self) -> np.ndarray:
-        """The posterior predictive π̄(x) = mean over draws of π_F(x), shape (n_eval, K)."""
-        return np.asarray(self.prob_draws.mean(axis=0))
-
-    def chains(self, what: str = "prob_draws") -> np.ndarray:
-        """``prob_draws``, ``latent_eval`` or ``latent_train`` as (chains, per chain, m, K)."""
-        arr = getattr(self, what)
-        return arr.reshape(self.n_chains, -1, *arr.shape[1:])
-
-
-def _ess_bulk(chains: np.ndarray) -> np.ndarray:
-    """Bulk ESS (ArviZ, rank-normalised) of every variable of (chains, draws, m) draws."""
-    import warnings
-
-    import arviz as az
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="More chains", category=UserWarning)
-        ds = az.convert_to_dataset(chains)
-    return np.asarray(az.ess(ds, method="bulk")["x"].values, dtype=np.float64).reshape(-1)
 
 
 # --------------------------------------------------------------------------------------
@@ -905,53 +381,18 @@ class GPClassificationPrior(MCMCPrior):
             f_t = np.ascontiguousarray(u_t @ Q, dtype=np.float64)
         probs = class_probabilities(f_e, t_ev)
         t2 = time.perf_counter()
-        conv = summarise_function_draws(probs.reshape(n_chains, per, m * K))
-        train_conv = summarise_function_draws(v.reshape(n_chains, per, n * C_), rhat_only=True)
-        rhat = np.asarray(conv["rhat"], dtype=np.float64).reshape(m, K)
-        ess = _ess_bulk(probs.reshape(n_chains, per, m * K))
-        ll = out["loglik"]
-        half = max(per // 2, 1)
-        n_iter = int(cfg["n_warmup"]) + per * int(cfg["thin"])
-        wall = time.perf_counter() - t0
-        diag = ESSDiagnostics(
-            sampler="blackjax elliptical_slice",
-            fidelity=self.fidelity.value,
+        diag = _ess_diagnostics(
+            self.fidelity.value,
+            cfg,
+            out,
+            probs,
+            v,
             n_chains=n_chains,
-            n_warmup=int(cfg["n_warmup"]),
-            draws_per_chain=per,
-            n_draws=D,
-            convergence=conv,
-            rhat_max_train=float(train_conv["rhat_max"]),
-            rhat_train=list(train_conv["rhat"]),
-            wall_seconds=float(wall),
-            chain_iterations_per_second=float(n_chains * n_iter / max(t1 - t0, 1e-12)),
-            n_classes=K,
-            thin=int(cfg["thin"]),
-            rhat_max_per_class=[
-                float(np.nanmax(rhat[:, k])) if np.isfinite(rhat[:, k]).any() else float("nan")
-                for k in range(K)
-            ],
-            ess_bulk_min=float(np.nanmin(ess)) if np.isfinite(ess).any() else float("nan"),
-            ess_bulk_median=float(np.nanmedian(ess)) if np.isfinite(ess).any() else float("nan"),
-            subiter_mean_warmup=(
-                float(out["subiter"][:, : int(cfg["n_warmup"])].mean())
-                if int(cfg["n_warmup"])
-                else float("nan")
-            ),
-            subiter_mean_kept=float(out["subiter"][:, int(cfg["n_warmup"]) :].mean()),
-            subiter_max=int(out["subiter"].max()),
-            theta_abs_mean=float(out["theta"].mean()),
-            loglik_mean_first_half=float(ll[:, :half].mean()),
-            loglik_mean_second_half=float(ll[:, half:].mean()) if per > 1 else float("nan"),
-            jitter_train=float(jit_t),
-            jitter_conditional=float(jit_c),
-            nugget=nu,
-            sampler_seconds=float(t1 - t0),
-            conditional_seconds=float(t2 - t1),
-            reference=str(cfg["reference"]),
-            mode_iterations=int(ref_record.get("mode_iterations", 0)),
-            mode_loglik=float(ref_record.get("mode_loglik", float("nan"))),
-            reference_curvature_mean=float(ref_record.get("reference_curvature_mean", 0.0)),
+            per=per,
+            times=(t0, t1, t2),
+            jitters=(jit_t, jit_c),
+            nu=nu,
+            ref_record=ref_record,
         )
         return ClassificationPosterior(
             prob_draws=probs,
@@ -960,6 +401,82 @@ class GPClassificationPrior(MCMCPrior):
             n_chains=n_chains,
             diagnostics=diag.to_dict(),
         )
+
+
+def _ess_diagnostics(
+    fidelity: str,
+    cfg: dict[str, Any],
+    out: dict[str, np.ndarray],
+    probs: np.ndarray,
+    v: np.ndarray,
+    *,
+    n_chains: int,
+    per: int,
+    times: tuple[float, float, float],
+    jitters: tuple[float, float],
+    nu: float,
+    ref_record: dict[str, Any],
+) -> ESSDiagnostics:
+    """The :class:`ESSDiagnostics` of one :meth:`GPClassificationPrior.condition` call.
+
+    ``out`` holds the chains' outputs (:func:`_run_chains`), ``probs`` (D, m, K) the
+    evaluation-point probabilities, ``v`` (D, n, K − 1) the kept training contrasts;
+    ``times`` are the clock readings at the start, after the chains and after the
+    evaluation latents; ``jitters`` those of the training and conditional factors.
+    """
+    t0, t1, t2 = times
+    jit_t, jit_c = jitters
+    m, K = probs.shape[1], probs.shape[2]
+    n, C_ = v.shape[1], v.shape[2]
+    D = n_chains * per
+    conv = summarise_function_draws(probs.reshape(n_chains, per, m * K))
+    train_conv = summarise_function_draws(v.reshape(n_chains, per, n * C_), rhat_only=True)
+    rhat = np.asarray(conv["rhat"], dtype=np.float64).reshape(m, K)
+    ess = _ess_bulk(probs.reshape(n_chains, per, m * K))
+    ll = out["loglik"]
+    half = max(per // 2, 1)
+    n_iter = int(cfg["n_warmup"]) + per * int(cfg["thin"])
+    wall = time.perf_counter() - t0
+    return ESSDiagnostics(
+        sampler="blackjax elliptical_slice",
+        fidelity=fidelity,
+        n_chains=n_chains,
+        n_warmup=int(cfg["n_warmup"]),
+        draws_per_chain=per,
+        n_draws=D,
+        convergence=conv,
+        rhat_max_train=float(train_conv["rhat_max"]),
+        rhat_train=list(train_conv["rhat"]),
+        wall_seconds=float(wall),
+        chain_iterations_per_second=float(n_chains * n_iter / max(t1 - t0, 1e-12)),
+        n_classes=K,
+        thin=int(cfg["thin"]),
+        rhat_max_per_class=[
+            float(np.nanmax(rhat[:, k])) if np.isfinite(rhat[:, k]).any() else float("nan")
+            for k in range(K)
+        ],
+        ess_bulk_min=float(np.nanmin(ess)) if np.isfinite(ess).any() else float("nan"),
+        ess_bulk_median=float(np.nanmedian(ess)) if np.isfinite(ess).any() else float("nan"),
+        subiter_mean_warmup=(
+            float(out["subiter"][:, : int(cfg["n_warmup"])].mean())
+            if int(cfg["n_warmup"])
+            else float("nan")
+        ),
+        subiter_mean_kept=float(out["subiter"][:, int(cfg["n_warmup"]) :].mean()),
+        subiter_max=int(out["subiter"].max()),
+        theta_abs_mean=float(out["theta"].mean()),
+        loglik_mean_first_half=float(ll[:, :half].mean()),
+        loglik_mean_second_half=float(ll[:, half:].mean()) if per > 1 else float("nan"),
+        jitter_train=float(jit_t),
+        jitter_conditional=float(jit_c),
+        nugget=nu,
+        sampler_seconds=float(t1 - t0),
+        conditional_seconds=float(t2 - t1),
+        reference=str(cfg["reference"]),
+        mode_iterations=int(ref_record.get("mode_iterations", 0)),
+        mode_loglik=float(ref_record.get("mode_loglik", float("nan"))),
+        reference_curvature_mean=float(ref_record.get("reference_curvature_mean", 0.0)),
+    )
 
 
 #: The family's prior class (its capabilities, e.g. ``numerics_version``, ``task_type``).

@@ -9,16 +9,18 @@ from udbench.risk.classification import (
     ClassificationTargets,
     classification_oracle_targets,
 )
+from udbench.risk.classification_decompositions import (
+    brier_decomposition,
+    multiclass_log_decomposition,
+)
 from udbench.risk.decompositions import (
     Decomposition,
-    brier_decomposition,
     crps_decomposition,
     crps_decomposition_gaussian,
     fair_mean_abs_difference,
     log_score_decomposition,
     log_score_decomposition_gaussian,
     mean_abs_normal,
-    multiclass_log_decomposition,
     squared_loss_decomposition,
     squared_loss_decomposition_gaussian,
 )

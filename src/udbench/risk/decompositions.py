@@ -16,7 +16,9 @@ Regression (squared loss, CRPS, continuous log score): ``draws`` of shape (D, n)
 the conditional mean f(x) from the reference posterior; the noise law is Gaussian,
 ``Y | F ~ N(F(x), noise_var)`` with ``noise_var`` of shape (n,) independent of F (SPEC §4).
 Classification (multiclass log loss, Brier score): ``prob_draws`` of shape (D, n, K) are draws
-of the class-probability vector π_F(x).
+of the class-probability vector π_F(x); those two live in
+:mod:`udbench.risk.classification_decompositions` (all five are re-exported by
+:mod:`udbench.risk`).
 
 Draw-based estimates treat the D draws as the reference posterior (its empirical measure);
 the only exception is the CRPS, whose pairwise term uses the unbiased ("fair") energy form over
@@ -31,31 +33,33 @@ from typing import Any
 
 import numpy as np
 import scoringrules as sr
-from scipy.special import entr, rel_entr
 
 from udbench._seeding import make_rng
 from udbench._validation import check_array, param_error
 from udbench.risk import _checks
+from udbench.risk._estimators import (
+    _SQRT_PI,
+    _control_variate,
+    _noise_samples,
+    _ordered_pair_sum,
+    _variance_about,
+    fair_mean_abs_difference,
+    mean_abs_normal,
+)
 
 __all__ = [
     "Decomposition",
-    "brier_decomposition",
     "crps_decomposition",
     "crps_decomposition_gaussian",
     "fair_mean_abs_difference",
     "log_score_decomposition",
     "log_score_decomposition_gaussian",
     "mean_abs_normal",
-    "multiclass_log_decomposition",
     "squared_loss_decomposition",
     "squared_loss_decomposition_gaussian",
 ]
 
-_SQRT_PI = float(np.sqrt(np.pi))
 _LOG_2PI = float(np.log(2.0 * np.pi))
-
-#: The one-pass variance is used where mean² <= this ratio times the variance (<= 6 digits lost).
-_ONE_PASS_MAX_RATIO = 1e6
 
 #: Points per block in the draw-based CRPS (bounds the temporaries to D x 32 entries).
 _CRPS_BLOCK = 32
@@ -107,91 +111,6 @@ class Decomposition:
     def eu(self) -> np.ndarray:
         """Epistemic term: generalized variance + deployment gap, shape (n,)."""
         return self.generalized_variance + self.deployment_gap
-
-
-# --------------------------------------------------------------------------- helpers
-def mean_abs_normal(delta: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """E|Z| for Z ~ N(delta, scale²), elementwise (broadcasting); scale >= 0 (0 gives |delta|).
-
-    Uses ``scoringrules.crps_normal``: CRPS(N(0, s²), δ) = E|X − δ| − s/√π with X ~ N(0, s²),
-    so E|N(δ, s²)| = CRPS(N(0, s²), δ) + s/√π (closed form of the Gaussian
-    CRPS: Gneiting, Raftery, Westveld & Goldman 2005, Mon. Weather Rev. 133).
-    """
-    delta = np.asarray(delta, dtype=np.float64)
-    scale = np.asarray(scale, dtype=np.float64)
-    degenerate = scale == 0.0  # a point mass: E|δ| = |δ| (crps_normal would divide by 0)
-    if not np.any(degenerate):
-        return np.asarray(sr.crps_normal(delta, 0.0, scale), dtype=np.float64) + scale / _SQRT_PI
-    safe = np.where(degenerate, 1.0, scale)
-    kernel = np.asarray(sr.crps_normal(delta, 0.0, safe), dtype=np.float64) + safe / _SQRT_PI
-    return np.where(degenerate, np.abs(delta), kernel)
-
-
-def fair_mean_abs_difference(samples: np.ndarray) -> np.ndarray:
-    """Unbiased mean |Y_i − Y_j| over ordered pairs i ≠ j, along axis 0 of (D, n) samples.
-
-    Sorted-sample identity: Σ_{i<j} |y_(j) − y_(i)| = Σ_i (2i − D − 1) y_(i) (i = 1..D), so the
-    cost is O(D log D) per column and no D × D array is formed. Returns shape (n,).
-
-    Raises
-    ------
-    UdbenchError
-        ``samples`` not 2-D, with fewer than 2 rows, or with NaN/inf entries.
-    """
-    name = "fair_mean_abs_difference"
-    samples = check_array(name, "samples", samples, ndim=2)
-    d = samples.shape[0]
-    if d < 2:  # no pair i != j: the mean would be 0/0
-        raise param_error(
-            name, "samples", "have at least 2 rows (samples)", f"shape {samples.shape}"
-        )
-    return _ordered_pair_sum(samples) / (d * (d - 1))
-
-
-def _ordered_pair_sum(samples: np.ndarray) -> np.ndarray:
-    """Σ_{i ≠ j} |y_i − y_j| over ordered pairs along axis 0 (sorted-sample identity)."""
-    d = samples.shape[0]
-    weights = 2.0 * np.arange(1, d + 1, dtype=np.float64) - d - 1.0
-    return 2.0 * np.tensordot(weights, np.sort(samples, axis=0), axes=(0, 0))
-
-
-def _variance_about(draws: np.ndarray, mean: np.ndarray) -> np.ndarray:
-    """Variance (divisor D) along axis 0 of (D, n) draws whose column means are ``mean``.
-
-    Fast path: the one-pass moment E[f²] − m̄², which loses about log10(m̄²/var) digits; columns
-    where that loss could exceed 6 digits (m̄² > 1e6·var) are recomputed from centred draws.
-    """
-    d = draws.shape[0]
-    var = np.einsum("dn,dn->n", draws, draws) / d - mean * mean
-    unsafe = ~(var * _ONE_PASS_MAX_RATIO > mean * mean)
-    if np.any(unsafe):
-        cols = np.flatnonzero(unsafe)
-        centred = draws[:, cols] - mean[cols]
-        var[cols] = np.einsum("dn,dn->n", centred, centred) / d
-    return var
-
-
-def _control_variate(scores: np.ndarray, eps2: np.ndarray) -> np.ndarray:
-    """The mixture entropy H(p̄) per point from M outcome scores −log p̄(Y_m), shape (M, k).
-
-    Control variate: c_m = ε_m²/2 − ½ (so that −log p_d(Y_m) − AU = c_m for the draw d that made
-    Y_m) has mean exactly 0. The estimate is mean(s) − β·mean(c) with β the per-point
-    regression coefficient Cov(s, c)/Var(c) (Glasserman 2003, §4.1). It removes the noise of
-    ε²/2, which otherwise dominates I(Y; F) when σ_f² ≪ σ² (an SD near 0.7/√M nats); β is 1
-    there and falls as the mixture widens, so the estimate is never noisier than the plain mean
-    (up to O(1/M)).
-    """
-    c = 0.5 * eps2 - 0.5
-    cc = c - c.mean(axis=0)
-    sc = scores - scores.mean(axis=0)
-    var_c = np.einsum("mk,mk->k", cc, cc)
-    beta = np.where(var_c > 0, np.einsum("mk,mk->k", sc, cc) / np.where(var_c > 0, var_c, 1), 0)
-    return scores.mean(axis=0) - beta * c.mean(axis=0)
-
-
-def _noise_samples(draws: np.ndarray, noise_sd: np.ndarray, loss: str, random_state: int):
-    rng = make_rng("risk", loss, "noise", int(random_state))
-    return draws + noise_sd * rng.standard_normal(draws.shape)
 
 
 # --------------------------------------------------------------------------- squared
@@ -596,102 +515,6 @@ def log_score_decomposition_gaussian(
     total = 0.5 * (_LOG_2PI + np.log(v_hat)) + (v + (mu - m) ** 2) / (2 * v_hat)
     return Decomposition(
         "log", au, gv, gap, total, "closed_form", estimator="closed form (A.4, Gaussian)"
-    )
-
-
-# --------------------------------------------------------------------------- classification
-def _class_inputs(name: str, prob_draws: Any, pred_probs: Any, positive: bool):
-    p = _checks.simplex(name, "prob_draws", prob_draws, (None, None, None))
-    if p.shape[0] < 2:
-        raise param_error(name, "prob_draws", "have at least 2 draws", f"shape {p.shape}")
-    q = _checks.simplex(name, "pred_probs", pred_probs, (p.shape[1], p.shape[2]), positive=positive)
-    return p, q
-
-
-def multiclass_log_decomposition(prob_draws: Any, pred_probs: Any) -> Decomposition:
-    """Multiclass log-loss decomposition from draws of class probabilities (paper A.5).
-
-    The deployed predictor is a class-probability vector π̂(x) in the simplex interior. With
-    π̄ = mean_d π_d the centroid (posterior predictive):
-
-    - AU = mean_d H(π_d) (expected entropy),
-    - generalized variance = mean_d KL(π_d ‖ π̄) = I(Y; F) (mutual information / BALD),
-    - deployment gap = KL(π̄ ‖ π̂),
-    - total = −Σ_k π̄_k log π̂_k (computed directly).
-
-    Parameters
-    ----------
-    prob_draws : array_like, shape (D, n, K)
-        Reference-posterior draws of π_F(x); rows >= 0 summing to 1; D >= 2, K >= 2.
-    pred_probs : array_like, shape (n, K)
-        Deployed class probabilities, every entry > 0, rows summing to 1.
-
-    Returns
-    -------
-    Decomposition
-        Terms in nats (0 log 0 := 0).
-
-    Raises
-    ------
-    UdbenchError
-        Wrong shapes, NaN/inf, negative entries, rows not summing to 1, zero deployed entries.
-    """
-    p, q = _class_inputs("multiclass_log_decomposition", prob_draws, pred_probs, True)
-    centroid = p.mean(axis=0)
-    au = entr(p).sum(axis=-1).mean(axis=0)
-    gv = rel_entr(p, centroid).sum(axis=-1).mean(axis=0)
-    gap = rel_entr(centroid, q).sum(axis=-1)
-    total = -(centroid * np.log(q)).sum(axis=-1)
-    return Decomposition(
-        "multiclass_log",
-        au,
-        gv,
-        gap,
-        total,
-        "draws",
-        n_draws=p.shape[0],
-        estimator="exact given the draws",
-    )
-
-
-def brier_decomposition(prob_draws: Any, pred_probs: Any) -> Decomposition:
-    """Multiclass Brier-score decomposition from draws of class probabilities (paper A.6).
-
-    The deployed predictor is a class-probability vector π̂(x); ℓ(π, y) = ‖π − e_y‖². With
-    π̄ = mean_d π_d:
-
-    - AU = mean_d (1 − ‖π_d‖²) (expected Gini impurity),
-    - generalized variance = mean_d ‖π_d − π̄‖²,
-    - deployment gap = ‖π̄ − π̂‖²,
-    - total = mean_d Σ_k π_dk ‖π̂ − e_k‖² (computed directly).
-
-    Parameters
-    ----------
-    prob_draws : array_like, shape (D, n, K)
-        Reference-posterior draws of π_F(x); rows >= 0 summing to 1.
-    pred_probs : array_like, shape (n, K)
-        Deployed class probabilities, rows >= 0 summing to 1.
-
-    Returns
-    -------
-    Decomposition
-        Terms on the Brier scale [0, 2].
-
-    Raises
-    ------
-    UdbenchError
-        Wrong shapes, NaN/inf, negative entries, rows not summing to 1.
-    """
-    p, q = _class_inputs("brier_decomposition", prob_draws, pred_probs, False)
-    centroid = p.mean(axis=0)
-    au = (1.0 - (p**2).sum(axis=-1)).mean(axis=0)
-    gv = ((p - centroid) ** 2).sum(axis=-1).mean(axis=0)
-    gap = ((centroid - q) ** 2).sum(axis=-1)
-    # ‖π̂ − e_k‖² = ‖π̂‖² − 2 π̂_k + 1, averaged over k ~ π_d and then over d
-    total = (q**2).sum(axis=-1)[None, :, None] - 2.0 * q[None] + 1.0
-    total = (p * total).sum(axis=-1).mean(axis=0)
-    return Decomposition(
-        "brier", au, gv, gap, total, "draws", n_draws=p.shape[0], estimator="exact given the draws"
     )
 
 

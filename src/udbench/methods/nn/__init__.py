@@ -5,6 +5,8 @@
 - :mod:`~udbench.methods.nn.training`: NAdamW + per-member global-norm clipping, shuffled
   minibatches, M members in one ``vmap``-ed computation (``train_members``,
   ``train_single``, ``predict_members``).
+- :mod:`~udbench.methods.nn.reporting`: the same training stopping at checkpoints, for pruned
+  tuning (``train_members_reporting``).
 - :mod:`~udbench.methods.nn.ensemble`: the base class that turns these into a udbench method.
 - :mod:`~udbench.methods.nn.spectral`: spectral normalisation, the backbone option
   ``BackboneConfig(spectral_norm=True, sn_coeff=c)`` applied by the trainer.

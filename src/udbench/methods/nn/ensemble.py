@@ -33,13 +33,13 @@ import numpy as np
 from udbench.methods._ensemble import aggregate_members
 from udbench.methods.base import BaseMethod, Prediction
 from udbench.methods.nn.backbone import ACTIVATIONS, BackboneConfig, init_members
+from udbench.methods.nn.reporting import train_members_reporting
 from udbench.methods.nn.training import (
     LossFn,
     TrainConfig,
     gaussian_loss,
     predict_members,
     train_members,
-    train_members_reporting,
 )
 
 __all__ = [

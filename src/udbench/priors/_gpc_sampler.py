@@ -1,0 +1,317 @@
+"""The sampler of :mod:`udbench.priors.gp_classification`: elliptical slice sampling of the
+training contrasts around a Gaussian reference (BlackJAX), and the posterior it returns.
+
+The contrast basis, the contrasts' log-likelihood and its derivatives, the Laplace-type
+reference, the vmapped chains, and the :class:`ESSDiagnostics` and
+:class:`ClassificationPosterior` records (the formulas: the public module's docstring).
+Re-exported by :mod:`udbench.priors.gp_classification`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.linalg
+import scipy.special
+
+from udbench.priors._gpc_likelihood import check_n_classes
+from udbench.priors.gp.linalg import add_diag, chol_jitter, solve_lower
+from udbench.priors.gp.linalg import xp as _xp
+from udbench.priors.mcmc import MCMCDiagnostics
+
+
+# --------------------------------------------------------------------------------------
+# Elliptical slice sampling of the training latents (BlackJAX)
+# --------------------------------------------------------------------------------------
+def contrast_basis(n_classes: int) -> np.ndarray:
+    """The orthonormal Helmert matrix Q (K, K) whose first row is (1, …, 1)/√K (SciPy).
+
+    u = Q f maps the K class latents at a point to their *shift* u₀ = Σ_k f_k/√K and K − 1
+    orthonormal *contrasts* u₁…u_{K−1}; f = Qᵀu. Independent GP latents with a common kernel
+    stay independent with that kernel under the rotation, and softmax(f/τ) depends on the
+    contrasts alone, so the shift's posterior is its prior (module docstring).
+    """
+    return np.asarray(scipy.linalg.helmert(check_n_classes("contrast_basis", n_classes), True))
+
+
+def _contrast_loglik(
+    v: jax.Array, labels: jax.Array, inv_tau: jax.Array, Q2: jax.Array
+) -> jax.Array:
+    """Σ_i log softmax(Q₂ᵀv_i / τ_i)[y_i] for contrasts v (n, K − 1)."""
+    logp = jax.nn.log_softmax((v @ Q2) * inv_tau[:, None], axis=1)
+    return jnp.sum(jnp.take_along_axis(logp, labels[:, None], axis=1))
+
+
+@partial(jax.jit, static_argnames=("n_warmup", "n_keep", "thin"))
+def _run_chains(
+    ops: dict[str, jax.Array],
+    keys: jax.Array,
+    *,
+    n_warmup: int,
+    n_keep: int,
+    thin: int,
+) -> dict[str, jax.Array]:
+    """Generalised elliptical slice sampling of the contrasts, one chain per key (vmapped).
+
+    Target p(v | y) ∝ N(v; 0, Σ) L(v) for every contrast column of v (n, K − 1), written as
+    N(v; m, S)·R(v) with the reference S = (Σ⁻¹ + W)⁻¹ (W = diag ``sqrt_w``², shared by the
+    columns) and R(v) = L(v) + ½Σ_c (v_c − m_c)ᵀW(v_c − m_c) − Σ_c v_cᵀα_c + const,
+    α = Σ⁻¹m; BlackJAX's ellipse is taken around m with momenta from N(0, S), drawn by
+    Matheron's rule ν = f₀ − ΣW^½B⁻¹(W^½f₀ + ε), f₀ = L_Σz, B = I + W^½ΣW^½ = L_B L_Bᵀ.
+    W = 0, m = 0 is plain ESS with the prior as the reference.
+
+    ``ops``: ``L`` (chol Σ), ``Sigma``, ``LB``, ``sqrt_w`` (n,), ``m``, ``alpha`` (n, K − 1),
+    ``labels`` (n,), ``inv_tau`` (n,), ``Q2`` (K − 1, K).
+
+    Returns ``"v"`` (chains, n_keep, n, K − 1), ``"loglik"`` (chains, n_keep) (the labels'
+    log-likelihood), ``"subiter"`` (chains, n_warmup + n_keep·thin), ``"theta"``
+    (chains, n_keep·thin).
+    """
+    from blackjax.mcmc.elliptical_slice import EllipSliceState, elliptical_proposal
+
+    L, Sigma, LB, sw = ops["L"], ops["Sigma"], ops["LB"], ops["sqrt_w"]
+    m, alpha = ops["m"], ops["alpha"]
+    labels, inv_tau, Q2 = ops["labels"], ops["inv_tau"], ops["Q2"]
+    w2 = sw * sw
+
+    def loglik(v: jax.Array) -> jax.Array:
+        return _contrast_loglik(v, labels, inv_tau, Q2)
+
+    def ratio(v: jax.Array) -> jax.Array:
+        d = v - m
+        return loglik(v) + 0.5 * jnp.sum(w2[:, None] * d * d) - jnp.sum(v * alpha)
+
+    def momentum(key: jax.Array, position: jax.Array) -> jax.Array:
+        k1, k2 = jax.random.split(key)
+        f0 = L @ jax.random.normal(k1, position.shape, dtype=position.dtype)
+        r = sw[:, None] * f0 + jax.random.normal(k2, position.shape, dtype=position.dtype)
+        s = jax.scipy.linalg.solve_triangular(LB, r, lower=True)
+        s = jax.scipy.linalg.solve_triangular(LB, s, lower=True, trans=1)
+        return m + f0 - Sigma @ (sw[:, None] * s)
+
+    def one_chain(key: jax.Array) -> dict[str, jax.Array]:
+        k_init, k_warm, k_keep = jax.random.split(key, 3)
+        v0 = momentum(k_init, m)  # a draw of the reference: chains start apart
+        step = elliptical_proposal(ratio, momentum, m.reshape(-1))
+        state = EllipSliceState(v0, ratio(v0))
+
+        def body(st: Any, k: jax.Array) -> tuple[Any, tuple[jax.Array, jax.Array]]:
+            st, info = step(k, st)
+            return st, (info.subiter, jnp.abs(info.theta))
+
+        state, (sub_w, _) = jax.lax.scan(body, state, jax.random.split(k_warm, n_warmup))
+
+        def keep(st: Any, k: jax.Array) -> tuple[Any, tuple[Any, ...]]:
+            st, (sub, th) = jax.lax.scan(body, st, jax.random.split(k, thin))
+            return st, (st.position, loglik(st.position), sub, th)
+
+        state, (v, ll, sub_k, th) = jax.lax.scan(keep, state, jax.random.split(k_keep, n_keep))
+        return {
+            "v": v,
+            "loglik": ll,
+            "subiter": jnp.concatenate([sub_w, sub_k.reshape(-1)]),
+            "theta": th.reshape(-1),
+        }
+
+    return jax.vmap(one_chain)(keys)
+
+
+def _contrast_grad_curv(
+    v: np.ndarray, labels: np.ndarray, inv_tau: np.ndarray, Q2: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Gradient (n, K − 1), diagonal curvature (n, K − 1) and value of the log-likelihood in
+    the contrasts: g_i = Q₂(e_y − π_i)/τ_i, w_ic = [Q₂(diag π_i − π_iπ_iᵀ)Q₂ᵀ]_cc / τ_i²."""
+    logits = (v @ Q2) * inv_tau[:, None]
+    logp = scipy.special.log_softmax(logits, axis=1)
+    p = np.exp(logp)
+    onehot = np.eye(Q2.shape[1])[labels]
+    g = ((onehot - p) @ Q2.T) * inv_tau[:, None]
+    # diag of Q₂ diag(π) Q₂ᵀ − (Q₂π)² per contrast
+    qp = p @ Q2.T
+    curv = ((p @ (Q2.T**2)) - qp**2) * (inv_tau**2)[:, None]
+    return g, curv, float(np.sum(logp[np.arange(labels.size), labels]))
+
+
+def _reference(
+    L: Any, Sigma: Any, labels: np.ndarray, inv_tau: np.ndarray, Q2: np.ndarray, max_iter: int
+) -> tuple[np.ndarray, np.ndarray, Any, np.ndarray, dict[str, Any]]:
+    """The Gaussian reference N(m, (Σ⁻¹ + W)⁻¹) of the contrasts (a Laplace-type fit).
+
+    Mode m: Böhning's bound (the softmax Hessian is ≼ ½(I − 11ᵀ/K), i.e. ≼ ½I in the
+    orthonormal contrasts; Böhning 1992) makes v ← (Σ⁻¹ + W_b)⁻¹(W_b v + g(v)) with
+    W_b = 1/(2τ²) a monotone MM ascent of the log posterior, one factorisation for all
+    iterations (R&W 2006 eq. 3.18 with a fixed W). Then W = the diagonal curvature at m,
+    averaged over contrasts, and B = I + W^½ΣW^½ = L_B L_Bᵀ. Returns (m, α = Σ⁻¹m, L_B,
+    √W, record).
+    """
+    xp = _xp()
+    n, C = labels.size, Q2.shape[0]
+
+    def factor(w: np.ndarray) -> Any:
+        sw = np.sqrt(w)
+        B = add_diag(xp.asarray(sw[:, None] * np.asarray(Sigma) * sw[None, :]), 1.0)
+        LB, _ = chol_jitter(B, start=None)
+        return LB
+
+    def solve_ref(LB: Any, sw: np.ndarray, r: np.ndarray) -> np.ndarray:
+        # (Σ⁻¹ + W)⁻¹ r = Σr − ΣW^½B⁻¹W^½Σr
+        Sr = np.asarray(Sigma @ xp.asarray(r))
+        t = solve_lower(LB, xp.asarray(sw[:, None] * Sr))
+        t = np.asarray(solve_lower(LB, t, trans=True))
+        return Sr - np.asarray(Sigma @ xp.asarray(sw[:, None] * t))
+
+    wb = 0.5 * inv_tau**2
+    swb = np.sqrt(wb)
+    LBb = factor(wb)
+    v = np.zeros((n, C))
+    value = -np.inf
+    n_it = 0
+    step = float("inf")
+    for _ in range(max_iter):
+        n_it += 1
+        g, _, _ = _contrast_grad_curv(v, labels, inv_tau, Q2)
+        v_new = solve_ref(LBb, swb, wb[:, None] * v + g)
+        step = float(np.max(np.abs(v_new - v)))
+        v = v_new
+        if step < 1e-7 * max(1.0, float(np.max(np.abs(v)))):
+            break
+    g, curv, value = _contrast_grad_curv(v, labels, inv_tau, Q2)
+    w = curv.mean(axis=1)
+    LB = factor(w)
+    alpha = np.asarray(solve_lower(L, solve_lower(L, xp.asarray(v)), trans=True))
+    record = {
+        "mode_iterations": n_it,
+        "mode_last_step": step,
+        "mode_loglik": value,
+        "reference_curvature_mean": float(np.mean(w)),
+    }
+    return v, alpha, LB, np.sqrt(w), record
+
+
+# --------------------------------------------------------------------------------------
+# The posterior and its diagnostics
+# --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ESSDiagnostics(MCMCDiagnostics):
+    """:class:`~udbench.priors.mcmc.MCMCDiagnostics` of the elliptical slice sampler.
+
+    ``convergence`` (flattened into :meth:`to_dict`) is
+    :func:`~udbench.priors.diagnostics.summarise_function_draws` of π at the evaluation
+    points, one variable per (point, class), point-major (``rhat[i·K + k]`` is point i,
+    class k); ``rhat_max_train`` / ``rhat_train`` are the split-R̂ of the sampled training
+    contrasts (point-major, K − 1 per point; the shift is drawn exactly). ``rhat_gate`` is
+    True: the SPEC §7 R̂ rule applies (few long chains, as for the BNN).
+
+    Attributes
+    ----------
+    n_classes : int
+        K.
+    thin : int
+        Iterations per kept draw.
+    rhat_max_per_class : list of float
+        Largest split-R̂ of π_k over the evaluation points, per class k.
+    ess_bulk_min, ess_bulk_median : float
+        Bulk effective sample size of π (ArviZ, rank-normalised) over the (point, class)
+        variables: smallest and median.
+    subiter_mean_warmup, subiter_mean_kept : float
+        Mean likelihood evaluations per iteration (1 + slice shrinks) in the burn-in and in
+        the kept phase; ``subiter_max`` the largest of any iteration.
+    subiter_max : int
+    theta_abs_mean : float
+        Mean |accepted angle| on the ellipse in the kept phase (π/2 ≈ 1.57 for a flat
+        likelihood; small values mean short moves).
+    loglik_mean_first_half, loglik_mean_second_half : float
+        Mean log-likelihood of the kept draws in each half of the chains (a drift between
+        them means the burn-in was too short).
+    jitter_train : float
+        Jitter added to Σ_t = a²K̃_tt + ν·I beyond the nugget (0 when it factorised).
+    jitter_conditional : float
+        Jitter of the evaluation-latent conditional covariance factor.
+    nugget : float
+        ν, the prior's nugget (target units²).
+    sampler_seconds, conditional_seconds : float
+        Wall time of the reference fit and the chains (compilation included), and of the
+        evaluation latents.
+    reference : {"laplace", "prior"}
+        The Gaussian the ellipses are drawn from (module docstring).
+    mode_iterations : int
+        Böhning-bound iterations of the reference's mode (0 for ``"prior"``).
+    mode_loglik : float
+        The labels' log-likelihood at that mode (NaN for ``"prior"``).
+    reference_curvature_mean : float
+        Mean of the reference's diagonal curvature W (0 for ``"prior"``).
+    """
+
+    n_classes: int
+    thin: int
+    rhat_max_per_class: list[float]
+    ess_bulk_min: float
+    ess_bulk_median: float
+    subiter_mean_warmup: float
+    subiter_mean_kept: float
+    subiter_max: int
+    theta_abs_mean: float
+    loglik_mean_first_half: float
+    loglik_mean_second_half: float
+    jitter_train: float
+    jitter_conditional: float
+    nugget: float
+    sampler_seconds: float
+    conditional_seconds: float
+    reference: str
+    mode_iterations: int
+    mode_loglik: float
+    reference_curvature_mean: float
+
+
+@dataclass(frozen=True)
+class ClassificationPosterior:
+    """Draws of the reference posterior of a latent-GP classification task.
+
+    Attributes
+    ----------
+    prob_draws : ndarray, shape (D, n_eval, K), float64
+        π_F(x) = softmax(f_e(x)/τ(x)) per draw at the evaluation points (the input of
+        :func:`udbench.risk.classification_oracle_targets`).
+    latent_eval : ndarray, shape (D, n_eval, K), float64
+        Evaluation latents f_k(x), draws chain-major (``n_chains`` blocks of D / n_chains).
+    latent_train : ndarray, shape (D, n, K), float64
+        Training latents (the ESS chains' kept states).
+    n_chains : int
+        Chains; draw d is chain d // (D / n_chains).
+    diagnostics : dict
+        :meth:`ESSDiagnostics.to_dict` (JSON-serialisable).
+    """
+
+    prob_draws: np.ndarray
+    latent_eval: np.ndarray
+    latent_train: np.ndarray
+    n_chains: int
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def mean_probs(self) -> np.ndarray:
+        """The posterior predictive π̄(x) = mean over draws of π_F(x), shape (n_eval, K)."""
+        return np.asarray(self.prob_draws.mean(axis=0))
+
+    def chains(self, what: str = "prob_draws") -> np.ndarray:
+        """``prob_draws``, ``latent_eval`` or ``latent_train`` as (chains, per chain, m, K)."""
+        arr = getattr(self, what)
+        return arr.reshape(self.n_chains, -1, *arr.shape[1:])
+
+
+def _ess_bulk(chains: np.ndarray) -> np.ndarray:
+    """Bulk ESS (ArviZ, rank-normalised) of every variable of (chains, draws, m) draws."""
+    import warnings
+
+    import arviz as az
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="More chains", category=UserWarning)
+        ds = az.convert_to_dataset(chains)
+    return np.asarray(az.ess(ds, method="bulk")["x"].values, dtype=np.float64).reshape(-1)
