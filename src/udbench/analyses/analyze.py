@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from udbench._losses import LOSS_TABLE
+from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench.analyses import registry
 from udbench.analyses import tables as tb
 from udbench.analyses._common import FAMILY_NAMES, method_families
@@ -185,8 +186,8 @@ def analyze(
     out_dir: str | os.PathLike[str],
     *,
     bootstrap_unit: str = "instance",
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     random_state: int | str = 0,
     families: Mapping[str, str] | None = None,
     link_prefix: str = "",

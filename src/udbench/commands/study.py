@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from udbench._lock import folder_lock
+from udbench._resampling import DEFAULT_N_RESAMPLES
 from udbench._validation import (
     UdbenchError,
     check_int,
@@ -184,7 +185,9 @@ def wine_ood_cmd(
         None, "--workers", "-w", help="Local Dask workers (default: usable cores; 0: inline)."
     ),
     timeout: float | None = typer.Option(None, "--timeout", help="Per-cell limit in seconds."),
-    n_resamples: int = typer.Option(2000, "--n-resamples", help="Bootstrap replicates."),
+    n_resamples: int = typer.Option(
+        DEFAULT_N_RESAMPLES, "--n-resamples", help="Bootstrap replicates."
+    ),
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Run even when the projection is above one CPU-hour."
     ),
@@ -352,7 +355,9 @@ def spectral_norm_command(
     measured: list[Path] = typer.Option(
         [], "--measured", help="Results/tuning/task folders whose times project the cost."
     ),
-    n_resamples: int = typer.Option(2000, "--n-resamples", help="Bootstrap replicates."),
+    n_resamples: int = typer.Option(
+        DEFAULT_N_RESAMPLES, "--n-resamples", help="Bootstrap replicates."
+    ),
     yes: bool = typer.Option(
         False, "--yes", help="Run even if the projected CPU time is above an hour or unknown."
     ),

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._seeding import derive_seed, make_rng
 from udbench._validation import UdbenchError, param_error
 from udbench.studies._writer import StudyWriter
@@ -277,8 +278,8 @@ def analyse(
     benchmark: str | os.PathLike[str] | None = None,
     n_bins: int = N_BINS,
     n_folds: int = N_FOLDS,
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     random_state: int | str = 0,
 ) -> WineOODResult:
     """Compute the study's figures from its results and task folders; write them to ``out``.
