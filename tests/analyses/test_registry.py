@@ -135,6 +135,24 @@ def test_the_built_in_analyses_write_the_same_files_in_order(small, tmp_path):
     assert "Figure proxy_agreement: not drawn" in page
 
 
+def test_bootstrap_settings_give_the_same_tables_as_the_keywords(small, tmp_path):
+    from udbench._resampling import BootstrapSettings
+
+    kw = analyze(
+        small,
+        tmp_path / "kw",
+        bootstrap_unit="dataset",
+        n_resamples=30,
+        random_state=4,
+        write_html=False,
+    )
+    settings = BootstrapSettings(n_resamples=30, random_state=4, unit="dataset")
+    st = analyze(small, tmp_path / "st", n_resamples=5, settings=settings, write_html=False)
+    assert list(kw.tables) == list(st.tables)
+    for name, table in kw.tables.items():
+        pd.testing.assert_frame_equal(table, st.tables[name])
+
+
 def test_a_toy_analysis_is_one_entry_in_analyze_and_the_report(small, tmp_path, toy_table):
     out = tmp_path / "rep"
     res = analyze(small, out / "analyses", n_resamples=30, link_prefix="analyses/")

@@ -32,13 +32,22 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from udbench._resampling import (
+    BOOTSTRAP_UNITS,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_N_RESAMPLES,
+    BootstrapSettings,
+    check_confidence,
+    check_n_resamples,
+    cluster_counts,
+    percentile_interval,
+    stratified_counts,
+)
 from udbench._seeding import make_rng
 from udbench._validation import UdbenchError, check_choice, param_error
 from udbench.evaluation.leaderboard import HOMOSCEDASTIC, TaskVersionWarning, select_task_versions
 from udbench.priors.base import FAMILY_CAPABILITIES
 
-#: Resampling units of the bootstrap.
-BOOTSTRAP_UNITS: tuple[str, ...] = ("instance", "dataset")
 #: EU targets (SPEC §1), in the order tables show them.
 EU_TARGETS: tuple[str, ...] = ("risk", "var", "point")
 #: The two ranking criteria: EU quality (ρ(EU, EU*_risk)) and AU quality (ρ(AU, AU*)).
@@ -222,12 +231,7 @@ class Resampling:
 
     def interval(self, reps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Percentile interval along axis 0 of ``reps`` (NaN replicates left out)."""
-        alpha = (1.0 - self.confidence) / 2.0
-        reps = np.asarray(reps, dtype=float)
-        with warnings.catch_warnings():  # an all-NaN column gives NaN, no warning needed
-            warnings.simplefilter("ignore", RuntimeWarning)
-            q = np.nanquantile(reps, [alpha, 1 - alpha], axis=0)
-        return q[0], q[1]
+        return percentile_interval(reps, self.confidence)
 
     def mean(self, values: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Replicate means of the columns of ``values`` (n × k, NaN = not observed): (B, k).
@@ -247,43 +251,40 @@ def resampling(
     frame: Frame,
     *,
     unit: str = "instance",
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     random_state: int | str = 0,
     component: str = "analyses",
+    settings: BootstrapSettings | None = None,
 ) -> Resampling:
     """Draw the resampling counts of ``frame``'s instances (see the module notes).
+
+    ``unit="instance"`` draws with :func:`udbench._resampling.stratified_counts` (instances
+    within their dataset), ``unit="dataset"`` with :func:`udbench._resampling.cluster_counts`,
+    from the stream ``make_rng("analyses-bootstrap", unit, random_state)``. A ``settings``
+    object, when given, replaces ``unit``, ``n_resamples``, ``confidence`` and
+    ``random_state``.
 
     Raises
     ------
     UdbenchError
         Unknown ``unit``, ``n_resamples`` not an integer >= 1, ``confidence`` not in (0, 1).
     """
+    if settings is not None:
+        unit, n_resamples = settings.unit, settings.n_resamples
+        confidence, random_state = settings.confidence, settings.random_state
     check_choice(component, "bootstrap_unit", unit, list(BOOTSTRAP_UNITS))
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer):
-        raise param_error(component, "n_resamples", "be an integer >= 1", n_resamples)
-    if n_resamples < 1:
-        raise param_error(component, "n_resamples", "be an integer >= 1", n_resamples)
-    if (
-        isinstance(confidence, bool)
-        or not isinstance(confidence, int | float)
-        or not 0 < confidence < 1
-    ):
-        raise param_error(component, "confidence", "be a number in (0, 1)", confidence)
+    b = check_n_resamples(component, n_resamples)
+    conf = check_confidence(component, confidence)
     rng = make_rng("analyses-bootstrap", unit, random_state)
     names, codes = np.unique(frame.instances["dataset"].to_numpy(dtype=str), return_inverse=True)
-    n_groups, n = len(names), len(codes)
-    b = int(n_resamples)
+    n_groups = len(names)
     group_counts = None
     if unit == "dataset":
-        group_counts = rng.multinomial(n_groups, np.full(n_groups, 1.0 / n_groups), size=b)
-        counts = group_counts[:, codes].astype(float)
+        group_counts, counts = cluster_counts(rng, codes, b, n_groups)
     else:
-        counts = np.zeros((b, n))
-        for g in range(n_groups):
-            idx = np.flatnonzero(codes == g)
-            counts[:, idx] = rng.multinomial(idx.size, np.full(idx.size, 1.0 / idx.size), size=b)
-    return Resampling(counts, group_counts, codes, [str(x) for x in names], unit, float(confidence))
+        counts = stratified_counts(rng, codes, b, n_groups)
+    return Resampling(counts, group_counts, codes, [str(x) for x in names], unit, conf)
 
 
 def instance_ranks(

@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from udbench._losses import LOSS_TABLE
+from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES, BootstrapSettings
 from udbench.analyses import registry
 from udbench.analyses import tables as tb
 from udbench.analyses._common import FAMILY_NAMES, method_families
@@ -185,13 +186,14 @@ def analyze(
     out_dir: str | os.PathLike[str],
     *,
     bootstrap_unit: str = "instance",
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     random_state: int | str = 0,
     families: Mapping[str, str] | None = None,
     link_prefix: str = "",
     write_html: bool = True,
     loss: str = "squared",
+    settings: BootstrapSettings | None = None,
 ) -> Analysis:
     """Run every analysis on a results frame; write CSV/LaTeX tables, PNG/SVG figures, HTML.
 
@@ -225,6 +227,9 @@ def analyze(
         under it). Whatever the loss, when the results hold other losses the table
         ``loss_agreement`` (:func:`udbench.analyses.losses.loss_agreement_table`) gives
         Kendall's τ between the squared-loss ranking and each other loss's ranking.
+    settings : udbench._resampling.BootstrapSettings, optional
+        The bootstrap in one validated object; when given it replaces ``bootstrap_unit``
+        (its ``unit``), ``n_resamples``, ``confidence`` and ``random_state``.
 
     Returns
     -------
@@ -237,6 +242,9 @@ def analyze(
     """
     from udbench.evaluation.losses import results_under_loss
 
+    if settings is not None:
+        bootstrap_unit, n_resamples = settings.unit, settings.n_resamples
+        confidence, random_state = settings.confidence, settings.random_state
     options = {
         "bootstrap_unit": bootstrap_unit,
         "n_resamples": n_resamples,

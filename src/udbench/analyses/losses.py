@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from udbench._losses import loss_names
+from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import check_choice
 from udbench.analyses._common import CRITERIA, Frame, Resampling
 from udbench.analyses.proxies import factor_scopes, scope_taus
@@ -52,8 +53,8 @@ def loss_agreement_table(
     criteria: tuple[str, ...] = ("eu",),
     factors: tuple[str, ...] = FACTORS,
     bootstrap_unit: str = "instance",
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     random_state: int | str = 0,
     _ctx: tuple[Frame, Resampling] | None = None,
 ) -> pd.DataFrame:

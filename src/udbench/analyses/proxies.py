@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import check_choice, param_error
 from udbench.analyses._common import CRITERIA, Frame, Resampling
 from udbench.analyses.tables import FACTORS, _context
@@ -195,8 +196,8 @@ def proxy_agreement_table(
     criteria: tuple[str, ...] = ("eu", "au"),
     factors: tuple[str, ...] = FACTORS,
     bootstrap_unit: str = "instance",
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     random_state: int | str = 0,
     _ctx: tuple[Frame, Resampling] | None = None,
 ) -> pd.DataFrame:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import check_choice
 from udbench.analyses._common import (
     CRITERIA,
@@ -110,8 +111,8 @@ def headline_table(
     results: pd.DataFrame,
     *,
     bootstrap_unit: str = "instance",
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     random_state: int | str = 0,
     families: Mapping[str, str] | None = None,
     _ctx: tuple[Frame, Resampling] | None = None,
@@ -202,8 +203,8 @@ def stability_table(
     *,
     factors: tuple[str, ...] = FACTORS,
     bootstrap_unit: str = "instance",
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     random_state: int | str = 0,
     _ctx: tuple[Frame, Resampling] | None = None,
 ) -> pd.DataFrame:
@@ -323,8 +324,8 @@ def matched_prior_advantage(
     by: str = "family",
     criterion: str = "eu",
     bootstrap_unit: str = "instance",
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     random_state: int | str = 0,
     families: Mapping[str, str] | None = None,
     _ctx: tuple[Frame, Resampling] | None = None,
@@ -428,8 +429,8 @@ def entanglement_table(
     results: pd.DataFrame,
     *,
     bootstrap_unit: str = "instance",
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     random_state: int | str = 0,
     _ctx: tuple[Frame, Resampling] | None = None,
 ) -> pd.DataFrame:
@@ -469,8 +470,8 @@ def shell_table(
     *,
     target: str = "risk",
     bootstrap_unit: str = "instance",
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     random_state: int | str = 0,
     _ctx: tuple[Frame, Resampling] | None = None,
 ) -> pd.DataFrame:
@@ -504,8 +505,8 @@ def accuracy_table(
     results: pd.DataFrame,
     *,
     bootstrap_unit: str = "instance",
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     random_state: int | str = 0,
     _ctx: tuple[Frame, Resampling] | None = None,
 ) -> pd.DataFrame:

@@ -33,6 +33,7 @@ import pandas as pd
 from scipy import stats
 
 from udbench._losses import LOSS_TABLE
+from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import UdbenchError, check_choice, param_error
 from udbench.analyses._common import prepare, resampling
 from udbench.analyses.proxies import factor_scopes, scope_taus
@@ -79,8 +80,8 @@ def transfer_tables(
     metrics: Sequence[str] = TRANSFER_METRICS,
     factors: Sequence[str] = FACTORS,
     bootstrap_unit: str = "instance",
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     random_state: int | str = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Kendall's τ between the method orderings under two oracles, and every rank shift.
@@ -224,8 +225,8 @@ def run_transfer(
     metrics: Sequence[str] = TRANSFER_METRICS,
     factors: Sequence[str] = FACTORS,
     bootstrap_unit: str = "instance",
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     random_state: int | str = 0,
     loss: str = "squared",
     on_task: TaskCallback | None = None,

@@ -8,6 +8,7 @@ import typer
 
 from udbench._lock import folder_lock
 from udbench._losses import loss_help, loss_names
+from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import check_seed
 from udbench.commands._console import make_console
 from udbench.commands._options import check_level, check_out_dir, check_resamples, out_path
@@ -27,8 +28,12 @@ def register(app: typer.Typer) -> None:
             "--bootstrap-unit",
             help="Resample instances within datasets ('instance') or whole datasets ('dataset').",
         ),
-        n_resamples: int = typer.Option(2000, "--n-resamples", help="Bootstrap replicates."),
-        confidence: float = typer.Option(0.95, "--confidence", help="Interval coverage."),
+        n_resamples: int = typer.Option(
+            DEFAULT_N_RESAMPLES, "--n-resamples", help="Bootstrap replicates."
+        ),
+        confidence: float = typer.Option(
+            DEFAULT_CONFIDENCE, "--confidence", help="Interval coverage."
+        ),
         seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling."),
         loss: str = typer.Option(
             "squared",

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from udbench._lock import folder_lock
 from udbench._losses import loss_help, loss_names
+from udbench._resampling import DEFAULT_N_RESAMPLES
 from udbench._validation import check_timeout
 from udbench.commands._console import make_console
 from udbench.commands._options import (
@@ -239,7 +240,9 @@ def register(app: typer.Typer) -> None:
         noise: list[str] = typer.Option([], "--noise", help="Only these noise modes."),
         coverage: list[str] = typer.Option([], "--coverage", help="Only these coverages."),
         method: list[str] = typer.Option([], "--method", help="Only these method labels."),
-        n_resamples: int = typer.Option(2000, "--n-resamples", help="Bootstrap replicates."),
+        n_resamples: int = typer.Option(
+            DEFAULT_N_RESAMPLES, "--n-resamples", help="Bootstrap replicates."
+        ),
         loss: str = typer.Option(
             "squared",
             "--loss",
@@ -318,7 +321,9 @@ def register(app: typer.Typer) -> None:
         results_a: Path = typer.Argument(..., help="Results directory A (the baseline)."),
         results_b: Path = typer.Argument(..., help="Results directory B."),
         as_json: bool = typer.Option(False, "--json", help="Print JSON (a list of objects)."),
-        n_resamples: int = typer.Option(2000, "--n-resamples", help="Bootstrap replicates."),
+        n_resamples: int = typer.Option(
+            DEFAULT_N_RESAMPLES, "--n-resamples", help="Bootstrap replicates."
+        ),
     ) -> None:
         """Per method: mean difference B − A on the cells both hold, with 95% intervals.
 

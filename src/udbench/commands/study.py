@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from udbench._lock import folder_lock
+from udbench._resampling import DEFAULT_N_RESAMPLES
 from udbench._validation import (
     UdbenchError,
     check_int,
@@ -183,7 +184,9 @@ def wine_ood_cmd(
     ),
     workers: WorkersOpt = None,
     timeout: float | None = typer.Option(None, "--timeout", help="Per-cell limit in seconds."),
-    n_resamples: int = typer.Option(2000, "--n-resamples", help="Bootstrap replicates."),
+    n_resamples: int = typer.Option(
+        DEFAULT_N_RESAMPLES, "--n-resamples", help="Bootstrap replicates."
+    ),
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Run even when the projection is above one CPU-hour."
     ),
@@ -349,7 +352,9 @@ def spectral_norm_command(
     measured: list[Path] = typer.Option(
         [], "--measured", help="Results/tuning/task folders whose times project the cost."
     ),
-    n_resamples: int = typer.Option(2000, "--n-resamples", help="Bootstrap replicates."),
+    n_resamples: int = typer.Option(
+        DEFAULT_N_RESAMPLES, "--n-resamples", help="Bootstrap replicates."
+    ),
     yes: bool = typer.Option(
         False, "--yes", help="Run even if the projected CPU time is above an hour or unknown."
     ),

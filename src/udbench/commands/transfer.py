@@ -8,6 +8,7 @@ import typer
 
 from udbench._lock import folder_lock
 from udbench._losses import loss_help
+from udbench._resampling import DEFAULT_N_RESAMPLES
 from udbench._validation import check_int, check_seed
 from udbench.commands._console import make_console
 from udbench.commands._options import DATA_DIR_HELP, check_out_dir, check_resamples, out_path
@@ -49,7 +50,9 @@ def register(app: typer.Typer) -> None:
             "--bootstrap-unit",
             help="Resample instances within datasets ('instance') or whole datasets ('dataset').",
         ),
-        n_resamples: int = typer.Option(2000, "--n-resamples", help="Bootstrap replicates."),
+        n_resamples: int = typer.Option(
+            DEFAULT_N_RESAMPLES, "--n-resamples", help="Bootstrap replicates."
+        ),
         seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling."),
         fit_rows: int | None = typer.Option(
             None, "--fit-rows", help="gp:KERNEL: most training points the fit uses."

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import UdbenchError, param_error
 from udbench.evaluation.leaderboard import select_task_versions
 from udbench.evaluation.metrics import bootstrap_ci
@@ -60,8 +61,8 @@ def compare_results(
     b: pd.DataFrame,
     *,
     metrics: Sequence[str] = COMPARE_METRICS,
-    confidence: float = 0.95,
-    n_resamples: int = 2000,
+    confidence: float = DEFAULT_CONFIDENCE,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
 ) -> pd.DataFrame:
     """Per method, the mean paired difference B − A of each metric on the common cells.
 

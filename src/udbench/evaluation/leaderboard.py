@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import UdbenchError, UdbenchWarning, check_choice, param_error
 from udbench.evaluation.metrics import mean_ranks
 from udbench.evaluation.proxies import PROXY_DIRECTIONS, PROXY_LABELS
@@ -260,8 +261,8 @@ def leaderboard(
     metrics: Sequence[str] = LEADERBOARD_METRICS,
     rank_by: str = "rho_eu_risk",
     rank_stat: str = "mean",
-    confidence: float = 0.95,
-    n_resamples: int = 2000,
+    confidence: float = DEFAULT_CONFIDENCE,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
 ) -> pd.DataFrame:
     """Summarise a results table into one leaderboard row per method configuration.
 

@@ -8,7 +8,6 @@ neither library provides them.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -17,8 +16,17 @@ import numpy as np
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
+from udbench._resampling import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_N_RESAMPLES,
+    check_confidence,
+    check_n_resamples,
+    cluster_picks,
+    percentile_interval,
+    scipy_percentile_bootstrap,
+)
 from udbench._seeding import make_rng
-from udbench._validation import check_array, check_positive, param_error
+from udbench._validation import check_array, param_error
 
 if TYPE_CHECKING:
     from udbench.methods.base import Prediction
@@ -317,8 +325,8 @@ def bootstrap_ci(
     *,
     statistic: Callable[[np.ndarray], float] | None = None,
     groups: Any = None,
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     random_state: int | str = 0,
 ) -> BootstrapResult:
     """Percentile bootstrap interval of a statistic, resampling instances or whole groups.
@@ -356,36 +364,25 @@ def bootstrap_ci(
     """
     name = "bootstrap_ci"
     x = check_array(name, "values", values, ndim=1)
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer):
-        raise param_error(name, "n_resamples", "be an integer >= 1", n_resamples)
-    n_res = int(n_resamples)
-    if n_res < 1:
-        raise param_error(name, "n_resamples", "be an integer >= 1", n_resamples)
-    conf = check_positive(name, "confidence", confidence)
-    if conf >= 1:
-        raise param_error(name, "confidence", "be in (0, 1)", confidence)
+    n_res = check_n_resamples(name, n_resamples)
+    conf = check_confidence(name, confidence)
     stat = statistic if statistic is not None else np.mean
     rng = make_rng("bootstrap_ci", random_state)
-    alpha = (1.0 - conf) / 2.0
     if groups is None:
         if x.size < 2:
             raise param_error(name, "values", "have at least 2 entries", x.size)
         estimate = _finite_statistic(name, stat, x)
         vectorized = statistic is None
-        with warnings.catch_warnings():  # a non-finite replicate is raised below, not warned
-            warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-            res = stats.bootstrap(
-                (x,),
-                (lambda a, axis: np.mean(a, axis=axis)) if vectorized else stat,
-                n_resamples=n_res,
-                confidence_level=conf,
-                method="percentile",
-                vectorized=vectorized,
-                rng=rng,
-            )
-        _check_replicates(name, res.bootstrap_distribution)
-        low, high = res.confidence_interval
-        return BootstrapResult(estimate, float(low), float(high), conf, n_res, "instances", x.size)
+        low, high, reps = scipy_percentile_bootstrap(
+            x,
+            (lambda a, axis: np.mean(a, axis=axis)) if vectorized else stat,
+            vectorized=vectorized,
+            n_resamples=n_res,
+            confidence=conf,
+            rng=rng,
+        )
+        _check_replicates(name, reps)
+        return BootstrapResult(estimate, low, high, conf, n_res, "instances", x.size)
     g = np.asarray(groups)
     if g.shape != x.shape:
         raise param_error(name, "groups", f"have shape {x.shape}", f"shape {g.shape}")
@@ -394,11 +391,13 @@ def bootstrap_ci(
         raise param_error(name, "groups", "contain at least 2 distinct groups", labels.size)
     estimate = _finite_statistic(name, stat, x)
     members = [x[inverse == i] for i in range(labels.size)]
-    picks = rng.integers(0, labels.size, size=(n_res, labels.size))
+    picks = cluster_picks(rng, labels.size, n_res)
     reps = np.array([float(stat(np.concatenate([members[i] for i in row]))) for row in picks])
     _check_replicates(name, reps)
-    low, high = np.quantile(reps, [alpha, 1.0 - alpha])
-    return BootstrapResult(estimate, float(low), float(high), conf, n_res, "groups", labels.size)
+    ends = percentile_interval(reps, conf)
+    return BootstrapResult(
+        estimate, float(ends[0]), float(ends[1]), conf, n_res, "groups", labels.size
+    )
 
 
 def _finite_statistic(component: str, stat: Callable[[np.ndarray], float], x: np.ndarray) -> float:

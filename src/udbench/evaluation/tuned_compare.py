@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import UdbenchError, param_error
 from udbench.evaluation.leaderboard import leaderboard
 from udbench.evaluation.metrics import kendall_tau
@@ -120,8 +121,8 @@ def tuned_vs_untuned(
     tuned: pd.DataFrame,
     *,
     rank_by: str = "rho_eu_risk",
-    confidence: float = 0.95,
-    n_resamples: int = 2000,
+    confidence: float = DEFAULT_CONFIDENCE,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
     top: int = 5,
 ) -> TunedComparison:
     """The tuned-vs-untuned comparison table of two results tables.

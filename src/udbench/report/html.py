@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from udbench import __version__
+from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import UdbenchError
 from udbench.data import N_SHELLS
 from udbench.evaluation.leaderboard import (
@@ -249,8 +250,8 @@ def write_report(
     out_dir: str | os.PathLike[str],
     *,
     title: str = "udbench report",
-    confidence: float = 0.95,
-    n_resamples: int = 2000,
+    confidence: float = DEFAULT_CONFIDENCE,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
     sections: Sequence[ReportSection] = (),
     results_dir: str | os.PathLike[str] | None = None,
     tuned: Sequence[dict[str, Any]] | None = None,

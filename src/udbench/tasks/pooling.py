@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from udbench._resampling import DEFAULT_N_RESAMPLES
 from udbench._seeding import make_rng
 from udbench._validation import param_error
 from udbench.priors import COVERAGE_CHANGE_MAX, RHAT_THRESHOLD, SD_CHANGE_MEDIAN_MAX
@@ -43,7 +44,7 @@ def pool_checks(
     summaries: Sequence[dict[str, Any]],
     mcse_rel: Sequence[np.ndarray] | None = None,
     *,
-    n_boot: int = 2000,
+    n_boot: int = DEFAULT_N_RESAMPLES,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Pool the acceptance checks of many instances (SPEC §7).

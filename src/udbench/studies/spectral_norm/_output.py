@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udbench._resampling import DEFAULT_N_RESAMPLES
 from udbench.studies._writer import HtmlReport, StudyWriter
 from udbench.studies.spectral_norm._arms import ARMS, DELTAS
 from udbench.studies.spectral_norm._stats import (
@@ -96,7 +97,7 @@ def analyse(
     results: pd.DataFrame,
     out_dir: str | os.PathLike[str],
     *,
-    n_resamples: int = 2000,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
     random_state: int | str = 0,
 ) -> Analysis:
     """Every table of the study as CSV + LaTeX, two figures as PNG + SVG, ``study.html``.

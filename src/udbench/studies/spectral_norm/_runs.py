@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from udbench._resampling import DEFAULT_N_RESAMPLES
 from udbench._validation import UdbenchError, param_error
 from udbench.studies.spectral_norm._arms import (
     COMPONENT,
@@ -306,7 +307,7 @@ def run_study(
     workers: int | None = None,
     timeout: float | None = None,
     data_dir: str | None = None,
-    n_resamples: int = 2000,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
     say: Callable[[str], None] = lambda _: None,
     on_trial: Any = None,
     on_cell: Any = None,

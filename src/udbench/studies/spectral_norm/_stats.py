@@ -4,13 +4,19 @@ the tables of paper D.4."""
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from udbench._resampling import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_N_RESAMPLES,
+    check_n_resamples,
+    cluster_counts,
+    percentile_interval,
+)
 from udbench._seeding import make_rng
 from udbench._validation import UdbenchError, param_error
 from udbench.studies.spectral_norm._arms import ARMS, COMPONENT, DELTAS
@@ -106,7 +112,7 @@ def paired_differences(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def dataset_bootstrap(
-    datasets: Sequence[str], n_resamples: int = 2000, random_state: int | str = 0
+    datasets: Sequence[str], n_resamples: int = DEFAULT_N_RESAMPLES, random_state: int | str = 0
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Resample whole datasets with replacement (paper D.4).
 
@@ -134,21 +140,17 @@ def dataset_bootstrap(
     UdbenchError
         ``n_resamples`` not an integer >= 1, or no row.
     """
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer):
-        raise param_error(COMPONENT, "n_resamples", "be an integer >= 1", n_resamples)
-    if n_resamples < 1:
-        raise param_error(COMPONENT, "n_resamples", "be an integer >= 1", n_resamples)
+    b = check_n_resamples(COMPONENT, n_resamples)
     if len(datasets) == 0:
         raise param_error(COMPONENT, "datasets", "hold at least one row", 0)
     names, codes = np.unique(np.asarray(datasets, dtype=str), return_inverse=True)
-    g = len(names)
     rng = make_rng("study-spectral-norm-bootstrap", random_state)
-    group = rng.multinomial(g, np.full(g, 1.0 / g), size=int(n_resamples))
-    return [str(x) for x in names], codes, group[:, codes].astype(float)
+    _, weights = cluster_counts(rng, codes, b, len(names))
+    return [str(x) for x in names], codes, weights
 
 
 def _mean_ci(
-    values: np.ndarray, weights: np.ndarray, confidence: float = 0.95
+    values: np.ndarray, weights: np.ndarray, confidence: float = DEFAULT_CONFIDENCE
 ) -> tuple[float, float, float, int]:
     """Mean of the finite values and the percentile interval of the weighted replicate means."""
     finite = np.isfinite(values)
@@ -159,13 +161,12 @@ def _mean_ci(
     den = weights @ finite.astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-    a = (1 - confidence) / 2
-    lo, hi = np.nanquantile(reps, [a, 1 - a])
+    lo, hi = percentile_interval(reps, confidence)
     return float(values[finite].mean()), float(lo), float(hi), int(finite.sum())
 
 
 def preservation_table(
-    results: pd.DataFrame, *, n_resamples: int = 2000, random_state: int | str = 0
+    results: pd.DataFrame, *, n_resamples: int = DEFAULT_N_RESAMPLES, random_state: int | str = 0
 ) -> pd.DataFrame:
     """Mean local distance preservation per method and arm, dataset-bootstrap intervals."""
     ok = results[(results["status"] == "ok") & results.get("sn_arm", pd.Series()).notna()]
@@ -194,7 +195,7 @@ def preservation_table(
 
 
 def paired_table(
-    pairs: pd.DataFrame, *, n_resamples: int = 2000, random_state: int | str = 0
+    pairs: pd.DataFrame, *, n_resamples: int = DEFAULT_N_RESAMPLES, random_state: int | str = 0
 ) -> pd.DataFrame:
     """Mean paired differences arm − plain per method and arm (and over all methods).
 
@@ -244,9 +245,9 @@ def _wls(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
 def regression_table(
     pairs: pd.DataFrame,
     *,
-    n_resamples: int = 2000,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
     random_state: int | str = 0,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> pd.DataFrame:
     """D.4's regressions of the gain in ρ, with dataset fixed effects.
 
@@ -282,7 +283,6 @@ def regression_table(
         "sn": "1[SN]",
         "delta_depth": "Δ depth",
     }
-    a = (1 - confidence) / 2
     out = []
     for model, target, cols, only in specs:
         d = pairs if only is None else pairs[pairs["arm"] == only]
@@ -304,10 +304,7 @@ def regression_table(
         Z = np.hstack([X, D])
         beta = _wls(Z, y, np.ones(len(y)))[: len(cols)]
         reps = np.array([_wls(Z, y, wb)[: len(cols)] for wb in w])
-        with warnings.catch_warnings():  # all-NaN replicates: NaN, said in the note
-            warnings.simplefilter("ignore", RuntimeWarning)
-            lo = np.nanquantile(reps, a, axis=0) if np.isfinite(reps).any() else reps[0] * np.nan
-            hi = np.nanquantile(reps, 1 - a, axis=0) if np.isfinite(reps).any() else lo
+        lo, hi = percentile_interval(reps, confidence)  # all-NaN replicates: NaN, noted
         for j, c in enumerate(cols):
             note = (
                 ""
@@ -355,9 +352,9 @@ def within_dataset_spearman(
 def depth_table(
     pairs: pd.DataFrame,
     *,
-    n_resamples: int = 2000,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
     random_state: int | str = 0,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> pd.DataFrame:
     """D.4's depth associations (Table 14): within-dataset Spearman ρ, dataset bootstrap.
 
@@ -366,7 +363,6 @@ def depth_table(
     arm if there is no SN pair), and its depth against the SN gains Δρ(EU, EU*_risk) and
     Δρ(EU, EU*_var) (:func:`within_dataset_spearman`).
     """
-    a = (1 - confidence) / 2
     arm = "sn" if (pairs["arm"] == "sn").any() else "wd"
     base = pairs[pairs["arm"] == arm]
     sn = pairs[pairs["arm"] == "sn"]
@@ -397,11 +393,7 @@ def depth_table(
         x, y = d[xc].to_numpy(dtype=float), d[yc].to_numpy(dtype=float)
         est = within_dataset_spearman(x, y, codes)
         reps = np.array([within_dataset_spearman(x, y, codes, wb) for wb in w])
-        with warnings.catch_warnings():  # all-NaN replicates: NaN, said in the note
-            warnings.simplefilter("ignore", RuntimeWarning)
-            lo, hi = (
-                np.nanquantile(reps, [a, 1 - a]) if np.isfinite(reps).any() else (np.nan, np.nan)
-            )
+        lo, hi = percentile_interval(reps, confidence)  # all-NaN replicates: NaN
         out.append(
             {
                 "association": label,

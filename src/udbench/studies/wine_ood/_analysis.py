@@ -12,6 +12,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udbench._resampling import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_N_RESAMPLES,
+    check_confidence,
+    check_n_resamples,
+)
 from udbench._seeding import derive_seed, make_rng
 from udbench._validation import UdbenchError, param_error
 from udbench.studies._writer import StudyWriter
@@ -277,8 +283,8 @@ def analyse(
     benchmark: str | os.PathLike[str] | None = None,
     n_bins: int = N_BINS,
     n_folds: int = N_FOLDS,
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
     random_state: int | str = 0,
 ) -> WineOODResult:
     """Compute the study's figures from its results and task folders; write them to ``out``.
@@ -316,10 +322,8 @@ def analyse(
     from udbench.evaluation.store import ResultsStore, read_results
     from udbench.tasks.discovery import find_task_files
 
-    if isinstance(n_resamples, bool) or int(n_resamples) < 1:
-        raise param_error(_COMPONENT, "n_resamples", "be an integer >= 1", n_resamples)
-    if not 0 < float(confidence) < 1:
-        raise param_error(_COMPONENT, "confidence", "be in (0, 1)", confidence)
+    n_resamples = check_n_resamples(_COMPONENT, n_resamples)
+    confidence = check_confidence(_COMPONENT, confidence)
     store = ResultsStore(results)
     rows_df = read_results(results) if Path(results).exists() else pd.DataFrame()
     if not rows_df.empty:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udbench._resampling import instance_counts, percentile_interval
 from udbench._seeding import make_rng
 from udbench._validation import param_error
 from udbench.studies.wine_ood._design import N_BINS, N_FOLDS, N_NEIGHBOURS
@@ -210,8 +211,8 @@ def _median_ratio(num: np.ndarray, den: np.ndarray) -> float:
 
 
 def _bootstrap_counts(n: int, n_resamples: int, random_state: int | str) -> np.ndarray:
-    rng = make_rng("wine-ood-bootstrap", random_state)
-    return rng.multinomial(n, np.full(n, 1.0 / n), size=int(n_resamples)).astype(float)
+    """Instance resampling counts (B, n) from the stream ``("wine-ood-bootstrap", seed)``."""
+    return instance_counts(make_rng("wine-ood-bootstrap", random_state), n, n_resamples)
 
 
 def _boot_mean(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -224,13 +225,7 @@ def _boot_mean(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 
 def _interval(reps: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    import warnings
-
-    a = (1.0 - confidence) / 2.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        q = np.nanquantile(reps, [a, 1.0 - a], axis=0)
-    return q[0], q[1]
+    return percentile_interval(reps, confidence)
 
 
 def _summary(
