@@ -21,7 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from udbench._resampling import DEFAULT_N_RESAMPLES
+from udbench._resampling import (
+    DEFAULT_N_RESAMPLES,
+    cluster_picks,
+)
 from udbench._seeding import make_rng
 from udbench._validation import param_error
 from udbench.priors import COVERAGE_CHANGE_MAX, RHAT_THRESHOLD, SD_CHANGE_MEDIAN_MAX
@@ -101,8 +104,9 @@ def pool_checks(
     npts = np.array([s["n_points"] for s in summaries], dtype=np.float64)
     k = len(summaries)
     rng = make_rng("pool_checks", "bootstrap", seed)
-    idx = rng.integers(0, k, size=(n_boot, k))
+    idx = cluster_picks(rng, k, n_boot)  # whole instances, with replacement
     boot = covered[idx].sum(axis=1) / npts[idx].sum(axis=1)
+    # the 2.5 / 97.5 % quantiles as written (percentile_interval's (1 - c) / 2 is 0.025 + 2e-17)
     ci = [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))] if k > 1 else None
     hist = np.sum([np.asarray(s["sbc_hist"]) for s in summaries], axis=0)
     if all("n_draws" in s for s in summaries) and len(hist) == N_SBC_BINS:
