@@ -209,7 +209,7 @@ def test_sngp_class_precisions_are_the_diagonal_blocks_of_the_softmax_hessian() 
 
 def test_swag_sample_covariance_is_half_diagonal_plus_low_rank() -> None:
     """Draws of N(μ, ½(diag σ² + D̂D̂ᵀ/(R − 1))) (Maddox et al. 2019): moments at S = 2e5."""
-    from udbench.methods.nn_swag_softmax import swag_sample
+    from udbench.methods.nn.swag import swag_sample
 
     rng = np.random.default_rng(4)
     mean = {"a": rng.standard_normal(3), "b": rng.standard_normal((2,))}

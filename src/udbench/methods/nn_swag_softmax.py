@@ -10,12 +10,12 @@ Uncertainty in Deep Learning", §3 (SWAG with the low-rank plus diagonal covaria
    ``swa_lr`` for ``swa_epochs`` epochs; the parameters at the end of every epoch are
    collected (:func:`udbench.methods.nn.training.train_members_with_iterates`), T iterates.
 3. Moments over the iterates θ₁ … θ_T: θ_SWA = (1/T) Σ θ_t, Σ_diag = (1/T) Σ θ_t² − θ_SWA²
-   (:func:`udbench.methods.nn_swag.swag_moments`, float64), and the deviation matrix D̂ whose
+   (:func:`udbench.methods.nn.swag.swag_moments`, float64), and the deviation matrix D̂ whose
    R = min(``max_rank``, T) columns are θ_t − θ_SWA of the last R iterates (the paper uses
    the running mean at step t; with the final mean D̂ D̂ᵀ/(R − 1) is the sample covariance of
    those iterates — our choice).
-4. S = ``n_members`` weight vectors are drawn once at fit (the paper's eq. for the SWAG
-   sample),
+4. S = ``n_members`` weight vectors are drawn once at fit
+   (:func:`udbench.methods.nn.swag.swag_sample`, the paper's SWAG sample),
 
        θ = θ_SWA + (1/√2) Σ_diag^{1/2} z₁ + (1/√(2(R − 1))) D̂ z₂,   z₁ ~ N(0, I_p), z₂ ~ N(0, I_R),
 
@@ -46,52 +46,10 @@ from udbench.methods._softmax_nn import (
 )
 from udbench.methods.nn.backbone import NN_DEFAULTS
 from udbench.methods.nn.ensemble import NN_SEARCH_SPACE
+from udbench.methods.nn.swag import swag_moments, swag_sample
 from udbench.methods.nn.training import train_members_with_iterates
-from udbench.methods.nn_swag import swag_moments
 
-__all__ = ["NNSwagSoftmax", "swag_sample"]
-
-
-def swag_sample(
-    mean: Any, var: Any, deviations: Any, n_samples: int, rng: np.random.Generator
-) -> Any:
-    """S draws θ = μ + (1/√2) σ ⊙ z₁ + (1/√(2(R − 1))) D̂ z₂ (Maddox et al. 2019, §3).
-
-    Parameters
-    ----------
-    mean, var : pytree of ndarray
-        θ_SWA and the diagonal variances (one network, float64).
-    deviations : pytree of ndarray or None
-        D̂ as a pytree with a leading axis of R >= 2 columns (θ_t − θ_SWA); None for the
-        diagonal part only.
-    n_samples : int
-        S.
-    rng : numpy.random.Generator
-        z₂ (S, R) is drawn first, then z₁ leaf by leaf in the pytree's order.
-
-    Returns
-    -------
-    pytree of ndarray, float64
-        Leading axis S.
-    """
-    leaves_mu, treedef = jax.tree_util.tree_flatten(mean)
-    leaves_var = jax.tree_util.tree_leaves(var)
-    z2 = None
-    leaves_dev: list[Any] = []
-    if deviations is not None:
-        leaves_dev = jax.tree_util.tree_leaves(deviations)
-        R = int(np.shape(leaves_dev[0])[0])
-        z2 = rng.standard_normal((n_samples, R))
-    out = []
-    for i, (mu, v) in enumerate(zip(leaves_mu, leaves_var, strict=True)):
-        mu, v = np.asarray(mu, np.float64), np.asarray(v, np.float64)
-        draw = mu + np.sqrt(0.5 * v) * rng.standard_normal((n_samples, *mu.shape))
-        if z2 is not None:
-            dev = np.asarray(leaves_dev[i], np.float64)  # (R, *shape)
-            low = np.tensordot(z2, dev, axes=(1, 0)) / np.sqrt(2.0 * (dev.shape[0] - 1))
-            draw = draw + low
-        out.append(draw)
-    return jax.tree_util.tree_unflatten(treedef, out)
+__all__ = ["NNSwagSoftmax"]
 
 
 class NNSwagSoftmax(SoftmaxNNClassifier):
