@@ -38,6 +38,9 @@ CLASSIFIERS: dict[str, str] = {
     "nn-bag-softmax": "udbench.methods.nn_bag_softmax:NNBagSoftmax",
     "nn-edl-dirichlet": "udbench.methods.nn_edl_dirichlet:NNEvidentialDirichlet",
     "nn-lap-softmax": "udbench.methods.nn_lap_softmax:NNLaplaceSoftmax",
+    "sngp-softmax": "udbench.methods.sngp_softmax:SNGPSoftmax",
+    "nn-swag-softmax": "udbench.methods.nn_swag_softmax:NNSwagSoftmax",
+    "ngboost-cat-bag": "udbench.methods.ngboost_cat_bag:NGBoostCatBag",
 }
 
 

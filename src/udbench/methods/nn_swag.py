@@ -31,31 +31,10 @@ from udbench.methods.nn.ensemble import (
     GaussianNNEnsemble,
 )
 from udbench.methods.nn.spectral import cap_exact
+from udbench.methods.nn.swag import swag_moments
 from udbench.methods.nn.training import TrainConfig, train_members_with_iterates
 
 __all__ = ["NNSwag", "swag_moments"]
-
-
-def swag_moments(iterates: Any) -> tuple[Any, Any]:
-    """Diagonal SWAG moments of collected iterates (Maddox et al., 2019).
-
-    Parameters
-    ----------
-    iterates : pytree
-        Parameters with a leading axis of T collected iterates.
-
-    Returns
-    -------
-    mean, var : pytree of numpy.ndarray (float64)
-        Per parameter, E[θ] and E[θ²] − E[θ]² over the T iterates (clipped at 0).
-    """
-    leaves = [np.asarray(a, dtype=np.float64) for a in jax.tree_util.tree_leaves(iterates)]
-    treedef = jax.tree_util.tree_structure(iterates)
-    first = [a.mean(axis=0) for a in leaves]
-    second = [(a * a).mean(axis=0) for a in leaves]
-    var = [np.maximum(s - f * f, 0.0) for f, s in zip(first, second, strict=True)]
-    unflatten = jax.tree_util.tree_unflatten
-    return unflatten(treedef, first), unflatten(treedef, var)
 
 
 _cap_members = jax.jit(jax.vmap(cap_exact, in_axes=(0, None)))

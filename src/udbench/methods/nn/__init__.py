@@ -12,6 +12,8 @@
   ``BackboneConfig(spectral_norm=True, sn_coeff=c)`` applied by the trainer.
 - :mod:`~udbench.methods.nn.laplace`: closed-form last-layer Gaussian posteriors and the base
   class of NN-Lap and NN-FSP.
+- :mod:`~udbench.methods.nn.swag`: SWAG's moments of collected iterates and its draws
+  (diagonal plus low rank), shared by NN-SWAG and NN-SWAG-Softmax.
 - :mod:`~udbench.methods.nn.distance`: last-hidden-layer features of fitted networks and the
   local distance-preservation measure of the paper's D.4 (``distance_preservation``).
 """
