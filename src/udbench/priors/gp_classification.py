@@ -52,9 +52,10 @@ initial states, momenta, slice variables; a JAX key) and ``"gpc-conditional"`` (
 draws and the normals of the evaluation latents). The level rule's Monte Carlo normals
 are a build stream, ``("gpc-level", K)``.
 
-Not wired yet: task generation, task files, the CLI and the runner do not know this family
-(docs/classification.md, "Integration"); it is not in
-:data:`udbench.priors.base.PRIOR_FAMILIES`.
+The family is registered as ``"gpc"`` in :data:`udbench.priors.base.PRIOR_FAMILIES` with
+``PriorCapabilities.task_type == "classification"``; :func:`build_prior` is its builder
+(``make_prior("gpc", cov, fidelity, n_classes=K)``) and ``udbench generate --families gpc``
+makes its tasks (docs/classification.md, "Classification tasks").
 """
 
 from __future__ import annotations
@@ -74,7 +75,15 @@ import scipy.special
 
 from udbench._seeding import make_rng
 from udbench._validation import check_array, check_choice, param_error
-from udbench.priors.base import DEFAULT_FIDELITY, Fidelity, call_seed
+from udbench.priors.base import (
+    CLASSIFICATION_DIFFICULTIES,
+    DEFAULT_FIDELITY,
+    FAMILY_CAPABILITIES,
+    Fidelity,
+    PriorCapabilities,
+    call_seed,
+)
+from udbench.priors.base import DEFAULT_N_CLASSES as _DEFAULT_N_CLASSES
 from udbench.priors.diagnostics import summarise_function_draws
 from udbench.priors.gp.linalg import JITTER_START, add_diag, chol_jitter, solve_lower, tri_matmul_T
 from udbench.priors.gp.linalg import xp as _xp
@@ -88,6 +97,7 @@ __all__ = [
     "ESSDiagnostics",
     "GPClassificationPrior",
     "build_classification_prior",
+    "build_prior",
     "check_labels",
     "check_n_classes",
     "check_temperature",
@@ -97,12 +107,12 @@ __all__ = [
     "temperature_level",
 ]
 
-#: Number of classes K when none is given.
-DEFAULT_N_CLASSES: int = 3
+#: Number of classes K when none is given (:data:`udbench.priors.base.DEFAULT_N_CLASSES`).
+DEFAULT_N_CLASSES: int = _DEFAULT_N_CLASSES
 
 #: Named difficulty levels: the target of the level rule, the mean over the evaluation pool of
 #: the prior-expected Bayes error divided by its chance value 1 − 1/K (:func:`temperature_level`).
-DIFFICULTIES: dict[str, float] = {"easy": 0.1, "medium": 0.3, "hard": 0.6}
+DIFFICULTIES: dict[str, float] = CLASSIFICATION_DIFFICULTIES
 
 #: Monte Carlo draws of the level rule's curve g(r) (one fixed stream per K).
 LEVEL_MC_DRAWS: int = 16384
@@ -677,6 +687,7 @@ class GPClassificationPrior(MCMCPrior):
     """
 
     family: ClassVar[str] = "gpc"
+    capabilities: ClassVar[PriorCapabilities] = FAMILY_CAPABILITIES["gpc"]
     task_type: ClassVar[str] = "classification"
     likelihood: ClassVar[str] = "categorical-softmax"
     numerics_version: ClassVar[int] = 1
@@ -728,6 +739,23 @@ class GPClassificationPrior(MCMCPrior):
         if isinstance(warm, bool) or not isinstance(warm, int | np.integer) or warm < 0:
             raise param_error("GPClassificationPrior", "n_warmup", "be an integer >= 0", warm)
         check_choice("GPClassificationPrior", "reference", cfg["reference"], ("laplace", "prior"))
+
+    @classmethod
+    def instance_work(cls, fidelity: str, n_draws: int = 1000) -> float:
+        """Chain iterations of one instance at ``fidelity``: n_chains × (n_warmup + (D /
+        n_chains) × thin), D = ``n_draws`` (:func:`udbench.tuning.calibration.work_ratio`)."""
+        s = cls.presets[Fidelity.parse("GPClassificationPrior", fidelity)]
+        return float(s["n_chains"] * (s["n_warmup"] + n_draws / s["n_chains"] * s["thin"]))
+
+    @classmethod
+    def synthetic(
+        cls, fidelity: str, X_eval: np.ndarray, n_classes: int = DEFAULT_N_CLASSES
+    ) -> GPClassificationPrior:
+        """A classification prior at ``fidelity`` on the synthetic GP prior
+        (:meth:`udbench.priors.gp.GPPrior.synthetic`, scale a = 1), for timing."""
+        from udbench.priors.gp import GPPrior
+
+        return cls(GPPrior.synthetic(fidelity, X_eval), n_classes, fidelity)
 
     def _model_settings(self) -> dict[str, Any]:
         return {
@@ -1005,3 +1033,14 @@ def build_classification_prior(
     fidelity = Fidelity.parse("build_classification_prior", fidelity)
     gp = build_prior(cov, fidelity, use_cache=use_cache)
     return GPClassificationPrior(gp, K, fidelity, dataset=cov.key, sampler_kwargs=sampler_kwargs)
+
+
+def build_prior(
+    cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELITY, n_classes: int = DEFAULT_N_CLASSES
+) -> GPClassificationPrior:
+    """The family's builder for :func:`udbench.priors.base.make_prior` (``"gpc"``).
+
+    :func:`build_classification_prior` with the builders' argument order (``cov``,
+    ``fidelity``) and K as a keyword (a task setting).
+    """
+    return build_classification_prior(cov, n_classes, fidelity)
