@@ -803,6 +803,11 @@ class GPClassificationPrior(MCMCPrior):
         """π = softmax(f/τ) (:func:`class_probabilities`): (..., m, K) -> (..., m, K)."""
         return class_probabilities(latents, tau)
 
+    @staticmethod
+    def draw_labels(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Labels y_i ~ Categorical(π_i) (:func:`draw_labels`): (m, K) -> (m,) int64."""
+        return draw_labels(probs, rng)
+
     # -- posterior ----------------------------------------------------------------------
     def _train_prior(self, X_train: np.ndarray, nu: float) -> tuple[Any, Any, float]:
         """(Σ_t = a²K̃_tt + (ν + jitter)·I, its Cholesky factor, the jitter beyond ν)."""

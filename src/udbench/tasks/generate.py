@@ -434,9 +434,10 @@ def make_classification_task(
     1. f* (K latents) jointly at (evaluation pool, training inputs) from ``prior.sample``,
        stream ``spec.seed_for("f_star")`` (the joint factor whose jitter is the nugget
        ``condition`` uses, as for GP regression tasks);
-    2. π* = softmax(f*/τ) at both; training labels y ~ Categorical(π*) with stream
-       ``seed_for("labels")``, evaluation labels (for the accuracy-type metrics) with
-       ``seed_for("labels_eval")`` (:func:`udbench.priors.gp_classification.draw_labels`);
+    2. π* = softmax(f*/τ) at both (``prior.probabilities``); training labels
+       y ~ Categorical(π*) with stream ``seed_for("labels")``, evaluation labels (for the
+       accuracy-type metrics) with ``seed_for("labels_eval")`` (``prior.draw_labels``,
+       :func:`udbench.priors.gp_classification.draw_labels`);
     3. the reference posterior ``prior.condition`` (elliptical slice sampling, stream
        ``seed_for("posterior")``), D = ``spec.n_draws`` draws of π at the pool;
     4. the acceptance checks of SPEC §7 on the latents: SBC ranks, 90 % coverage and MCSE of
@@ -469,18 +470,16 @@ def make_classification_task(
     UdbenchError
         D not a multiple of the preset's chains (from ``condition``), bad τ.
     """
-    from udbench.priors.gp_classification import class_probabilities, draw_labels
-
     eval_idx = np.asarray(eval_idx, dtype=np.int64)
     train_idx = np.asarray(train_idx, dtype=np.int64)
     X_eval, X_train = X[eval_idx], X[train_idx]
     m, K = eval_idx.size, int(spec.n_classes or 0)
     f_joint = prior.sample(np.vstack([X_eval, X_train]), spec.seed_for("f_star"), 1)[0]
     f_eval, f_train = f_joint[:m], f_joint[m:]
-    pi_eval = class_probabilities(f_eval, tau_eval)
-    pi_train = class_probabilities(f_train, tau_train)
-    y = draw_labels(pi_train, np.random.default_rng(spec.seed_for("labels")))
-    y_eval = draw_labels(pi_eval, np.random.default_rng(spec.seed_for("labels_eval")))
+    pi_eval = prior.probabilities(f_eval, tau_eval)
+    pi_train = prior.probabilities(f_train, tau_train)
+    y = prior.draw_labels(pi_train, np.random.default_rng(spec.seed_for("labels")))
+    y_eval = prior.draw_labels(pi_eval, np.random.default_rng(spec.seed_for("labels_eval")))
     post = prior.condition(
         X_train,
         y,
@@ -618,7 +617,7 @@ def generate_task(
     X = np.asarray(cov.X, dtype=np.float64)
     shell_eval = np.asarray(cov.shell)[eval_idx]
     if classification:
-        from udbench.design.temperature import TemperatureModel
+        from udbench.design import TemperatureModel
 
         temp = TemperatureModel(
             cov,
