@@ -161,12 +161,15 @@ PRIOR_FAMILIES: dict[str, str] = {
 #: Task types a family's tasks may have (:attr:`PriorCapabilities.task_type`).
 TASK_TYPES: tuple[str, ...] = ("regression", "classification")
 
-#: Settings of a classification task (docs/classification.md): K when none is named, and the
-#: level rule's targets (normalised mean Bayes error) per difficulty name. Defined here, not in
-#: :mod:`udbench.priors.gp_classification` (which re-exports them), so that the task spec
-#: checks them without importing JAX.
+# Settings of a classification task (docs/classification.md), defined here, not in
+# :mod:`udbench.priors.gp_classification` (which re-exports them), so that the task spec
+# checks them without importing JAX.
+
+#: K, the number of classes of a classification task, when none is named.
 DEFAULT_N_CLASSES: int = 3
+#: The temperature level rule's target (normalised mean Bayes error) per difficulty name.
 CLASSIFICATION_DIFFICULTIES: dict[str, float] = {"easy": 0.1, "medium": 0.3, "hard": 0.6}
+#: The difficulty of a classification task when none is named.
 DEFAULT_DIFFICULTY: str = "medium"
 
 

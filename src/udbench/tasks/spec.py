@@ -38,9 +38,10 @@ class TaskSpec:
     dataset : str
         Dataset key (``udbench.data``).
     family : str
-        Prior family (``"gp"``, ``"hbart"``, ``"bnn"``).
+        Prior family (``"gp"``, ``"hbart"``, ``"bnn"``; ``"gpc"`` for a classification task).
     noise : str
-        Noise mode (SPEC §4).
+        Noise mode (SPEC §4); for a classification task the temperature mode (the same
+        shapes applied to log τ², docs/classification.md).
     coverage : str
         Coverage scenario (SPEC §3): ``"balanced"`` or ``"ood"``.
     seed : int
