@@ -100,7 +100,7 @@ def test_os_errors_behind_the_check_are_one_line_with_the_path(
             lambda out, **k: Path(out, "tasks").mkdir(parents=True),
         )
     if command == "generate":
-        monkeypatch.setattr("udbench.commands.tasks.expand_grid", lambda *a: [])
+        monkeypatch.setattr("udbench.commands.tasks.expand_grid", lambda *a, **k: [])
     args = _commands(str(workdir / "afile" / "out"))[command]
     reason, where = "Not a directory", "afile"
     if command == "risk decompose":  # its --out is a file: make it a folder

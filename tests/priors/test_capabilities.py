@@ -13,6 +13,7 @@ from udbench.priors import (
     FAMILY_CAPABILITIES,
     PRIOR_FAMILIES,
     PriorCapabilities,
+    families_of_task_type,
     prior_capabilities,
     prior_class,
 )
@@ -50,7 +51,16 @@ def test_the_records_say_what_the_pipeline_did_by_family_name() -> None:
         "gp",
         "trees",
         "nn",
+        None,
     ]
+    # the latent-GP classification prior: its tasks are classification tasks
+    gpc = FAMILY_CAPABILITIES["gpc"]
+    assert gpc.task_type == "classification" and gpc.fitted_per_dataset
+    assert {FAMILY_CAPABILITIES[f].task_type for f in ("gp", "hbart", "bnn")} == {"regression"}
+    assert families_of_task_type() == ["gp", "hbart", "bnn"]
+    assert families_of_task_type("classification") == ["gpc"]
+    with pytest.raises(UdbenchError, match="parameter 'task_type'"):
+        families_of_task_type("ranking")
 
 
 def test_a_prior_without_a_record_gets_its_familys_or_the_defaults() -> None:

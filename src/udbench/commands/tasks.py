@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -62,7 +63,12 @@ _FIDELITY_HELP = (
 
 def generate_command(
     datasets: str = typer.Option("diabetes", "--datasets", help="Comma list or 'all'."),
-    families: str = typer.Option("gp", "--families", help="Comma list or 'all'."),
+    families: str = typer.Option(
+        "gp",
+        "--families",
+        help="Comma list or 'all' (the regression families); the classification family "
+        "'gpc' when named.",
+    ),
     noise: str = typer.Option(
         "all",
         "--noise",
@@ -103,6 +109,18 @@ def generate_command(
         f"before it is reported as failed (0 to {MAX_REPLACE_LIMIT}); 0 fails at the first "
         "rejection.",
     ),
+    classes: str = typer.Option(
+        "3",
+        "--classes",
+        help="Classification families (gpc) only: the numbers of classes K, a comma list of "
+        "integers >= 2.",
+    ),
+    difficulty: str = typer.Option(
+        "medium",
+        "--difficulty",
+        help="Classification families (gpc) only: the temperature level rule's difficulties "
+        "(easy, medium, hard), a comma list or 'all'.",
+    ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
     draws_train: bool | None = typer.Option(
         None,
@@ -132,7 +150,18 @@ def generate_command(
     check_data_dir("generate", data_dir)
     check_out_dir("generate", out)
     dd = None if data_dir is None else str(data_dir)
-    specs = expand_grid(datasets, families, noise, coverage, seeds, fidelity, draws, dd)
+    specs = expand_grid(
+        datasets,
+        families,
+        noise,
+        coverage,
+        seeds,
+        fidelity,
+        draws,
+        dd,
+        classes=classes,
+        difficulty=difficulty,
+    )
     with folder_lock(out, comp):
         _generate(
             specs,
@@ -348,7 +377,9 @@ def check_tasks(
             draws = task.draws
             checks.update(coverage_summary(task.f_eval.astype(draws.dtype), draws))
         summaries.append({**checks, **mcmc_summary(task.diagnostics)})
-        mcse.append(task.mcse_var_rel)
+        # one variable per point (regression) or per (point, class) of the latents
+        # (classification: stored (n_eval, K), pooled as the flat point-major list)
+        mcse.append(np.ravel(task.mcse_var_rel))
         if (
             prior_capabilities(task.spec.family, strict=False).nugget
             and task.diagnostics.get("exact_moments")

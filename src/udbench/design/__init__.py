@@ -1,4 +1,12 @@
-"""Task design (SPEC §3–§4): noise models and coverage scenarios on top of the covariates."""
+"""Task design (SPEC §3–§4): noise models and coverage scenarios on top of the covariates.
+
+:class:`~udbench.design.temperature.TemperatureModel` (the known temperature of a
+classification task, docs/classification.md) is exported too, imported on first access:
+its module imports the classification prior, and so JAX, which ``import udbench.design``
+must not (the noise and coverage tables are read before any JAX is loaded).
+"""
+
+from typing import TYPE_CHECKING, Any
 
 from udbench.design.coverage import (
     COVERAGE_SHARES,
@@ -19,6 +27,9 @@ from udbench.design.noise import (
     unit_noise,
 )
 
+if TYPE_CHECKING:
+    from udbench.design.temperature import TemperatureModel
+
 __all__ = [
     "ALL_NOISE_MODES",
     "COVERAGES",
@@ -30,8 +41,18 @@ __all__ = [
     "Coverage",
     "NoiseMode",
     "NoiseModel",
+    "TemperatureModel",
     "get_noise_mode",
     "select_training_inputs",
     "shell_quotas",
     "unit_noise",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``TemperatureModel``, imported on first access (module docstring)."""
+    if name == "TemperatureModel":
+        from udbench.design.temperature import TemperatureModel
+
+        return TemperatureModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,6 +25,7 @@ import numpy as np
 from udbench._validation import check_choice, check_positive, param_error
 from udbench.data.covariates import Covariates
 from udbench.design.noise import NOISE_MODES, NoiseModel
+from udbench.priors.base import DEFAULT_DIFFICULTY as _DEFAULT_DIFFICULTY
 from udbench.priors.gp_classification import (
     DIFFICULTIES,
     check_n_classes,
@@ -34,8 +35,8 @@ from udbench.priors.gp_classification import (
 
 __all__ = ["DEFAULT_DIFFICULTY", "TemperatureModel"]
 
-#: The difficulty used when none is named.
-DEFAULT_DIFFICULTY: str = "medium"
+#: The difficulty used when none is named (:data:`udbench.priors.base.DEFAULT_DIFFICULTY`).
+DEFAULT_DIFFICULTY: str = _DEFAULT_DIFFICULTY
 
 
 class TemperatureModel:

@@ -4,13 +4,18 @@ See :mod:`udbench.priors.base` for the protocol every family implements.
 """
 
 from udbench.priors.base import (
+    CLASSIFICATION_DIFFICULTIES,
+    DEFAULT_DIFFICULTY,
     DEFAULT_FIDELITY,
+    DEFAULT_N_CLASSES,
     FAMILY_CAPABILITIES,
     PRIOR_FAMILIES,
+    TASK_TYPES,
     Fidelity,
     Posterior,
     Prior,
     PriorCapabilities,
+    families_of_task_type,
     family_numerics_version,
     list_prior_families,
     make_prior,
@@ -47,8 +52,11 @@ from udbench.priors.validation import (
 )
 
 __all__ = [
+    "CLASSIFICATION_DIFFICULTIES",
     "COVERAGE_CHANGE_MAX",
+    "DEFAULT_DIFFICULTY",
     "DEFAULT_FIDELITY",
+    "DEFAULT_N_CLASSES",
     "FAMILY_CAPABILITIES",
     "MCMC_FAMILIES",
     "PRIOR_FAMILIES",
@@ -56,6 +64,7 @@ __all__ = [
     "RHAT_THRESHOLD",
     "RUNS",
     "SD_CHANGE_MEDIAN_MAX",
+    "TASK_TYPES",
     "WARMUP_FACTOR",
     "Fidelity",
     "Posterior",
@@ -65,6 +74,7 @@ __all__ = [
     "batch_means_mcse_var",
     "decode_run",
     "encode_run",
+    "families_of_task_type",
     "family_numerics_version",
     "is_accepted",
     "list_prior_families",

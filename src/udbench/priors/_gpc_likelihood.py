@@ -17,10 +17,11 @@ import scipy.special
 
 from udbench._seeding import make_rng
 from udbench._validation import check_array, param_error
+from udbench.priors.base import CLASSIFICATION_DIFFICULTIES
 
 #: Named difficulty levels: the target of the level rule, the mean over the evaluation pool of
 #: the prior-expected Bayes error divided by its chance value 1 − 1/K (:func:`temperature_level`).
-DIFFICULTIES: dict[str, float] = {"easy": 0.1, "medium": 0.3, "hard": 0.6}
+DIFFICULTIES: dict[str, float] = CLASSIFICATION_DIFFICULTIES
 
 #: Monte Carlo draws of the level rule's curve g(r) (one fixed stream per K).
 LEVEL_MC_DRAWS: int = 16384

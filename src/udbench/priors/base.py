@@ -63,15 +63,20 @@ from udbench._seeding import derive_seed
 from udbench._validation import check_array, check_choice, param_error
 
 __all__ = [
+    "CLASSIFICATION_DIFFICULTIES",
+    "DEFAULT_DIFFICULTY",
     "DEFAULT_FIDELITY",
+    "DEFAULT_N_CLASSES",
     "FAMILY_CAPABILITIES",
     "PRIOR_FAMILIES",
     "SCALE_N_DRAWS",
+    "TASK_TYPES",
     "Fidelity",
     "Posterior",
     "Prior",
     "PriorCapabilities",
     "call_seed",
+    "families_of_task_type",
     "family_numerics_version",
     "list_prior_families",
     "make_prior",
@@ -150,7 +155,22 @@ PRIOR_FAMILIES: dict[str, str] = {
     "gp": "udbench.priors.gp",
     "hbart": "udbench.priors.hbart",
     "bnn": "udbench.priors.bnn",
+    "gpc": "udbench.priors.gp_classification",
 }
+
+#: Task types a family's tasks may have (:attr:`PriorCapabilities.task_type`).
+TASK_TYPES: tuple[str, ...] = ("regression", "classification")
+
+# Settings of a classification task (docs/classification.md), defined here, not in
+# :mod:`udbench.priors.gp_classification` (which re-exports them), so that the task spec
+# checks them without importing JAX.
+
+#: K, the number of classes of a classification task, when none is named.
+DEFAULT_N_CLASSES: int = 3
+#: The temperature level rule's target (normalised mean Bayes error) per difficulty name.
+CLASSIFICATION_DIFFICULTIES: dict[str, float] = {"easy": 0.1, "medium": 0.3, "hard": 0.6}
+#: The difficulty of a classification task when none is named.
+DEFAULT_DIFFICULTY: str = "medium"
 
 
 @dataclass(frozen=True)
@@ -198,6 +218,11 @@ class PriorCapabilities:
     calibration_fidelity : str, default "smoke"
         The fidelity at which ``udbench tuning calibrate`` times an instance (scaled to the
         others by ``instance_work``).
+    task_type : {"regression", "classification"}, default "regression"
+        What the family's tasks are (:data:`TASK_TYPES`): y = f* + noise with known σ²(x),
+        or labels y ~ Categorical(softmax(f*(x)/τ(x))) with K latents and a known
+        temperature τ(x) (the latent-GP classification prior, docs/classification.md). The
+        task spec, generation, the task file and ``udbench check`` branch on it.
     """
 
     exact_moments: bool = False
@@ -210,6 +235,7 @@ class PriorCapabilities:
     work_depends_on_fidelity: bool = True
     cost_grows_with_eval_points: bool = False
     calibration_fidelity: str = "smoke"
+    task_type: str = "regression"
 
 
 #: family name -> its capabilities (the class of the family carries the same record as
@@ -228,7 +254,23 @@ FAMILY_CAPABILITIES: dict[str, PriorCapabilities] = {
     ),
     "hbart": PriorCapabilities(clips_queries_to_unit_cube=True, matched_method_family="trees"),
     "bnn": PriorCapabilities(matched_method_family="nn"),
+    "gpc": PriorCapabilities(fitted_per_dataset=True, task_type="classification"),
 }
+
+
+def families_of_task_type(task_type: str = "regression") -> list[str]:
+    """The registered families whose tasks are of ``task_type``, in table order.
+
+    ``udbench generate --families all`` means the regression families (a classification
+    family is generated when named, as ``student-t`` among the noise modes).
+
+    Raises
+    ------
+    UdbenchError
+        ``task_type`` not in :data:`TASK_TYPES`.
+    """
+    check_choice("families_of_task_type", "task_type", task_type, TASK_TYPES)
+    return [f for f in PRIOR_FAMILIES if prior_capabilities(f).task_type == task_type]
 
 
 def prior_capabilities(prior: Any, *, strict: bool = True) -> PriorCapabilities:
@@ -398,7 +440,9 @@ def list_prior_families() -> list[str]:
     return list(PRIOR_FAMILIES)
 
 
-def make_prior(family: str, cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELITY) -> Prior:
+def make_prior(
+    family: str, cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELITY, **settings: Any
+) -> Prior:
     """Build the prior ``family`` for the dataset ``cov`` (fit hyperparameters, set a).
 
     Parameters
@@ -409,6 +453,9 @@ def make_prior(family: str, cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELIT
         The dataset's covariates, splits and real target.
     fidelity : Fidelity or str, default DEFAULT_FIDELITY
         Preset; a name is converted with :meth:`Fidelity.parse`.
+    **settings
+        Task settings the family's builder takes (a classification family's
+        ``n_classes``); none for the regression families.
 
     Returns
     -------
@@ -443,7 +490,7 @@ def make_prior(family: str, cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELIT
             raise param_error(
                 "make_prior", "family", "name an implemented prior family", family
             ) from None
-        return module.build_prior(cov, fidelity)
+        return module.build_prior(cov, fidelity, **settings)
 
 
 def scale_from_unit_draws(draws: np.ndarray, component: str = "scale_constant") -> float:

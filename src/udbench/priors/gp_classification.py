@@ -52,9 +52,10 @@ initial states, momenta, slice variables; a JAX key) and ``"gpc-conditional"`` (
 draws and the normals of the evaluation latents). The level rule's Monte Carlo normals
 are a build stream, ``("gpc-level", K)``.
 
-Not wired yet: task generation, task files, the CLI and the runner do not know this family
-(docs/classification.md, "Integration"); it is not in
-:data:`udbench.priors.base.PRIOR_FAMILIES`.
+The family is registered as ``"gpc"`` in :data:`udbench.priors.base.PRIOR_FAMILIES` with
+``PriorCapabilities.task_type == "classification"``; :func:`build_prior` is its builder
+(``make_prior("gpc", cov, fidelity, n_classes=K)``) and ``udbench generate --families gpc``
+makes its tasks (docs/classification.md, "Classification tasks").
 """
 
 from __future__ import annotations
@@ -85,7 +86,14 @@ from udbench.priors._gpc_sampler import (
     _run_chains,
     contrast_basis,
 )
-from udbench.priors.base import DEFAULT_FIDELITY, Fidelity, call_seed
+from udbench.priors.base import (
+    DEFAULT_FIDELITY,
+    FAMILY_CAPABILITIES,
+    Fidelity,
+    PriorCapabilities,
+    call_seed,
+)
+from udbench.priors.base import DEFAULT_N_CLASSES as _DEFAULT_N_CLASSES
 from udbench.priors.diagnostics import summarise_function_draws
 from udbench.priors.gp.linalg import JITTER_START, add_diag, chol_jitter, solve_lower, tri_matmul_T
 from udbench.priors.gp.linalg import xp as _xp
@@ -99,6 +107,7 @@ __all__ = [
     "ESSDiagnostics",
     "GPClassificationPrior",
     "build_classification_prior",
+    "build_prior",
     "check_labels",
     "check_n_classes",
     "check_temperature",
@@ -108,8 +117,8 @@ __all__ = [
     "temperature_level",
 ]
 
-#: Number of classes K when none is given.
-DEFAULT_N_CLASSES: int = 3
+#: Number of classes K when none is given (:data:`udbench.priors.base.DEFAULT_N_CLASSES`).
+DEFAULT_N_CLASSES: int = _DEFAULT_N_CLASSES
 
 
 # --------------------------------------------------------------------------------------
@@ -153,6 +162,7 @@ class GPClassificationPrior(MCMCPrior):
     """
 
     family: ClassVar[str] = "gpc"
+    capabilities: ClassVar[PriorCapabilities] = FAMILY_CAPABILITIES["gpc"]
     task_type: ClassVar[str] = "classification"
     likelihood: ClassVar[str] = "categorical-softmax"
     numerics_version: ClassVar[int] = 1
@@ -205,6 +215,23 @@ class GPClassificationPrior(MCMCPrior):
             raise param_error("GPClassificationPrior", "n_warmup", "be an integer >= 0", warm)
         check_choice("GPClassificationPrior", "reference", cfg["reference"], ("laplace", "prior"))
 
+    @classmethod
+    def instance_work(cls, fidelity: str, n_draws: int = 1000) -> float:
+        """Chain iterations of one instance at ``fidelity``: n_chains × (n_warmup + (D /
+        n_chains) × thin), D = ``n_draws`` (:func:`udbench.tuning.calibration.work_ratio`)."""
+        s = cls.presets[Fidelity.parse("GPClassificationPrior", fidelity)]
+        return float(s["n_chains"] * (s["n_warmup"] + n_draws / s["n_chains"] * s["thin"]))
+
+    @classmethod
+    def synthetic(
+        cls, fidelity: str, X_eval: np.ndarray, n_classes: int = DEFAULT_N_CLASSES
+    ) -> GPClassificationPrior:
+        """A classification prior at ``fidelity`` on the synthetic GP prior
+        (:meth:`udbench.priors.gp.GPPrior.synthetic`, scale a = 1), for timing."""
+        from udbench.priors.gp import GPPrior
+
+        return cls(GPPrior.synthetic(fidelity, X_eval), n_classes, fidelity)
+
     def _model_settings(self) -> dict[str, Any]:
         return {
             "task_type": self.task_type,
@@ -250,6 +277,11 @@ class GPClassificationPrior(MCMCPrior):
     def probabilities(self, latents: np.ndarray, tau: np.ndarray) -> np.ndarray:
         """π = softmax(f/τ) (:func:`class_probabilities`): (..., m, K) -> (..., m, K)."""
         return class_probabilities(latents, tau)
+
+    @staticmethod
+    def draw_labels(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Labels y_i ~ Categorical(π_i) (:func:`draw_labels`): (m, K) -> (m,) int64."""
+        return draw_labels(probs, rng)
 
     # -- posterior ----------------------------------------------------------------------
     def _train_prior(self, X_train: np.ndarray, nu: float) -> tuple[Any, Any, float]:
@@ -522,3 +554,14 @@ def build_classification_prior(
     fidelity = Fidelity.parse("build_classification_prior", fidelity)
     gp = build_prior(cov, fidelity, use_cache=use_cache)
     return GPClassificationPrior(gp, K, fidelity, dataset=cov.key, sampler_kwargs=sampler_kwargs)
+
+
+def build_prior(
+    cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELITY, n_classes: int = DEFAULT_N_CLASSES
+) -> GPClassificationPrior:
+    """The family's builder for :func:`udbench.priors.base.make_prior` (``"gpc"``).
+
+    :func:`build_classification_prior` with the builders' argument order (``cov``,
+    ``fidelity``) and K as a keyword (a task setting).
+    """
+    return build_classification_prior(cov, n_classes, fidelity)

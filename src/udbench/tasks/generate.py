@@ -11,7 +11,7 @@ import numpy as np
 
 from udbench import __version__
 from udbench._threads import single_threaded
-from udbench._validation import param_error
+from udbench._validation import check_choice, param_error
 from udbench.priors import (
     Fidelity,
     Prior,
@@ -31,6 +31,7 @@ from udbench.tasks.spec import TaskSpec
 from udbench.tasks.taskfile import Task, read_task_meta, task_file_is_valid
 
 __all__ = [
+    "CLASSIFICATION_STREAMS",
     "MAX_REPLACEMENTS",
     "REPLACEMENT_STRIDE",
     "QueryPoints",
@@ -38,6 +39,7 @@ __all__ = [
     "generate_task",
     "get_covariates",
     "get_prior",
+    "make_classification_task",
     "make_task",
     "reference_record",
     "replacement_seed",
@@ -57,10 +59,20 @@ def get_covariates(dataset: str, data_dir: str | None = None) -> Any:
 
 @lru_cache(maxsize=16)
 def get_prior(
-    family: str, dataset: str, fidelity: Fidelity | str, data_dir: str | None = None
+    family: str,
+    dataset: str,
+    fidelity: Fidelity | str,
+    data_dir: str | None = None,
+    n_classes: int | None = None,
 ) -> Prior:
-    """The prior ``family`` bound to ``dataset`` (fitted once, cached per process and on disk)."""
-    return make_prior(family, get_covariates(dataset, data_dir), fidelity)
+    """The prior ``family`` bound to ``dataset`` (fitted once, cached per process and on disk).
+
+    ``n_classes`` is K of a classification family (its builder's default when None; the
+    fit it rests on, the dataset's GP kernel, is shared by every K); None for a regression
+    family.
+    """
+    settings = {} if n_classes is None else {"n_classes": int(n_classes)}
+    return make_prior(family, get_covariates(dataset, data_dir), fidelity, **settings)
 
 
 def source_fingerprint(cov: Any) -> dict[str, Any]:
@@ -116,7 +128,17 @@ def task_file_clash(path: str | Path, spec: TaskSpec, data_sha256: str | None) -
     old = TaskSpec.from_dict(meta["spec"])
     diffs = [
         f"{name} {getattr(old, name)!r} (asked {getattr(spec, name)!r})"
-        for name in ("dataset", "family", "noise", "coverage", "seed", "fidelity", "n_draws")
+        for name in (
+            "dataset",
+            "family",
+            "noise",
+            "coverage",
+            "seed",
+            "fidelity",
+            "n_draws",
+            "n_classes",
+            "difficulty",
+        )
         if getattr(old, name) != getattr(spec, name)
     ]
     old_sha = (meta.get("source") or {}).get("data_sha256")
@@ -392,6 +414,124 @@ def make_task(
     return Task(spec, arrays, diagnostics, prior.settings, version=__version__)
 
 
+#: The seed streams of a classification task (``TaskSpec.seed_for``), in the order used.
+CLASSIFICATION_STREAMS: tuple[str, ...] = ("train", "f_star", "labels", "labels_eval", "posterior")
+
+
+def make_classification_task(
+    spec: TaskSpec,
+    prior: Any,
+    X: np.ndarray,
+    eval_idx: np.ndarray,
+    train_idx: np.ndarray,
+    tau_eval: np.ndarray,
+    tau_train: np.ndarray,
+    shell_eval: np.ndarray | None = None,
+    temperature: dict[str, Any] | None = None,
+) -> Task:
+    """A classification task (docs/classification.md, "Classification tasks") given its inputs.
+
+    1. f* (K latents) jointly at (evaluation pool, training inputs) from ``prior.sample``,
+       stream ``spec.seed_for("f_star")`` (the joint factor whose jitter is the nugget
+       ``condition`` uses, as for GP regression tasks);
+    2. π* = softmax(f*/τ) at both (``prior.probabilities``); training labels
+       y ~ Categorical(π*) with stream ``seed_for("labels")``, evaluation labels (for the
+       accuracy-type metrics) with ``seed_for("labels_eval")`` (``prior.draw_labels``,
+       :func:`udbench.priors.gp_classification.draw_labels`);
+    3. the reference posterior ``prior.condition`` (elliptical slice sampling, stream
+       ``seed_for("posterior")``), D = ``spec.n_draws`` draws of π at the pool;
+    4. the acceptance checks of SPEC §7 on the latents: SBC ranks, 90 % coverage and MCSE of
+       f*_k(x) among the latent draws, one variable per (point, class), point-major (as the
+       sampler's R̂), plus the sampler's ``rhat_max``.
+
+    Parameters
+    ----------
+    spec : TaskSpec
+        A classification spec (``spec.task_type == "classification"``).
+    prior : GPClassificationPrior
+        Bound to the dataset with K = ``spec.n_classes``.
+    X : ndarray, shape (N, d)
+    eval_idx : ndarray, shape (n_eval,) int
+    train_idx : ndarray, shape (n,) int
+    tau_eval, tau_train : ndarray, shape (n_eval,) / (n,)
+        The known temperature τ(x) > 0 (:class:`udbench.design.temperature.TemperatureModel`).
+    shell_eval : ndarray, shape (n_eval,) int, optional
+        Shell index of every evaluation point (zeros if absent).
+    temperature : dict, optional
+        The temperature model's settings, stored as ``diagnostics["temperature"]``.
+
+    Returns
+    -------
+    Task
+        With the arrays of :data:`udbench.tasks.taskfile.CLASSIFICATION_REQUIRED`.
+
+    Raises
+    ------
+    UdbenchError
+        D not a multiple of the preset's chains (from ``condition``), bad τ.
+    """
+    eval_idx = np.asarray(eval_idx, dtype=np.int64)
+    train_idx = np.asarray(train_idx, dtype=np.int64)
+    X_eval, X_train = X[eval_idx], X[train_idx]
+    m, K = eval_idx.size, int(spec.n_classes or 0)
+    f_joint = prior.sample(np.vstack([X_eval, X_train]), spec.seed_for("f_star"), 1)[0]
+    f_eval, f_train = f_joint[:m], f_joint[m:]
+    pi_eval = prior.probabilities(f_eval, tau_eval)
+    pi_train = prior.probabilities(f_train, tau_train)
+    y = prior.draw_labels(pi_train, np.random.default_rng(spec.seed_for("labels")))
+    y_eval = prior.draw_labels(pi_eval, np.random.default_rng(spec.seed_for("labels_eval")))
+    post = prior.condition(
+        X_train,
+        y,
+        tau_train,
+        X_eval,
+        spec.seed_for("posterior"),
+        spec.n_draws,
+        tau_eval=tau_eval,
+    )
+    latent = post.latent_eval.reshape(spec.n_draws, m * K)  # point-major, as the sampler's R̂
+    summary, per_point = acceptance_checks(f_eval.reshape(m * K), latent, n_chains=post.n_chains)
+    summary["rhat_max"] = float(post.diagnostics["rhat_max"])
+    probs = post.prob_draws
+    diagnostics: dict[str, Any] = {
+        "task_type": "classification",
+        "checks": summary,
+        "sampler": post.diagnostics,
+        "seeds": {c: spec.seed_for(c) for c in CLASSIFICATION_STREAMS},
+        "exact_moments": False,
+        "temperature": dict(temperature or {}),
+        "labels": {
+            "train_counts": np.bincount(y, minlength=K).tolist(),
+            "bayes_accuracy_eval": float(np.mean(np.argmax(pi_eval, axis=1) == y_eval)),
+        },
+    }
+    arrays: dict[str, np.ndarray | None] = {
+        "train_idx": train_idx,
+        "X_train": X_train,
+        "y_train": np.asarray(y, dtype=np.int64),
+        "f_train": f_train,
+        "eval_idx": eval_idx,
+        "X_eval": X_eval,
+        "f_eval": f_eval,
+        "shell_eval": (
+            np.zeros(m, dtype=np.int64)
+            if shell_eval is None
+            else np.asarray(shell_eval, dtype=np.int64)
+        ),
+        "post_mean": np.asarray(probs.mean(axis=0), dtype=np.float64),
+        "post_var": np.asarray(probs.var(axis=0, ddof=1), dtype=np.float64),
+        "sbc_rank": per_point["sbc_rank"].reshape(m, K),
+        "mcse_var_rel": per_point["mcse_var_rel"].reshape(m, K),
+        "tau_train": np.asarray(tau_train, dtype=np.float64),
+        "pi_star_train": pi_train,
+        "tau_eval": np.asarray(tau_eval, dtype=np.float64),
+        "pi_star_eval": pi_eval,
+        "y_eval": np.asarray(y_eval, dtype=np.int64),
+        "draws_prob": probs,
+    }
+    return Task(spec, arrays, diagnostics, prior.settings, version=__version__)
+
+
 @single_threaded
 def generate_task(
     spec: TaskSpec,
@@ -462,29 +602,66 @@ def generate_task(
     if spec.seed >= REPLACEMENT_STRIDE:
         raise param_error("generate_task", "seed", f"be < {REPLACEMENT_STRIDE}", spec.seed)
     dd = None if data_dir is None else str(data_dir)
+    classification = spec.task_type == "classification"
+    if classification:
+        from udbench.design import NOISE_MODES
+
+        check_choice("generate_task", "noise (temperature mode)", spec.noise, NOISE_MODES)
+        if query is not None:
+            raise param_error(
+                "generate_task", "query", "be None for a classification task", query.name
+            )
     cov = get_covariates(spec.dataset, dd)
-    prior = get_prior(spec.family, spec.dataset, spec.fidelity, dd)
-    noise = NoiseModel(cov, spec.noise)
+    prior = get_prior(spec.family, spec.dataset, spec.fidelity, dd, spec.n_classes)
     eval_idx = np.asarray(cov.eval_idx, dtype=np.int64)
     X = np.asarray(cov.X, dtype=np.float64)
-    noise_var_eval = noise.variance(X[eval_idx])
     shell_eval = np.asarray(cov.shell)[eval_idx]
+    if classification:
+        from udbench.design import TemperatureModel
 
-    def run(seed: int) -> Task:
-        used = replace(spec, seed=seed)
-        train_idx = training_inputs(used, cov)
-        return make_task(
-            used,
-            prior,
-            X,
-            eval_idx,
-            train_idx,
-            noise_var_eval=noise_var_eval,
-            noise_var_train=noise.variance(X[train_idx]),
-            shell_eval=shell_eval,
-            query=query,
-            draws_train=draws_train,
+        temp = TemperatureModel(
+            cov,
+            spec.noise,
+            prior.marginal_sd(X[eval_idx]),  # type: ignore[attr-defined]
+            int(spec.n_classes or 0),
+            str(spec.difficulty),
         )
+        tau_eval = temp.temperature(X[eval_idx])
+
+        def run(seed: int) -> Task:
+            used = replace(spec, seed=seed)
+            train_idx = training_inputs(used, cov)
+            return make_classification_task(
+                used,
+                prior,
+                X,
+                eval_idx,
+                train_idx,
+                tau_eval=tau_eval,
+                tau_train=temp.temperature(X[train_idx]),
+                shell_eval=shell_eval,
+                temperature=temp.settings(),
+            )
+
+    else:
+        noise = NoiseModel(cov, spec.noise)
+        noise_var_eval = noise.variance(X[eval_idx])
+
+        def run(seed: int) -> Task:
+            used = replace(spec, seed=seed)
+            train_idx = training_inputs(used, cov)
+            return make_task(
+                used,
+                prior,
+                X,
+                eval_idx,
+                train_idx,
+                noise_var_eval=noise_var_eval,
+                noise_var_train=noise.variance(X[train_idx]),
+                shell_eval=shell_eval,
+                query=query,
+                draws_train=draws_train,
+            )
 
     gated = spec.fidelity.is_reference and rhat_gates(prior)
     if gated:

@@ -134,20 +134,49 @@ def expand_grid(
     fidelity: Fidelity | str,
     draws: int,
     data_dir: str | None = None,
+    *,
+    classes: str = "3",
+    difficulty: str = "medium",
 ) -> list[Any]:
     """The list of :class:`~udbench.tasks.TaskSpec` selected by the CLI's options.
+
+    ``all`` families means the regression families
+    (:func:`udbench.priors.base.families_of_task_type`); a classification family (``gpc``)
+    is generated when named, one spec per K of ``classes`` (comma list of integers >= 2)
+    and difficulty of ``difficulty`` (comma list or ``all``), its noise modes being the
+    temperature modes (``student-t`` is refused: a noise law, not a shape). ``classes`` and
+    ``difficulty`` are checked only when a classification family is named.
 
     ``all`` noise modes means the four of SPEC §4 (``student-t`` only when named).
     ``all`` datasets means the paper's suite (SPEC §2: every dataset with a task design,
     except the embedded ``diabetes`` default and the user's datasets of ``data_dir``
     (default ``$UDBENCH_DATA_DIR``), which must be named).
     """
-    from udbench.priors import MCMC_FAMILIES, PRIOR_FAMILIES
+    from udbench.priors import (
+        CLASSIFICATION_DIFFICULTIES,
+        MCMC_FAMILIES,
+        PRIOR_FAMILIES,
+        families_of_task_type,
+        prior_capabilities,
+    )
     from udbench.tasks.spec import MAX_DRAWS, MIN_DRAWS
 
     # the options that need no data tables first (pandas, SciPy), and never JAX
     seed_list = parse_seeds(seeds)
-    fams = parse_choice_list("generate", "families", families, list(PRIOR_FAMILIES))
+    if families.strip().lower() == "all":
+        fams = families_of_task_type("regression")
+    else:
+        fams = parse_choice_list("generate", "families", families, list(PRIOR_FAMILIES))
+    settings: dict[str, list[tuple[int | None, str | None]]] = {}
+    for family in fams:
+        if prior_capabilities(family).task_type != "classification":
+            settings[family] = [(None, None)]
+            continue
+        ks = _parse_classes(classes)
+        levels = parse_choice_list(
+            "generate", "difficulty", difficulty, list(CLASSIFICATION_DIFFICULTIES)
+        )
+        settings[family] = [(k, lv) for k in ks for lv in levels]
     fid = Fidelity.parse("generate", fidelity)
     check_int("generate", "--draws", draws, minimum=MIN_DRAWS, maximum=MAX_DRAWS)
     for family in fams:
@@ -180,14 +209,42 @@ def expand_grid(
     else:
         modes = parse_choice_list("generate", "noise", noise, list(ALL_NOISE_MODES))
     covs = parse_choice_list("generate", "coverage", coverage, list(COVERAGES))
+    for family, fam_settings in settings.items():
+        bad = [m for m in modes if m not in NOISE_MODES]
+        if fam_settings[0][0] is not None and bad:
+            raise param_error(
+                "generate",
+                "noise",
+                f"be temperature modes {list(NOISE_MODES)} for the classification family "
+                f"{family!r} (a noise law is no shape of τ)",
+                bad[0],
+            )
     return [
-        TaskSpec(d, f, m, c, s, fidelity=fid, n_draws=draws)
+        TaskSpec(d, f, m, c, s, fidelity=fid, n_draws=draws, n_classes=k, difficulty=lv)
         for d in ds
         for f in fams
+        for k, lv in settings[f]
         for m in modes
         for c in covs
         for s in seed_list
     ]
+
+
+def _parse_classes(text: str) -> list[int]:
+    """``--classes``: a comma list of K >= 2 (e.g. ``"2,3"``)."""
+    values = [v.strip() for v in str(text).split(",") if v.strip()]
+    out: list[int] = []
+    for v in values:
+        try:
+            k = int(v)
+        except ValueError:
+            k = 0
+        if k < 2:
+            raise param_error("generate", "classes", "be a comma list of integers >= 2", text)
+        out.append(k)
+    if not out:
+        raise param_error("generate", "classes", "be a comma list of integers >= 2", text)
+    return out
 
 
 # ------------------------------------------------------------------ generating a grid

@@ -7,7 +7,14 @@ from typing import Any
 
 from udbench._seeding import derive_seed
 from udbench._validation import param_error
-from udbench.priors import DEFAULT_FIDELITY, Fidelity
+from udbench.priors import (
+    CLASSIFICATION_DIFFICULTIES,
+    DEFAULT_DIFFICULTY,
+    DEFAULT_FIDELITY,
+    DEFAULT_N_CLASSES,
+    Fidelity,
+    prior_capabilities,
+)
 
 __all__ = ["DEFAULT_DRAWS", "MAX_DRAWS", "MIN_DRAWS", "TaskSpec"]
 
@@ -31,9 +38,10 @@ class TaskSpec:
     dataset : str
         Dataset key (``udbench.data``).
     family : str
-        Prior family (``"gp"``, ``"hbart"``, ``"bnn"``).
+        Prior family (``"gp"``, ``"hbart"``, ``"bnn"``; ``"gpc"`` for a classification task).
     noise : str
-        Noise mode (SPEC §4).
+        Noise mode (SPEC §4); for a classification task the temperature mode (the same
+        shapes applied to log τ², docs/classification.md).
     coverage : str
         Coverage scenario (SPEC §3): ``"balanced"`` or ``"ood"``.
     seed : int
@@ -45,13 +53,23 @@ class TaskSpec:
     n_draws : int, default DEFAULT_DRAWS
         D, the number of posterior draws stored (:data:`MIN_DRAWS` to :data:`MAX_DRAWS`);
         not part of the random streams.
+    n_classes : int or None, default None
+        K, the number of classes of a classification task (a family whose
+        ``PriorCapabilities.task_type`` is ``"classification"``, e.g. ``"gpc"``): None
+        there means :data:`~udbench.priors.base.DEFAULT_N_CLASSES` (3); must be >= 2.
+        Must be None for a regression family.
+    difficulty : str or None, default None
+        The temperature level rule's difficulty of a classification task (a key of
+        :data:`~udbench.priors.base.CLASSIFICATION_DIFFICULTIES`; None there means
+        ``"medium"``). Must be None for a regression family.
 
     Raises
     ------
     UdbenchError
         A coordinate that is not a non-empty name without ``"__"``, a seed that is not an
         integer >= 0, an unknown fidelity, or D not an integer in [:data:`MIN_DRAWS`,
-        :data:`MAX_DRAWS`]. These
+        :data:`MAX_DRAWS`]; K not an integer >= 2 or an unknown difficulty (classification),
+        or either given for a regression family. These
         are checked here, once; the code below (task generation, the priors) trusts them.
 
     Notes
@@ -59,6 +77,12 @@ class TaskSpec:
     :meth:`seed_for` derives every stream from all five coordinates (SPEC §6, paper B.5), so
     two instances never share a ground truth or a training sample. Fidelity and D are left
     out on purpose: the same instance at two fidelities has the same f* and sample S.
+
+    A classification task's settings K and difficulty enter its family coordinate
+    (:attr:`family_coordinate`, ``"gpc-k3-medium"``), which stands for the family in the
+    task id and in every seed; its noise coordinate is the temperature mode (the SPEC §4
+    shapes applied to log τ², docs/classification.md). A regression task's family
+    coordinate is its family name, so its id, seeds and file bytes are those of before.
     """
 
     dataset: str
@@ -68,6 +92,8 @@ class TaskSpec:
     seed: int
     fidelity: Fidelity = DEFAULT_FIDELITY
     n_draws: int = DEFAULT_DRAWS
+    n_classes: int | None = None
+    difficulty: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("dataset", "family", "noise", "coverage"):
@@ -82,22 +108,72 @@ class TaskSpec:
             raise param_error("TaskSpec", "n_draws", rule, self.n_draws)
         if not MIN_DRAWS <= self.n_draws <= MAX_DRAWS:
             raise param_error("TaskSpec", "n_draws", rule, self.n_draws)
+        if self.task_type == "classification":
+            k = DEFAULT_N_CLASSES if self.n_classes is None else self.n_classes
+            if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+                raise param_error("TaskSpec", "n_classes", "be an integer >= 2", k)
+            level = DEFAULT_DIFFICULTY if self.difficulty is None else self.difficulty
+            if level not in CLASSIFICATION_DIFFICULTIES:
+                raise param_error(
+                    "TaskSpec",
+                    "difficulty",
+                    f"be one of {list(CLASSIFICATION_DIFFICULTIES)}",
+                    level,
+                )
+            object.__setattr__(self, "n_classes", k)
+            object.__setattr__(self, "difficulty", level)
+        else:
+            for name in ("n_classes", "difficulty"):
+                if getattr(self, name) is not None:
+                    raise param_error(
+                        "TaskSpec",
+                        name,
+                        f"be None for the regression family {self.family!r} (a classification "
+                        "task setting)",
+                        getattr(self, name),
+                    )
+
+    @property
+    def task_type(self) -> str:
+        """``"regression"`` or ``"classification"``: the family's
+        ``PriorCapabilities.task_type`` (an unregistered family name, e.g. a test's, is a
+        regression family)."""
+        return prior_capabilities(self.family, strict=False).task_type
+
+    @property
+    def family_coordinate(self) -> str:
+        """The family coordinate of the task id and the seeds: the family name for a
+        regression task, ``"<family>-k<K>-<difficulty>"`` (e.g. ``"gpc-k3-medium"``) for a
+        classification task."""
+        if self.n_classes is None:
+            return self.family
+        return f"{self.family}-k{self.n_classes}-{self.difficulty}"
 
     @property
     def task_id(self) -> str:
-        """``"<dataset>__<family>__<noise>__<coverage>__s<seed>"``."""
-        return f"{self.dataset}__{self.family}__{self.noise}__{self.coverage}__s{self.seed}"
+        """``"<dataset>__<family>__<noise>__<coverage>__s<seed>"``, the family as its
+        :attr:`family_coordinate` (``"diabetes__gpc-k3-medium__u-shaped__balanced__s0"``)."""
+        fam = self.family_coordinate
+        return f"{self.dataset}__{fam}__{self.noise}__{self.coverage}__s{self.seed}"
 
     def seed_for(self, component: str) -> int:
-        """Seed of the stream ``component`` (e.g. ``"train"``, ``"f_star"``, ``"noise"``)."""
+        """Seed of the stream ``component`` (e.g. ``"train"``, ``"f_star"``, ``"noise"``).
+
+        Derived from the five coordinates, the family as its :attr:`family_coordinate`.
+        """
+        fam = self.family_coordinate
         return derive_seed(
-            "task", component, self.dataset, self.family, self.noise, self.coverage, self.seed
+            "task", component, self.dataset, fam, self.noise, self.coverage, self.seed
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict of the fields (the fidelity as its plain name)."""
+        """JSON-ready dict of the fields (the fidelity as its plain name); the classification
+        settings only when set, so a regression spec writes the dict it wrote before."""
         out = asdict(self)
         out["fidelity"] = self.fidelity.value
+        for name in ("n_classes", "difficulty"):
+            if out[name] is None:
+                del out[name]
         return out
 
     @classmethod

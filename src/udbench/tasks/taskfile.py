@@ -38,6 +38,18 @@ absent, and checked like the evaluation pool (:func:`check_query_arrays`: shapes
 ``X_eval`` and ``draws``, finite values, non-negative variances). A task without them writes
 exactly the bytes it wrote before the extension existed.
 
+Classification tasks (optional arrays, added without a schema change; docs/classification.md,
+"Classification tasks"): a task whose family's ``PriorCapabilities.task_type`` is
+``"classification"`` (``TaskSpec.task_type``) holds :data:`CLASSIFICATION_REQUIRED` instead
+of the regression arrays: the integer labels ``y_train`` (n,) and ``y_eval`` (n_eval,), the
+known temperatures ``tau_train``/``tau_eval``, the latent ground truth ``f_train`` (n, K) and
+``f_eval`` (n_eval, K), the true class probabilities ``pi_star_train``/``pi_star_eval``,
+the posterior predictive ``post_mean`` (n_eval, K) = mean of π_F with ``post_var`` its
+variance over the draws, the per-(point, class) checks of the latents ``sbc_rank`` and
+``mcse_var_rel`` (n_eval, K), and the posterior draws of π at the evaluation pool,
+``draws_prob`` (D, n_eval, K) float32 by the draws rule. Their names come after the
+regression ones in :data:`ARRAY_NAMES`, so a regression file writes the bytes it wrote before.
+
 - Lazy: :meth:`Task.load` reads ``meta.json`` only; an array is read (and its hash checked)
   on first access. :func:`read_task_meta` gives the summaries without any array.
 - Atomic: written to a temporary file in the target folder and renamed over the target;
@@ -66,6 +78,8 @@ from udbench.tasks.spec import TaskSpec
 
 __all__ = [
     "ARRAY_NAMES",
+    "CLASSIFICATION_ARRAY_NAMES",
+    "CLASSIFICATION_REQUIRED",
     "COMPRESSION",
     "DRAWS_DTYPE",
     "QUERY_ARRAY_NAMES",
@@ -112,6 +126,37 @@ ARRAY_NAMES: tuple[str, ...] = (
     "post_mean_query",
     "post_var_query",
     "draws_query",
+    "tau_train",
+    "pi_star_train",
+    "tau_eval",
+    "pi_star_eval",
+    "y_eval",
+    "draws_prob",
+)
+#: The arrays only a classification task has (after the regression ones, in file order).
+CLASSIFICATION_ARRAY_NAMES: tuple[str, ...] = (
+    "tau_train",
+    "pi_star_train",
+    "tau_eval",
+    "pi_star_eval",
+    "y_eval",
+    "draws_prob",
+)
+#: Every array a classification task must have (module notes, "Classification tasks").
+CLASSIFICATION_REQUIRED: tuple[str, ...] = (
+    "train_idx",
+    "X_train",
+    "y_train",
+    "f_train",
+    "eval_idx",
+    "X_eval",
+    "f_eval",
+    "shell_eval",
+    "post_mean",
+    "post_var",
+    "sbc_rank",
+    "mcse_var_rel",
+    *CLASSIFICATION_ARRAY_NAMES,
 )
 #: The optional query-point arrays (all present or all absent; see the module notes).
 QUERY_ARRAY_NAMES: tuple[str, ...] = (
@@ -121,7 +166,7 @@ QUERY_ARRAY_NAMES: tuple[str, ...] = (
     "post_var_query",
     "draws_query",
 )
-_OPTIONAL = frozenset({"draws_train", *QUERY_ARRAY_NAMES})
+_OPTIONAL = frozenset({"draws_train", *QUERY_ARRAY_NAMES, *CLASSIFICATION_ARRAY_NAMES})
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
@@ -249,7 +294,9 @@ class Task:
     :func:`is_draws_array`; a float64 draw array given here is rounded at construction);
     optionally the query points (module notes): ``query_idx (m,) int64``, ``X_query (m, d)``,
     ``post_mean_query (m,)``, ``post_var_query (m,)``, ``draws_query (D, m) float32`` (all
-    None for an ordinary task).
+    None for an ordinary task). A classification task (``spec.task_type``) holds the arrays
+    of the module notes' "Classification tasks" instead (labels, τ, π*, ``draws_prob``
+    (D, n_eval, K) float32) and no ``noise_var_*`` or ``draws``.
 
     Attributes
     ----------
@@ -287,7 +334,10 @@ class Task:
         self._arrays: dict[str, np.ndarray | None] = {k: _storage(k, v) for k, v in arrays.items()}
         self._path: Path | None = None
         self._hashes: dict[str, str] = {}
-        missing = [k for k in ARRAY_NAMES if k not in self._arrays and k not in _OPTIONAL]
+        if spec.task_type == "classification":
+            missing = [k for k in CLASSIFICATION_REQUIRED if self._arrays.get(k) is None]
+        else:
+            missing = [k for k in ARRAY_NAMES if k not in self._arrays and k not in _OPTIONAL]
         if arrays and missing:
             raise UdbenchError(f"Task: arrays missing: {missing}")
         if arrays:
