@@ -198,6 +198,18 @@ class _Stage(Exception):
 
 
 @single_threaded
+def _unscored_task_type(task: Task) -> str | None:
+    """Why the runner does not score ``task``, or None: classification task files
+    (docs/classification.md) are generated and checked, but the runner scores regression
+    methods on regression tasks only for now."""
+    if task.spec.task_type == "regression":
+        return None
+    return (
+        f"task {task.spec.task_id!r} is a {task.spec.task_type} task: udbench run scores "
+        "regression tasks only (classification scoring is pending, docs/classification.md)"
+    )
+
+
 def evaluate_cell(
     cell: Cell,
     *,
@@ -260,14 +272,9 @@ def evaluate_cell(
         row["finished_at"] = _now()
         return outcome
 
-    if task.spec.task_type != "regression":
-        # classification task files (docs/classification.md) are generated and checked, but
-        # the runner scores regression methods on regression tasks only for now
-        row["error"] = (
-            f"task {task.spec.task_id!r} is a {task.spec.task_type} task: udbench run scores "
-            "regression tasks only (classification scoring is pending, docs/classification.md)"
-        )
-        row["finished_at"] = _now()
+    refusal = _unscored_task_type(task)
+    if refusal is not None:
+        row["error"], row["finished_at"] = refusal, _now()
         return outcome
 
     from sklearn.base import clone

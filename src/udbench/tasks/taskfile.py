@@ -103,6 +103,15 @@ DRAWS_DTYPE = np.float32
 COMPRESSION = zipfile.ZIP_DEFLATED
 COMPRESS_LEVEL = 1
 
+#: The arrays only a classification task has (after the regression ones, in file order).
+CLASSIFICATION_ARRAY_NAMES: tuple[str, ...] = (
+    "tau_train",
+    "pi_star_train",
+    "tau_eval",
+    "pi_star_eval",
+    "y_eval",
+    "draws_prob",
+)
 #: Arrays of a task (in file order); ``draws`` and ``draws_train`` are the large ones.
 ARRAY_NAMES: tuple[str, ...] = (
     "train_idx",
@@ -126,21 +135,7 @@ ARRAY_NAMES: tuple[str, ...] = (
     "post_mean_query",
     "post_var_query",
     "draws_query",
-    "tau_train",
-    "pi_star_train",
-    "tau_eval",
-    "pi_star_eval",
-    "y_eval",
-    "draws_prob",
-)
-#: The arrays only a classification task has (after the regression ones, in file order).
-CLASSIFICATION_ARRAY_NAMES: tuple[str, ...] = (
-    "tau_train",
-    "pi_star_train",
-    "tau_eval",
-    "pi_star_eval",
-    "y_eval",
-    "draws_prob",
+    *CLASSIFICATION_ARRAY_NAMES,
 )
 #: Every array a classification task must have (module notes, "Classification tasks").
 CLASSIFICATION_REQUIRED: tuple[str, ...] = (
@@ -376,7 +371,7 @@ class Task:
         """False when the reference posterior is approximate (misspecified likelihood).
 
         Read from ``diagnostics["reference"]["exact"]``, written for a non-Gaussian noise
-        mode (:func:`udbench.tasks.generate.reference_record`); True when absent.
+        mode (:func:`udbench.tasks.provenance.reference_record`); True when absent.
         """
         record = self.diagnostics.get("reference") if isinstance(self.diagnostics, dict) else None
         return bool(record.get("exact", True)) if isinstance(record, dict) else True
@@ -571,9 +566,8 @@ def task_file_is_valid(path: str | Path, spec: TaskSpec | None = None) -> bool:
 def _write_schema1(task: Task, path: str | Path) -> Path:
     """Write ``task`` in the retired schema-1 layout (tests and the storage benchmark only).
 
-    Schema 1: every array float64 as computed (draws upcast from float32, the same byte count
-    as the float64 draws it stored), members uncompressed, ``schema_version`` 1. This udbench
-    rejects such a file on load; it exists to measure the old size and test that error.
+    Schema 1: every array float64 (draws upcast from float32), members uncompressed. This
+    udbench rejects such a file on load; it exists to measure the old size and test that error.
     """
     path = Path(path)
     members: list[tuple[str, bytes]] = []
