@@ -197,7 +197,6 @@ class _Stage(Exception):
         self.err = err
 
 
-@single_threaded
 def _unscored_task_type(task: Task) -> str | None:
     """Why the runner does not score ``task``, or None: classification task files
     (docs/classification.md) are generated and checked, but the runner scores regression
@@ -210,6 +209,7 @@ def _unscored_task_type(task: Task) -> str | None:
     )
 
 
+@single_threaded
 def evaluate_cell(
     cell: Cell,
     *,
