@@ -51,6 +51,11 @@ def main() -> None:
         default=None,
         help="summary.json of bench_tuning.py pruning: adds tune-pruning:<method> entries",
     )
+    ap.add_argument(
+        "--pruner",
+        default="median",
+        help="which pruner's CPU ratios of --pruning-summary go into the table",
+    )
     args = ap.parse_args()
     parts = set(args.only.split(","))
     out = Path(args.out)
@@ -82,13 +87,14 @@ def main() -> None:
     )
     merged = CalibrationTable({**old.entries, **table.entries}, old.meta)
     if args.pruning_summary:
-        summary = json.loads(Path(args.pruning_summary).read_text())
+        summaries = json.loads(Path(args.pruning_summary).read_text())
+        summary = summaries[args.pruner]
         for method, v in summary["methods"].items():
             merged.entries[f"tune-pruning:{method}"] = {
                 "kind": "tune-pruning",
                 "method": method,
-                "cpu_ratio": v["cpu_sha"] / v["cpu_none"],
-                "pruner": "sha",
+                "cpu_ratio": v["cpu_pruned"] / v["cpu_none"],
+                "pruner": args.pruner,
                 "sweeps": v["n_pairs"],
                 "source": "benchmarks/bench_tuning.py pruning",
                 "measured_on": summary.get("measured_on"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from _fakes import QuadMethod, StepQuadMethod, make_fake_task, save_fake_task
@@ -50,7 +51,7 @@ def test_pruner_resources_come_from_the_methods_own_steps():
     assert pruner_spec("sha", make_method("gp")) is None  # no intermediate values
     assert pruner_spec("none", StepQuadMethod()) is None
     with pytest.raises(UdbenchError, match="pruner"):
-        pruner_spec("median", StepQuadMethod())
+        pruner_spec("asha", StepQuadMethod())
 
 
 def test_a_pruned_trial_counts_as_a_trial_and_is_never_the_best(tasks, tmp_path):
@@ -83,7 +84,7 @@ def test_a_pruned_trial_counts_as_a_trial_and_is_never_the_best(tasks, tmp_path)
         assert steps[trial_seed("fake-step-quad", rec["condition"], h["number"])] == n_steps
 
 
-@pytest.mark.parametrize("pruner", ["sha", "hyperband"])
+@pytest.mark.parametrize("pruner", ["sha", "hyperband", "median"])
 def test_a_pruned_sweep_resumes_from_its_journal_to_the_same_record(tasks, tmp_path, pruner):
     once, twice = tmp_path / "once", tmp_path / "twice"
     tune([tasks], [StepQuadMethod()], once, trials=24, pruner=pruner, workers=0)
@@ -96,6 +97,30 @@ def test_a_pruned_sweep_resumes_from_its_journal_to_the_same_record(tasks, tmp_p
     assert a["n_pruned"] > 0
     # the journal kept every intermediate value and rung: the same trials are pruned
     assert _strip(a) == _strip(b)
+
+
+def test_the_median_rule_prunes_only_below_the_median_of_earlier_complete_trials(tasks, tmp_path):
+    from udbench.tuning.pruning import MEDIAN_STARTUP_TRIALS
+
+    method = StepQuadMethod(drift=0.0, final_shift=2.0)
+    tune([tasks], [method], tmp_path / "med", trials=24, pruner="median", workers=0)
+    tune([tasks], [method], tmp_path / "sha", trials=24, pruner="sha", workers=0)
+    med, sha = _record(tmp_path / "med"), _record(tmp_path / "sha")
+    assert med["pruner"]["kind"] == "median" and 0 < med["n_pruned"] < sha["n_pruned"]
+    history = sorted(med["history"], key=lambda h: h["number"])
+    for i, h in enumerate(history):
+        earlier = [e for e in history[:i] if e["state"] == "complete"]
+        if len(earlier) < MEDIAN_STARTUP_TRIALS:
+            assert h["state"] != "pruned"  # no pruning before the startup trials
+            continue
+        for step, value in h["intermediate"].items():
+            # Optuna's rule: stop when the value is worse than the median at that step of
+            # the complete trials that reached it (none reached it: no pruning)
+            at_step = [e["intermediate"][step] for e in earlier if step in e["intermediate"]]
+            stopped = h["state"] == "pruned" and h["pruned_at"] == int(step)
+            assert stopped == (bool(at_step) and value > float(np.median(at_step)))
+            if stopped:
+                break
 
 
 def test_the_pruner_is_off_for_a_method_without_intermediate_values(tasks, tmp_path):

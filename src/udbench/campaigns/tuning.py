@@ -244,7 +244,7 @@ def tuning_units(
         Folder for the task files and the sweeps' journals (not committed).
     methods : sequence of str, optional
         Method names (a subset of the suite's methods; default all of them).
-    pruner : {"none", "sha", "hyperband"}, default "none"
+    pruner : {"none", "sha", "hyperband", "median"}, default "none"
     trials : int, default 30
         Trials per sweep (SPEC §9).
     sampler : {"tpe", "random"}, default "tpe"

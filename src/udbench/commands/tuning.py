@@ -70,7 +70,8 @@ def register(app: typer.Typer) -> None:
         pruner: str = typer.Option(
             "none",
             "--pruner",
-            help="none, sha (successive halving) or hyperband: stop unpromising trials of "
+            help="none, sha (successive halving), hyperband or median (median stopping rule): "
+            "stop unpromising trials of "
             "iterative methods early (their intermediate held-out NLL).",
         ),
         workers: WorkersOpt = None,

@@ -293,7 +293,7 @@ def tune(
         sequentially (results independent of the number of workers).
     timeout : float, optional
         Per-trial wall-clock limit of fit + predict, seconds.
-    pruner : {"none", "sha", "hyperband"}, default "none"
+    pruner : {"none", "sha", "hyperband", "median"}, default "none"
         Stop unpromising trials of iterative methods early (Optuna's successive-halving or
         Hyperband pruner on the held-out NLL at intermediate steps,
         :mod:`udbench.tuning.pruning`); a pruned trial counts as one of ``trials`` and is
