@@ -32,7 +32,8 @@ __all__ = ["register"]
 
 _METHODS_HELP = (
     "Method spec: registry name or import path with optional overrides (the base "
-    "configuration of the sweep). Repeat the option, or list several after it."
+    "configuration of the sweep), or a classifier's name for classification (gpc) tasks. "
+    "Repeat the option, or list several after it."
 )
 
 
