@@ -282,7 +282,7 @@ def check_data_dir(command: str, data_dir: Path | None) -> None:
 def split_tasks_and_methods(tasks: list[str], methods: list[str]) -> tuple[list[str], list[str]]:
     """Let ``--methods a b c`` work in ``run`` and ``tune``: click gives ``-m`` one value, so
     ``b`` and ``c`` arrive as task arguments; those that are not existing paths or globs but
-    name a registered method move to the method list.
+    name a registered method or classifier move to the method list.
 
     Parameters
     ----------
@@ -298,6 +298,7 @@ def split_tasks_and_methods(tasks: list[str], methods: list[str]) -> tuple[list[
     import glob
 
     from udbench.methods import get_method_class
+    from udbench.methods.classifiers import classifier_spec_name
     from udbench.methods.registry import parse_method_spec
 
     keep: list[str] = []
@@ -305,6 +306,9 @@ def split_tasks_and_methods(tasks: list[str], methods: list[str]) -> tuple[list[
     for item in tasks:
         if Path(item).exists() or glob.has_magic(item):
             keep.append(item)
+            continue
+        if classifier_spec_name(item) is not None:
+            extra.append(item)
             continue
         try:
             get_method_class(parse_method_spec(item)[0])

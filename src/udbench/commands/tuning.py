@@ -32,7 +32,8 @@ __all__ = ["register"]
 
 _METHODS_HELP = (
     "Method spec: registry name or import path with optional overrides (the base "
-    "configuration of the sweep). Repeat the option, or list several after it."
+    "configuration of the sweep), or a classifier's name for classification (gpc) tasks. "
+    "Repeat the option, or list several after it."
 )
 
 
@@ -83,7 +84,9 @@ def register(app: typer.Typer) -> None:
         """One Optuna sweep per (method, condition); resumable; a record per finished sweep.
 
         The score is the Gaussian NLL of a held-out 20 % of the condition's training sample
-        (SPEC §9). Re-running with the same --out resumes every sweep from its journal.
+        (SPEC §9); for classifiers on classification tasks (family gpc), the categorical NLL
+        of the held-out labels. Re-running with the same --out resumes every sweep from its
+        journal.
         """
         comp = "udbench tune"
         # numbers first: before any heavy import (Optuna, Dask, the methods)

@@ -4,8 +4,10 @@
 BaseClassifier` subclasses, ``task_type = "classification"``). It is a separate table from
 :data:`udbench.methods.REGISTRY` on purpose: the regression runner, suites, tuning and
 quickstart read only that one, so no classifier is ever run on a regression task. The
-classification runner (pending the pipeline refactor, docs/classification.md) will read
-this one.
+classification runner (pending the pipeline refactor, docs/classification.md) and
+``udbench tune`` read this one: :func:`classifier_spec_name` tells a classifier's spec from a
+regression method's, and :func:`resolve_classifier` turns it into the same
+:class:`~udbench.methods.configs.MethodConfig` a regression spec resolves to.
 """
 
 from __future__ import annotations
@@ -13,19 +15,22 @@ from __future__ import annotations
 import importlib
 import inspect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from udbench._validation import UdbenchError, check_choice, param_error
 
 if TYPE_CHECKING:
     from udbench.methods.classification import BaseClassifier
+    from udbench.methods.configs import MethodConfig
 
 __all__ = [
     "CLASSIFIERS",
     "ClassifierInfo",
+    "classifier_spec_name",
     "get_classifier_class",
     "list_classifiers",
     "make_classifier",
+    "resolve_classifier",
 ]
 
 #: udbench's classifiers, name -> ``"module:Class"``, one line each.
@@ -132,3 +137,75 @@ def make_classifier(
         if key not in allowed:
             raise param_error(name, "keyword", f"be one of {sorted(allowed)}", key)
     return cls(**merged)
+
+
+def classifier_spec_name(spec: Any) -> str | None:
+    """The registered classifier a method spec names (``"logreg-lap:prior_precision=2"``
+    names ``"logreg-lap"``), or None: a regression method's spec, an instance, anything else.
+
+    A :class:`~udbench.methods.classification.BaseClassifier` instance gives its ``name``.
+    Never raises (a malformed spec is None here and refused by whoever resolves it).
+    """
+    from udbench.methods.classification import BaseClassifier
+
+    if isinstance(spec, BaseClassifier):
+        return str(type(spec).name)
+    if not isinstance(spec, str):
+        return None
+    name = spec.strip().partition(":")[0].strip()
+    return name if name in CLASSIFIERS else None
+
+
+def resolve_classifier(spec: str | BaseClassifier, label: str | None = None) -> MethodConfig:
+    """A classifier spec (``"name"`` or ``"name:key=value,..."``, or an unfitted instance) as
+    a :class:`~udbench.methods.configs.MethodConfig`, as
+    :func:`udbench.methods.configs.resolve_method` resolves a regression method's.
+
+    String overrides are converted to the hyperparameter's declared type as for
+    :func:`udbench.methods.make_method`; the instance gets ``random_state = 0`` (each cell or
+    trial sets its own). ``params`` holds every hyperparameter but ``random_state`` and
+    ``config_hash`` is :func:`~udbench.methods.configs.config_hash` of them.
+
+    Raises
+    ------
+    UdbenchError
+        An unknown classifier or hyperparameter, a value that cannot be converted or is out
+        of its declared range, a malformed override.
+    """
+    from sklearn.base import clone
+
+    from udbench.methods.classification import BaseClassifier
+    from udbench.methods.configs import MethodConfig, config_hash
+    from udbench.methods.registry import _coerce, parse_method_spec
+
+    if isinstance(spec, BaseClassifier):
+        est = clone(spec)
+        name = str(type(est).name)
+        text = name
+    else:
+        if not isinstance(spec, str) or classifier_spec_name(spec) is None:
+            raise param_error("classifiers", "spec", f"name one of {sorted(CLASSIFIERS)}", spec)
+        text = spec.strip().replace(" ", "")
+        name, raw = parse_method_spec(text)
+        cls = get_classifier_class(name)
+        valid = cls().get_params(deep=False)
+        unknown = sorted(set(raw) - set(valid))
+        if unknown:
+            rule = f"be a hyperparameter of {name!r}: {sorted(valid)}"
+            raise param_error(cls.__name__, unknown[0], rule, raw[unknown[0]])
+        # the registry's string conversion reads only the class's declarations
+        typed = {k: _coerce(cast(Any, cls), k, v, valid[k]) for k, v in raw.items()}
+        est = cls(**typed)
+    est.set_params(random_state=0)
+    est.validate_hyperparameters()
+    params = dict(est.get_params(deep=False))
+    params.pop("random_state", None)
+    # MethodConfig is typed for regression methods; a classifier has the same interface
+    # (get_params/set_params, search_space, validate_hyperparameters)
+    return MethodConfig(
+        label=label or text,
+        name=name,
+        estimator=cast(Any, est),
+        params=params,
+        config_hash=config_hash(name, params),
+    )

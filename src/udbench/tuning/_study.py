@@ -16,7 +16,7 @@ from typing import Any
 from udbench._seeding import derive_seed
 from udbench._validation import UdbenchError
 from udbench.methods.configs import MethodConfig
-from udbench.tuning.objective import HOLDOUT_FRACTION
+from udbench.tuning.objective import HOLDOUT_FRACTION, PROB_FLOOR
 from udbench.tuning.pruning import PrunerSpec, pruner_spec
 from udbench.tuning.records import RECORD_FORMAT, SCHEMA_VERSION, Condition, record_path
 from udbench.tuning.space import search_space_hash
@@ -42,6 +42,11 @@ class SweepPlan:
     def pruner_spec(self) -> PrunerSpec | None:
         """The sweep's pruner (None: off, or a method with no intermediate values)."""
         return pruner_spec(self.pruner, self.method.estimator)
+
+    @property
+    def task_type(self) -> str:
+        """``"regression"`` or ``"classification"``: the method's (and so the condition's)."""
+        return str(getattr(type(self.method.estimator), "task_type", "regression"))
 
     @property
     def key(self) -> str:
@@ -115,6 +120,14 @@ def sweep_record(study: Any, plan: SweepPlan) -> dict[str, Any]:
         )
     cond = plan.condition
     params = None if best is None else {**plan.method.params, **best.params}
+    # a classifier's record says so; a regression record keeps the keys it always had
+    scoring: dict[str, Any] = {"score_name": "heldout_gaussian_nll"}
+    if plan.task_type == "classification":
+        scoring = {
+            "score_name": "heldout_categorical_nll",
+            "task_type": "classification",
+            "prob_floor": PROB_FLOOR,
+        }
     return {
         "format": RECORD_FORMAT,
         "schema_version": SCHEMA_VERSION,
@@ -136,7 +149,7 @@ def sweep_record(study: Any, plan: SweepPlan) -> dict[str, Any]:
         "sampler_seed": plan.sampler_seed,
         "split_seed": plan.split_seed,
         "holdout_fraction": HOLDOUT_FRACTION,
-        "score_name": "heldout_gaussian_nll",
+        **scoring,
         "status": "ok" if best is not None else "no-complete-trial",
         "params": params,
         "tuned_params": None if best is None else dict(best.params),

@@ -1,13 +1,19 @@
-"""The tuning objective (SPEC §9): held-out Gaussian NLL on the training sample only.
+"""The tuning objective (SPEC §9): held-out NLL on the training sample only.
 
 One trial fits a configuration on a uniformly random 80 % of a condition's training sample
-and scores it on the other 20 % by the mean Gaussian negative log-likelihood
+and scores it on the other 20 %. A regression method is scored by the mean Gaussian negative
+log-likelihood
 
     NLL = mean_i [ ½ log(2π σ²_i) + (y_i − ŷ_i)² / (2 σ²_i) ],   σ²_i = AU_i + EU_i,
 
 in nats per point (targets in their own units, so scores compare configurations of one
 condition, not conditions). Only the total variance is scored, so nothing rewards a particular
 split into AU and EU (paper, Appendix C, "Hyperparameter tuning").
+
+A classifier (:class:`udbench.methods.classification.BaseClassifier`, on a classification
+task) is scored by the mean categorical NLL of the held-out labels under its deployed
+probabilities π̂ (:func:`categorical_nll`, nats per point; π̂ clipped below at
+:data:`PROB_FLOOR`), the same split rule and seeds. Its AU and EU are not scored either.
 
 :func:`evaluate_trial` runs on a worker (a child process of a Dask worker, like a cell): it
 opens the task file and reads **only** ``X_train`` and ``y_train`` (the file's arrays are read
@@ -28,13 +34,16 @@ from udbench._threads import single_threaded
 from udbench._validation import UdbenchError
 from udbench.execution.executor import call_with_timeout
 from udbench.methods.base import BaseMethod, Prediction
+from udbench.methods.classification import BaseClassifier, ClassPrediction
 from udbench.tasks import Task
 
 __all__ = [
     "HOLDOUT_FRACTION",
+    "PROB_FLOOR",
     "TRAIN_ARRAYS",
     "TrialJob",
     "TrialOutcome",
+    "categorical_nll",
     "evaluate_trial",
     "gaussian_nll",
     "holdout_split",
@@ -43,6 +52,11 @@ __all__ = [
 
 #: Share of the training sample held out to score a configuration (SPEC §9).
 HOLDOUT_FRACTION = 0.2
+
+#: Floor of a held-out label's probability in :func:`categorical_nll`: a point scores at most
+#: −log(1e-12) ≈ 27.6 nats, so one confidently wrong point makes a configuration bad, not
+#: unscorable.
+PROB_FLOOR = 1e-12
 
 #: The only arrays of a task file that tuning reads.
 TRAIN_ARRAYS: tuple[str, ...] = ("X_train", "y_train")
@@ -70,6 +84,40 @@ def gaussian_nll(y: np.ndarray, mean: np.ndarray, var: np.ndarray) -> float:
     return float(np.mean(terms))
 
 
+def categorical_nll(y: np.ndarray, probs: np.ndarray, floor: float = PROB_FLOOR) -> float:
+    """Mean categorical negative log-likelihood −log max(π̂_i[y_i], floor), nats per point.
+
+    Parameters
+    ----------
+    y : ndarray, shape (n,)
+        Integer labels in 0 … K − 1.
+    probs : ndarray, shape (n, K)
+        Class probabilities (rows on the simplex, as a checked
+        :class:`~udbench.methods.classification.ClassPrediction` holds).
+    floor : float, default :data:`PROB_FLOOR`
+        Lower clip of each held-out label's probability (so the score is finite).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    UdbenchError
+        ``probs`` not of shape (n, K) or a label outside 0 … K − 1.
+    """
+    labels = np.asarray(y, dtype=np.int64)
+    p = np.asarray(probs, dtype=np.float64)
+    if p.ndim != 2 or p.shape[0] != labels.shape[0]:
+        raise UdbenchError(
+            f"categorical_nll: probs must have shape ({labels.shape[0]}, K); got {p.shape}"
+        )
+    if labels.size and (labels.min() < 0 or labels.max() >= p.shape[1]):
+        raise UdbenchError(f"categorical_nll: labels must lie in 0 … {p.shape[1] - 1}")
+    picked = p[np.arange(labels.shape[0]), labels]
+    return float(np.mean(-np.log(np.maximum(picked, floor))))
+
+
 def holdout_split(n: int, seed: int, fraction: float = HOLDOUT_FRACTION) -> tuple[Any, Any]:
     """A uniformly random split of ``n`` rows: ``(fit rows, held-out rows)``, each sorted.
 
@@ -94,14 +142,25 @@ def holdout_split(n: int, seed: int, fraction: float = HOLDOUT_FRACTION) -> tupl
 def read_training_sample(task_path: str) -> tuple[np.ndarray, np.ndarray, str]:
     """``(X_train, y_train, train_sha256)`` of a task file, reading no other array.
 
+    ``y_train`` is float64 targets for a regression task, int64 labels for a classification
+    task.
+
     ``train_sha256`` is the SHA-256 of the two arrays' SHA-256s as stored in the file's
     metadata: it identifies the training sample (equal for the same instance at two fidelities
     or draw counts, which share f* and S).
     """
+    X, y, sha, _ = _training_sample(task_path)
+    return X, y, sha
+
+
+def _training_sample(task_path: str) -> tuple[np.ndarray, np.ndarray, str, int | None]:
+    """``(X_train, y_train, train_sha256, K)``: K and int64 labels for a classification
+    task, None and float64 targets for a regression task."""
     task = Task.load(task_path)
     X = np.asarray(task.X_train, dtype=np.float64)
-    y = np.asarray(task.y_train, dtype=np.float64)
-    return X, y, train_sha256(task)
+    if task.spec.task_type == "classification":
+        return X, np.asarray(task.y_train, dtype=np.int64), train_sha256(task), task.spec.n_classes
+    return X, np.asarray(task.y_train, dtype=np.float64), train_sha256(task), None
 
 
 def train_sha256(task: Task) -> str:
@@ -125,8 +184,9 @@ class TrialJob:
         Optuna's trial number within the sweep.
     task_path : str
         The task file whose training sample is used.
-    estimator : BaseMethod
-        The unfitted method with its base configuration (cloned for the trial).
+    estimator : BaseMethod or BaseClassifier
+        The unfitted method with its base configuration (cloned for the trial); a
+        classifier is scored by the categorical NLL (module docstring).
     params : dict
         The sampled hyperparameters, set on the clone.
     seed : int
@@ -143,7 +203,7 @@ class TrialJob:
     sweep: str
     number: int
     task_path: str
-    estimator: BaseMethod
+    estimator: BaseMethod | BaseClassifier
     params: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     split_seed: int = 0
@@ -187,7 +247,9 @@ def evaluate_trial(job: TrialJob, *, timeout: float | None = None) -> TrialOutco
 
     Never raises for a trial's own errors: a configuration the method rejects, a fit or
     predict that raises, an invalid prediction, a non-finite score or a timeout give a
-    :class:`TrialOutcome` with ``value = None`` and a one-line ``error``.
+    :class:`TrialOutcome` with ``value = None`` and a one-line ``error``. A classifier's
+    invalid probabilities (off the simplex, NaN, a wrong shape: its ``predict`` raises
+    :class:`~udbench.methods.base.MethodOutputError`) are such a failed trial.
 
     Parameters
     ----------
@@ -197,7 +259,7 @@ def evaluate_trial(job: TrialJob, *, timeout: float | None = None) -> TrialOutco
     """
     out = TrialOutcome()
     try:
-        X, y, sha = read_training_sample(job.task_path)
+        X, y, sha, n_classes = _training_sample(job.task_path)
         if job.train_sha256 and sha != job.train_sha256:
             raise UdbenchError("the task file's training sample changed since the sweep began")
         fit_rows, hold_rows = holdout_split(len(y), job.split_seed)
@@ -219,13 +281,16 @@ def evaluate_trial(job: TrialJob, *, timeout: float | None = None) -> TrialOutco
         out.traceback = traceback.format_exc(limit=8)
         return out
 
-    def fit_predict() -> tuple[Prediction | None, float, float]:
+    def fit_predict() -> tuple[Prediction | ClassPrediction | None, float, float]:
         from udbench.methods._progress import TrainingStopped, reporting
 
         t0 = time.perf_counter()
         try:
             with reporting(reporter):
-                est.fit(X[fit_rows], y[fit_rows])
+                if isinstance(est, BaseClassifier):
+                    est.fit(X[fit_rows], y[fit_rows], n_classes=n_classes)
+                else:
+                    est.fit(X[fit_rows], y[fit_rows])
         except TrainingStopped:
             return None, time.perf_counter() - t0, 0.0
         t1 = time.perf_counter()
@@ -249,9 +314,21 @@ def evaluate_trial(job: TrialJob, *, timeout: float | None = None) -> TrialOutco
         out.pruned_at = reporter.pruned_at
         out.value = reporter.intermediate[reporter.pruned_at]
         return out
-    score = gaussian_nll(y[hold_rows], pred.mean, pred.total)
-    if not np.isfinite(score):
-        out.error = f"held-out Gaussian NLL is not finite ({score}): a zero total variance"
-        return out
-    out.value = score
+    out.value, out.error = _score(pred, y[hold_rows], n_classes)
     return out
+
+
+def _score(
+    pred: Prediction | ClassPrediction, y: np.ndarray, n_classes: int | None
+) -> tuple[float | None, str | None]:
+    """``(held-out NLL, None)``, or ``(None, why)`` for a prediction that cannot be scored."""
+    if isinstance(pred, ClassPrediction):
+        try:  # predict checks it already; a classifier that skips the check is caught here
+            pred.validate(len(y), n_classes, component="tuning trial")
+        except Exception as err:
+            return None, f"invalid class probabilities: {_one_line(err)}"
+        return categorical_nll(y, pred.probs), None
+    score = gaussian_nll(y, pred.mean, pred.total)
+    if not np.isfinite(score):
+        return None, f"held-out Gaussian NLL is not finite ({score}): a zero total variance"
+    return score, None

@@ -108,7 +108,8 @@ class PrunerSpec:
 
 def pruner_spec(kind: str, method: Any) -> PrunerSpec | None:
     """The pruner of a sweep of ``method`` (an unfitted method with its base configuration),
-    or None: ``kind == "none"``, or a method with no intermediate values.
+    or None: ``kind == "none"``, or a method with no intermediate values. Classifiers report
+    none (no ``progress_param``): their sweeps are never pruned.
 
     Raises
     ------
@@ -117,7 +118,7 @@ def pruner_spec(kind: str, method: Any) -> PrunerSpec | None:
     """
     if kind not in PRUNERS:
         raise param_error("udbench tune", "pruner", f"be one of {list(PRUNERS)}", kind)
-    param = type(method).progress_param
+    param = getattr(type(method), "progress_param", None)  # a classifier declares none
     if kind == "none" or param is None:
         return None
     spec = type(method).search_space.get(param)

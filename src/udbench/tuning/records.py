@@ -13,7 +13,9 @@ Optuna journal it was made from). A record holds:
 - the outcome: ``status`` (``"ok"``, or ``"no-complete-trial"`` when every trial failed),
   ``params`` (every hyperparameter of the winning configuration), ``tuned_params`` (the
   sampled ones), ``config_hash`` (:func:`udbench.methods.configs.config_hash` of ``params``),
-  ``score`` (its held-out Gaussian NLL), ``best_trial``, ``n_trials`` (complete + failed +
+  ``score`` (its held-out NLL: ``score_name`` is ``heldout_gaussian_nll``, or for a
+  classifier ``heldout_categorical_nll``, whose record also holds ``task_type =
+  "classification"`` and ``prob_floor``), ``best_trial``, ``n_trials`` (complete + failed +
   pruned), ``n_complete``, ``n_failed``, ``n_pruned``, ``n_interrupted``, ``pruner`` (None, or
   the pruner and its resources: :mod:`udbench.tuning.pruning`); the best is always a
   complete trial;
@@ -68,7 +70,12 @@ FALLBACKS: tuple[str, ...] = ("error", "default")
 
 @dataclass(frozen=True, order=True)
 class Condition:
-    """A benchmark condition: dataset × prior family × noise mode × coverage (SPEC §9)."""
+    """A benchmark condition: dataset × prior family × noise mode × coverage (SPEC §9).
+
+    ``family`` is the task's family coordinate (:attr:`udbench.tasks.TaskSpec.
+    family_coordinate`): the family name for a regression task, ``"gpc-k3-medium"`` for a
+    classification task (K and the difficulty are part of its condition).
+    """
 
     dataset: str
     family: str
@@ -82,8 +89,8 @@ class Condition:
 
     @classmethod
     def of(cls, spec: TaskSpec) -> Condition:
-        """The condition of a task."""
-        return cls(spec.dataset, spec.family, spec.noise, spec.coverage)
+        """The condition of a task (its family coordinate as ``family``)."""
+        return cls(spec.dataset, spec.family_coordinate, spec.noise, spec.coverage)
 
 
 def _slug(name: str) -> str:

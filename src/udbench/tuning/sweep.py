@@ -6,6 +6,13 @@ paper's grid), split 80/20 at random (:func:`udbench.tuning.objective.holdout_sp
 per condition, shared by every method), and scores a configuration by the held-out Gaussian
 NLL under N(â, AU + EU) (:mod:`udbench.tuning.objective`).
 
+Classifiers (:data:`udbench.methods.classifiers.CLASSIFIERS`) are tuned the same way on
+classification task files (family ``gpc``), scored by the held-out categorical NLL; a
+condition there is (dataset, family coordinate ``gpc-k<K>-<difficulty>``, temperature mode,
+coverage). A regression method on a classification task, or a classifier on a regression
+task, is refused before any trial. Classifiers report no intermediate values, so ``pruner``
+is off for their sweeps.
+
 The driver (:func:`tune`) runs every sweep at once. It asks Optuna for a trial only when a
 worker is free (``study.ask()``, then :func:`udbench.tuning.space.suggest`), evaluates it on
 the :class:`~udbench.execution.executor.Executor` (each trial in a child process of its Dask
@@ -51,7 +58,8 @@ from udbench._validation import (
 )
 from udbench.execution.executor import DASK_LOG_NAME, Executor, Failed
 from udbench.methods.base import BaseMethod
-from udbench.methods.configs import resolve_methods
+from udbench.methods.classifiers import classifier_spec_name, resolve_classifier
+from udbench.methods.configs import MethodConfig, resolve_methods
 from udbench.tasks import Task
 from udbench.tasks.discovery import find_task_files
 from udbench.tuning._study import SweepPlan, _Sweep, sweep_record
@@ -107,7 +115,7 @@ def find_conditions(task_paths: Sequence[str | os.PathLike[str]]) -> dict[Condit
         except UdbenchError as err:
             raise UdbenchError(f"udbench tune: {err}") from None
         spec = task.spec
-        cond = Condition(spec.dataset, spec.family, spec.noise, spec.coverage)
+        cond = Condition.of(spec)
         old = best.get(cond)
         if old is None or spec.seed < old.spec.seed:
             best[cond] = task
@@ -118,6 +126,38 @@ def find_conditions(task_paths: Sequence[str | os.PathLike[str]]) -> dict[Condit
                 "pass only one"
             )
     return dict(sorted(best.items(), key=lambda kv: kv[0].key))
+
+
+def _resolve(methods: Sequence[Any]) -> list[MethodConfig]:
+    """Method specs as configurations: classifiers by their registry, the rest as for
+    ``udbench run`` (identical configurations kept once, in the order given)."""
+    if isinstance(methods, str | BaseMethod) or classifier_spec_name(methods) is not None:
+        methods = [methods]
+    out: dict[tuple[str, str], MethodConfig] = {}
+    for spec in methods:
+        label, target = spec if isinstance(spec, tuple) and len(spec) == 2 else (None, spec)
+        if classifier_spec_name(target) is not None:
+            mc = resolve_classifier(target, label=label)
+        else:
+            (mc,) = resolve_methods([spec])
+        out.setdefault((mc.name, mc.config_hash), mc)
+    if not out:
+        raise param_error("udbench tune", "methods", "name at least one method", [])
+    return list(out.values())
+
+
+def _check_task_types(mcs: Sequence[MethodConfig], conditions: dict[Condition, Task]) -> None:
+    """Refuse a method whose task type (regression or classification) is not a task's."""
+    for mc in mcs:
+        kind = str(getattr(type(mc.estimator), "task_type", "regression"))
+        for task in conditions.values():
+            if task.spec.task_type != kind:
+                what = "a classifier" if kind == "classification" else "a regression method"
+                raise UdbenchError(
+                    f"udbench tune: {mc.name!r} is {what} and task {task.spec.task_id!r} is a "
+                    f"{task.spec.task_type} task; tune classifiers on classification task files "
+                    "(family gpc) and regression methods on regression task files"
+                )
 
 
 def plan_sweeps(
@@ -136,7 +176,8 @@ def plan_sweeps(
     UdbenchError
         Bad ``trials``/``sampler``/``seed``/``pruner``, no task file, an unknown method, a
         method named twice (two base configurations), a method whose search space is empty
-        or cannot be sampled (:func:`check_search_space`).
+        or cannot be sampled (:func:`check_search_space`), a method of one task type
+        (regression, classification) given a task of the other.
     """
     from udbench.tuning.pruning import PRUNERS
 
@@ -148,7 +189,7 @@ def plan_sweeps(
         raise param_error("udbench tune", "sampler", f"be one of {list(SAMPLERS)}", sampler)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise param_error("udbench tune", "seed", "be an integer >= 0", seed)
-    mcs = resolve_methods(methods)
+    mcs = _resolve(methods)
     names = [mc.name for mc in mcs]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -162,6 +203,7 @@ def plan_sweeps(
     for mc in mcs:
         check_search_space(mc.name, type(mc.estimator).search_space)
     conditions = find_conditions(find_task_files(tasks))
+    _check_task_types(mcs, conditions)
     return [
         SweepPlan(
             method=mc,
@@ -278,8 +320,10 @@ def tune(
     tasks : sequence of str or Path
         Task files, folders or globs; each condition's lowest seed is used.
     methods : sequence
-        Method specs as for ``udbench run`` (:func:`udbench.methods.configs.resolve_methods`);
-        overrides (``"nn-ens:n_epochs=50"``) fix the base configuration the sweep starts from.
+        Method specs as for ``udbench run`` (:func:`udbench.methods.configs.resolve_methods`),
+        or classifiers' (:func:`udbench.methods.classifiers.resolve_classifier`) for
+        classification tasks; overrides (``"nn-ens:n_epochs=50"``) fix the base
+        configuration the sweep starts from.
     out : str or Path
         Tuning folder: journals and records (``OUT/<method>/<condition>.{journal,json}``).
     trials : int, default 30
@@ -297,7 +341,8 @@ def tune(
         Stop unpromising trials of iterative methods early (Optuna's successive-halving or
         Hyperband pruner on the held-out NLL at intermediate steps,
         :mod:`udbench.tuning.pruning`); a pruned trial counts as one of ``trials`` and is
-        never the best. Methods with no intermediate values are not pruned.
+        never the best. Methods with no intermediate values (every classifier among them)
+        are not pruned.
     workers, scheduler, cluster_config, pin, client
         Where trials run, as for :func:`udbench.evaluation.runner.run_benchmark`.
     on_trial : callable, optional
