@@ -22,8 +22,10 @@ Usage::
     UDBENCH_DATA_DIR=... nice -n 5 uv run python benchmarks/bench_classification.py
         [--fidelity standard] [--scale 1.0] [--smoke-methods] [--skip-methods] [--skip-sampler]
 
-Last line: ``clf_standard_minutes_per_instance: <x>`` (full size; extrapolated when
-``--scale`` < 1).
+Before it: ``clf_methods_cpu_seconds_per_instance: <x>`` (CPU seconds of every classifier's
+fit + predict on the instance, at the size measured; issue 38). Last line:
+``clf_standard_minutes_per_instance: <x>`` (full size; extrapolated when ``--scale`` < 1); with
+``--skip-sampler`` the methods' line is the last.
 """
 
 from __future__ import annotations
@@ -36,27 +38,33 @@ import numpy as np
 N_TRAIN, N_EVAL, K = 3136, 1500, 3
 
 
-def _methods(args, X_train, labels, X_eval, prob_draws, pi_star) -> None:  # type: ignore[no-untyped-def]
+def _methods(args, X_train, labels, X_eval, prob_draws, pi_star) -> float:  # type: ignore[no-untyped-def]
     """Fit + predict seconds of every classifier; mean AU/EU beside the targets when
-    ``prob_draws`` is given."""
+    ``prob_draws`` is given. Returns the CPU seconds (this process, all its threads) of all
+    classifiers' fit + predict on the instance."""
     from udbench.methods.classifiers import CLASSIFIERS, make_classifier
     from udbench.risk import classification_oracle_targets
 
+    cpu_total = 0.0
     for name in CLASSIFIERS:
         method = make_classifier(name, smoke=args.smoke_methods)
+        c2 = time.process_time()
         t2 = time.perf_counter()
         method.fit(X_train, labels, n_classes=K)
         t3 = time.perf_counter()
         pred = method.predict(X_eval)
         t4 = time.perf_counter()
+        cpu = time.process_time() - c2
+        cpu_total += cpu
         line = (
-            f"method {name}: fit {t3 - t2:.1f} s, predict {t4 - t3:.1f} s; mean AU "
-            f"{pred.aleatoric.mean():.3f}, EU {pred.epistemic.mean():.4f}"
+            f"method {name}: fit {t3 - t2:.1f} s, predict {t4 - t3:.1f} s (CPU {cpu:.1f} s); "
+            f"mean AU {pred.aleatoric.mean():.3f}, EU {pred.epistemic.mean():.4f}"
         )
         if prob_draws is not None:
             tg = classification_oracle_targets(prob_draws, pred.probs, pi_star)
             line += f" (AU* {tg.au.mean():.3f}, EU*_risk {tg.eu_risk.mean():.4f})"
         print(line, flush=True)
+    return cpu_total
 
 
 def main() -> None:
@@ -112,7 +120,8 @@ def main() -> None:
     D = 1000
     print(f"instance: n = {n_train}, n_eval = {n_eval}, K = {K}, D = {D}, {args.fidelity}")
     if args.skip_sampler:
-        _methods(args, X_train, labels, X_eval, None, pi_star[:n_eval])
+        cpu = _methods(args, X_train, labels, X_eval, None, pi_star[:n_eval])
+        print(f"clf_methods_cpu_seconds_per_instance: {cpu:.1f}")
         return
     t1 = time.perf_counter()
     post = prior.condition(X_train, labels, tau_train, X_eval, 7, D, tau_eval=tau_eval)
@@ -146,7 +155,9 @@ def main() -> None:
     print(f"coverage of f* by central 90 % intervals at the evaluation points: {coverage:.3f}")
 
     if not args.skip_methods:
-        _methods(args, X_train, labels, X_eval, post.prob_draws, pi_star[:n_eval])
+        cpu = _methods(args, X_train, labels, X_eval, post.prob_draws, pi_star[:n_eval])
+        # every classifier's fit + predict on this instance (at the instance's size)
+        print(f"clf_methods_cpu_seconds_per_instance: {cpu:.1f}")
 
     chains = d["sampler_seconds"]
     cond = d["conditional_seconds"]
