@@ -162,7 +162,10 @@ class Analysis:
         Name -> DataFrame (``headline``, ``stability``, ``rank_heatmap``,
         ``matched_prior``, ``matched_prior_methods``, ``entanglement``, ``shells``,
         ``accuracy``, ``proxy_agreement`` — pooled τ per proxy —, ``proxy_agreement_levels`` —
-        τ per factor level — and, when the results hold other losses, ``loss_agreement``).
+        τ per factor level — and, when the results hold other losses, ``loss_agreement``; with
+        classification rows also ``clf_headline``, ``clf_stability``, ``clf_entanglement``,
+        ``clf_proxy_agreement``, ``clf_proxy_agreement_levels`` and, when stored per shell,
+        ``clf_shells``: :mod:`udbench.analyses.classification`).
     files : list of Path
         Every file written (tables, figures, the HTML page).
     html : Path or None
@@ -199,7 +202,9 @@ def analyze(
     """Run every analysis on a results frame; write CSV/LaTeX tables, PNG/SVG figures, HTML.
 
     The analyses are the records of :data:`udbench.analyses.registry.ANALYSES`, run in
-    order; one whose inputs are missing is skipped (:attr:`Analysis.skipped` says why).
+    order, each on the rows of its task type (``AnalysisSpec.task_type``: regression rows
+    under ``loss``, classification rows as stored); one whose inputs are missing is skipped
+    (:attr:`Analysis.skipped` says why).
 
     Parameters
     ----------

@@ -386,7 +386,15 @@ CLASSIFICATION_ANALYSES: list[AnalysisSpec] = [
                 "Mean ρ(EU, EU*_risk) of the classifiers inside each coverage shell.",
             ),
         ),
-        requires=(has_columns("rho_eu_risk_shell0"),),
+        requires=(
+            Requirement(
+                "per-shell ρ in the classification rows (rho_eu_risk_shell0 … 4)",
+                lambda i: (
+                    "rho_eu_risk_shell0" in i.results
+                    and bool(i.results["rho_eu_risk_shell0"].notna().any())
+                ),
+            ),
+        ),
         task_type="classification",
     ),
 ]
