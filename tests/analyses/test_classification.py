@@ -20,6 +20,7 @@ from udbench.analyses.classification import (
     prepare_classification,
 )
 from udbench.evaluation.selective import selective_auc, selective_columns
+from udbench.report.html import write_report
 
 _METHODS = ("A", "B", "C")
 #: Four tasks (K = 2 on t0, t1; K = 3 on t2, t3) × three methods: ρ(EU, EU*_risk).
@@ -218,6 +219,12 @@ def test_analyze_runs_each_analysis_on_its_task_type(tmp_path):
     assert titles.index("Classification: entanglement") > titles.index("Entanglement")
     page = res.html.read_text(encoding="utf-8")
     assert "4 classification instances, 3 methods" in page
+    # the report's "Classification" sections: there with classification rows, not without
+    report = write_report(mixed, tmp_path / "rep", sections=res.sections)
+    assert "Classification: entanglement" in report.read_text(encoding="utf-8")
+    plain = analyze(reg, tmp_path / "reg", n_resamples=20, write_html=False)
+    assert not [s for s in plain.sections if s.title.startswith("Classification")]
+    assert plain.skipped["classification"] == "needs classification rows"
     only = analyze(_clf_rows(), tmp_path / "clf", n_resamples=20, write_html=False)
     assert only.skipped["headline"] == "needs regression rows"
     assert set(only.tables) >= {"clf_stability", "clf_proxy_agreement_levels"}
