@@ -14,6 +14,9 @@ intervals (resampling instances within datasets, or whole datasets):
 - :func:`shell_table` (EU quality per coverage shell) and :func:`accuracy_table` (RMSE, NMSE);
 - :func:`proxy_agreement_table`: Kendall's τ between the method ranking of every proxy
   metric (NLL, CRPS, coverage, …) and the oracle ranking, pooled and per factor level;
+- :mod:`udbench.analyses.classification`: the same for classification rows (Kendall's W
+  across dataset, temperature mode, coverage, K and difficulty; Δ_ent; Kendall's τ of the
+  label-based proxies — accuracy, NLL, Brier, ECE, selective-prediction AUC — with the oracle);
 - :func:`analyze`: all of them, written as CSV + LaTeX tables and PNG + SVG figures with an
   HTML page (``udbench analyze``), looping over the analysis table
   :data:`udbench.analyses.registry.ANALYSES` (a new analysis is one entry there).

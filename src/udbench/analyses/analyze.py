@@ -30,6 +30,7 @@ from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES, Bootstr
 from udbench.analyses import registry
 from udbench.analyses import tables as tb
 from udbench.analyses._common import FAMILY_NAMES, method_families
+from udbench.analyses.classification import ClassificationFrame
 from udbench.analyses.registry import AnalysisInputs, TableSpec
 from udbench.report.html import REPORT_CSS, ReportSection
 
@@ -161,7 +162,10 @@ class Analysis:
         Name -> DataFrame (``headline``, ``stability``, ``rank_heatmap``,
         ``matched_prior``, ``matched_prior_methods``, ``entanglement``, ``shells``,
         ``accuracy``, ``proxy_agreement`` — pooled τ per proxy —, ``proxy_agreement_levels`` —
-        τ per factor level — and, when the results hold other losses, ``loss_agreement``).
+        τ per factor level — and, when the results hold other losses, ``loss_agreement``; with
+        classification rows also ``clf_headline``, ``clf_stability``, ``clf_entanglement``,
+        ``clf_proxy_agreement``, ``clf_proxy_agreement_levels`` and, when stored per shell,
+        ``clf_shells``: :mod:`udbench.analyses.classification`).
     files : list of Path
         Every file written (tables, figures, the HTML page).
     html : Path or None
@@ -198,7 +202,9 @@ def analyze(
     """Run every analysis on a results frame; write CSV/LaTeX tables, PNG/SVG figures, HTML.
 
     The analyses are the records of :data:`udbench.analyses.registry.ANALYSES`, run in
-    order; one whose inputs are missing is skipped (:attr:`Analysis.skipped` says why).
+    order, each on the rows of its task type (``AnalysisSpec.task_type``: regression rows
+    under ``loss``, classification rows as stored); one whose inputs are missing is skipped
+    (:attr:`Analysis.skipped` says why).
 
     Parameters
     ----------
@@ -240,8 +246,6 @@ def analyze(
     UdbenchError
         Empty results or no ok cell, bad bootstrap settings.
     """
-    from udbench.evaluation.losses import results_under_loss
-
     if settings is not None:
         bootstrap_unit, n_resamples = settings.unit, settings.n_resamples
         confidence, random_state = settings.confidence, settings.random_state
@@ -252,31 +256,82 @@ def analyze(
         "random_state": random_state,
         "loss": loss,
     }
-    under = results_under_loss(results, loss, "analyze")
-    ctx = tb._context(under, "analyze", bootstrap_unit, n_resamples, confidence, random_state, None)
-    inputs = AnalysisInputs(under, results, ctx, method_families(ctx[0], families), options)
-    written: list[TableSpec] = []
+    by_type = _inputs_by_task_type(results, loss, options, families)
+    written: list[tuple[TableSpec, AnalysisInputs]] = []
     skipped: dict[str, str] = {}
     for spec in registry.ANALYSES:  # read now: a test may swap the table
+        inputs = by_type.get(spec.task_type)
+        if inputs is None:
+            skipped[spec.name] = f"needs {spec.task_type} rows"
+            continue
         why = spec.skip_reason(inputs)
         if why is not None:
             skipped[spec.name] = why
             continue
         inputs.tables.update(spec.compute(inputs))
-        written += spec.tables
+        written += [(t, inputs) for t in spec.tables]
+    first = next(iter(by_type.values()))
     out = Path(out_dir)
     (out / "tables").mkdir(parents=True, exist_ok=True)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     # the tables with a section first, in page order, then those written as CSV only
-    shown = {t.name: inputs.tables[t.name] for t in written}
-    result = Analysis(tables={**shown, **inputs.tables}, skipped=skipped)
-    setting = _setting(inputs)
-    for table in written:
-        result.sections.append(_write_table(table, inputs, out, setting, link_prefix, result))
+    shown = {t.name: first.tables[t.name] for t, _ in written}
+    result = Analysis(tables={**shown, **first.tables}, skipped=skipped)
+    settings_of = {id(i): _setting(i) for i in by_type.values()}
+    for table, inputs in written:
+        section = _write_table(table, inputs, out, settings_of[id(inputs)], link_prefix, result)
+        result.sections.append(section)
     if write_html:
-        result.html = _write_page(result.sections, inputs.families, out, setting, link_prefix)
+        fam = {m: f for i in by_type.values() for m, f in i.families.items()}
+        setting = settings_of[id(first)]
+        result.html = _write_page(result.sections, fam, out, setting, link_prefix)
         result.files.append(result.html)
     return result
+
+
+def _inputs_by_task_type(
+    results: pd.DataFrame,
+    loss: str,
+    options: dict[str, Any],
+    families: Mapping[str, str] | None,
+) -> dict[str, AnalysisInputs]:
+    """The inputs of the analyses of each task type the results hold (they share ``tables``).
+
+    Regression rows are read under ``loss`` (:func:`udbench.evaluation.losses.
+    results_under_loss`); classification rows as stored (their loss is their own, the
+    ``loss`` column). Results without an ok classification cell give the regression inputs
+    of the whole frame (as before classification rows existed: its checks raise on bad
+    results).
+    """
+    from udbench.analyses import classification as clf
+    from udbench.analyses._common import rows_of_task_type
+    from udbench.evaluation.losses import results_under_loss
+
+    boot = {k: options[k] for k in ("bootstrap_unit", "n_resamples", "confidence")}
+    seed = options["random_state"]
+    tables: dict[str, pd.DataFrame] = {}
+    out: dict[str, AnalysisInputs] = {}
+    clf_rows = rows_of_task_type(results, clf.CLASSIFICATION)
+    has_clf = "status" in clf_rows and (clf_rows["status"].astype(str) == "ok").any()
+    regression = rows_of_task_type(results, "regression") if has_clf else results
+    if len(regression) or not has_clf:
+        under = results_under_loss(regression, loss, "analyze")
+        ctx = tb._context(
+            under,
+            "analyze",
+            options["bootstrap_unit"],
+            options["n_resamples"],
+            options["confidence"],
+            seed,
+            None,
+        )
+        fam = method_families(ctx[0], families)
+        out["regression"] = AnalysisInputs(under, regression, ctx, fam, options, tables)
+    if has_clf:
+        cctx = clf.classification_context(clf_rows, random_state=seed, component="analyze", **boot)
+        fam = method_families(cctx[0], families)
+        out[clf.CLASSIFICATION] = AnalysisInputs(clf_rows, clf_rows, cctx, fam, options, tables)
+    return out
 
 
 def _setting(inputs: AnalysisInputs) -> str:
@@ -293,7 +348,9 @@ def _setting(inputs: AnalysisInputs) -> str:
         )
         + f"; {len(frame.instances)} instances, {len(frame.methods)} methods."
     )
-    if not LOSS_TABLE[opts["loss"]].base:
+    if isinstance(frame, ClassificationFrame):
+        setting = setting.replace(" instances,", " classification instances,", 1)
+    elif not LOSS_TABLE[opts["loss"]].base:
         setting += f" Loss: {opts['loss']} (ρ and Δ_ent use its AU/EU decomposition)."
     return setting
 

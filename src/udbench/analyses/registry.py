@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from udbench.analyses import classification as clf
 from udbench.analyses import figures as fg
 from udbench.analyses import proxies as px
 from udbench.analyses import tables as tb
@@ -25,6 +26,7 @@ from udbench.analyses._common import EU_TARGETS
 
 __all__ = [
     "ANALYSES",
+    "CLASSIFICATION_ANALYSES",
     "OTHER_LOSSES",
     "AnalysisInputs",
     "AnalysisSpec",
@@ -176,12 +178,17 @@ class AnalysisSpec:
     requires : tuple of Requirement, default ()
         What it needs of the inputs; when one is missing the analysis is skipped (no file,
         no section) and the reason is recorded.
+    task_type : {"regression", "classification"}, default "regression"
+        The rows it reads: its ``inputs`` hold only the results rows of that task type
+        (:func:`udbench.analyses._common.row_task_types`); when the results have none it is
+        skipped ("needs classification rows").
     """
 
     name: str
     compute: Callable[[AnalysisInputs], dict[str, pd.DataFrame]]
     tables: tuple[TableSpec, ...]
     requires: tuple[Requirement, ...] = ()
+    task_type: str = "regression"
 
     def skip_reason(self, inputs: AnalysisInputs) -> str | None:
         """Why the analysis is not run on ``inputs`` (None: it is run)."""
@@ -267,6 +274,130 @@ def _no_tau(i: AnalysisInputs) -> str | None:
         "no Kendall's τ is defined (proxy metrics absent from these results, e.g. made "
         "before udbench stored them, or fewer than 2 methods)"
     )
+
+
+def _clf_tables(i: AnalysisInputs) -> dict[str, pd.DataFrame]:
+    ctx = i.ctx
+    levels = clf.classification_proxy_table(i.results, _ctx=ctx)
+    pooled = levels[levels["factor"] == "all"].drop(columns=["factor", "level"])
+    ent = clf.classification_entanglement_table(i.results, _ctx=ctx)
+    return {
+        "clf_headline": clf.classification_headline_table(i.results, families=i.families, _ctx=ctx),
+        "clf_stability": clf.classification_stability_table(i.results, _ctx=ctx),
+        "clf_entanglement": _with_family(ent, i.families),
+        "clf_proxy_agreement": pooled.reset_index(drop=True),
+        "clf_proxy_agreement_levels": levels,
+    }
+
+
+def _clf_shells(i: AnalysisInputs) -> dict[str, pd.DataFrame]:
+    shells = clf.classification_shell_table(i.results, _ctx=i.ctx)
+    return {"clf_shells": _with_family(shells, i.families)}
+
+
+def _clf_no_entanglement(i: AnalysisInputs) -> str | None:
+    ent = i.tables["clf_entanglement"]
+    if ent.empty or not ent[[f"delta_ent_{k}" for k in EU_TARGETS]].notna().any().any():
+        return "no heteroscedastic-AU classifier has a Δ_ent"
+    return None
+
+
+def _clf_no_tau(i: AnalysisInputs) -> str | None:
+    if i.tables["clf_proxy_agreement"]["tau"].notna().any():
+        return None
+    return "no Kendall's τ is defined (fewer than 3 classifiers, or no proxy column)"
+
+
+_CLF_PROXY_NOTE = (
+    "For each label-based proxy (accuracy, NLL, Brier, top-label ECE against labels drawn from "
+    "π*, and the selective-prediction AUC rejecting by EU or by AU + EU), Kendall's τ-b between "
+    "the classifier ranking by its mean and the ranking by the oracle criterion (EU: ρ(EU, "
+    "EU*_risk); AU: ρ(AU, AU*)), pooled; per level of dataset, temperature mode, coverage, K "
+    "and difficulty in clf_proxy_agreement_levels.csv."
+)
+
+#: The classification analyses (rows of task type "classification"; docs/spec.md §11).
+CLASSIFICATION_ANALYSES: list[AnalysisSpec] = [
+    AnalysisSpec(
+        "classification",
+        _clf_tables,
+        (
+            TableSpec(
+                "clf_headline",
+                "Classification: EU and AU quality per classifier",
+                "Mean Spearman ρ over classification instances of the EU estimate with "
+                "EU*_risk, EU*_var and EU*_point and of the AU estimate with AU* (every "
+                "temperature mode: AU* varies with x at a constant temperature too; "
+                "heteroscedastic-AU classifiers), mean ranks, and the mean accuracy, NLL, "
+                "Brier score and ECE against labels drawn from π*.",
+                (
+                    FigureSpec(
+                        "clf_headline_eu", lambda i: fg.headline_figure(i.tables["clf_headline"])
+                    ),
+                ),
+            ),
+            TableSpec(
+                "clf_stability",
+                "Classification: stability of the ranking (Kendall's W)",
+                "Kendall's W (tie-corrected) of the classifier ranking across the levels of "
+                "dataset, temperature mode (noise), coverage, K (n_classes) and difficulty.",
+                (
+                    FigureSpec(
+                        "clf_stability", lambda i: fg.stability_figure(i.tables["clf_stability"])
+                    ),
+                ),
+            ),
+            TableSpec(
+                "clf_entanglement",
+                "Classification: entanglement",
+                "ρ(EU, AU), ρ(EU*, AU*) and Δ_ent = ρ(EU, AU) − ρ(EU*, AU*) per EU target "
+                "(heteroscedastic-AU classifiers, every temperature mode).",
+                (
+                    FigureSpec(
+                        "clf_entanglement",
+                        lambda i: fg.entanglement_figure(i.tables["clf_entanglement"], i.families),
+                        _clf_no_entanglement,
+                    ),
+                ),
+            ),
+            TableSpec(
+                "clf_proxy_agreement",
+                "Classification: label-based proxies against the oracle (Kendall's τ)",
+                _CLF_PROXY_NOTE,
+                (
+                    FigureSpec(
+                        "clf_proxy_agreement",
+                        lambda i: px.proxy_agreement_figure(i.tables["clf_proxy_agreement_levels"]),
+                        _clf_no_tau,
+                    ),
+                ),
+                also_csv=(("clf_proxy_agreement_levels", "per level (CSV)"),),
+            ),
+        ),
+        task_type="classification",
+    ),
+    AnalysisSpec(
+        "classification_shells",
+        _clf_shells,
+        (
+            TableSpec(
+                "clf_shells",
+                "Classification: EU quality per coverage shell",
+                "Mean ρ(EU, EU*_risk) of the classifiers inside each coverage shell.",
+            ),
+        ),
+        requires=(
+            Requirement(
+                "per-shell ρ in the classification rows (rho_eu_risk_shell0 … 4)",
+                lambda i: (
+                    "rho_eu_risk_shell0" in i.results
+                    and bool(i.results["rho_eu_risk_shell0"].notna().any())
+                ),
+            ),
+        ),
+        task_type="classification",
+    ),
+]
 
 
 #: Every analysis, in page order (:func:`udbench.analyses.analyze.analyze` loops over it).
@@ -436,6 +567,7 @@ ANALYSES: list[AnalysisSpec] = [
         ),
         requires=(OTHER_LOSSES,),
     ),
+    *CLASSIFICATION_ANALYSES,
 ]
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "FACTORS",
     "accuracy_table",
     "entanglement_table",
+    "factor_kendall_w",
     "headline_table",
     "matched_prior_advantage",
     "rank_heatmap_table",
@@ -198,6 +199,66 @@ def _level_weights(factor: str, levels: np.ndarray, n_levels: int, boot: Resampl
     return ((boot.counts @ onehot) > 0).astype(float)
 
 
+def factor_kendall_w(
+    values: np.ndarray, frame: Frame, boot: Resampling, factor: str
+) -> dict[str, Any]:
+    """Kendall's W of the method ranking across the levels of one factor, with its interval.
+
+    The computation behind :func:`stability_table` for one criterion table and one factor
+    (any column of ``frame.instances``): each level ranks the methods by their mean over the
+    level's instances; methods defined at every level with a value enter.
+
+    Parameters
+    ----------
+    values : ndarray, shape (n_instances, n_methods)
+        The criterion per instance and method (NaN = undefined; higher is better).
+    frame : Frame
+        Its instances (``frame.instances[factor]`` gives the levels).
+    boot : Resampling
+        The bootstrap of ``frame``'s instances.
+    factor : str
+        A column of ``frame.instances``.
+
+    Returns
+    -------
+    dict
+        ``factor, W, W_low, W_high, n_methods, n_levels, levels, n_instances, note``.
+    """
+    names, levels = np.unique(frame.instances[factor].to_numpy(dtype=str), return_inverse=True)
+    means = _level_means(values, levels, len(names), None)
+    present = np.isfinite(means).any(axis=1)
+    keep_m = np.isfinite(means[present]).all(axis=0) if present.any() else np.zeros(0)
+    n_methods, n_levels = int(np.sum(keep_m)), int(present.sum())
+    row: dict[str, Any] = {
+        "factor": factor,
+        "W": np.nan,
+        "W_low": np.nan,
+        "W_high": np.nan,
+        "n_methods": n_methods,
+        "n_levels": n_levels,
+        "levels": ", ".join(names[present]),
+        "n_instances": int(np.isfinite(values).any(axis=1).sum()),
+        "note": "",
+    }
+    if n_levels < 2 or n_methods < 2:
+        row["note"] = f"needs >= 2 levels and >= 2 methods (have {n_levels}, {n_methods})"
+        return row
+    sel = values[:, np.flatnonzero(keep_m)]
+    full = means[np.ix_(present, keep_m)]
+    row["W"] = float(weighted_kendall_w(full))
+    reps = _level_means(sel, levels, len(names), boot)[:, present, :]  # (B, m, k)
+    weights = _level_weights(factor, levels, len(names), boot)[:, present]
+    w_reps = weighted_kendall_w(reps, weights)
+    # a counted level with an undefined mean makes the replicate undefined
+    bad = ((weights > 0) & ~np.isfinite(reps).all(axis=-1)).any(axis=-1)
+    w_reps = np.where(bad, np.nan, w_reps)
+    low, high = boot.interval(w_reps[:, None])
+    row["W_low"], row["W_high"] = float(low[0]), float(high[0])
+    if not np.isfinite(row["W"]):
+        row["note"] = "every level ranks all methods as tied"
+    return row
+
+
 def stability_table(
     results: pd.DataFrame,
     *,
@@ -248,43 +309,7 @@ def stability_table(
     for crit, metric in CRITERIA.items():
         values = frame.wide(metric)
         for factor in factors:
-            names, levels = np.unique(
-                frame.instances[factor].to_numpy(dtype=str), return_inverse=True
-            )
-            means = _level_means(values, levels, len(names), None)
-            present = np.isfinite(means).any(axis=1)
-            keep_m = np.isfinite(means[present]).all(axis=0) if present.any() else np.zeros(0)
-            n_methods, n_levels = int(np.sum(keep_m)), int(present.sum())
-            row: dict[str, Any] = {
-                "criterion": crit,
-                "factor": factor,
-                "W": np.nan,
-                "W_low": np.nan,
-                "W_high": np.nan,
-                "n_methods": n_methods,
-                "n_levels": n_levels,
-                "levels": ", ".join(names[present]),
-                "n_instances": int(np.isfinite(values).any(axis=1).sum()),
-                "note": "",
-            }
-            if n_levels < 2 or n_methods < 2:
-                row["note"] = f"needs >= 2 levels and >= 2 methods (have {n_levels}, {n_methods})"
-                rows.append(row)
-                continue
-            sel = values[:, np.flatnonzero(keep_m)]
-            full = means[np.ix_(present, keep_m)]
-            row["W"] = float(weighted_kendall_w(full))
-            reps = _level_means(sel, levels, len(names), boot)[:, present, :]  # (B, m, k)
-            weights = _level_weights(factor, levels, len(names), boot)[:, present]
-            w_reps = weighted_kendall_w(reps, weights)
-            # a counted level with an undefined mean makes the replicate undefined
-            bad = ((weights > 0) & ~np.isfinite(reps).all(axis=-1)).any(axis=-1)
-            w_reps = np.where(bad, np.nan, w_reps)
-            low, high = boot.interval(w_reps[:, None])
-            row["W_low"], row["W_high"] = float(low[0]), float(high[0])
-            if not np.isfinite(row["W"]):
-                row["note"] = "every level ranks all methods as tied"
-            rows.append(row)
+            rows.append({"criterion": crit, **factor_kendall_w(values, frame, boot, factor)})
     return pd.DataFrame(rows)
 
 

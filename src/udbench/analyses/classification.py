@@ -1,0 +1,389 @@
+"""The analyses of classification results (docs/spec.md §11; docs/analyses.md, "Classification").
+
+The classification rows of a results frame (:func:`udbench.analyses._common.row_task_types`:
+their ``task_type`` column, else their prior family's task type, e.g. ``gpc``) carry the keys of
+:func:`udbench.evaluation.classification.classification_instance_metrics` (``rho_eu_risk``,
+``rho_eu_var``, ``rho_eu_point``, ``rho_au``, ``delta_ent_*``, ``rho_eu_au``, ``accuracy``,
+``nll``, ``brier``, ``ece``, …) with the id columns of regression rows (``task_id``,
+``method``, ``dataset``, ``family``, ``noise`` — the temperature mode —, ``coverage``,
+``seed``) and ``n_classes``, ``difficulty``. The analyses reuse the regression machinery of
+:mod:`udbench.analyses.tables` (the paired bootstrap of :mod:`udbench.analyses._common`):
+
+- :func:`classification_headline_table`: mean ρ per EU target and of AU, ranks, and the mean
+  label metrics;
+- :func:`classification_stability_table`: Kendall's W of the method ranking across the levels
+  of dataset, temperature mode, coverage, K and difficulty;
+- :func:`classification_entanglement_table`: ρ(EU, AU), ρ(EU*, AU*) and Δ_ent per EU target;
+- :func:`classification_proxy_table`: Kendall's τ-b between the ranking by each label-based
+  proxy (accuracy, NLL, Brier, ECE, selective-prediction AUC) and the oracle ranking;
+- :func:`classification_shell_table`: per-shell EU quality, when the rows hold it.
+
+One difference from regression: AU* = E_F H(π_F(x)) varies with x even at a constant
+temperature (the "homoscedastic" mode; paper A.7), so the AU criteria are kept on every
+temperature mode; only constant-AU methods lose them (:class:`ClassificationFrame`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
+from udbench._validation import UdbenchError, check_choice, param_error
+from udbench.analyses._common import (
+    AU_METRICS,
+    CRITERIA,
+    Frame,
+    Resampling,
+    prepare,
+    resampling,
+    rows_of_task_type,
+)
+from udbench.analyses.proxies import _ORACLE_LABELS, factor_scopes, scope_taus
+from udbench.analyses.tables import (
+    _summaries,
+    entanglement_table,
+    factor_kendall_w,
+    headline_table,
+    shell_table,
+)
+from udbench.data import N_SHELLS
+
+__all__ = [
+    "CLASSIFICATION",
+    "CLASSIFICATION_FACTORS",
+    "CLASSIFICATION_PROXIES",
+    "LABEL_METRICS",
+    "ClassificationFrame",
+    "classification_context",
+    "classification_entanglement_table",
+    "classification_headline_table",
+    "classification_proxy_table",
+    "classification_shell_table",
+    "classification_stability_table",
+    "prepare_classification",
+]
+
+#: The task type these analyses read.
+CLASSIFICATION = "classification"
+#: Factors whose levels the stability analysis compares (``noise`` is the temperature mode,
+#: ``n_classes`` is K).
+CLASSIFICATION_FACTORS: tuple[str, ...] = (
+    "dataset",
+    "noise",
+    "coverage",
+    "n_classes",
+    "difficulty",
+)
+#: Label metrics of :func:`udbench.evaluation.classification.label_metrics` summarised per method.
+LABEL_METRICS: tuple[str, ...] = ("accuracy", "nll", "brier", "ece")
+#: Label-based proxies compared with the oracle: column -> (label, higher is better). The two
+#: ``selective_auc_*`` columns come from :func:`udbench.evaluation.selective.selective_columns`.
+CLASSIFICATION_PROXIES: dict[str, tuple[str, bool]] = {
+    "accuracy": ("accuracy", True),
+    "nll": ("NLL", False),
+    "brier": ("Brier", False),
+    "ece": ("ECE", False),
+    "selective_auc_eu": ("selective AUC (EU)", True),
+    "selective_auc_total": ("selective AUC (AU + EU)", True),
+}
+
+
+@dataclass(frozen=True)
+class ClassificationFrame(Frame):
+    """A :class:`~udbench.analyses._common.Frame` of classification cells.
+
+    Its instances also carry ``n_classes`` and ``difficulty`` (``"?"`` where missing), and
+    :meth:`wide` keeps the AU metrics on every temperature mode (AU* varies with x at a
+    constant temperature too); they are NaN for constant-AU methods only.
+    """
+
+    def wide(self, metric: str) -> np.ndarray:
+        """Instances × methods table of ``metric`` (NaN where undefined or not a cell)."""
+        if metric not in self.rows.columns:
+            return np.full((len(self.instances), len(self.methods)), np.nan)
+        values = pd.to_numeric(self.rows[metric], errors="coerce")
+        table = (
+            pd.DataFrame(
+                {"task_id": self.rows["task_id"], "label": self.rows["label"], "v": values}
+            )
+            .pivot_table(index="task_id", columns="label", values="v", aggfunc="mean")
+            .reindex(index=self.instances.index, columns=self.methods)
+        )
+        out = table.to_numpy(dtype=float, copy=True)
+        if metric in AU_METRICS:
+            const = np.array([self.constant_au[m] for m in self.methods], dtype=bool)
+            out[:, const] = np.nan
+        return out
+
+
+def prepare_classification(
+    results: pd.DataFrame, component: str = "classification analyses"
+) -> ClassificationFrame:
+    """The ok classification cells of a results frame as a :class:`ClassificationFrame`.
+
+    Raises
+    ------
+    UdbenchError
+        No classification row, or the checks of :func:`udbench.analyses._common.prepare`.
+    """
+    if not isinstance(results, pd.DataFrame) or len(results) == 0:
+        raise UdbenchError(f"{component}: the results table is empty")
+    rows = rows_of_task_type(results, CLASSIFICATION)
+    if len(rows) == 0:
+        raise UdbenchError(f"{component}: the results table has no classification row")
+    base = prepare(rows, component)
+    inst = base.instances.copy()
+    for col in ("n_classes", "difficulty"):
+        if col in base.rows.columns:
+            raw = base.rows[col]
+            text = raw.map(lambda v: "?" if pd.isna(v) else str(int(v)) if _is_int(v) else str(v))
+            inst[col] = text.groupby(base.rows["task_id"]).first().reindex(inst.index)
+        else:
+            inst[col] = "?"
+    return ClassificationFrame(base.rows, inst, base.methods, base.constant_au)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int | np.integer) or (isinstance(v, float) and float(v).is_integer())
+
+
+def classification_context(
+    results: pd.DataFrame,
+    *,
+    bootstrap_unit: str = "instance",
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    random_state: int | str = 0,
+    component: str = "classification analyses",
+) -> tuple[ClassificationFrame, Resampling]:
+    """The frame and bootstrap every classification table of one analysis shares.
+
+    The resampling is :func:`udbench.analyses._common.resampling` of the classification
+    instances (instances within datasets, or whole datasets).
+    """
+    frame = prepare_classification(results, component)
+    boot = resampling(
+        frame,
+        unit=bootstrap_unit,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        random_state=random_state,
+        component=component,
+    )
+    return frame, boot
+
+
+def _resolve(
+    results: pd.DataFrame,
+    component: str,
+    opts: dict[str, Any],
+    ctx: tuple[Frame, Resampling] | None,
+) -> tuple[Frame, Resampling]:
+    if ctx is not None:
+        return ctx
+    return classification_context(results, component=component, **opts)
+
+
+def classification_headline_table(
+    results: pd.DataFrame,
+    *,
+    bootstrap_unit: str = "instance",
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    random_state: int | str = 0,
+    families: Mapping[str, str] | None = None,
+    _ctx: tuple[Frame, Resampling] | None = None,
+) -> pd.DataFrame:
+    """Per classifier: the columns of :func:`udbench.analyses.headline_table`, then the mean
+    label metrics ``accuracy, nll, brier, ece`` (each with ``_low/_high/_n``).
+
+    ρ(AU, AU*) is kept on every temperature mode (:class:`ClassificationFrame`). Rows are
+    sorted by ``rank_eu``.
+
+    Raises
+    ------
+    UdbenchError
+        No classification row or no ok cell, bad bootstrap settings.
+    """
+    opts = _opts(bootstrap_unit, n_resamples, confidence, random_state)
+    frame, boot = _resolve(results, "classification_headline_table", opts, _ctx)
+    table = headline_table(results, families=families, _ctx=(frame, boot))
+    order = table["method"].tolist()
+    idx = [frame.methods.index(m) for m in order]
+    for metric in LABEL_METRICS:
+        summ = _summaries(frame.wide(metric), boot, metric)
+        for key, vals in summ.items():
+            table[key] = np.asarray(vals)[idx]
+    return table
+
+
+def _opts(unit: str, n: int, conf: float, seed: int | str) -> dict[str, Any]:
+    return {"bootstrap_unit": unit, "n_resamples": n, "confidence": conf, "random_state": seed}
+
+
+def classification_stability_table(
+    results: pd.DataFrame,
+    *,
+    factors: tuple[str, ...] = CLASSIFICATION_FACTORS,
+    bootstrap_unit: str = "instance",
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    random_state: int | str = 0,
+    _ctx: tuple[Frame, Resampling] | None = None,
+) -> pd.DataFrame:
+    """Kendall's W (tie-corrected) of the classifier ranking across the levels of each factor.
+
+    As :func:`udbench.analyses.stability_table` (the same computation,
+    :func:`udbench.analyses.tables.factor_kendall_w`) with the factors
+    :data:`CLASSIFICATION_FACTORS`: dataset, temperature mode (``noise``), coverage, K
+    (``n_classes``) and difficulty. Criteria: ``eu`` (ρ(EU, EU*_risk)) and ``au`` (ρ(AU,
+    AU*), every temperature mode, heteroscedastic-AU methods).
+
+    Returns
+    -------
+    DataFrame
+        One row per (criterion, factor): ``criterion, factor, W, W_low, W_high, n_methods,
+        n_levels, levels, n_instances, note``.
+
+    Raises
+    ------
+    UdbenchError
+        No classification row, an unknown factor, bad bootstrap settings.
+    """
+    for f in factors:
+        check_choice("classification_stability_table", "factors", f, list(CLASSIFICATION_FACTORS))
+    opts = _opts(bootstrap_unit, n_resamples, confidence, random_state)
+    frame, boot = _resolve(results, "classification_stability_table", opts, _ctx)
+    rows: list[dict[str, Any]] = []
+    for crit, metric in CRITERIA.items():
+        values = frame.wide(metric)
+        for factor in factors:
+            rows.append({"criterion": crit, **factor_kendall_w(values, frame, boot, factor)})
+    return pd.DataFrame(rows)
+
+
+def classification_entanglement_table(
+    results: pd.DataFrame,
+    *,
+    bootstrap_unit: str = "instance",
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    random_state: int | str = 0,
+    _ctx: tuple[Frame, Resampling] | None = None,
+) -> pd.DataFrame:
+    """Per heteroscedastic-AU classifier: ρ(EU, AU), ρ(EU*, AU*) and Δ_ent per EU target.
+
+    The columns and bootstrap intervals of :func:`udbench.analyses.entanglement_table`, on
+    every temperature mode. Rows without ``rho_eu_au_star_*`` (the ground-truth part is not
+    among the keys of ``classification_instance_metrics``) have NaN ``rho_star_*``; Δ_ent is
+    stored per cell.
+    """
+    opts = _opts(bootstrap_unit, n_resamples, confidence, random_state)
+    ctx = _resolve(results, "classification_entanglement_table", opts, _ctx)
+    return entanglement_table(results, _ctx=ctx)
+
+
+def classification_shell_table(
+    results: pd.DataFrame,
+    *,
+    target: str = "risk",
+    bootstrap_unit: str = "instance",
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    random_state: int | str = 0,
+    _ctx: tuple[Frame, Resampling] | None = None,
+) -> pd.DataFrame:
+    """Per classifier and coverage shell: mean ρ(EU, EU*_target) inside the shell.
+
+    As :func:`udbench.analyses.shell_table`; it needs the per-shell columns
+    ``rho_eu_<target>_shell0`` … ``_shell4`` in the classification rows (not written by
+    ``classification_instance_metrics``; docs/analyses.md says what the runner must add).
+
+    Raises
+    ------
+    UdbenchError
+        The rows hold no per-shell column.
+    """
+    opts = _opts(bootstrap_unit, n_resamples, confidence, random_state)
+    frame, boot = _resolve(results, "classification_shell_table", opts, _ctx)
+    needed = [f"rho_eu_{target}_shell{s}" for s in range(N_SHELLS)]
+    if not any(c in frame.rows.columns for c in needed):
+        raise param_error(
+            "classification_shell_table", "results", f"hold the columns {needed}", "none of them"
+        )
+    return shell_table(results, target=target, _ctx=(frame, boot))
+
+
+def classification_proxy_table(
+    results: pd.DataFrame,
+    *,
+    proxies: tuple[str, ...] = tuple(CLASSIFICATION_PROXIES),
+    criteria: tuple[str, ...] = ("eu", "au"),
+    factors: tuple[str, ...] = CLASSIFICATION_FACTORS,
+    bootstrap_unit: str = "instance",
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    random_state: int | str = 0,
+    _ctx: tuple[Frame, Resampling] | None = None,
+) -> pd.DataFrame:
+    """Kendall's τ-b between the classifier ranking by each label-based proxy and the oracle's.
+
+    For each proxy of :data:`CLASSIFICATION_PROXIES` (turned so that higher is better: NLL,
+    Brier and ECE negated) and each oracle criterion (``eu``: ρ(EU, EU*_risk); ``au``: ρ(AU,
+    AU*)), the methods are ranked by their mean proxy and by their mean criterion over the
+    cells where both are defined, and τ-b is taken between the two rankings, pooled and per
+    level of every factor, with the bootstrap interval of
+    :func:`udbench.analyses.proxies.scope_taus` (both rankings recomputed per replicate; at
+    least 3 methods).
+
+    Returns
+    -------
+    DataFrame
+        One row per (criterion, proxy, factor, level): ``criterion, oracle, proxy,
+        proxy_label, factor, level, tau, tau_low, tau_high, n_methods, n_instances, note``
+        (``factor == "all"``: pooled).
+
+    Raises
+    ------
+    UdbenchError
+        No classification row, an unknown proxy, criterion or factor, bad bootstrap settings.
+    """
+    name = "classification_proxy_table"
+    for p in proxies:
+        check_choice(name, "proxies", p, list(CLASSIFICATION_PROXIES))
+    for c in criteria:
+        check_choice(name, "criteria", c, list(CRITERIA))
+    for f in factors:
+        check_choice(name, "factors", f, list(CLASSIFICATION_FACTORS))
+    frame, boot = _resolve(
+        results, name, _opts(bootstrap_unit, n_resamples, confidence, random_state), _ctx
+    )
+    scopes = factor_scopes(frame, factors)
+    pairs: list[tuple[str, str, np.ndarray, np.ndarray]] = []
+    for crit in criteria:
+        oracle = frame.wide(CRITERIA[crit])
+        for p in proxies:
+            sign = 1.0 if CLASSIFICATION_PROXIES[p][1] else -1.0
+            pairs.append((crit, p, sign * frame.wide(p), oracle))
+    by_scope = [scope_taus([(v, o) for _, _, v, o in pairs], sel, boot) for _, _, sel in scopes]
+    rows: list[dict[str, Any]] = []
+    for j, (crit, p, _, _) in enumerate(pairs):
+        for (factor, level, _), outs in zip(scopes, by_scope, strict=True):
+            row = {
+                "criterion": crit,
+                "oracle": _ORACLE_LABELS[crit],
+                "proxy": p,
+                "proxy_label": CLASSIFICATION_PROXIES[p][0],
+                "factor": factor,
+                "level": level,
+                **outs[j],
+            }
+            if p not in frame.rows.columns:
+                row["note"] = "not in these results (the runner did not store this column)"
+            rows.append(row)
+    return pd.DataFrame(rows)
