@@ -97,6 +97,7 @@ LAYERS: tuple[Layer, ...] = (
             "methods.configs",
             "methods.classifiers",
             "methods.classifier_conformance",
+            "methods.classifier_behaviour",
         ),
     ),
     Layer("evaluation", ("evaluation",)),  # run loop, store, scoring, leaderboard

@@ -70,6 +70,7 @@ __all__ = [
     "BehaviourReport",
     "BehaviourResult",
     "run_behaviour",
+    "run_checks",
 ]
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
@@ -368,8 +369,29 @@ def run_behaviour(
     """
     battery = _Behaviour(cls, params, random_state)
     report = BehaviourReport(method=label, params=params)
-    for name in checks if checks is not None else tuple(BEHAVIOUR_CHECKS):
-        rule, threshold = BEHAVIOUR_CHECKS[name]
+    names = checks if checks is not None else tuple(BEHAVIOUR_CHECKS)
+    report.results.extend(run_checks(battery, BEHAVIOUR_CHECKS, names))
+    return report
+
+
+def run_checks(
+    battery: object, table: dict[str, tuple[str, float]], names: tuple[str, ...]
+) -> list[BehaviourResult]:
+    """Run the checks ``names`` of ``table`` (name -> (rule, threshold)) on ``battery``.
+
+    Each name is a method of ``battery`` returning ``(value, message)``; it may raise
+    :class:`_Skip` (skipped, with the reason). Shared by the regression battery and the
+    classifier battery (:mod:`udbench.methods.classifier_behaviour`).
+
+    Returns
+    -------
+    list of BehaviourResult
+        In the order of ``names``. A check that raises is failed with the exception; a NaN
+        value is failed (it compares false).
+    """
+    results = []
+    for name in names:
+        rule, threshold = table[name]
         fn: Callable[[], tuple[float, str]] = getattr(battery, name)
         start = time.perf_counter()
         try:
@@ -391,7 +413,7 @@ def run_behaviour(
             result = BehaviourResult(
                 name, PASSED if ok else FAILED, value, threshold, rule, message
             )
-        report.results.append(
+        results.append(
             BehaviourResult(**{**result.__dict__, "seconds": time.perf_counter() - start})
         )
-    return report
+    return results
