@@ -10,6 +10,10 @@ long-format row of the :class:`~udbench.evaluation.store.ResultsStore` in a
 :class:`CellOutcome`. A cell that raises, returns invalid output or exceeds its time limit
 gives a failed row with its reason; it never raises for the cell's own errors.
 
+A classification task with a classifier is evaluated by
+:mod:`udbench.evaluation.classification_cell` (its own row layout); a method whose
+``task_type`` is not the task's is a failed row naming both.
+
 The loop over the cells (planning, execution, storing) is :mod:`udbench.evaluation.runner`.
 """
 
@@ -197,18 +201,6 @@ class _Stage(Exception):
         self.err = err
 
 
-def _unscored_task_type(task: Task) -> str | None:
-    """Why the runner does not score ``task``, or None: classification task files
-    (docs/classification.md) are generated and checked, but the runner scores regression
-    methods on regression tasks only for now."""
-    if task.spec.task_type == "regression":
-        return None
-    return (
-        f"task {task.spec.task_id!r} is a {task.spec.task_type} task: udbench run scores "
-        "regression tasks only (classification scoring is pending, docs/classification.md)"
-    )
-
-
 @single_threaded
 def evaluate_cell(
     cell: Cell,
@@ -272,10 +264,18 @@ def evaluate_cell(
         row["finished_at"] = _now()
         return outcome
 
-    refusal = _unscored_task_type(task)
-    if refusal is not None:
-        row["error"], row["finished_at"] = refusal, _now()
-        return outcome
+    if task.spec.task_type != "regression" or cell.method.task_type != "regression":
+        from udbench.evaluation import classification_cell as clf
+
+        if task.spec.task_type == "classification":
+            clf.classification_row(row, task)
+        mismatch = clf.task_type_mismatch(cell, task)
+        if mismatch is not None:
+            row["error"], row["finished_at"] = mismatch, _now()
+            return outcome
+        return clf.evaluate_classification(
+            cell, task, outcome, keep_predictions=keep_predictions, timeout=timeout
+        )
 
     from sklearn.base import clone
 
