@@ -24,7 +24,6 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -34,6 +33,7 @@ from udbench import __version__
 from udbench._threads import single_threaded
 from udbench._validation import UdbenchError, param_error
 from udbench.data import N_SHELLS
+from udbench.evaluation._cell_parts import _now, _one_line, _Stage
 from udbench.evaluation.scoring import METRIC_KEYS, PROXY_KEYS, score_prediction
 from udbench.evaluation.store import cell_key
 from udbench.execution.executor import call_with_timeout, worker_address
@@ -92,10 +92,6 @@ class CellOutcome:
     predictions: pd.DataFrame | None = None
     timed_out: bool = False
     worker: str | None = None
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def _base_row(cell: Cell, losses: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -164,13 +160,6 @@ def _task_coordinates(task: Task) -> dict[str, Any]:
     }
 
 
-def _one_line(err: BaseException, *, with_type: bool = True) -> str:
-    text = " ".join(str(err).split())
-    if not with_type:
-        return text or type(err).__name__
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
-
-
 def _fit_predict(est: BaseMethod, task: Task) -> tuple[Prediction, float, float, Prediction | None]:
     t0 = time.perf_counter()
     try:
@@ -192,13 +181,22 @@ def _fit_predict(est: BaseMethod, task: Task) -> tuple[Prediction, float, float,
     return pred, t1 - t0, t2 - t1, pred_query
 
 
-class _Stage(Exception):
-    """Wraps an error with the stage (fit/predict) it came from."""
+def _not_regression(
+    cell: Cell, task: Task, outcome: CellOutcome, keep_predictions: bool, timeout: float | None
+) -> CellOutcome:
+    """A classification task or a classifier: a mismatch is a failed row, a match is scored
+    by :func:`udbench.evaluation.classification_cell.evaluate_classification`."""
+    from udbench.evaluation import classification_cell as clf
 
-    def __init__(self, stage: str, err: BaseException) -> None:
-        super().__init__(stage)
-        self.stage = stage
-        self.err = err
+    if task.spec.task_type == "classification":
+        clf.classification_row(outcome.row, task)
+    mismatch = clf.task_type_mismatch(cell, task)
+    if mismatch is not None:
+        outcome.row["error"], outcome.row["finished_at"] = mismatch, _now()
+        return outcome
+    return clf.evaluate_classification(
+        cell, task, outcome, keep_predictions=keep_predictions, timeout=timeout
+    )
 
 
 @single_threaded
@@ -265,17 +263,7 @@ def evaluate_cell(
         return outcome
 
     if task.spec.task_type != "regression" or cell.method.task_type != "regression":
-        from udbench.evaluation import classification_cell as clf
-
-        if task.spec.task_type == "classification":
-            clf.classification_row(row, task)
-        mismatch = clf.task_type_mismatch(cell, task)
-        if mismatch is not None:
-            row["error"], row["finished_at"] = mismatch, _now()
-            return outcome
-        return clf.evaluate_classification(
-            cell, task, outcome, keep_predictions=keep_predictions, timeout=timeout
-        )
+        return _not_regression(cell, task, outcome, keep_predictions, timeout)
 
     from sklearn.base import clone
 

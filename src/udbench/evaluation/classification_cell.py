@@ -31,14 +31,13 @@ import pandas as pd
 
 from udbench._validation import UdbenchError, param_error
 from udbench.data import N_SHELLS
-from udbench.evaluation.cell import CellOutcome, _now, _one_line, _Stage
+from udbench.evaluation._cell_parts import _now, _one_line, _Stage
 from udbench.evaluation.proxies import PROXY_KEYS
 from udbench.evaluation.scoring import METRIC_KEYS
 from udbench.execution.executor import call_with_timeout
 from udbench.methods.base import MethodOutputError
 
 if TYPE_CHECKING:
-    from udbench.evaluation.cell import Cell
     from udbench.methods.classification import BaseClassifier, ClassPrediction
     from udbench.tasks import Task
 
@@ -71,13 +70,12 @@ CLASSIFICATION_METRIC_KEYS: tuple[str, ...] = (
 )
 
 
-def _method_task_type(cell: Cell) -> str:
-    return cell.method.task_type
-
-
-def task_type_mismatch(cell: Cell, task: Task) -> str | None:
+# ``cell`` below is a :class:`udbench.evaluation.cell.Cell` and ``outcome`` its
+# :class:`~udbench.evaluation.cell.CellOutcome` (typed Any: that module calls this one, and
+# the import layers allow no cycle).
+def task_type_mismatch(cell: Any, task: Task) -> str | None:
     """One line when the cell's method and task are of different types, else None."""
-    method_type, task_type = _method_task_type(cell), str(task.spec.task_type)
+    method_type, task_type = str(cell.method.task_type), str(task.spec.task_type)
     if method_type == task_type:
         return None
     return (
@@ -107,7 +105,9 @@ def _fit_predict(est: BaseClassifier, task: Task) -> tuple[Any, float, float]:
     t0 = time.perf_counter()
     try:
         est.fit(
-            np.asarray(task.X_train), np.asarray(task.y_train), n_classes=int(task.spec.n_classes)
+            np.asarray(task.X_train),
+            np.asarray(task.y_train),
+            n_classes=int(task.spec.n_classes or 2),
         )
     except Exception as err:
         raise _Stage("fit", err) from err
@@ -119,7 +119,7 @@ def _fit_predict(est: BaseClassifier, task: Task) -> tuple[Any, float, float]:
     return pred, t1 - t0, time.perf_counter() - t1
 
 
-def _check_prediction(cell: Cell, pred: Any, n_eval: int, n_classes: int) -> ClassPrediction:
+def _check_prediction(cell: Any, pred: Any, n_eval: int, n_classes: int) -> ClassPrediction:
     """The classifier's output checked (a ClassPrediction on the simplex, AU/EU ≥ 0)."""
     from udbench.methods.classification import ClassPrediction
 
@@ -149,13 +149,13 @@ def _run_error(result: BaseException) -> tuple[str, str]:
 
 
 def evaluate_classification(
-    cell: Cell,
+    cell: Any,
     task: Task,
-    outcome: CellOutcome,
+    outcome: Any,
     *,
     keep_predictions: bool = False,
     timeout: float | None = None,
-) -> CellOutcome:
+) -> Any:
     """Fit, predict, validate and score a classifier on a loaded classification task.
 
     Parameters
@@ -199,7 +199,7 @@ def evaluate_classification(
         return outcome
     pred, fit_s, pred_s = result
     row["fit_time_s"], row["predict_time_s"] = float(fit_s), float(pred_s)
-    n_eval, n_classes = int(np.shape(task.X_eval)[0]), int(task.spec.n_classes)
+    n_eval, n_classes = int(np.shape(task.X_eval)[0]), int(task.spec.n_classes or 2)
     try:
         pred = _check_prediction(cell, pred, n_eval, n_classes)
     except (UdbenchError, MethodOutputError) as err:
