@@ -180,8 +180,10 @@ def test_a_folder_mixing_task_types_is_refused_by_the_leaderboard(
 
 def test_udbench_run_takes_a_classifier_name(task_path, tmp_path, capsys) -> None:
     args = ["run", str(task_path), "-m", FAST, "--out", str(tmp_path), "--workers", "0"]
-    assert main([*args, "--no-progress"]) == 0
+    assert main([*args, "--no-progress", "--loss", "crps"]) == 0
     assert "1 ok, 0 failed" in capsys.readouterr().out
+    (row,) = read_results(tmp_path).to_dict(orient="records")
+    assert "rho_eu_risk_crps" not in row  # regression losses: no columns in a classification row
 
 
 def test_udbench_methods_lists_the_classifiers(capsys) -> None:

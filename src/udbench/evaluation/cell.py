@@ -182,14 +182,19 @@ def _fit_predict(est: BaseMethod, task: Task) -> tuple[Prediction, float, float,
 
 
 def _not_regression(
-    cell: Cell, task: Task, outcome: CellOutcome, keep_predictions: bool, timeout: float | None
+    cell: Cell,
+    task: Task,
+    outcome: CellOutcome,
+    keep_predictions: bool,
+    timeout: float | None,
+    losses: tuple[str, ...],
 ) -> CellOutcome:
     """A classification task or a classifier: a mismatch is a failed row, a match is scored
     by :func:`udbench.evaluation.classification_cell.evaluate_classification`."""
     from udbench.evaluation import classification_cell as clf
 
     if task.spec.task_type == "classification":
-        clf.classification_row(outcome.row, task)
+        clf.classification_row(outcome.row, task, losses)
     mismatch = clf.task_type_mismatch(cell, task)
     if mismatch is not None:
         outcome.row["error"], outcome.row["finished_at"] = mismatch, _now()
@@ -263,7 +268,7 @@ def evaluate_cell(
         return outcome
 
     if task.spec.task_type != "regression" or cell.method.task_type != "regression":
-        return _not_regression(cell, task, outcome, keep_predictions, timeout)
+        return _not_regression(cell, task, outcome, keep_predictions, timeout, losses)
 
     from sklearn.base import clone
 

@@ -85,10 +85,17 @@ def task_type_mismatch(cell: Any, task: Task) -> str | None:
     )
 
 
-def classification_row(row: dict[str, Any], task: Task) -> None:
-    """Turn a base row (regression layout) into a classification row, in place."""
+def classification_row(row: dict[str, Any], task: Task, losses: tuple[str, ...] = ()) -> None:
+    """Turn a base row (regression layout) into a classification row, in place.
+
+    ``losses`` are the regression losses of ``udbench run --loss``: their columns are
+    dropped too (a classification cell is scored under the log loss only).
+    """
+    from udbench.evaluation.losses import loss_columns
+
     drop = {k for k in (*METRIC_KEYS, *PROXY_KEYS) if k not in CLASSIFICATION_METRIC_KEYS}
     drop |= {f"rho_eu_{t}_shell{s}" for t in ("risk", "var") for s in range(N_SHELLS)}
+    drop |= {k for loss in losses for k in loss_columns(loss)}
     notes = row.pop("metric_notes", None)
     for key in drop:
         row.pop(key, None)
