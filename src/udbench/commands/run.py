@@ -30,7 +30,8 @@ from udbench.commands._options import (
 
 _METHODS_HELP = (
     "Method spec: registry name or import path with optional overrides, e.g. "
-    "'nn-ens:n_members=5,lr=0.01'. Repeat the option, or list several after it."
+    "'nn-ens:n_members=5,lr=0.01'; on classification tasks a classifier's name "
+    "(udbench methods, second table). Repeat the option, or list several after it."
 )
 
 

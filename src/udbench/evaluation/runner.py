@@ -61,6 +61,7 @@ from udbench.tasks.discovery import TASK_SUFFIXES, find_task_files, task_identit
 
 if TYPE_CHECKING:
     from udbench.execution.isolation import ChildResult
+    from udbench.methods.classification import BaseClassifier
 
 __all__ = [
     "METRIC_KEYS",
@@ -229,7 +230,9 @@ def _outcome(
 
 def run_benchmark(
     tasks: Sequence[str | os.PathLike[str]],
-    methods: Sequence[str | BaseMethod | tuple[str, str | BaseMethod]],
+    methods: Sequence[
+        str | BaseMethod | BaseClassifier | tuple[str, str | BaseMethod | BaseClassifier]
+    ],
     out: str | os.PathLike[str],
     *,
     workers: int | None = None,
@@ -255,7 +258,9 @@ def run_benchmark(
     methods : str, BaseMethod or sequence of str, BaseMethod or (label, spec)
         Method specs (``"gp"``, ``"nn-ens:n_members=5"``, an import path ``"pkg.mod:Cls"``),
         unfitted instances, or ``(label, spec)`` pairs to name them in the results
-        (:func:`udbench.methods.configs.resolve_methods`); one string is one method.
+        (:func:`udbench.methods.configs.resolve_methods`); one string is one method. A
+        classifier (``"logreg-lap"``, docs/classification.md) is scored on classification
+        tasks; a method of the other task type than its task's gives a failed row.
     out : str or Path
         Results directory (:class:`~udbench.evaluation.store.ResultsStore`).
     workers : int, optional
