@@ -106,12 +106,10 @@ def _describe(name: str, as_json: bool) -> None:
     """``udbench methods NAME``: one method's hyperparameters, search space and flags."""
     import inspect
 
-    from udbench.methods.classifiers import get_classifier_class, is_classifier_spec
+    from udbench.methods.classifiers import classifier_spec_name, get_classifier_class
     from udbench.methods.registry import get_method_class
 
-    cls: Any = (
-        get_classifier_class(name.lower()) if is_classifier_spec(name) else get_method_class(name)
-    )
+    cls: Any = get_classifier_class(name) if classifier_spec_name(name) else get_method_class(name)
     signature = inspect.signature(cls.__init__)
     rows: list[dict[str, Any]] = []
     for pname, p in signature.parameters.items():
