@@ -57,8 +57,14 @@ def _tuned_configure(tuned: Path, fallback: str, task_args: list[str], specs: li
             task_specs.append(Task.load(path).spec)
         except Exception:  # an unreadable file: its cells fail, recorded by the run
             continue
+    from udbench.evaluation.runner import classifiers_as_instances
+
     return tuned_configurer(
-        folder, resolve_methods(specs), task_specs, fallback=fallback, shipped=shipped
+        folder,
+        resolve_methods(classifiers_as_instances(specs)),
+        task_specs,
+        fallback=fallback,
+        shipped=shipped,
     )
 
 

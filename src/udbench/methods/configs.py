@@ -3,10 +3,11 @@
 A *method spec* is what a user names on the command line or in Python: a registry name
 (``"gp"``), a name with hyperparameter overrides (``"nn-ens:n_members=5"``), an import path
 (``"pkg.mod:Cls"``), an unfitted :class:`~udbench.methods.base.BaseMethod` instance, or a
-``(label, spec)`` pair. A name of :data:`udbench.methods.classifiers.CLASSIFIERS`
-(``"logreg-lap"``) or an unfitted :class:`~udbench.methods.classification.BaseClassifier`
-resolves too: its :attr:`MethodConfig.task_type` is ``"classification"``, and a cell whose
-task is of the other type is a failed row (:mod:`udbench.evaluation.cell`).
+``(label, spec)`` pair. An unfitted
+:class:`~udbench.methods.classification.BaseClassifier` resolves too (a classifier's name,
+``"logreg-lap"``, by :func:`udbench.methods.classifiers.resolve_classifier`): its
+:attr:`MethodConfig.task_type` is ``"classification"``, and a cell whose task is of the
+other type is a failed row (:mod:`udbench.evaluation.cell`).
 :func:`resolve_method` turns it into a :class:`MethodConfig`: the estimator, all its
 hyperparameters (defaults included) and :func:`config_hash`, which keys results with the
 task id (``udbench.evaluation.store.cell_key``). Used by ``udbench run`` and, later, by
@@ -145,9 +146,10 @@ def resolve_method(
     ----------
     spec : str, BaseMethod or BaseClassifier
         A registry name or import path with optional hyperparameter overrides (parsed by
-        :func:`udbench.methods.make_method`), a classifier's name with overrides
-        (:func:`udbench.methods.classifiers.resolve_classifier`), or an unfitted
-        estimator instance.
+        :func:`udbench.methods.make_method`), or an unfitted estimator instance (a
+        classifier too; a classifier's *name* is resolved by
+        :func:`udbench.methods.classifiers.resolve_classifier`, which
+        :func:`udbench.evaluation.runner.run_benchmark` calls first).
     label : str, optional
         How to show it in results; default the spec as given (for an instance: its name
         plus the hyperparameters that differ from the class defaults).
@@ -164,7 +166,6 @@ def resolve_method(
         classifier.
     """
     from udbench.methods.classification import BaseClassifier
-    from udbench.methods.classifiers import classifier_spec_name, resolve_classifier
 
     est: BaseMethod | BaseClassifier
     if isinstance(spec, BaseMethod | BaseClassifier):
@@ -174,8 +175,6 @@ def resolve_method(
         text = spec.strip()
         if not text:
             raise param_error("udbench run", "methods", "be a non-empty method spec", spec)
-        if classifier_spec_name(text) is not None:
-            return resolve_classifier(text, label)
         est = make_method(text, random_state=0)
         extra = None
     else:
