@@ -19,6 +19,7 @@ from udbench.cli import main
 from udbench.evaluation.classification import classification_instance_metrics
 from udbench.evaluation.classification_cell import CLASSIFICATION_METRIC_KEYS
 from udbench.evaluation.leaderboard import leaderboard
+from udbench.evaluation.metrics import spearman
 from udbench.evaluation.runner import run_benchmark
 from udbench.evaluation.store import ResultsStore, read_results
 from udbench.methods.classification import BaseClassifier, ClassPrediction
@@ -75,6 +76,9 @@ def test_a_classifier_row_equals_the_metrics_computed_by_hand(task_path, results
     want = classification_instance_metrics(
         pred.probs, pred.aleatoric, pred.epistemic, targets, task.y_eval
     )
+    for key in ("risk", "var", "point"):  # the ground-truth part of Δ_ent
+        star = getattr(targets, f"eu_{key}")
+        want[f"rho_eu_au_star_{key}"] = spearman(star, targets.au).value
     for key in CLASSIFICATION_METRIC_KEYS:
         assert row[key] == pytest.approx(want[key], rel=1e-12, abs=1e-12), key
     assert np.isfinite(row["rho_eu_risk"]) and 0.0 <= row["accuracy"] <= 1.0

@@ -52,7 +52,8 @@ __all__ = [
 #: The loss a classification cell is scored under (AU, EU in nats; paper A.5).
 CLASSIFICATION_LOSS = "multiclass_log"
 #: The metric columns of a classification row (those of
-#: :func:`~udbench.evaluation.classification.classification_instance_metrics`), in order.
+#: :func:`~udbench.evaluation.classification.classification_instance_metrics`, and the
+#: ground-truth part of Δ_ent, ρ(EU*_t, AU*), as regression rows store it), in order.
 CLASSIFICATION_METRIC_KEYS: tuple[str, ...] = (
     "rho_eu_risk",
     "rho_eu_var",
@@ -62,6 +63,9 @@ CLASSIFICATION_METRIC_KEYS: tuple[str, ...] = (
     "delta_ent_var",
     "delta_ent_point",
     "rho_eu_au",
+    "rho_eu_au_star_risk",
+    "rho_eu_au_star_var",
+    "rho_eu_au_star_point",
     "accuracy",
     "nll",
     "brier",
@@ -230,8 +234,17 @@ def evaluate_classification(
     except Exception as err:
         _failed(row, f"scoring raised {_one_line(err)}", traceback.format_exc(limit=8))
         return outcome
-    notes = str(metrics.pop("nan_reasons") or "") or None
+    from udbench.evaluation.metrics import spearman
+
+    reasons = [str(metrics.pop("nan_reasons") or "")]
     metrics.pop("loss", None)
+    stars = {"risk": targets.eu_risk, "var": targets.eu_var, "point": targets.eu_point}
+    for key, star in stars.items():  # the oracle's own entanglement (udbench.analyses)
+        res = spearman(star, targets.au, names=(f"EU*_{key}", "AU*"))
+        metrics[f"rho_eu_au_star_{key}"] = res.value
+        if res.reason is not None:
+            reasons.append(f"rho_eu_au_star_{key}: {res.reason}")
+    notes = "; ".join(r for r in reasons if r) or None
     row.update(metrics)
     row["metric_notes"] = notes
     row["status"], row["finished_at"] = "ok", _now()
