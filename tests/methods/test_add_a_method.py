@@ -126,7 +126,9 @@ def test_toy_method_is_registered_listed_checked_and_runnable(toy, capsys):
     # listed: `udbench methods` shows the class's own flags and description
     assert main(["methods", "--json"]) == 0
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
-    assert list(rows) == [*REGISTRY, "toy-ols"]
+    from udbench.methods.classifiers import CLASSIFIERS
+
+    assert list(rows) == [*REGISTRY, "toy-ols", *CLASSIFIERS]  # classifiers: their own rows
     assert rows["toy-ols"] == {
         "name": "toy-ols",
         "target": "toyplug.toy_ols:ToyOLS",
@@ -137,6 +139,7 @@ def test_toy_method_is_registered_listed_checked_and_runnable(toy, capsys):
         "available": True,
         "error": None,
         "source": "UDBENCH_METHODS",
+        "task_type": "regression",
     }
     assert main(["methods"]) == 0
     assert "toy-ols" in capsys.readouterr().out

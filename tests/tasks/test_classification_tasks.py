@@ -283,7 +283,7 @@ def test_udbench_generate_and_check_classification_tasks_on_diabetes(tmp_path, c
     assert json.loads(capsys.readouterr().out)["families"]["gpc"]["n_instances"] == 2
 
 
-def test_udbench_run_refuses_a_classification_task_in_one_line(saved) -> None:
+def test_a_regression_method_on_a_classification_task_is_a_one_line_failure(saved) -> None:
     from _fakes import MeanMethod
     from udbench.evaluation.cell import evaluate_cell
     from udbench.evaluation.runner import plan_cells, resolve_method
@@ -291,5 +291,6 @@ def test_udbench_run_refuses_a_classification_task_in_one_line(saved) -> None:
     (cell,), _ = plan_cells([saved[3]], [resolve_method(MeanMethod())])
     row = evaluate_cell(cell).row
     assert row["status"] == "failed" and "\n" not in row["error"]
-    assert "is a classification task: udbench run scores regression tasks only" in row["error"]
+    assert "is a regression method and task" in row["error"]
+    assert "is a classification task" in row["error"]
     assert row["family"] == "gpc"

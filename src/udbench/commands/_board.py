@@ -21,6 +21,7 @@ from udbench.evaluation.proxies import PROXY_KEYS, PROXY_LABELS
 
 __all__ = [
     "BOARD_COLUMNS",
+    "CLASSIFICATION_COLUMNS",
     "DEFAULT_COLUMNS",
     "board_table",
     "parse_columns",
@@ -45,10 +46,29 @@ BOARD_COLUMNS: dict[str, tuple[str, str]] = {
     "n": ("valid", "n_valid"),
     # proxy metrics (udbench.evaluation.proxies), shown with --metrics or --columns
     **{k: (PROXY_LABELS[k].replace(" vs f* (EU)", "·f*"), k) for k in PROXY_KEYS},
+    # classification label metrics (udbench.evaluation.classification); nll is shared
+    "accuracy": ("acc.", "accuracy"),
+    "brier": ("Brier", "brier"),
+    "ece": ("ECE", "ece"),
 }
 #: The default columns (``rank`` and ``method`` are always shown).
 DEFAULT_COLUMNS: tuple[str, ...] = ("rho_eu_risk", "rho_au", "delta_ent_risk", "rmse", "n")
+#: The default columns of a classification leaderboard (``task_type`` classification).
+CLASSIFICATION_COLUMNS: tuple[str, ...] = (
+    "rho_eu_risk",
+    "rho_au",
+    "delta_ent_risk",
+    "accuracy",
+    "nll",
+    "n",
+)
 _AU_COLUMNS = frozenset({"rho_au", "delta_ent_risk"})
+#: Legend lines that differ on a classification leaderboard.
+_CLASSIFICATION_LEGEND = {
+    "rho_au": "ρ AU·AU* = ρ(AU, AU*) (log loss: AU* = E_F H(π_F))",
+    "accuracy": "acc. = accuracy on labels drawn from π* at the evaluation points",
+    "nll": "NLL, Brier, ECE: of π̂ against those labels (lower is better)",
+}
 _LEGEND = {
     "rho_eu_risk": "ρ EU·risk = Spearman ρ(EU, EU*_risk)",
     "rho_eu_var": "ρ EU·var = ρ(EU, EU*_var)",
@@ -79,6 +99,8 @@ _GROUP: dict[str, str] = {
     "mpiw_95": "mpiw_50",
     "crps_f": "nll_f",
     "ause_f": "nll_f",
+    "brier": "nll",
+    "ece": "nll",
 }
 
 
@@ -349,7 +371,10 @@ def board_table(
     if au_note:
         notes.append(au_note)
     groups = dict.fromkeys(_GROUP.get(c, c) for c in cols)
-    legend = [_LEGEND[c] for c in groups if c in _LEGEND]
+    legend_of = _LEGEND
+    if board.attrs.get("task_type") == "classification":
+        legend_of = {**_LEGEND, **_CLASSIFICATION_LEGEND}
+    legend = [legend_of[c] for c in groups if c in legend_of]
     if any(c in _AU_COLUMNS for c in cols) and bool(board["constant_aleatoric"].any()):
         legend.append("const. = constant-AU method: ρ(AU, AU*) and Δ_ent undefined (SPEC §8)")
     if "rank_value" in cols and not by_mean_rank:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import asdict
 from typing import Any
 
 import typer
@@ -25,41 +26,56 @@ def methods_command(
         False, "--markdown", help="Print the Markdown table of README.md and docs/methods.md."
     ),
 ) -> None:
-    """List the registered UQ methods (udbench's and the user's): flags, availability.
+    """List the registered UQ methods (udbench's and the user's) and the classifiers.
 
-    With NAME (a registered name or 'package.module:ClassName'), describe that method.
+    Regression methods and classifiers (for classification tasks) are shown in two tables;
+    ``--json`` gives each row a ``task_type``. With NAME (a registered name, a classifier's
+    or 'package.module:ClassName'), describe that method.
     """
     if name is not None:
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
         _describe(name, as_json)
         return
+    from udbench.methods.classifiers import list_classifiers
     from udbench.methods.registry import list_methods, methods_markdown
 
     infos = list_methods(static=True)
-    if as_json:
-        typer.echo(json.dumps([i.to_dict() for i in infos], indent=2, ensure_ascii=False))
-        return
     if markdown:
         typer.echo(methods_markdown(infos), nl=False)
         return
-    table = Table(title="udbench methods")
-    for col in ("name", "family", "aleatoric", "epistemic", "available"):
-        table.add_column(col)
-    for i in infos:
-        if not i.available:
-            table.add_row(i.name, "?", "?", "?", styled("no", "red"))
-            continue
-        table.add_row(
-            i.name,
-            i.family,
-            "constant" if i.constant_aleatoric else "heteroscedastic",
-            (i.epistemic_from or "").replace("_", " "),
-            "yes" if i.source == "udbench" else f"yes ({i.source})",
-        )
+    classifiers = list_classifiers(static=True)
+    if as_json:
+        rows = [{**i.to_dict(), "task_type": "regression"} for i in infos]
+        rows += [{**asdict(c), "source": "udbench"} for c in classifiers]
+        typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
     console = make_console()
-    console.print(table)
-    for i in infos:
+    listed: list[tuple[Any, str]] = [(i, i.source) for i in infos]
+    clf_rows: list[tuple[Any, str]] = [(c, "udbench") for c in classifiers]
+    for title, entries in (
+        ("udbench methods · regression tasks", listed),
+        (
+            "udbench classifiers · classification tasks (family gpc)",
+            [(c, "udbench") for c in classifiers],
+        ),
+    ):
+        table = Table(title=title)
+        for col in ("name", "family", "aleatoric", "epistemic", "available"):
+            table.add_column(col)
+        for i, source in entries:
+            if not i.available:
+                table.add_row(i.name, "?", "?", "?", styled("no", "red"))
+                continue
+            table.add_row(
+                i.name,
+                i.family,
+                "constant" if i.constant_aleatoric else "heteroscedastic",
+                (i.epistemic_from or "").replace("_", " "),
+                "yes" if source == "udbench" else f"yes ({source})",
+            )
+        console.print(table)
+    for i, _ in [*listed, *clf_rows]:
         if not i.available:
             console.print(f"{i.name}: unavailable: {i.error}", highlight=False, markup=False)
 
@@ -90,9 +106,10 @@ def _describe(name: str, as_json: bool) -> None:
     """``udbench methods NAME``: one method's hyperparameters, search space and flags."""
     import inspect
 
+    from udbench.methods.classifiers import classifier_spec_name, get_classifier_class
     from udbench.methods.registry import get_method_class
 
-    cls = get_method_class(name)
+    cls: Any = get_classifier_class(name) if classifier_spec_name(name) else get_method_class(name)
     signature = inspect.signature(cls.__init__)
     rows: list[dict[str, Any]] = []
     for pname, p in signature.parameters.items():
@@ -114,6 +131,7 @@ def _describe(name: str, as_json: bool) -> None:
         "family": cls.family,
         "constant_aleatoric": cls.constant_aleatoric,
         "epistemic_from": cls.epistemic_from,
+        "task_type": getattr(cls, "task_type", "regression"),
         "hyperparameters": rows,
     }
     if as_json:

@@ -30,7 +30,8 @@ from udbench.commands._options import (
 
 _METHODS_HELP = (
     "Method spec: registry name or import path with optional overrides, e.g. "
-    "'nn-ens:n_members=5,lr=0.01'. Repeat the option, or list several after it."
+    "'nn-ens:n_members=5,lr=0.01'; on classification tasks a classifier's name "
+    "(udbench methods, second table). Repeat the option, or list several after it."
 )
 
 
@@ -56,8 +57,14 @@ def _tuned_configure(tuned: Path, fallback: str, task_args: list[str], specs: li
             task_specs.append(Task.load(path).spec)
         except Exception:  # an unreadable file: its cells fail, recorded by the run
             continue
+    from udbench.evaluation.runner import classifiers_as_instances
+
     return tuned_configurer(
-        folder, resolve_methods(specs), task_specs, fallback=fallback, shipped=shipped
+        folder,
+        resolve_methods(classifiers_as_instances(specs)),
+        task_specs,
+        fallback=fallback,
+        shipped=shipped,
     )
 
 
@@ -211,7 +218,10 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print JSON (a list of objects)."),
         as_csv: bool = typer.Option(False, "--csv", help="Print CSV (every column)."),
         rank_by: str = typer.Option(
-            "rho_eu_risk", "--by", help="Metric that ranks (rho_eu_risk, rho_au, rmse, …)."
+            "rho_eu_risk",
+            "--by",
+            help="Metric that ranks (rho_eu_risk, rho_au, rmse, …; classification results: "
+            "also accuracy, nll, brier, ece).",
         ),
         rank_stat: str = typer.Option(
             "mean",
@@ -222,8 +232,9 @@ def register(app: typer.Typer) -> None:
             None,
             "--columns",
             help="Comma-separated columns: rank_value, mean_rank, rho_eu_risk, rho_eu_var, "
-            "rho_eu_point, rho_au, delta_ent_risk, rmse, n "
-            "(default rho_eu_risk,rho_au,delta_ent_risk,rmse,n).",
+            "rho_eu_point, rho_au, delta_ent_risk, rmse, n; for classification results also "
+            "accuracy, nll, brier, ece (default rho_eu_risk,rho_au,delta_ent_risk,rmse,n; "
+            "classification: rho_eu_risk,rho_au,delta_ent_risk,accuracy,nll,n).",
         ),
         intervals: bool = typer.Option(
             False, "--intervals", help="Show \\[low, high] intervals instead of ±half-width."
@@ -292,6 +303,12 @@ def register(app: typer.Typer) -> None:
         board = leaderboard(
             scored, metrics=metrics, rank_by=rank_by, rank_stat=rank_stat, n_resamples=n_resamples
         )
+        if board.attrs.get("task_type") == "classification" and columns is None:
+            from udbench.commands._board import CLASSIFICATION_COLUMNS
+
+            cols = parse_columns(",".join(CLASSIFICATION_COLUMNS)) + [
+                m for m in extra if m not in CLASSIFICATION_COLUMNS
+            ]
         if loss != "squared":
             tau, n_tau = ranking_agreement(rows, loss, rank_by=rank_by, rank_stat=rank_stat)
             shown = "undefined" if tau != tau else f"{tau:.3f}"
@@ -414,6 +431,16 @@ def register(app: typer.Typer) -> None:
         from udbench.report.html import CD_METRICS, write_report
 
         df = read_results(results)
+        from udbench.evaluation.leaderboard import results_task_type
+
+        if results_task_type(df) == "classification":
+            from udbench._validation import UdbenchError
+
+            raise UdbenchError(
+                "udbench report: classification results (task_type classification) have no "
+                f"HTML report yet (docs/classification.md); rank them with: udbench "
+                f"leaderboard {results}"
+            )
         extra = analyze(
             df, out / "analyses", bootstrap_unit=bootstrap_unit, link_prefix="analyses/"
         )
@@ -447,18 +474,43 @@ def register(app: typer.Typer) -> None:
             "--methods",
             "-m",
             help="Registered methods to run, each with its smoke settings (repeatable, or "
-            "separated by commas or spaces; default: every method udbench registers).",
+            "separated by commas or spaces; default: every method udbench registers; with "
+            "--task classification: logreg-lap, gpc-lap, catboost-ve, nn-drop-softmax).",
+        ),
+        task: str = typer.Option(
+            "regression",
+            "--task",
+            help="regression (GP tasks, every method, report) or classification (gpc tasks, "
+            "a few fast classifiers, leaderboard).",
         ),
     ) -> None:
         """Offline demo on the embedded diabetes table: tasks, every method, leaderboard, report."""
         workers = execution_options("udbench quickstart", workers).workers
-        from udbench.commands._board import print_board
+        from udbench._validation import check_choice
+        from udbench.commands._board import CLASSIFICATION_COLUMNS, parse_columns, print_board
         from udbench.commands._progress import cell_progress
-        from udbench.recipes.quickstart import QUICKSTART_METHODS, quickstart
+        from udbench.recipes.quickstart import (
+            QUICKSTART_CLASSIFIERS,
+            QUICKSTART_METHODS,
+            quickstart,
+            quickstart_classification,
+        )
 
+        check_choice("udbench quickstart", "--task", task, ["regression", "classification"])
         check_out_dir("udbench quickstart", out)
         names = tuple(n for m in methods for n in m.replace(",", " ").split())
         console = _console()
+        if task == "classification":
+            with folder_lock(out, "udbench quickstart"), cell_progress(console=console) as bar:
+                board = quickstart_classification(
+                    out,
+                    workers=workers,
+                    methods=names or QUICKSTART_CLASSIFIERS,
+                    console=console,
+                    on_cell=bar,
+                )
+            print_board(board, console, parse_columns(",".join(CLASSIFICATION_COLUMNS)))
+            return
         with folder_lock(out, "udbench quickstart"), cell_progress(console=console) as on_cell:
             board, report = quickstart(
                 out,

@@ -10,6 +10,10 @@ long-format row of the :class:`~udbench.evaluation.store.ResultsStore` in a
 :class:`CellOutcome`. A cell that raises, returns invalid output or exceeds its time limit
 gives a failed row with its reason; it never raises for the cell's own errors.
 
+A classification task with a classifier is evaluated by
+:mod:`udbench.evaluation.classification_cell` (its own row layout); a method whose
+``task_type`` is not the task's is a failed row naming both.
+
 The loop over the cells (planning, execution, storing) is :mod:`udbench.evaluation.runner`.
 """
 
@@ -20,7 +24,6 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -30,6 +33,7 @@ from udbench import __version__
 from udbench._threads import single_threaded
 from udbench._validation import UdbenchError, param_error
 from udbench.data import N_SHELLS
+from udbench.evaluation._cell_parts import _now, _one_line, _Stage
 from udbench.evaluation.scoring import METRIC_KEYS, PROXY_KEYS, score_prediction
 from udbench.evaluation.store import cell_key
 from udbench.execution.executor import call_with_timeout, worker_address
@@ -88,10 +92,6 @@ class CellOutcome:
     predictions: pd.DataFrame | None = None
     timed_out: bool = False
     worker: str | None = None
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def _base_row(cell: Cell, losses: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -160,13 +160,6 @@ def _task_coordinates(task: Task) -> dict[str, Any]:
     }
 
 
-def _one_line(err: BaseException, *, with_type: bool = True) -> str:
-    text = " ".join(str(err).split())
-    if not with_type:
-        return text or type(err).__name__
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
-
-
 def _fit_predict(est: BaseMethod, task: Task) -> tuple[Prediction, float, float, Prediction | None]:
     t0 = time.perf_counter()
     try:
@@ -188,24 +181,26 @@ def _fit_predict(est: BaseMethod, task: Task) -> tuple[Prediction, float, float,
     return pred, t1 - t0, t2 - t1, pred_query
 
 
-class _Stage(Exception):
-    """Wraps an error with the stage (fit/predict) it came from."""
+def _not_regression(
+    cell: Cell,
+    task: Task,
+    outcome: CellOutcome,
+    keep_predictions: bool,
+    timeout: float | None,
+    losses: tuple[str, ...],
+) -> CellOutcome:
+    """A classification task or a classifier: a mismatch is a failed row, a match is scored
+    by :func:`udbench.evaluation.classification_cell.evaluate_classification`."""
+    from udbench.evaluation import classification_cell as clf
 
-    def __init__(self, stage: str, err: BaseException) -> None:
-        super().__init__(stage)
-        self.stage = stage
-        self.err = err
-
-
-def _unscored_task_type(task: Task) -> str | None:
-    """Why the runner does not score ``task``, or None: classification task files
-    (docs/classification.md) are generated and checked, but the runner scores regression
-    methods on regression tasks only for now."""
-    if task.spec.task_type == "regression":
-        return None
-    return (
-        f"task {task.spec.task_id!r} is a {task.spec.task_type} task: udbench run scores "
-        "regression tasks only (classification scoring is pending, docs/classification.md)"
+    if task.spec.task_type == "classification":
+        clf.classification_row(outcome.row, task, losses)
+    mismatch = clf.task_type_mismatch(cell, task)
+    if mismatch is not None:
+        outcome.row["error"], outcome.row["finished_at"] = mismatch, _now()
+        return outcome
+    return clf.evaluate_classification(
+        cell, task, outcome, keep_predictions=keep_predictions, timeout=timeout
     )
 
 
@@ -272,10 +267,8 @@ def evaluate_cell(
         row["finished_at"] = _now()
         return outcome
 
-    refusal = _unscored_task_type(task)
-    if refusal is not None:
-        row["error"], row["finished_at"] = refusal, _now()
-        return outcome
+    if task.spec.task_type != "regression" or cell.method.task_type != "regression":
+        return _not_regression(cell, task, outcome, keep_predictions, timeout, losses)
 
     from sklearn.base import clone
 

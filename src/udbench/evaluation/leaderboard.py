@@ -42,6 +42,14 @@ instances; ``board.attrs["partial"]`` one line when methods have different numbe
 instances (partial results: the means use each method's own instances, the ranks only the
 common ones), else None.
 
+Classification results (docs/classification.md, rows of ``task_type = "classification"``):
+the same ρ and Δ_ent columns (their targets are the log loss's) and, in place of ``rmse``,
+the label metrics of :data:`CLASSIFICATION_LABEL_METRICS` (accuracy, higher is better; NLL,
+Brier score and ECE, lower is better). ρ(AU, AU*) and Δ_ent use every instance there: AU* =
+E_F H(π_F) varies in x under any temperature mode, a constant τ included. A table mixing
+regression and classification rows is refused (:func:`results_task_type`): their metrics
+do not rank together; filter one family (``--family gpc``) or use separate folders.
+
 Task versions: rows carry the content checksum of the task file they evaluated
 (``task_sha256``). When a results folder holds rows of two versions of one task id (the task
 was generated again and re-run into the same folder), only the newest version (the one whose
@@ -66,6 +74,8 @@ from udbench.evaluation.metrics import mean_ranks
 from udbench.evaluation.proxies import PROXY_DIRECTIONS, PROXY_LABELS
 
 __all__ = [
+    "CLASSIFICATION_LABEL_METRICS",
+    "CLASSIFICATION_LEADERBOARD_METRICS",
     "FILTER_COLUMNS",
     "HOMOSCEDASTIC",
     "LEADERBOARD_METRICS",
@@ -76,6 +86,7 @@ __all__ = [
     "filter_results",
     "leaderboard",
     "leaderboard_records",
+    "results_task_type",
     "select_task_versions",
 ]
 
@@ -88,6 +99,15 @@ LEADERBOARD_METRICS: tuple[str, ...] = (
     "delta_ent_risk",
     "rmse",
 )
+#: The label metrics of a classification leaderboard (in place of ``rmse``), in order.
+CLASSIFICATION_LABEL_METRICS: tuple[str, ...] = ("accuracy", "nll", "brier", "ece")
+#: Metrics shown on a classification leaderboard, in order.
+CLASSIFICATION_LEADERBOARD_METRICS: tuple[str, ...] = (
+    *LEADERBOARD_METRICS[:-1],
+    *CLASSIFICATION_LABEL_METRICS,
+)
+#: Classification metrics where lower is better (accuracy: higher).
+_LOWER_IS_BETTER = frozenset({"rmse", "nmse", "brier", "ece"})
 #: Short readable names of the metrics (terminal, report, notes).
 METRIC_LABELS: dict[str, str] = {
     "rho_eu_risk": "ρ(EU, EU*_risk)",
@@ -98,6 +118,9 @@ METRIC_LABELS: dict[str, str] = {
     "rmse": "RMSE vs f*",
     "nmse": "NMSE vs f*",
     **PROXY_LABELS,
+    "accuracy": "accuracy",
+    "brier": "Brier score",
+    "ece": "ECE",
 }
 #: How to read ``rank`` beside ``mean rank`` (one sentence, under the report's leaderboard).
 RANK_GUIDE = (
@@ -166,12 +189,42 @@ def select_task_versions(results: pd.DataFrame) -> tuple[pd.DataFrame, str | Non
     return results[keep.to_numpy()], note
 
 
+def results_task_type(results: pd.DataFrame) -> str:
+    """``"regression"`` or ``"classification"``: the task type of every row of ``results``.
+
+    A row's type is its ``task_type`` column (classification rows have one; a row without
+    it is a regression row), except that a failed row with no task coordinates (a worker
+    that died before reading the task) counts for neither.
+
+    Raises
+    ------
+    UdbenchError
+        The rows mix both types (the message says how many of each and how to split them).
+    """
+    if "task_type" not in results.columns:
+        return "regression"
+    kind = results["task_type"].astype(object).where(results["task_type"].notna(), "regression")
+    if "family" in results.columns:
+        kind = kind.where(results["family"].notna() | results["task_type"].notna(), None)
+    counts = kind.dropna().value_counts()
+    if len(counts) > 1:
+        shown = ", ".join(f"{int(n)} {k}" for k, n in counts.items())
+        raise UdbenchError(
+            f"leaderboard: the results mix regression and classification rows ({shown}); "
+            "their metrics do not rank together: select one type with --family (e.g. "
+            "--family gpc), or run them into separate --out folders"
+        )
+    return str(counts.index[0]) if len(counts) else "regression"
+
+
 def _label_column(df: pd.DataFrame) -> str:
     return "method_label" if "method_label" in df.columns else "method"
 
 
 def _au_mask(df: pd.DataFrame) -> pd.Series:
     hetero = df["noise"].astype(str) != HOMOSCEDASTIC if "noise" in df else True
+    if "task_type" in df:  # AU* of a classification task varies in x whatever τ(x) is
+        hetero = hetero | (df["task_type"].astype(str) == "classification")
     const = (
         df["constant_aleatoric"].fillna(False).astype(bool)
         if "constant_aleatoric" in df
@@ -271,7 +324,9 @@ def leaderboard(
     results : DataFrame
         Rows as stored by ``udbench run`` (:func:`udbench.evaluation.store.read_results`).
     metrics : sequence of str
-        Per-instance metric columns to average (default :data:`LEADERBOARD_METRICS`).
+        Per-instance metric columns to average (default :data:`LEADERBOARD_METRICS`). On
+        classification results, ``rmse`` and ``nmse`` are replaced by
+        :data:`CLASSIFICATION_LABEL_METRICS`.
     rank_by : str, default "rho_eu_risk"
         The metric methods are ranked by (higher is better, except ``rmse``/``nmse`` and the
         proxies' own directions; module docstring). Must be one of ``metrics``.
@@ -287,18 +342,26 @@ def leaderboard(
     DataFrame
         Sorted by rank; columns ``method, rank, rank_value, mean_rank, n_valid, n_failed``
         and, per metric ``m``, ``m`` (mean), ``m_low``, ``m_high`` (interval) and ``m_n``
-        (instances). ``attrs["ranking"]``, ``attrs["partial"]``: notes (module docstring).
+        (instances). ``attrs["ranking"]``, ``attrs["partial"]``: notes (module docstring);
+        ``attrs["task_type"]``: ``"regression"`` or ``"classification"``.
 
     Raises
     ------
     UdbenchError
-        Empty table, missing columns, unknown ``rank_by`` or ``rank_stat``.
+        Empty table, missing columns, unknown ``rank_by`` or ``rank_stat``, rows of both
+        task types (:func:`results_task_type`).
     """
     if results is None or len(results) == 0:
         raise UdbenchError("leaderboard: the results table is empty")
     for col in ("task_id", "status"):
         if col not in results.columns:
             raise param_error("leaderboard", "results", f"have a {col!r} column", list(results))
+    task_type = results_task_type(results)
+    if task_type == "classification":
+        swapped = [m for m in metrics if m not in ("rmse", "nmse")]
+        if len(swapped) < len(metrics):
+            swapped += [m for m in CLASSIFICATION_LABEL_METRICS if m not in swapped]
+        metrics = swapped
     check_choice("leaderboard", "rank_by", rank_by, list(metrics))
     check_choice("leaderboard", "rank_stat", rank_stat, list(RANK_STATS))
     results, note = select_task_versions(results)
@@ -387,12 +450,13 @@ def leaderboard(
     board = board[first + [c for c in board.columns if c not in first]]
     board.attrs["ranking"] = ranking
     board.attrs["partial"] = _partial_note(board, n_common)
+    board.attrs["task_type"] = task_type
     return board
 
 
 def _higher_is_better(metric: str) -> bool:
     """Whether a larger value of ``metric`` ranks first (coverages: after |PICP − q|)."""
-    if metric in ("rmse", "nmse"):
+    if metric in _LOWER_IS_BETTER:
         return False
     return PROXY_DIRECTIONS.get(metric, "higher") == "higher"
 

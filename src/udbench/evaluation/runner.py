@@ -61,6 +61,7 @@ from udbench.tasks.discovery import TASK_SUFFIXES, find_task_files, task_identit
 
 if TYPE_CHECKING:
     from udbench.execution.isolation import ChildResult
+    from udbench.methods.classification import BaseClassifier
 
 __all__ = [
     "METRIC_KEYS",
@@ -72,6 +73,7 @@ __all__ = [
     "CellOutcome",
     "MethodConfig",
     "RunSummary",
+    "classifiers_as_instances",
     "find_task_files",
     "method_seed",
     "plan_cells",
@@ -95,6 +97,34 @@ CellCallback = Callable[[int, int, "dict[str, Any] | None"], None]
 #: a paired design (``udbench study spectral-norm``) trains every arm of a method with the
 #: same seed on the same task.
 TaskConfigurer = Callable[["TaskSpec", MethodConfig], "tuple[MethodConfig, dict[str, Any]]"]
+
+
+def classifiers_as_instances(methods: Any) -> Any:
+    """Method specs with every classifier spec string replaced by ``(label, instance)``.
+
+    :func:`udbench.methods.configs.resolve_methods` takes a classifier as an unfitted
+    instance; a classifier's name with overrides (``"logreg-lap:n_samples=50"``) is built
+    here by :func:`udbench.methods.classifiers.resolve_classifier` and labelled as given.
+    Anything else (one string or instance, a sequence, bad input) passes through unchanged.
+    """
+    from udbench.methods.classifiers import classifier_spec_name, resolve_classifier
+
+    def one(spec: Any) -> Any:
+        label = None
+        if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str):
+            label, spec = spec
+        if isinstance(spec, str) and classifier_spec_name(spec.strip()) is not None:
+            mc = resolve_classifier(spec.strip(), label=label)
+            return (mc.label, mc.estimator)
+        return spec if label is None else (label, spec)
+
+    if isinstance(methods, str):
+        return [one(methods)] if classifier_spec_name(methods.strip()) is not None else methods
+    if isinstance(methods, list | tuple) and not (
+        isinstance(methods, tuple) and len(methods) == 2 and isinstance(methods[0], str)
+    ):
+        return [one(m) for m in methods]
+    return methods
 
 
 def method_seed(task_id: str, method: str, chash: str) -> int:
@@ -229,7 +259,9 @@ def _outcome(
 
 def run_benchmark(
     tasks: Sequence[str | os.PathLike[str]],
-    methods: Sequence[str | BaseMethod | tuple[str, str | BaseMethod]],
+    methods: Sequence[
+        str | BaseMethod | BaseClassifier | tuple[str, str | BaseMethod | BaseClassifier]
+    ],
     out: str | os.PathLike[str],
     *,
     workers: int | None = None,
@@ -255,7 +287,9 @@ def run_benchmark(
     methods : str, BaseMethod or sequence of str, BaseMethod or (label, spec)
         Method specs (``"gp"``, ``"nn-ens:n_members=5"``, an import path ``"pkg.mod:Cls"``),
         unfitted instances, or ``(label, spec)`` pairs to name them in the results
-        (:func:`udbench.methods.configs.resolve_methods`); one string is one method.
+        (:func:`udbench.methods.configs.resolve_methods`); one string is one method. A
+        classifier (``"logreg-lap"``, docs/classification.md) is scored on classification
+        tasks; a method of the other task type than its task's gives a failed row.
     out : str or Path
         Results directory (:class:`~udbench.evaluation.store.ResultsStore`).
     workers : int, optional
@@ -314,7 +348,7 @@ def run_benchmark(
         check_choice("udbench run", "loss", loss, loss_names("regression"))
         if LOSS_TABLE[loss].scored and loss not in extra_losses:
             extra_losses += (loss,)
-    mcs = resolve_methods(methods)
+    mcs = resolve_methods(classifiers_as_instances(methods))
     paths = find_task_files(tasks)
     store = ResultsStore(out)
     done = store.finished(include_failed=not retry_failed)

@@ -97,10 +97,47 @@ def get_classifier_class(name: str) -> type[BaseClassifier]:
     return cls
 
 
-def list_classifiers() -> list[ClassifierInfo]:
-    """Every registered classifier, read from its class (never raises for a bad row)."""
+def _static_info(name: str, target: str) -> ClassifierInfo | None:
+    """The row of :func:`list_classifiers` read from source, or None to import instead."""
+    from udbench.methods._static import read_class_statically
+
+    keys = ("name", "family", "constant_aleatoric", "epistemic_from", "description")
+    info = read_class_statically(target, keys)
+    if info is None or info.attributes.get("name") != name:
+        return None
+    if info.missing_packages:
+        why = f"classifiers: cannot import {target!r}: missing package(s) "
+        why += ", ".join(info.missing_packages)
+        return ClassifierInfo(name, target, None, None, None, None, None, False, why)
+    a = info.attributes
+    return ClassifierInfo(
+        name,
+        target,
+        a["family"],
+        bool(a["constant_aleatoric"]),
+        a["epistemic_from"],
+        a["description"],
+        "classification",
+    )
+
+
+def list_classifiers(*, static: bool = False) -> list[ClassifierInfo]:
+    """Every registered classifier, read from its class (never raises for a bad row).
+
+    Parameters
+    ----------
+    static : bool, default False
+        Read the capabilities from the source without importing the modules (as
+        :func:`udbench.methods.registry.list_methods` does; ``udbench methods`` uses it);
+        a class whose source does not answer statically is imported.
+    """
     out = []
     for name, target in CLASSIFIERS.items():
+        if static:
+            row = _static_info(name, target)
+            if row is not None:
+                out.append(row)
+                continue
         try:
             cls = get_classifier_class(name)
         except Exception as err:  # an unavailable row, with the reason

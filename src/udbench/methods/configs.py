@@ -3,10 +3,15 @@
 A *method spec* is what a user names on the command line or in Python: a registry name
 (``"gp"``), a name with hyperparameter overrides (``"nn-ens:n_members=5"``), an import path
 (``"pkg.mod:Cls"``), an unfitted :class:`~udbench.methods.base.BaseMethod` instance, or a
-``(label, spec)`` pair. :func:`resolve_method` turns it into a :class:`MethodConfig`: the
-estimator, all its hyperparameters (defaults included) and :func:`config_hash`, which keys
-results with the task id (``udbench.evaluation.store.cell_key``). Used by ``udbench run`` and,
-later, by tuning.
+``(label, spec)`` pair. An unfitted
+:class:`~udbench.methods.classification.BaseClassifier` resolves too (a classifier's name,
+``"logreg-lap"``, by :func:`udbench.methods.classifiers.resolve_classifier`): its
+:attr:`MethodConfig.task_type` is ``"classification"``, and a cell whose task is of the
+other type is a failed row (:mod:`udbench.evaluation.cell`).
+:func:`resolve_method` turns it into a :class:`MethodConfig`: the estimator, all its
+hyperparameters (defaults included) and :func:`config_hash`, which keys results with the
+task id (``udbench.evaluation.store.cell_key``). Used by ``udbench run`` and, later, by
+tuning.
 """
 
 from __future__ import annotations
@@ -15,13 +20,16 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from udbench._validation import as_list, param_error
 from udbench.methods.base import BaseMethod
 from udbench.methods.registry import make_method
+
+if TYPE_CHECKING:
+    from udbench.methods.classification import BaseClassifier
 
 __all__ = ["MethodConfig", "canonical_config", "config_hash", "resolve_method", "resolve_methods"]
 
@@ -79,7 +87,7 @@ class MethodConfig:
         e.g. ``"nn-ens:n_members=5"``).
     name : str
         Registry name (or import path) of the method.
-    estimator : BaseMethod
+    estimator : BaseMethod or BaseClassifier
         The unfitted estimator; each cell gets a clone with its own ``random_state``.
     params : dict
         All hyperparameters (``get_params(deep=False)``), defaults included.
@@ -89,7 +97,7 @@ class MethodConfig:
 
     label: str
     name: str
-    estimator: BaseMethod
+    estimator: BaseMethod | BaseClassifier
     params: dict[str, Any]
     config_hash: str
 
@@ -108,8 +116,13 @@ class MethodConfig:
         """The method's family (``linear``, ``gp``, ``trees``, ``nn``, …; its class attribute)."""
         return str(type(self.estimator).family)
 
+    @property
+    def task_type(self) -> str:
+        """``"regression"`` (a :class:`BaseMethod`) or ``"classification"`` (a classifier)."""
+        return str(getattr(type(self.estimator), "task_type", "regression"))
 
-def _override_text(est: BaseMethod) -> str:
+
+def _override_text(est: BaseMethod | BaseClassifier) -> str:
     """``"k=v,..."`` for the hyperparameters that differ from the class defaults."""
     try:
         defaults = type(est)().get_params(deep=False)
@@ -124,14 +137,19 @@ def _override_text(est: BaseMethod) -> str:
     return ",".join(items)
 
 
-def resolve_method(spec: str | BaseMethod, label: str | None = None) -> MethodConfig:
+def resolve_method(
+    spec: str | BaseMethod | BaseClassifier, label: str | None = None
+) -> MethodConfig:
     """Resolve a method spec (``"name"``, ``"name:k=v,k2=v2"``, an import path, or an instance).
 
     Parameters
     ----------
-    spec : str or BaseMethod
+    spec : str, BaseMethod or BaseClassifier
         A registry name or import path with optional hyperparameter overrides (parsed by
-        :func:`udbench.methods.make_method`), or an unfitted estimator instance.
+        :func:`udbench.methods.make_method`), or an unfitted estimator instance (a
+        classifier too; a classifier's *name* is resolved by
+        :func:`udbench.methods.classifiers.resolve_classifier`, which
+        :func:`udbench.evaluation.runner.run_benchmark` calls first).
     label : str, optional
         How to show it in results; default the spec as given (for an instance: its name
         plus the hyperparameters that differ from the class defaults).
@@ -144,9 +162,13 @@ def resolve_method(spec: str | BaseMethod, label: str | None = None) -> MethodCo
     ------
     UdbenchError
         Unknown method, override of a hyperparameter the method does not have, a value of
-        the wrong type, or an object that is not a :class:`BaseMethod`.
+        the wrong type, or an object that is neither a :class:`BaseMethod` nor a
+        classifier.
     """
-    if isinstance(spec, BaseMethod):
+    from udbench.methods.classification import BaseClassifier
+
+    est: BaseMethod | BaseClassifier
+    if isinstance(spec, BaseMethod | BaseClassifier):
         est = spec
         extra = _override_text(est)
     elif isinstance(spec, str):
@@ -156,7 +178,9 @@ def resolve_method(spec: str | BaseMethod, label: str | None = None) -> MethodCo
         est = make_method(text, random_state=0)
         extra = None
     else:
-        raise param_error("udbench run", "methods", "be a method spec string or a BaseMethod", spec)
+        raise param_error(
+            "udbench run", "methods", "be a method spec string, a BaseMethod or a classifier", spec
+        )
     cls_name = str(type(est).name or "")
     if cls_name and cls_name != "base":
         name = cls_name
@@ -173,7 +197,9 @@ def resolve_method(spec: str | BaseMethod, label: str | None = None) -> MethodCo
 
 
 def resolve_methods(
-    specs: Iterable[str | BaseMethod | tuple[str, str | BaseMethod]],
+    specs: Iterable[
+        str | BaseMethod | BaseClassifier | tuple[str, str | BaseMethod | BaseClassifier]
+    ],
 ) -> list[MethodConfig]:
     """Resolve several method specs; identical configurations are kept once.
 
@@ -194,11 +220,13 @@ def resolve_methods(
         If no method is given, ``specs`` is neither a method nor a sequence of them, or one
         cannot be resolved (see :func:`resolve_method`).
     """
+    from udbench.methods.classification import BaseClassifier
+
     specs = as_list(
         "udbench run",
         "methods",
         specs,
-        (str, BaseMethod, tuple),
+        (str, BaseMethod, BaseClassifier, tuple),
         what="method specs (str), BaseMethod instances or (label, spec) pairs",
     )
     out: dict[tuple[str, str], MethodConfig] = {}

@@ -10,6 +10,13 @@ on a local Dask cluster, prints the leaderboard and writes the HTML report:
 
 Everything is written under one folder: ``tasks/``, ``results/`` and ``report/``. Re-running
 reuses finished tasks and cells (tasks: :func:`udbench.tasks.grid.generate_grid`).
+
+``udbench quickstart --task classification`` (:func:`quickstart_classification`) does the
+same for classification (docs/classification.md): family ``gpc`` (K = 3, difficulty
+``medium``) × temperature ``homoscedastic`` and ``u-shaped`` × both coverages × seed 0 at
+``smoke``, the classifiers of :data:`QUICKSTART_CLASSIFIERS` with their smoke
+configurations, and the leaderboard (no HTML report yet), under ``tasks/`` and
+``results/``.
 """
 
 from __future__ import annotations
@@ -27,11 +34,14 @@ if TYPE_CHECKING:
     from udbench.evaluation.runner import CellCallback
 
 __all__ = [
+    "QUICKSTART_CLASSIFIERS",
     "QUICKSTART_DATASET",
     "QUICKSTART_DRAWS",
     "QUICKSTART_METHODS",
     "QUICKSTART_NOISE",
     "quickstart",
+    "quickstart_classification",
+    "quickstart_classification_specs",
     "quickstart_specs",
 ]
 
@@ -44,6 +54,16 @@ QUICKSTART_DRAWS = 200
 #: Methods run by the quickstart, with their smoke configurations: every method udbench
 #: registers (:data:`udbench.methods.registry.REGISTRY`, in its order; not the user's).
 QUICKSTART_METHODS: tuple[str, ...] = tuple(REGISTRY)
+#: Classifiers run by ``udbench quickstart --task classification`` (fast ones, smoke
+#: configurations; :data:`udbench.methods.classifiers.CLASSIFIERS` has them all).
+QUICKSTART_CLASSIFIERS: tuple[str, ...] = (
+    "logreg-lap",
+    "gpc-lap",
+    "catboost-ve",
+    "nn-drop-softmax",
+)
+#: Temperature modes of the classification quickstart grid.
+QUICKSTART_TEMPERATURES: tuple[str, ...] = ("homoscedastic", "u-shaped")
 
 
 def quickstart_specs() -> list[Any]:
@@ -152,3 +172,78 @@ def quickstart(
         results_dir=root / "results",
     )
     return board, report
+
+
+def quickstart_classification_specs() -> list[Any]:
+    """The classification quickstart's task specs (``gpc``, K = 3, both coverages, seed 0)."""
+    from udbench.design import COVERAGES
+    from udbench.priors import Fidelity
+    from udbench.tasks import TaskSpec
+
+    return [
+        TaskSpec(
+            QUICKSTART_DATASET,
+            "gpc",
+            mode,
+            coverage,
+            0,
+            fidelity=Fidelity.SMOKE,
+            n_draws=QUICKSTART_DRAWS,
+            n_classes=3,
+        )
+        for mode in QUICKSTART_TEMPERATURES
+        for coverage in COVERAGES
+    ]
+
+
+def quickstart_classification(
+    out: str | os.PathLike[str] = "quickstart-out",
+    *,
+    workers: int | None = None,
+    methods: tuple[str, ...] = QUICKSTART_CLASSIFIERS,
+    console: Any = None,
+    on_cell: CellCallback | None = None,
+) -> pd.DataFrame:
+    """Generate the classification quickstart tasks, run the classifiers, rank them.
+
+    Parameters
+    ----------
+    out : str or Path, default "quickstart-out"
+        Output folder (``tasks/``, ``results/`` inside).
+    workers : int, optional
+        Local Dask workers (default: number of usable cores; 0 runs in this process).
+    methods : tuple of str, default QUICKSTART_CLASSIFIERS
+        Classifier names (:data:`udbench.methods.classifiers.CLASSIFIERS`); each runs with
+        its class's ``smoke_params``.
+    console, on_cell
+        As for :func:`quickstart`.
+
+    Returns
+    -------
+    DataFrame
+        :func:`udbench.evaluation.leaderboard.leaderboard` of the results (classification
+        metrics).
+
+    Raises
+    ------
+    UdbenchError
+        ``methods`` is empty or names something that is not a classifier (before any task
+        is generated).
+    """
+    from udbench.evaluation.leaderboard import leaderboard
+    from udbench.evaluation.runner import run_benchmark
+    from udbench.evaluation.store import read_results
+    from udbench.methods.classifiers import make_classifier
+    from udbench.tasks.grid import generate_grid
+
+    if not methods:
+        raise param_error("quickstart", "methods", "name at least one classifier", methods)
+    estimators = [(name, make_classifier(name, smoke=True)) for name in methods]
+    root = Path(out)
+    say = console.print if console is not None else (lambda *a, **k: None)
+    specs = quickstart_classification_specs()
+    say(f"generating {len(specs)} classification tasks (or reusing them)", highlight=False)
+    generate_grid(specs, root / "tasks", workers=0, overwrite=True).raise_failures("quickstart")
+    say(f"running {len(estimators)} classifiers on {len(specs)} tasks", highlight=False)
+    run_benchmark([root / "tasks"], estimators, root / "results", workers=workers, on_cell=on_cell)
+    return leaderboard(read_results(root / "results"))

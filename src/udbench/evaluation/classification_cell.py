@@ -1,0 +1,264 @@
+"""One cell of a classification task: fit a classifier, predict, validate, score; one row.
+
+:func:`udbench.evaluation.cell.evaluate_cell` hands a loaded classification task (family
+``gpc``, docs/classification.md) to :func:`evaluate_classification`: the classifier is fitted
+on ``(X_train, y_train)`` with the task's K (``fit(X, y, n_classes=K)``), predicts at
+``X_eval`` under the multiclass log loss (AU and EU in nats), the prediction is validated
+(π̂ of shape (n_eval, K), finite, ≥ 0, rows summing to 1 within
+:data:`udbench.methods.classification.PROB_ATOL`; AU and EU finite and ≥ 0), the oracle
+targets are computed from the task's reference draws ``draws_prob`` and ``pi_star_eval``
+(:func:`udbench.risk.classification_oracle_targets`) and the row gets
+:func:`udbench.evaluation.classification.classification_instance_metrics` against the
+evaluation labels ``y_eval``.
+
+A classification row has the regression row's id, timing and provenance columns
+(:func:`udbench.evaluation.cell._base_row`), ``task_type = "classification"``,
+``n_classes``, ``difficulty`` and ``loss``, and the metrics of
+:data:`CLASSIFICATION_METRIC_KEYS` in place of the regression-only ones (RMSE, the proxies,
+the per-shell ρ). Only the log loss is scored for now (the Brier decomposition is available
+to Python users: ``predict(X, loss="brier")`` and ``classification_oracle_targets(...,
+loss="brier")``).
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from udbench._validation import UdbenchError, param_error
+from udbench.data import N_SHELLS
+from udbench.evaluation._cell_parts import _now, _one_line, _Stage
+from udbench.evaluation.proxies import PROXY_KEYS
+from udbench.evaluation.scoring import METRIC_KEYS
+from udbench.execution.executor import call_with_timeout
+from udbench.methods.base import MethodOutputError
+
+if TYPE_CHECKING:
+    from udbench.methods.classification import BaseClassifier, ClassPrediction
+    from udbench.tasks import Task
+
+__all__ = [
+    "CLASSIFICATION_LOSS",
+    "CLASSIFICATION_METRIC_KEYS",
+    "classification_row",
+    "evaluate_classification",
+    "task_type_mismatch",
+]
+
+#: The loss a classification cell is scored under (AU, EU in nats; paper A.5).
+CLASSIFICATION_LOSS = "multiclass_log"
+#: The metric columns of a classification row (those of
+#: :func:`~udbench.evaluation.classification.classification_instance_metrics`, and the
+#: ground-truth part of Δ_ent, ρ(EU*_t, AU*), as regression rows store it), in order.
+CLASSIFICATION_METRIC_KEYS: tuple[str, ...] = (
+    "rho_eu_risk",
+    "rho_eu_var",
+    "rho_eu_point",
+    "rho_au",
+    "delta_ent_risk",
+    "delta_ent_var",
+    "delta_ent_point",
+    "rho_eu_au",
+    "rho_eu_au_star_risk",
+    "rho_eu_au_star_var",
+    "rho_eu_au_star_point",
+    "accuracy",
+    "nll",
+    "brier",
+    "ece",
+    "accuracy_bayes",
+)
+
+
+# ``cell`` below is a :class:`udbench.evaluation.cell.Cell` and ``outcome`` its
+# :class:`~udbench.evaluation.cell.CellOutcome` (typed Any: that module calls this one, and
+# the import layers allow no cycle).
+def task_type_mismatch(cell: Any, task: Task) -> str | None:
+    """One line when the cell's method and task are of different types, else None."""
+    method_type, task_type = str(cell.method.task_type), str(task.spec.task_type)
+    if method_type == task_type:
+        return None
+    return (
+        f"method {cell.method.name!r} is a {method_type} method and task "
+        f"{task.spec.task_id!r} is a {task_type} task: a cell needs a method of the task's "
+        "type (udbench methods lists both, by task type)"
+    )
+
+
+def classification_row(row: dict[str, Any], task: Task, losses: tuple[str, ...] = ()) -> None:
+    """Turn a base row (regression layout) into a classification row, in place.
+
+    ``losses`` are the regression losses of ``udbench run --loss``: their columns are
+    dropped too (a classification cell is scored under the log loss only).
+    """
+    from udbench.evaluation.losses import loss_columns
+
+    drop = {k for k in (*METRIC_KEYS, *PROXY_KEYS) if k not in CLASSIFICATION_METRIC_KEYS}
+    drop |= {f"rho_eu_{t}_shell{s}" for t in ("risk", "var") for s in range(N_SHELLS)}
+    drop |= {k for loss in losses for k in loss_columns(loss)}
+    notes = row.pop("metric_notes", None)
+    for key in drop:
+        row.pop(key, None)
+    row["task_type"] = "classification"
+    row["n_classes"] = int(task.spec.n_classes or 0)
+    row["difficulty"] = task.spec.difficulty
+    row["loss"] = CLASSIFICATION_LOSS
+    for key in CLASSIFICATION_METRIC_KEYS:
+        row.setdefault(key, float("nan"))
+    row["metric_notes"] = notes
+
+
+def _fit_predict(est: BaseClassifier, task: Task) -> tuple[Any, float, float]:
+    t0 = time.perf_counter()
+    try:
+        est.fit(
+            np.asarray(task.X_train),
+            np.asarray(task.y_train),
+            n_classes=int(task.spec.n_classes or 2),
+        )
+    except Exception as err:
+        raise _Stage("fit", err) from err
+    t1 = time.perf_counter()
+    try:
+        pred = est.predict(np.asarray(task.X_eval), loss=CLASSIFICATION_LOSS)
+    except Exception as err:
+        raise _Stage("predict", err) from err
+    return pred, t1 - t0, time.perf_counter() - t1
+
+
+def _check_prediction(cell: Any, pred: Any, n_eval: int, n_classes: int) -> ClassPrediction:
+    """The classifier's output checked (a ClassPrediction on the simplex, AU/EU ≥ 0)."""
+    from udbench.methods.classification import ClassPrediction
+
+    comp = f"{cell.method.name}.predict"
+    if not isinstance(pred, ClassPrediction):
+        raise param_error(comp, "return value", "be a ClassPrediction", type(pred))
+    if pred.loss != CLASSIFICATION_LOSS:
+        raise param_error(comp, "loss", f"be {CLASSIFICATION_LOSS!r} (as asked)", pred.loss)
+    return pred.validate(n_eval, n_classes, component=comp)
+
+
+def _failed(row: dict[str, Any], error: str, tb: str | None = None) -> None:
+    row["error"], row["finished_at"] = error, _now()
+    if tb is not None:
+        row["traceback"] = tb
+
+
+def _run_error(result: BaseException) -> tuple[str, str]:
+    """The row's one-line error and traceback of a fit/predict that raised."""
+    if isinstance(result, _Stage) and isinstance(result.err, MethodOutputError):
+        text = f"invalid prediction: {_one_line(result.err, with_type=False)}"
+        return text, "".join(traceback.format_exception(result.err)[-12:])
+    if isinstance(result, _Stage):
+        text = f"{result.stage} raised {_one_line(result.err)}"
+        return text, "".join(traceback.format_exception(result.err)[-12:])
+    return f"raised {_one_line(result)}", "".join(traceback.format_exception(result)[-12:])
+
+
+def evaluate_classification(
+    cell: Any,
+    task: Task,
+    outcome: Any,
+    *,
+    keep_predictions: bool = False,
+    timeout: float | None = None,
+) -> Any:
+    """Fit, predict, validate and score a classifier on a loaded classification task.
+
+    Parameters
+    ----------
+    cell : Cell
+        Its method is a classifier (``cell.method.task_type == "classification"``).
+    task : Task
+        A loaded classification task (``draws_prob``, ``pi_star_eval``, ``y_train``,
+        ``y_eval``).
+    outcome : CellOutcome
+        Its ``row`` already holds the task coordinates (:func:`classification_row` layout);
+        it is filled in place.
+    keep_predictions : bool, default False
+        Also return the per-point predictions: ``eval_idx, shell, aleatoric, epistemic``
+        (nats) and ``prob_0 … prob_{K−1}``.
+    timeout : float, optional
+        Wall-clock limit in seconds for fit + predict.
+
+    Returns
+    -------
+    CellOutcome
+        ``outcome``; its row's ``status`` is ``"ok"`` or ``"failed"`` with a one-line
+        ``error`` (never raises for the cell's own errors).
+    """
+    from sklearn.base import clone
+
+    from udbench.evaluation.classification import classification_instance_metrics
+    from udbench.risk import classification_oracle_targets
+
+    row = outcome.row
+    est = clone(cell.method.estimator)
+    if "random_state" in est.get_params(deep=False):
+        est.set_params(random_state=cell.seed)
+    finished, result = call_with_timeout(lambda: _fit_predict(est, task), timeout, dict(row))
+    if not finished:
+        _failed(row, f"timeout: fit + predict exceeded {timeout:g} s")
+        outcome.timed_out = True
+        return outcome
+    if isinstance(result, BaseException):
+        _failed(row, *_run_error(result))
+        return outcome
+    pred, fit_s, pred_s = result
+    row["fit_time_s"], row["predict_time_s"] = float(fit_s), float(pred_s)
+    n_eval, n_classes = int(np.shape(task.X_eval)[0]), int(task.spec.n_classes or 2)
+    try:
+        pred = _check_prediction(cell, pred, n_eval, n_classes)
+    except (UdbenchError, MethodOutputError) as err:
+        _failed(row, f"invalid prediction: {_one_line(err, with_type=False)}")
+        return outcome
+    try:
+        targets = classification_oracle_targets(
+            np.asarray(task.draws_prob, dtype=np.float64),
+            pred.probs,
+            np.asarray(task.pi_star_eval),
+            loss=CLASSIFICATION_LOSS,
+        )
+        metrics = classification_instance_metrics(
+            pred.probs,
+            pred.aleatoric,
+            pred.epistemic,
+            targets,
+            np.asarray(task.y_eval),
+            constant_aleatoric=cell.method.constant_aleatoric,
+        )
+    except Exception as err:
+        _failed(row, f"scoring raised {_one_line(err)}", traceback.format_exc(limit=8))
+        return outcome
+    from udbench.evaluation.metrics import spearman
+
+    reasons = [str(metrics.pop("nan_reasons") or "")]
+    metrics.pop("loss", None)
+    stars = {"risk": targets.eu_risk, "var": targets.eu_var, "point": targets.eu_point}
+    for key, star in stars.items():  # the oracle's own entanglement (udbench.analyses)
+        res = spearman(star, targets.au, names=(f"EU*_{key}", "AU*"))
+        metrics[f"rho_eu_au_star_{key}"] = res.value
+        if res.reason is not None:
+            reasons.append(f"rho_eu_au_star_{key}: {res.reason}")
+    notes = "; ".join(r for r in reasons if r) or None
+    row.update(metrics)
+    row["metric_notes"] = notes
+    row["status"], row["finished_at"] = "ok", _now()
+    if keep_predictions:
+        frame = pd.DataFrame(
+            {
+                "eval_idx": np.asarray(task.eval_idx),
+                "shell": np.asarray(task.shell_eval),
+                "aleatoric": np.asarray(pred.aleatoric, dtype=np.float64),
+                "epistemic": np.asarray(pred.epistemic, dtype=np.float64),
+            }
+        )
+        probs = np.asarray(pred.probs, dtype=np.float64)
+        for k in range(probs.shape[1]):
+            frame[f"prob_{k}"] = probs[:, k]
+        outcome.predictions = frame
+    return outcome

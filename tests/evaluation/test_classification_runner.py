@@ -1,0 +1,212 @@
+"""``udbench run`` on classification task files (issue 37, items 3–5).
+
+One tiny ``gpc`` task (a synthetic problem: 30 evaluation and 40 training inputs, 2 features,
+K = 3, short chains) is made once per module with
+:func:`udbench.tasks.generate.make_classification_task`; the cells run in this process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from udbench._validation import UdbenchError
+from udbench.cli import main
+from udbench.evaluation.classification import classification_instance_metrics
+from udbench.evaluation.classification_cell import CLASSIFICATION_METRIC_KEYS
+from udbench.evaluation.leaderboard import leaderboard
+from udbench.evaluation.metrics import spearman
+from udbench.evaluation.runner import run_benchmark
+from udbench.evaluation.store import ResultsStore, read_results
+from udbench.methods.classification import BaseClassifier, ClassPrediction
+from udbench.methods.classifiers import make_classifier
+from udbench.priors.gp import GPPrior
+from udbench.priors.gp.fit import default_kernel_hyper
+from udbench.priors.gp_classification import GPClassificationPrior
+from udbench.risk import classification_oracle_targets
+from udbench.tasks import Task, TaskSpec
+from udbench.tasks.generate import get_prior, make_classification_task
+
+N_EVAL, N_TRAIN, K = 30, 40, 3
+FAST = "logreg-lap:n_samples=50"
+
+
+@pytest.fixture(scope="module")
+def task_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("UDBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        get_prior.cache_clear()
+        X = np.random.default_rng(5).uniform(size=(N_EVAL + N_TRAIN, 2))
+        gp = GPPrior(default_kernel_hyper("rbf", 2), 1.0)
+        sampler = {"n_chains": 2, "n_warmup": 20, "thin": 1}
+        prior = GPClassificationPrior(gp, K, "smoke", sampler_kwargs=sampler)
+        tau = 0.3 + 0.4 * X[:, 0]
+        ev, tr = np.arange(N_EVAL), np.arange(N_EVAL, N_EVAL + N_TRAIN)
+        spec = TaskSpec(
+            "toy", "gpc", "u-shaped", "balanced", 0, fidelity="smoke", n_draws=40, n_classes=K
+        )
+        task = make_classification_task(
+            spec, prior, X, ev, tr, tau[ev], tau[tr], temperature={"mode": "u-shaped"}
+        )
+        folder = tmp_path_factory.mktemp("gpc-tasks")
+        yield task.save(folder / f"{spec.task_id}.npz")
+        get_prior.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def results(task_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("results")
+    summary = run_benchmark([task_path], [FAST], out, workers=0, keep_predictions=True)
+    assert (summary.n_ok, summary.n_failed) == (1, 0), summary.failures
+    return out
+
+
+def test_a_classifier_row_equals_the_metrics_computed_by_hand(task_path, results) -> None:
+    (row,) = read_results(results).to_dict(orient="records")
+    task = Task.load(task_path)
+    clf = make_classifier("logreg-lap", n_samples=50, random_state=int(row["method_seed"]))
+    pred = clf.fit(task.X_train, task.y_train, n_classes=K).predict(task.X_eval)
+    targets = classification_oracle_targets(
+        np.asarray(task.draws_prob, dtype=np.float64), pred.probs, task.pi_star_eval
+    )
+    want = classification_instance_metrics(
+        pred.probs, pred.aleatoric, pred.epistemic, targets, task.y_eval
+    )
+    for key in ("risk", "var", "point"):  # the ground-truth part of Δ_ent
+        star = getattr(targets, f"eu_{key}")
+        want[f"rho_eu_au_star_{key}"] = spearman(star, targets.au).value
+    for key in CLASSIFICATION_METRIC_KEYS:
+        assert row[key] == pytest.approx(want[key], rel=1e-12, abs=1e-12), key
+    assert np.isfinite(row["rho_eu_risk"]) and 0.0 <= row["accuracy"] <= 1.0
+    assert row["status"] == "ok" and row["task_type"] == "classification"
+    assert (row["n_classes"], row["difficulty"], row["loss"]) == (K, "medium", "multiclass_log")
+    assert (row["dataset"], row["family"], row["noise"], row["coverage"], row["seed"]) == (
+        "toy",
+        "gpc",
+        "u-shaped",
+        "balanced",
+        0,
+    )
+    assert row["task_id"] == task.spec.task_id and row["method"] == "logreg-lap"
+    assert row["fit_time_s"] > 0 and row["predict_time_s"] > 0
+    assert "rmse" not in row and "rho_eu_risk_shell0" not in row  # regression-only columns
+    kept = ResultsStore(results).read_predictions(row["cell_key"])
+    probs = kept[[f"prob_{k}" for k in range(K)]].to_numpy()
+    np.testing.assert_allclose(probs, pred.probs, rtol=1e-12)
+    np.testing.assert_allclose(kept["epistemic"], pred.epistemic, rtol=1e-12)
+
+
+class _OffSimplex(BaseClassifier):
+    """Rows summing to 0.9, through the validated ``predict`` or around it."""
+
+    name: ClassVar[str] = "off-simplex"
+    family: ClassVar[str] = "linear"
+
+    def __init__(self, skip_checks: bool = False, random_state: int | None = 0) -> None:
+        self.skip_checks = skip_checks
+        self.random_state = random_state
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        self.fitted_ = True
+
+    def _predict(self, X: np.ndarray, loss: str) -> ClassPrediction:
+        n, k = X.shape[0], self.n_classes_
+        zeros = np.zeros(n)
+        return ClassPrediction(np.full((n, k), 0.9 / k), zeros, zeros, loss)
+
+    def predict(self, X: Any, loss: str = "multiclass_log") -> ClassPrediction:
+        if self.skip_checks:  # a user's classifier that does not check its own output
+            return self._predict_unchecked(X, loss)
+        return super().predict(X, loss)
+
+
+@pytest.mark.parametrize("skip_checks", [False, True])
+def test_probabilities_off_the_simplex_are_a_recorded_failure(
+    task_path, tmp_path, skip_checks
+) -> None:
+    summary = run_benchmark(
+        [task_path], [_OffSimplex(skip_checks=skip_checks)], tmp_path, workers=0
+    )
+    assert (summary.n_ok, summary.n_failed) == (0, 1)
+    (row,) = read_results(tmp_path).to_dict(orient="records")
+    assert row["status"] == "failed" and "\n" not in row["error"]
+    assert row["error"].startswith("invalid prediction:")
+    assert "rows summing to 1" in row["error"]
+    assert np.isnan(row["rho_eu_risk"]) and row["task_type"] == "classification"
+
+
+def test_a_classifier_on_a_regression_task_is_a_recorded_failure(tmp_path) -> None:
+    from _fakes import make_fake_task
+
+    path = make_fake_task().save(tmp_path / "toy.npz")
+    summary = run_benchmark([path], [FAST], tmp_path / "out", workers=0)
+    assert summary.n_failed == 1
+    (row,) = read_results(tmp_path / "out").to_dict(orient="records")
+    assert "method 'logreg-lap' is a classification method and task" in row["error"]
+    assert "is a regression task" in row["error"] and "\n" not in row["error"]
+
+
+def test_the_leaderboard_ranks_classification_results(results, capsys) -> None:
+    board = leaderboard(read_results(results), n_resamples=50)
+    assert board.attrs["task_type"] == "classification"
+    assert list(board["method"]) == [FAST] and int(board["rank"][0]) == 1
+    assert {"accuracy", "nll", "brier", "ece"} <= set(board.columns)
+    assert "rmse" not in board.columns
+    assert board["rho_au_n"][0] == 1  # AU* varies in x: no homoscedastic restriction
+    capsys.readouterr()
+    assert main(["leaderboard", str(results), "--n-resamples", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "acc." in out and "NLL" in out and "logreg-lap" in out
+    assert main(["leaderboard", str(results), "--by", "ece", "--n-resamples", "50"]) == 0
+
+
+def test_a_folder_mixing_task_types_is_refused_by_the_leaderboard(
+    task_path, results, tmp_path
+) -> None:
+    import shutil
+
+    from _fakes import MeanMethod, make_fake_task
+
+    mixed = tmp_path / "mixed"
+    shutil.copytree(results, mixed)
+    path = make_fake_task().save(tmp_path / "toy.npz")
+    run_benchmark([path], [MeanMethod()], mixed, workers=0)
+    with pytest.raises(UdbenchError, match="mix regression and classification rows") as info:
+        leaderboard(read_results(mixed), n_resamples=50)
+    assert "--family" in str(info.value)
+    gpc = read_results(mixed)
+    assert len(leaderboard(gpc[gpc["family"] == "gpc"], n_resamples=50)) == 1
+
+
+def test_udbench_run_takes_a_classifier_name(task_path, tmp_path, capsys) -> None:
+    args = ["run", str(task_path), "-m", FAST, "--out", str(tmp_path), "--workers", "0"]
+    assert main([*args, "--no-progress", "--loss", "crps"]) == 0
+    assert "1 ok, 0 failed" in capsys.readouterr().out
+    (row,) = read_results(tmp_path).to_dict(orient="records")
+    assert "rho_eu_risk_crps" not in row  # regression losses: no columns in a classification row
+
+
+def test_udbench_methods_lists_the_classifiers(capsys) -> None:
+    import json
+
+    assert main(["methods"]) == 0
+    out = capsys.readouterr().out
+    assert "classification tasks" in out and "logreg-lap" in out and "nn-ens" in out
+    assert main(["methods", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["logreg-lap"]["task_type"] == "classification"
+    assert rows["gp"]["task_type"] == "regression"
+    assert main(["methods", "logreg-lap"]) == 0
+    assert "prior_precision" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_the_classification_quickstart_ranks_its_classifiers(tmp_path) -> None:
+    from udbench.recipes.quickstart import quickstart_classification
+
+    board = quickstart_classification(tmp_path, workers=0, methods=("logreg-lap",))
+    assert list(board["method"]) == ["logreg-lap"] and int(board["n_valid"][0]) == 4
