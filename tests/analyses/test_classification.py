@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from _classification_results import DELTA, METHODS, classification_rows
 from _results import fabricate_results
 from udbench._validation import UdbenchError
 from udbench.analyses import analyze, headline_table
@@ -22,59 +23,6 @@ from udbench.analyses.classification import (
 from udbench.evaluation.selective import selective_auc, selective_columns
 from udbench.report.html import write_report
 
-_METHODS = ("A", "B", "C")
-#: Four tasks (K = 2 on t0, t1; K = 3 on t2, t3) × three methods: ρ(EU, EU*_risk).
-_RHO = {
-    "t0": (0.9, 0.5, 0.1),
-    "t1": (0.7, 0.3, 0.1),
-    "t2": (0.2, 0.6, 0.4),
-    "t3": (0.2, 0.8, 0.4),
-}
-#: Δ_ent (risk) per task and method.
-_DELTA = {
-    "t0": (0.1, -0.2, 0.3),
-    "t1": (0.3, 0.0, 0.1),
-    "t2": (-0.1, 0.2, 0.2),
-    "t3": (0.1, 0.5, 0.0),
-}
-
-
-def _clf_rows(datasets=("ds0", "ds1", "ds0", "ds1"), constant=()) -> pd.DataFrame:
-    rows = []
-    for j, task in enumerate(_RHO):
-        k = 2 if j < 2 else 3
-        for i, m in enumerate(_METHODS):
-            rows.append(
-                {
-                    "task_id": task,
-                    "method": m,
-                    "method_label": m,
-                    "method_family": ("gp", "trees", "nn")[i],
-                    "constant_aleatoric": m in constant,
-                    "status": "ok",
-                    "dataset": datasets[j],
-                    "family": "gpc",
-                    "noise": "homoscedastic" if j % 2 == 0 else "step",
-                    "coverage": "balanced",
-                    "seed": 0,
-                    "n_classes": k,
-                    "difficulty": "medium" if j % 2 == 0 else "hard",
-                    "rho_eu_risk": _RHO[task][i],
-                    "rho_eu_var": _RHO[task][i],
-                    "rho_eu_point": _RHO[task][i],
-                    "rho_au": 0.5 + 0.1 * i,
-                    "delta_ent_risk": _DELTA[task][i],
-                    "delta_ent_var": _DELTA[task][i],
-                    "delta_ent_point": _DELTA[task][i],
-                    "rho_eu_au": 0.2,
-                    "nll": (1.0, 2.0, 3.0)[i],
-                    "accuracy": (0.6, 0.8, 0.5)[i],
-                    "ece": (0.1, 0.05, 0.3)[i],
-                    "brier": (0.3, 0.2, 0.1)[i],
-                }
-            )
-    return pd.DataFrame(rows)
-
 
 def test_task_types_come_from_the_column_else_the_prior_family():
     df = pd.DataFrame({"family": ["gp", "gpc", "gp"], "task_type": [None, None, "classification"]})
@@ -85,7 +33,7 @@ def test_task_types_come_from_the_column_else_the_prior_family():
 
 
 def test_instances_carry_k_and_difficulty():
-    frame = prepare_classification(_clf_rows())
+    frame = prepare_classification(classification_rows())
     assert frame.instances["n_classes"].tolist() == ["2", "2", "3", "3"]
     assert frame.instances["difficulty"].tolist() == ["medium", "hard", "medium", "hard"]
     with pytest.raises(UdbenchError, match="no classification row"):
@@ -95,7 +43,9 @@ def test_instances_carry_k_and_difficulty():
 def test_kendall_w_across_k_by_hand():
     # K = 2 means: A .8, B .4, C .1; K = 3: A .2, B .7, C .4. Ranks (ascending) 3,2,1 and
     # 1,3,2: rank sums 4, 5, 3 around m(k+1)/2 = 4, S = 2, W = 12 S / (m² (k³ − k)) = 1/4.
-    table = classification_stability_table(_clf_rows(), factors=("n_classes",), n_resamples=50)
+    table = classification_stability_table(
+        classification_rows(), factors=("n_classes",), n_resamples=50
+    )
     eu = table[table["criterion"] == "eu"].iloc[0]
     assert eu["W"] == pytest.approx(0.25)
     assert (eu["n_levels"], eu["n_methods"], eu["levels"]) == (2, 3, "2, 3")
@@ -105,15 +55,15 @@ def test_kendall_w_across_k_by_hand():
     au = table[table["criterion"] == "au"].iloc[0]
     assert au["W"] == pytest.approx(1.0)
     with pytest.raises(UdbenchError, match="factors"):
-        classification_stability_table(_clf_rows(), factors=("family",))
+        classification_stability_table(classification_rows(), factors=("family",))
 
 
 def test_entanglement_means_and_a_zero_width_interval_with_one_dataset():
-    rows = _clf_rows(datasets=("ds0",) * 4)
+    rows = classification_rows(datasets=("ds0",) * 4)
     table = classification_entanglement_table(rows, bootstrap_unit="dataset", n_resamples=40)
     got = table.set_index("method")
-    for i, m in enumerate(_METHODS):
-        mean = np.mean([_DELTA[t][i] for t in _DELTA])  # every temperature mode counts
+    for i, m in enumerate(METHODS):
+        mean = np.mean([DELTA[t][i] for t in DELTA])  # every temperature mode counts
         assert got.loc[m, "delta_ent_risk"] == pytest.approx(mean)
         # one dataset resampled whole: every replicate is the data, the interval is its centre
         assert got.loc[m, "delta_ent_risk_low"] == pytest.approx(mean)
@@ -121,12 +71,12 @@ def test_entanglement_means_and_a_zero_width_interval_with_one_dataset():
         assert got.loc[m, "delta_ent_risk_n"] == 4
     # sorted by |Δ_ent|: A .1, B .125, C .15
     assert table["method"].tolist() == ["A", "B", "C"]
-    const = classification_entanglement_table(_clf_rows(constant=("C",)), n_resamples=20)
+    const = classification_entanglement_table(classification_rows(constant=("C",)), n_resamples=20)
     assert const["method"].tolist() == ["A", "B"]
 
 
 def test_headline_adds_the_label_metrics():
-    table = classification_headline_table(_clf_rows(), n_resamples=30)
+    table = classification_headline_table(classification_rows(), n_resamples=30)
     got = table.set_index("method")
     # pooled mean ρ(EU, EU*_risk): A .5, B .55, C .25 → rank B, A, C
     assert table["method"].tolist() == ["B", "A", "C"]
@@ -137,7 +87,7 @@ def test_headline_adds_the_label_metrics():
 
 
 def test_proxy_agreement_by_hand():
-    table = classification_proxy_table(_clf_rows(), n_resamples=50)
+    table = classification_proxy_table(classification_rows(), n_resamples=50)
     pooled = table[(table["factor"] == "all") & (table["criterion"] == "eu")].set_index("proxy")
     # oracle means A .5, B .55, C .25; −NLL ranks A > B > C: pairs (A,B) discordant,
     # (A,C), (B,C) concordant, τ = (2 − 1)/3
@@ -154,10 +104,22 @@ def test_proxy_agreement_by_hand():
     assert -1.0 <= lo <= hi <= 1.0
 
 
+def test_proxy_figure_labels_proxies_as_the_table_does():
+    from udbench.analyses.proxies import proxy_agreement_figure
+
+    rows = classification_rows()
+    rows["selective_auc_eu"] = rows["accuracy"] + 0.01 * rows["rho_eu_risk"]
+    table = classification_proxy_table(rows, n_resamples=10)
+    fig = proxy_agreement_figure(table)
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert "selective AUC (EU)" in ticks and "Brier" in ticks
+    assert not [t for t in ticks if "_" in t]
+
+
 def test_shell_table_needs_shell_columns():
     with pytest.raises(UdbenchError, match="shell0"):
-        classification_shell_table(_clf_rows(), n_resamples=10)
-    rows = _clf_rows()
+        classification_shell_table(classification_rows(), n_resamples=10)
+    rows = classification_rows()
     for s in range(5):
         rows[f"rho_eu_risk_shell{s}"] = rows["rho_eu_risk"] - 0.1 * s
     table = classification_shell_table(rows, n_resamples=10).set_index("method")
@@ -207,7 +169,7 @@ def test_analyze_runs_each_analysis_on_its_task_type(tmp_path):
         methods={"blr": ("linear", True), "gp": ("gp", True), "nn-ens": ("nn", False)},
         random_state=3,
     )
-    mixed = pd.concat([reg, _clf_rows()], ignore_index=True)
+    mixed = pd.concat([reg, classification_rows()], ignore_index=True)
     res = analyze(mixed, tmp_path / "mixed", n_resamples=20, write_html=True)
     # the regression tables see the regression rows only: as on those rows alone
     alone = headline_table(reg, n_resamples=20)
@@ -220,13 +182,20 @@ def test_analyze_runs_each_analysis_on_its_task_type(tmp_path):
     page = res.html.read_text(encoding="utf-8")
     assert "4 classification instances, 3 methods" in page
     # the report's "Classification" sections: there with classification rows, not without
+    clf_titles = [s.title for s in res.sections if s.task_type == "classification"]
+    assert clf_titles and all(t.startswith("Classification") for t in clf_titles)
+    assert all(s.task_type == "regression" for s in res.sections if s.title not in clf_titles)
     report = write_report(mixed, tmp_path / "rep", sections=res.sections)
-    assert "Classification: entanglement" in report.read_text(encoding="utf-8")
+    text = report.read_text(encoding="utf-8")
+    # regression sections before the Classification part, classification ones inside it
+    part = text.index("<h2>Classification</h2>")
+    assert text.index("<h2>Classification: entanglement</h2>") > part
+    assert text.index("<h2>Entanglement</h2>") < part
     plain = analyze(reg, tmp_path / "reg", n_resamples=20, write_html=False)
     assert not [s for s in plain.sections if s.title.startswith("Classification")]
     assert plain.skipped["classification"] == "needs classification rows"
-    only = analyze(_clf_rows(), tmp_path / "clf", n_resamples=20, write_html=False)
+    only = analyze(classification_rows(), tmp_path / "clf", n_resamples=20, write_html=False)
     assert only.skipped["headline"] == "needs regression rows"
     assert set(only.tables) >= {"clf_stability", "clf_proxy_agreement_levels"}
-    ctx = classification_context(_clf_rows(), n_resamples=20)
+    ctx = classification_context(classification_rows(), n_resamples=20)
     assert ctx[1].n_resamples == 20

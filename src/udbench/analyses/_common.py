@@ -46,7 +46,12 @@ from udbench._resampling import (
 from udbench._seeding import make_rng
 from udbench._validation import UdbenchError, check_choice, param_error
 from udbench.evaluation.leaderboard import HOMOSCEDASTIC, TaskVersionWarning, select_task_versions
-from udbench.priors.base import FAMILY_CAPABILITIES, prior_capabilities
+from udbench.priors.base import FAMILY_CAPABILITIES
+
+# the row-type helpers live one layer down (the report splits by task type too); importable
+# here as before
+from udbench.report._task_types import row_task_types as row_task_types
+from udbench.report._task_types import rows_of_task_type as rows_of_task_type
 
 #: EU targets (SPEC §1), in the order tables show them.
 EU_TARGETS: tuple[str, ...] = ("risk", "var", "point")
@@ -78,39 +83,6 @@ MATCHED_PRIOR: dict[str, str | None] = {
 }
 #: Instance coordinates kept beside the wide tables.
 COORDINATES: tuple[str, ...] = ("dataset", "family", "noise", "coverage", "seed")
-
-
-def row_task_types(results: pd.DataFrame) -> np.ndarray:
-    """The task type of every row: ``"regression"`` or ``"classification"``.
-
-    A row's ``task_type`` column when the results have one (and the row a value there),
-    else the ``PriorCapabilities.task_type`` of its prior ``family`` (an unknown or missing
-    family counts as regression, as results from before classification existed).
-
-    Returns
-    -------
-    ndarray of str, shape (len(results),)
-    """
-    n = len(results)
-    if "family" in results.columns:
-        fams = results["family"].astype(str).to_numpy()
-        by_family = {f: prior_capabilities(f, strict=False).task_type for f in set(fams)}
-        out = np.array([by_family[f] for f in fams], dtype=object)
-    else:
-        out = np.full(n, "regression", dtype=object)
-    if "task_type" in results.columns:
-        given = results["task_type"]
-        out = np.where(given.notna().to_numpy(), given.astype(str).to_numpy(), out)
-    return out.astype(str)
-
-
-def rows_of_task_type(results: pd.DataFrame, task_type: str) -> pd.DataFrame:
-    """The rows of ``results`` whose task type (:func:`row_task_types`) is ``task_type``.
-
-    ``results`` itself when every row is of that type (no copy; same object).
-    """
-    mask = row_task_types(results) == task_type
-    return results if mask.all() else results[mask]
 
 
 @dataclass(frozen=True)

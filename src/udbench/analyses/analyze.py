@@ -19,7 +19,7 @@ import html
 import io
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +171,9 @@ class Analysis:
     html : Path or None
         ``analyses.html``.
     sections : list of ReportSection
-        The HTML sections, links relative to the folder given as ``link_prefix``.
+        The HTML sections, links relative to the folder given as ``link_prefix``; each
+        carries its analysis' task type (``udbench report`` writes the classification ones
+        in its "Classification" part).
     skipped : dict
         Analysis name -> why it was not run (its inputs are missing, e.g. ``loss_agreement``
         on results without other losses; ``requires`` of
@@ -278,9 +280,10 @@ def analyze(
     shown = {t.name: first.tables[t.name] for t, _ in written}
     result = Analysis(tables={**shown, **first.tables}, skipped=skipped)
     settings_of = {id(i): _setting(i) for i in by_type.values()}
+    type_of = {id(i): t for t, i in by_type.items()}
     for table, inputs in written:
         section = _write_table(table, inputs, out, settings_of[id(inputs)], link_prefix, result)
-        result.sections.append(section)
+        result.sections.append(replace(section, task_type=type_of[id(inputs)]))
     if write_html:
         fam = {m: f for i in by_type.values() for m, f in i.families.items()}
         setting = settings_of[id(first)]
@@ -304,8 +307,8 @@ def _inputs_by_task_type(
     results).
     """
     from udbench.analyses import classification as clf
-    from udbench.analyses._common import rows_of_task_type
     from udbench.evaluation.losses import results_under_loss
+    from udbench.report._task_types import rows_of_task_type
 
     boot = {k: options[k] for k in ("bootstrap_unit", "n_resamples", "confidence")}
     seed = options["random_state"]
@@ -437,7 +440,7 @@ def _write_page(
 
 def analyze_sections_relinked(sections: list[ReportSection], prefix: str) -> list[ReportSection]:
     """The sections with the link prefix removed (for the page inside the output folder)."""
-    return [ReportSection(s.title, s.body.replace(f"href='{prefix}", "href='")) for s in sections]
+    return [replace(s, body=s.body.replace(f"href='{prefix}", "href='")) for s in sections]
 
 
 def _save(fig: Any, path: Path, fmt: str) -> bytes:

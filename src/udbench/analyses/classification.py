@@ -1,6 +1,6 @@
 """The analyses of classification results (docs/spec.md §11; docs/analyses.md, "Classification").
 
-The classification rows of a results frame (:func:`udbench.analyses._common.row_task_types`:
+The classification rows of a results frame (:func:`udbench.report._task_types.row_task_types`:
 their ``task_type`` column, else their prior family's task type, e.g. ``gpc``) carry the keys of
 :func:`udbench.evaluation.classification.classification_instance_metrics` (``rho_eu_risk``,
 ``rho_eu_var``, ``rho_eu_point``, ``rho_au``, ``delta_ent_*``, ``rho_eu_au``, ``accuracy``,
@@ -41,7 +41,6 @@ from udbench.analyses._common import (
     Resampling,
     prepare,
     resampling,
-    rows_of_task_type,
 )
 from udbench.analyses.proxies import _ORACLE_LABELS, factor_scopes, scope_taus
 from udbench.analyses.tables import (
@@ -52,6 +51,7 @@ from udbench.analyses.tables import (
     shell_table,
 )
 from udbench.data import N_SHELLS
+from udbench.report._task_types import rows_of_task_type
 
 __all__ = [
     "CLASSIFICATION",

@@ -270,7 +270,9 @@ def proxy_agreement_figure(table: pd.DataFrame) -> Any:
 
     One panel per oracle criterion; proxies sorted by pooled τ (the EU panel's order), dots
     with the bootstrap interval; small grey marks are the τ at each factor level. Proxies
-    without a pooled τ are left out.
+    without a pooled τ are left out. A proxy is labelled by the table's ``proxy_label``
+    column (the labels its table shows; e.g. "selective AUC (EU)" for the classification
+    proxy ``selective_auc_eu``), else by :data:`udbench.evaluation.proxies.PROXY_LABELS`.
     """
     from udbench.analyses.figures import _figure
 
@@ -279,6 +281,9 @@ def proxy_agreement_figure(table: pd.DataFrame) -> Any:
     first = pooled[pooled["criterion"] == (crits[0] if crits else "eu")]
     order = first.sort_values("tau", kind="stable")["proxy"].tolist()
     order += [p for p in pooled["proxy"].unique() if p not in order]
+    labels = dict(PROXY_LABELS)
+    if "proxy_label" in table.columns:
+        labels.update(zip(table["proxy"], table["proxy_label"].astype(str), strict=True))
     fig = _figure(4.2 * max(len(crits), 1) + 1.0, 0.32 * max(len(order), 3) + 1.3)
     for j, crit in enumerate(crits or ["eu"]):
         ax = fig.add_subplot(1, max(len(crits), 1), j + 1)
@@ -300,7 +305,7 @@ def proxy_agreement_figure(table: pd.DataFrame) -> Any:
         ax.axvline(1.0, color="#009E73", lw=0.8, ls="--")
         ax.set_xlim(-1.05, 1.05)
         ax.set_yticks(range(len(order)))
-        ax.set_yticklabels([PROXY_LABELS.get(p, p) if j == 0 else "" for p in order])
+        ax.set_yticklabels([labels.get(p, p) if j == 0 else "" for p in order])
         ax.set_xlabel(f"Kendall's τ with the ranking by {_ORACLE_LABELS[crit]}")
         ax.set_title(f"{crit.upper()} oracle", fontsize="medium")
     fig.suptitle("Which proxy would have told you the truth? (grey: τ per factor level)")

@@ -180,7 +180,7 @@ class AnalysisSpec:
         no section) and the reason is recorded.
     task_type : {"regression", "classification"}, default "regression"
         The rows it reads: its ``inputs`` hold only the results rows of that task type
-        (:func:`udbench.analyses._common.row_task_types`); when the results have none it is
+        (:func:`udbench.report._task_types.row_task_types`); when the results have none it is
         skipped ("needs classification rows").
     """
 

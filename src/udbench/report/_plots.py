@@ -90,3 +90,28 @@ def _tuning_plot(records: Sequence[dict[str, Any]]):  # type: ignore[no-untyped-
     ax.set_title("Tuning sweeps (one line per method and condition)")
     ax.legend(fontsize=8)
     return fig
+
+
+def _tuned_html(records: Sequence[dict[str, Any]]) -> str:
+    """The tuned configurations as an HTML table."""
+    rows = []
+    for r in records:
+        params = ", ".join(
+            f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+            for k, v in (r.get("tuned_params") or {}).items()
+        )
+        rows.append(
+            {
+                "method": r.get("method"),
+                "condition": r.get("condition"),
+                "NLL": r.get("score"),
+                "trials": f"{r.get('n_complete')}/{r.get('n_trials')}",
+                "failed": r.get("n_failed"),
+                "tuned values": params,
+            }
+        )
+    table = pd.DataFrame(rows).to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–")
+    return (
+        "<p class='note'>Tuned configurations (SPEC §9: held-out Gaussian NLL on the first "
+        "seed's training sample; the winner is used for every seed of its condition).</p>" + table
+    )

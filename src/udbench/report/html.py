@@ -22,6 +22,11 @@ figure that would be empty is left out with a line saying why. The leaderboard n
   best-so-far held-out NLL of every sweep against the trial number, and a table of the tuned
   configurations (method, condition, score, trials, tuned values).
 
+Rows are split by task type (:func:`udbench.report._task_types.row_task_types`): the
+leaderboard, the figures above and the factor tables use the regression rows only; with
+classification rows the page gets a "Classification" part, the classifiers' own leaderboard
+(:mod:`udbench.report._classification`) followed by the classification sections.
+
 The page also states the task grid (datasets, prior families, noise modes, coverages, seeds,
 fidelities) and the udbench version(s) the results were made with. Figures use matplotlib's
 Agg backend (no display needed).
@@ -39,7 +44,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from udbench import __version__
@@ -55,15 +59,22 @@ from udbench.evaluation.leaderboard import (
     select_task_versions,
 )
 from udbench.evaluation.ranking import critical_difference
+from udbench.report._classification import (
+    CLASSIFICATION_METRICS,
+    classification_board,
+    classification_board_html,
+)
 from udbench.report._factors import eu_scatter, factor_tables, shell_errorbars
 from udbench.report._figures import png
-from udbench.report._plots import _interval_plot, _shell_plot, _tuning_plot
+from udbench.report._format import _board_html, _sentence
+from udbench.report._plots import _interval_plot, _shell_plot, _tuned_html, _tuning_plot
 from udbench.report._proxies import (
     CALIBRATION_GUIDE,
     calibration_figure,
     cd_figure,
     instance_predictions,
 )
+from udbench.report._task_types import CLASSIFICATION, REGRESSION, rows_of_task_type
 from udbench.report._validation import preset_validation_html
 
 __all__ = [
@@ -109,10 +120,14 @@ class ReportSection:
     body : str
         Its HTML, written as given after the heading; links in it are relative to the
         report's folder.
+    task_type : {"regression", "classification"}, default "regression"
+        The rows it describes: a classification section goes into the report's
+        "Classification" part, after the classifiers' leaderboard.
     """
 
     title: str
     body: str
+    task_type: str = REGRESSION
 
 
 def task_grid(results: pd.DataFrame) -> dict[str, list[Any]]:
@@ -173,78 +188,6 @@ def _subset_caption(
     return f"{len(shown)} of the {len(order)} methods{how}; not shown ({why}): {', '.join(left)}."
 
 
-def _sentence(text: Any) -> str:
-    """``text`` with its first letter upper-cased (str.capitalize would lower the rest)."""
-    text = str(text)
-    return text[:1].upper() + text[1:]
-
-
-def _tuned_html(records: Sequence[dict[str, Any]]) -> str:
-    """The tuned configurations as an HTML table."""
-    rows = []
-    for r in records:
-        params = ", ".join(
-            f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
-            for k, v in (r.get("tuned_params") or {}).items()
-        )
-        rows.append(
-            {
-                "method": r.get("method"),
-                "condition": r.get("condition"),
-                "NLL": r.get("score"),
-                "trials": f"{r.get('n_complete')}/{r.get('n_trials')}",
-                "failed": r.get("n_failed"),
-                "tuned values": params,
-            }
-        )
-    table = pd.DataFrame(rows).to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="–")
-    return (
-        "<p class='note'>Tuned configurations (SPEC §9: held-out Gaussian NLL on the first "
-        "seed's training sample; the winner is used for every seed of its condition).</p>" + table
-    )
-
-
-def _fmt(v: Any, lo: Any = None, hi: Any = None) -> str:
-    if v is None or (isinstance(v, float) and not np.isfinite(v)):
-        return "–"
-    text = f"{v:.3f}" if isinstance(v, float) else str(v)
-    if lo is not None and hi is not None and np.isfinite(lo) and np.isfinite(hi):
-        text += f" [{lo:.3f}, {hi:.3f}]"
-    return text
-
-
-def _board_html(board: pd.DataFrame) -> str:
-    heads = [
-        "rank",
-        "method",
-        "mean rank",
-        "ρ(EU, EU*_risk)",
-        "ρ(EU, EU*_var)",
-        "ρ(EU, EU*_point)",
-        "ρ(AU, AU*)",
-        "Δ_ent (risk)",
-        "RMSE vs f*",
-        "valid",
-        "failed",
-    ]
-    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads) + "</tr>"]
-    for r in board.to_dict(orient="records"):
-        cells = ["–" if r["rank"] is pd.NA else str(r["rank"]), html.escape(str(r["method"]))]
-        cells.append(_fmt(r["mean_rank"], None, None) if pd.notna(r["mean_rank"]) else "–")
-        for m in LEADERBOARD_METRICS:
-            if m in ("rho_au", "delta_ent_risk") and r.get("constant_aleatoric"):
-                cells.append("n/a (constant AU)")
-            else:
-                text = _fmt(r[m], r[f"{m}_low"], r[f"{m}_high"])
-                if m in ("rho_au", "delta_ent_risk") and text != "–":
-                    text += f" (n={r[f'{m}_n']})"
-                cells.append(text)
-        cells += [str(r["n_valid"]), str(r["n_failed"])]
-        out.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    out.append("</table>")
-    return "\n".join(out)
-
-
 def write_report(
     results: pd.DataFrame,
     out_dir: str | os.PathLike[str],
@@ -271,7 +214,8 @@ def write_report(
         Bootstrap intervals of the leaderboard (:func:`udbench.evaluation.leaderboard.leaderboard`).
     sections : sequence of ReportSection, default ()
         Further sections, written after the figures and before the per-instance table
-        (``udbench report`` adds the analyses of :mod:`udbench.analyses` here).
+        (``udbench report`` adds the analyses of :mod:`udbench.analyses` here); those of
+        task type ``"classification"`` go into the "Classification" part.
     results_dir : str or Path, optional
         The results folder the rows come from. With it, an instance whose per-point
         predictions were kept (``udbench run --keep-predictions``) gets a figure of each
@@ -286,6 +230,14 @@ def write_report(
         ranks (:func:`udbench.evaluation.ranking.critical_difference`; Friedman test and
         Nemenyi CD). A metric without enough values gets a one-line note instead.
 
+    Notes
+    -----
+    Rows are split by task type (:func:`udbench.report._task_types.row_task_types`): the
+    leaderboard, figures and factor tables use the regression rows only; classification rows
+    get the "Classification" part (:mod:`udbench.report._classification`: the classifiers'
+    leaderboard, then the classification sections). The task grid and the per-instance table
+    show every row.
+
     Raises
     ------
     UdbenchError
@@ -299,14 +251,56 @@ def write_report(
     results, note = select_task_versions(results)
     if note:
         warnings.warn(note, TaskVersionWarning, stacklevel=2)
+    regression = rows_of_task_type(results, REGRESSION)
+    classification = rows_of_task_type(results, CLASSIFICATION)
+    parts = _page_head(results, title)
+    if len(regression):
+        here = None if results_dir is None else Path(results_dir)
+        parts += _regression_html(
+            regression, out, here, tuned, cd_metrics, confidence, n_resamples, len(classification)
+        )
+    else:
+        parts.append(_note("No regression rows: the report has a classification part only."))
+    for section in sections:
+        if section.task_type != CLASSIFICATION:
+            parts += [f"<h2>{html.escape(section.title)}</h2>", section.body]
+    if len(classification):
+        board = classification_board(classification, confidence=confidence, n_resamples=n_resamples)
+        parts += classification_board_html(board, confidence)
+    for section in sections:
+        if section.task_type == CLASSIFICATION:
+            parts += [f"<h2>{html.escape(section.title)}</h2>", section.body]
+    parts += _instances_html(results, extra=CLASSIFICATION_METRICS if len(classification) else ())
+    path = out / "report.html"
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path
+
+
+def _regression_html(
+    results: pd.DataFrame,
+    out: Path,
+    results_dir: Path | None,
+    tuned: Sequence[dict[str, Any]] | None,
+    cd_metrics: Sequence[str],
+    confidence: float,
+    n_resamples: int,
+    n_classification: int,
+) -> list[str]:
+    """The regression part: leaderboard, figures (also written to ``out``), factor tables."""
     board = leaderboard(results, confidence=confidence, n_resamples=n_resamples)
     order = [str(m) for m in board["method"]]
-    here = None if results_dir is None else Path(results_dir)
-    figures, notes = _report_figures(results, board, order, here, tuned, cd_metrics)
+    figures, notes = _report_figures(results, board, order, results_dir, tuned, cd_metrics)
     for fig in figures:
         (out / fig.name).write_bytes(fig.data)
-    parts = _page_head(results, title)
-    parts += _leaderboard_html(board, confidence)
+    parts = _leaderboard_html(board, confidence)
+    if n_classification:
+        parts.insert(
+            1,
+            _note(
+                f"Regression rows only ({len(results)} cells): the {n_classification} "
+                "classification cells have their own leaderboard in the Classification part."
+            ),
+        )
     for fig in figures:
         b64 = base64.b64encode(fig.data).decode()
         parts.append(f"<h2>{html.escape(fig.caption)}</h2>")
@@ -314,13 +308,7 @@ def write_report(
         parts += fig.after
     parts += notes
     parts += _factor_html(results, order)
-    for section in sections:
-        parts.append(f"<h2>{html.escape(section.title)}</h2>")
-        parts.append(section.body)
-    parts += _instances_html(results)
-    path = out / "report.html"
-    path.write_text("\n".join(parts), encoding="utf-8")
-    return path
+    return parts
 
 
 @dataclass(frozen=True)
@@ -556,18 +544,12 @@ def _factor_html(results: pd.DataFrame, order: list[str]) -> list[str]:
     return parts
 
 
-def _instances_html(results: pd.DataFrame) -> list[str]:
-    """The per-instance results table and the end of the page."""
+def _instances_html(results: pd.DataFrame, extra: Sequence[str] = ()) -> list[str]:
+    """The per-instance results table (``extra``: more metric columns) and the page's end."""
+    metrics = [*LEADERBOARD_METRICS, *(m for m in extra if m not in LEADERBOARD_METRICS)]
     inst_cols = [
         c
-        for c in (
-            "task_id",
-            "method_label",
-            "status",
-            *LEADERBOARD_METRICS,
-            "fit_time_s",
-            "error",
-        )
+        for c in ("task_id", "method_label", "status", *metrics, "fit_time_s", "error")
         if c in results.columns
     ]
     inst = results[inst_cols].sort_values(
