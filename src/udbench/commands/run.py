@@ -431,16 +431,6 @@ def register(app: typer.Typer) -> None:
         from udbench.report.html import CD_METRICS, write_report
 
         df = read_results(results)
-        from udbench.evaluation.leaderboard import results_task_type
-
-        if results_task_type(df) == "classification":
-            from udbench._validation import UdbenchError
-
-            raise UdbenchError(
-                "udbench report: classification results (task_type classification) have no "
-                f"HTML report yet (docs/classification.md); rank them with: udbench "
-                f"leaderboard {results}"
-            )
         extra = analyze(
             df, out / "analyses", bootstrap_unit=bootstrap_unit, link_prefix="analyses/"
         )
