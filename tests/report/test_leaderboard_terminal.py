@@ -87,7 +87,7 @@ def test_columns_option_and_intervals():
     assert f"{row['rho_eu_var']:.3f} [{row['rho_eu_var_low']:.3f}" in text
     assert "ρ EU·risk" not in text
     with pytest.raises(UdbenchError, match="'--columns' must be comma-separated names"):
-        parse_columns("rho_eu_risk,accuracy")
+        parse_columns("rho_eu_risk,not_a_column")
 
 
 def test_rank_agrees_with_the_statistic_shown():
