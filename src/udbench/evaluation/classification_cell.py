@@ -32,6 +32,7 @@ import pandas as pd
 from udbench._validation import UdbenchError, param_error
 from udbench.data import N_SHELLS
 from udbench.evaluation._cell_parts import _now, _one_line, _Stage
+from udbench.evaluation.metrics import RANK_METRIC_KEYS
 from udbench.evaluation.proxies import PROXY_KEYS
 from udbench.evaluation.scoring import METRIC_KEYS
 from udbench.execution.executor import call_with_timeout
@@ -55,17 +56,7 @@ CLASSIFICATION_LOSS = "multiclass_log"
 #: :func:`~udbench.evaluation.classification.classification_instance_metrics`, and the
 #: ground-truth part of Δ_ent, ρ(EU*_t, AU*), as regression rows store it), in order.
 CLASSIFICATION_METRIC_KEYS: tuple[str, ...] = (
-    "rho_eu_risk",
-    "rho_eu_var",
-    "rho_eu_point",
-    "rho_au",
-    "delta_ent_risk",
-    "delta_ent_var",
-    "delta_ent_point",
-    "rho_eu_au",
-    "rho_eu_au_star_risk",
-    "rho_eu_au_star_var",
-    "rho_eu_au_star_point",
+    *RANK_METRIC_KEYS,
     "accuracy",
     "nll",
     "brier",

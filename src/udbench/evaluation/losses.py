@@ -38,6 +38,7 @@ import pandas as pd
 from udbench._losses import LOSS_TABLE, loss_entry, loss_names
 from udbench._validation import UdbenchError, check_choice, param_error
 from udbench.data import N_SHELLS
+from udbench.evaluation.metrics import RANK_METRIC_KEYS
 
 __all__ = [
     "LOG_SCORE_SAMPLES",
@@ -68,17 +69,7 @@ LOG_SCORE_SAMPLES: int = 200
 #: Per-instance metrics that depend on the loss (the SPEC §10 keys except RMSE/NMSE, and the
 #: per-shell ρ of EU with EU*_risk and EU*_var); stored as ``<key>_<loss>`` for other losses.
 LOSS_METRIC_KEYS: tuple[str, ...] = (
-    "rho_eu_risk",
-    "rho_eu_var",
-    "rho_eu_point",
-    "rho_au",
-    "delta_ent_risk",
-    "delta_ent_var",
-    "delta_ent_point",
-    "rho_eu_au",
-    "rho_eu_au_star_risk",
-    "rho_eu_au_star_var",
-    "rho_eu_au_star_point",
+    *RANK_METRIC_KEYS,
     *(f"rho_eu_{t}_shell{s}" for s in range(N_SHELLS) for t in ("risk", "var")),
 )
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from udbench.risk.oracle import OracleTargets
 
 __all__ = [
+    "RANK_METRIC_KEYS",
     "BootstrapResult",
     "StatResult",
     "auroc",
@@ -418,6 +419,25 @@ def _check_replicates(component: str, reps: np.ndarray) -> None:
             "return a finite value on every resample",
             f"NaN/inf on {bad} of {np.size(reps)} resamples",
         )
+
+
+#: The rank metrics of a prediction against the oracle targets (SPEC §10), in row order:
+#: ρ(EU, EU*_t) per EU target t, ρ(AU, AU*), Δ_ent per target, ρ(EU, AU) and ρ(EU*_t, AU*).
+#: Regression rows (:data:`udbench.evaluation.scoring.METRIC_KEYS`), their per-loss columns
+#: and classification rows all start with them.
+RANK_METRIC_KEYS: tuple[str, ...] = (
+    "rho_eu_risk",
+    "rho_eu_var",
+    "rho_eu_point",
+    "rho_au",
+    "delta_ent_risk",
+    "delta_ent_var",
+    "delta_ent_point",
+    "rho_eu_au",
+    "rho_eu_au_star_risk",
+    "rho_eu_au_star_var",
+    "rho_eu_au_star_point",
+)
 
 
 def uncertainty_rank_metrics(

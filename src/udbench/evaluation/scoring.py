@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from udbench.data import N_SHELLS
+from udbench.evaluation.metrics import RANK_METRIC_KEYS
 from udbench.evaluation.proxies import PROXY_KEYS
 from udbench.methods.base import Prediction
 from udbench.tasks import Task
@@ -22,21 +23,7 @@ from udbench.tasks import Task
 __all__ = ["METRIC_KEYS", "N_SHELLS", "PROXY_KEYS", "score_prediction"]
 
 #: Per-instance metrics stored in every row (SPEC §10; ``instance_metrics`` keys).
-METRIC_KEYS: tuple[str, ...] = (
-    "rho_eu_risk",
-    "rho_eu_var",
-    "rho_eu_point",
-    "rho_au",
-    "delta_ent_risk",
-    "delta_ent_var",
-    "delta_ent_point",
-    "rho_eu_au",
-    "rho_eu_au_star_risk",
-    "rho_eu_au_star_var",
-    "rho_eu_au_star_point",
-    "rmse",
-    "nmse",
-)
+METRIC_KEYS: tuple[str, ...] = (*RANK_METRIC_KEYS, "rmse", "nmse")
 
 
 def _per_shell(
