@@ -63,7 +63,7 @@ from udbench.methods._behaviour import (
     run_checks,
 )
 from udbench.methods.classification import PROB_ATOL, BaseClassifier, ClassPrediction
-from udbench.methods.classifiers import CLASSIFIERS, get_classifier_class
+from udbench.methods.classifiers import classifier_class_of, get_classifier_class
 
 __all__ = [
     "CLASSIFIER_BEHAVIOUR_CHECKS",
@@ -294,17 +294,7 @@ def check_classifier_behaviour(
         hyperparameter value the classifier rejects.
     """
     where = "check_classifier_behaviour"
-    if isinstance(cls_or_name, str):
-        cls, label = get_classifier_class(cls_or_name), cls_or_name
-    elif isinstance(cls_or_name, type) and issubclass(cls_or_name, BaseClassifier):
-        cls, label = cls_or_name, f"{cls_or_name.__module__}:{cls_or_name.__qualname__}"
-    else:
-        raise param_error(
-            where,
-            "cls_or_name",
-            f"be a BaseClassifier subclass or one of {list(CLASSIFIERS)}",
-            cls_or_name,
-        )
+    cls, label = classifier_class_of(cls_or_name, where)
     for name in checks or ():
         if name not in CLASSIFIER_BEHAVIOUR_CHECKS:
             raise param_error(

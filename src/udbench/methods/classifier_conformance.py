@@ -29,7 +29,7 @@ from udbench._seeding import make_rng
 from udbench._validation import UdbenchError
 from udbench.methods.base import check_hyperparameter
 from udbench.methods.classification import PROB_ATOL, BaseClassifier, ClassPrediction
-from udbench.methods.classifiers import get_classifier_class
+from udbench.methods.classifiers import classifier_class_of
 from udbench.methods.conformance import FAILED, PASSED, SKIPPED, CheckResult, ConformanceReport
 
 __all__ = ["CLASSIFIER_CHECKS", "check_classifier"]
@@ -276,17 +276,7 @@ def check_classifier(
     UdbenchError
         Unknown classifier or check name.
     """
-    if isinstance(cls_or_name, str):
-        cls = get_classifier_class(cls_or_name)
-        label = cls_or_name
-    elif isinstance(cls_or_name, type) and issubclass(cls_or_name, BaseClassifier):
-        cls = cls_or_name
-        label = f"{cls.__module__}:{cls.__qualname__}"
-    else:
-        raise UdbenchError(
-            "check_classifier: parameter 'cls_or_name' must be a BaseClassifier subclass or a "
-            f"classifier name; got {cls_or_name!r}"
-        )
+    cls, label = classifier_class_of(cls_or_name, "check_classifier")
     selected = CLASSIFIER_CHECKS if checks is None else tuple(checks)
     for name in selected:
         if name not in CLASSIFIER_CHECKS:

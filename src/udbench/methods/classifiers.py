@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLASSIFIERS",
     "ClassifierInfo",
+    "classifier_class_of",
     "classifier_spec_name",
     "get_classifier_class",
     "list_classifiers",
@@ -95,6 +96,32 @@ def get_classifier_class(name: str) -> type[BaseClassifier]:
     if not (inspect.isclass(cls) and issubclass(cls, BaseClassifier)) or cls.name != name:
         raise param_error("classifiers", "name", "name a BaseClassifier of that name", name)
     return cls
+
+
+def classifier_class_of(cls_or_name: Any, where: str) -> tuple[type[BaseClassifier], str]:
+    """The class and report label of ``cls_or_name`` (a registered name or a subclass).
+
+    The label is the name itself, or ``"module:Qualname"`` for a class; the checks and
+    behaviour batteries report under it.
+
+    Raises
+    ------
+    UdbenchError
+        ``cls_or_name`` neither a name of :data:`CLASSIFIERS` nor a ``BaseClassifier``
+        subclass (the message starts with ``where``); see :func:`get_classifier_class`.
+    """
+    from udbench.methods.classification import BaseClassifier
+
+    if isinstance(cls_or_name, str):
+        return get_classifier_class(cls_or_name), cls_or_name
+    if isinstance(cls_or_name, type) and issubclass(cls_or_name, BaseClassifier):
+        return cls_or_name, f"{cls_or_name.__module__}:{cls_or_name.__qualname__}"
+    raise param_error(
+        where,
+        "cls_or_name",
+        f"be a BaseClassifier subclass or one of {list(CLASSIFIERS)}",
+        cls_or_name,
+    )
 
 
 def _static_info(name: str, target: str) -> ClassifierInfo | None:
