@@ -42,7 +42,7 @@ from udbench.analyses._common import (
     prepare,
     resampling,
 )
-from udbench.analyses.proxies import _ORACLE_LABELS, factor_scopes, scope_taus
+from udbench.analyses.proxies import factor_scopes, proxy_tau_rows
 from udbench.analyses.tables import (
     _summaries,
     entanglement_table,
@@ -363,27 +363,17 @@ def classification_proxy_table(
     frame, boot = _resolve(
         results, name, _opts(bootstrap_unit, n_resamples, confidence, random_state), _ctx
     )
-    scopes = factor_scopes(frame, factors)
     pairs: list[tuple[str, str, np.ndarray, np.ndarray]] = []
     for crit in criteria:
         oracle = frame.wide(CRITERIA[crit])
         for p in proxies:
             sign = 1.0 if CLASSIFICATION_PROXIES[p][1] else -1.0
             pairs.append((crit, p, sign * frame.wide(p), oracle))
-    by_scope = [scope_taus([(v, o) for _, _, v, o in pairs], sel, boot) for _, _, sel in scopes]
-    rows: list[dict[str, Any]] = []
-    for j, (crit, p, _, _) in enumerate(pairs):
-        for (factor, level, _), outs in zip(scopes, by_scope, strict=True):
-            row = {
-                "criterion": crit,
-                "oracle": _ORACLE_LABELS[crit],
-                "proxy": p,
-                "proxy_label": CLASSIFICATION_PROXIES[p][0],
-                "factor": factor,
-                "level": level,
-                **outs[j],
-            }
-            if p not in frame.rows.columns:
-                row["note"] = "not in these results (the runner did not store this column)"
-            rows.append(row)
-    return pd.DataFrame(rows)
+    return proxy_tau_rows(
+        frame,
+        boot,
+        factor_scopes(frame, factors),
+        pairs,
+        {p: label for p, (label, _) in CLASSIFICATION_PROXIES.items()},
+        "not in these results (the runner did not store this column)",
+    )

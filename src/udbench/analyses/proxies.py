@@ -23,7 +23,7 @@ Choices (docs/metrics.md):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,7 @@ __all__ = [
     "kendall_tau_b",
     "proxy_agreement_figure",
     "proxy_agreement_table",
+    "proxy_tau_rows",
     "scope_taus",
 ]
 
@@ -241,26 +242,65 @@ def proxy_agreement_table(
     frame, boot = _context(
         results, name, bootstrap_unit, n_resamples, confidence, random_state, _ctx
     )
-    scopes = factor_scopes(frame, factors)
-    rows: list[dict[str, Any]] = []
     pairs: list[tuple[str, str, np.ndarray, np.ndarray]] = []
     for crit in criteria:
         oracle = frame.wide(CRITERIA[crit])
         pairs += [(crit, p, oriented(p, frame.wide(p)), oracle) for p in proxies]
+    return proxy_tau_rows(
+        frame,
+        boot,
+        factor_scopes(frame, factors),
+        pairs,
+        PROXY_LABELS,
+        "not in these results (rows written before proxies were stored)",
+    )
+
+
+def proxy_tau_rows(
+    frame: Frame,
+    boot: Resampling,
+    scopes: list[tuple[str, str, np.ndarray]],
+    pairs: list[tuple[str, str, np.ndarray, np.ndarray]],
+    labels: Mapping[str, str],
+    missing_note: str,
+) -> pd.DataFrame:
+    """The rows of a proxy-agreement table: τ-b (with its interval) of every (criterion,
+    proxy) pair in every scope.
+
+    Parameters
+    ----------
+    frame, boot
+        The analysis context (:func:`udbench.analyses._common` frame and resampling).
+    scopes : list of (factor, level, selection)
+        From :func:`factor_scopes`.
+    pairs : list of (criterion, proxy, proxy values, oracle values)
+        Wide (method × instance) arrays, the proxy oriented so that higher is better.
+    labels : mapping
+        Proxy name → its readable label (the ``proxy_label`` column).
+    missing_note : str
+        The ``note`` of a proxy that is not a column of ``frame.rows``.
+
+    Returns
+    -------
+    DataFrame
+        ``criterion, oracle, proxy, proxy_label, factor, level`` and the fields of
+        :func:`scope_taus`, one row per (pair, scope), pairs first.
+    """
     by_scope = [scope_taus([(v, o) for _, _, v, o in pairs], sel, boot) for _, _, sel in scopes]
+    rows: list[dict[str, Any]] = []
     for j, (crit, p, _, _) in enumerate(pairs):
         for (factor, level, _), outs in zip(scopes, by_scope, strict=True):
             row = {
                 "criterion": crit,
                 "oracle": _ORACLE_LABELS[crit],
                 "proxy": p,
-                "proxy_label": PROXY_LABELS[p],
+                "proxy_label": labels[p],
                 "factor": factor,
                 "level": level,
                 **outs[j],
             }
             if p not in frame.rows.columns:
-                row["note"] = "not in these results (rows written before proxies were stored)"
+                row["note"] = missing_note
             rows.append(row)
     return pd.DataFrame(rows)
 
