@@ -11,6 +11,11 @@ commands a user would type, and each stage *is* that command, run as a child pro
 4. ``udbench report DIR/results --out DIR/report`` (skipped when the results are the ones it
    last reported), then the leaderboard is printed.
 
+A classification suite (``gpc`` families, :func:`udbench.recipes.suites.suite_task_type`)
+passes ``--classes``/``--difficulty`` to generate and runs its classifiers; ``udbench plan``
+and ``udbench report`` do not handle classification yet, so its plan is not printed and its
+report stage is skipped (said on the console): the leaderboard is its last step.
+
 ``udbench plan`` for the suite's grid is printed first (with the times measured in DIR, if
 any). Resuming is re-running the same command: every stage relies on its command's own skip
 logic, there is no second loop. One suite runs in a folder at a time (``DIR/.udbench.lock``,
@@ -107,7 +112,7 @@ def stage_commands(
         (without the program name).
     """
     from udbench.methods.registry import parse_method_spec, registered_methods
-    from udbench.recipes.suites import method_specs
+    from udbench.recipes.suites import classification_options, method_specs
 
     tasks, results = str(out / "tasks"), str(out / "results")
     grid = [
@@ -136,6 +141,7 @@ def stage_commands(
         *grid,
         *("--fidelity", suite["fidelity"]),
         *("--draws", str(suite["draws"])),
+        *(x for k, v in classification_options(suite).items() for x in (f"--{k}", v)),
         *("--out", tasks),
         *where,
     ]
@@ -221,6 +227,7 @@ def _grid_error(settings: dict[str, Any], data_dir: Path | None) -> str | None:
     ``suite.json``: a bad value is reported once, and after it is fixed the folder is the
     same suite's.
     """
+    from udbench.recipes.suites import classification_options
     from udbench.tasks.grid import expand_grid
 
     try:
@@ -233,6 +240,7 @@ def _grid_error(settings: dict[str, Any], data_dir: Path | None) -> str | None:
             settings["fidelity"],
             settings["draws"],
             None if data_dir is None else str(data_dir),
+            **classification_options(settings),
         )
     except UdbenchError as err:
         return str(err)
@@ -387,7 +395,9 @@ def register(app: typer.Typer) -> None:
     @app.command("suite")
     def suite_cmd(
         name: str | None = typer.Argument(
-            None, help="Preset (quickstart, gp-small, gp-all, paper) or a suite .toml file."
+            None,
+            help="Preset (quickstart, gp-small, gp-all, paper, clf-small, clf-all) or a suite "
+            ".toml file.",
         ),
         out: Path | None = typer.Option(
             None, "--out", "-o", help="Suite folder (tasks/, results/, report/).", parser=out_path
@@ -446,9 +456,10 @@ def register(app: typer.Typer) -> None:
             from udbench.tuning.shipped import resolve_tuned
 
             resolve_tuned(tuned, "udbench suite")
-        from udbench.recipes.suites import method_specs
+        from udbench.recipes.suites import method_specs, suite_task_type
 
         method_specs(suite)  # unknown methods fail here, before any work
+        classification = suite_task_type(suite) == "classification"
         why = _grid_error(suite, data_dir)  # and every setting of the grid, before recording
         if why is not None:
             raise UdbenchError(
@@ -475,7 +486,7 @@ def register(app: typer.Typer) -> None:
                 highlight=False,
                 markup=True,
             )
-            if plan:
+            if plan and not classification:  # udbench plan: regression grids only
                 _child(argv["plan"], console, "plan")
             status = 0
             for i, stage in enumerate(STAGES, 1):
@@ -484,6 +495,13 @@ def register(app: typer.Typer) -> None:
                 head = f"[bold]stage {i}/{len(STAGES)} {stage}[/]"
                 if stage == "check":
                     _check_stage(head, argv["check"], out, state, state_path, console)
+                    continue
+                if stage == "report" and classification:
+                    console.print(
+                        f"{head}: skipped (udbench report has no classification report yet; "
+                        "the leaderboard follows)",
+                        markup=True,
+                    )
                     continue
                 if stage == "report":
                     seen = _fingerprint(_result_files(out))
