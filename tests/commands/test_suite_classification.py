@@ -1,6 +1,7 @@
 """``udbench suite`` for classification: the ``clf-small`` / ``clf-all`` presets resolve to
 their stated grids, and a one-instance classification suite goes generate → check → run →
-leaderboard (the report stage skipped: ``udbench report`` has no classification report)."""
+report (the report's Classification part) and prints its leaderboard; its plan is not printed
+(``udbench plan`` has no classification projection)."""
 
 from __future__ import annotations
 
@@ -88,23 +89,29 @@ def test_regression_suites_keep_their_settings_and_mixed_families_are_refused(tm
     assert len(smoke) == 11 and smoke[0].startswith("logreg-lap:")
 
 
-def test_tiny_classification_suite_produces_a_leaderboard(tmp_path, capsys) -> None:
+def test_tiny_classification_suite_produces_a_report_and_leaderboard(tmp_path, capsys) -> None:
     from udbench.cli import main
 
     suite_file = tmp_path / "tiny.toml"
     suite_file.write_text(TINY)
     out = tmp_path / "out"
     assert main(["suite", str(suite_file), "--out", str(out), "--workers", "0"]) == 0
+    assert "no classification projection" in capsys.readouterr().err
     assert len(list((out / "tasks").glob("*.npz"))) == 1
     report = json.loads((out / "check.json").read_text())
     assert set(report["families"]) == {"gpc"}
     rows = pd.concat(pd.read_parquet(p) for p in (out / "results").rglob("*.parquet"))
     assert set(rows["task_type"]) == {"classification"} and len(rows) == 2
     assert {m.split(":")[0] for m in rows["method"]} == {"logreg-lap", "catboost-ve"}
-    assert not (out / "report").exists()  # the report stage is skipped for classification
-    # resuming does no work: every stage skips
+    page = out / "report" / "report.html"
+    html = page.read_text()
+    assert "<h2>Classification</h2>" in html  # the report's Classification part
+    assert "logreg-lap" in html and "catboost-ve" in html
+    written = page.stat().st_mtime_ns
+    # resuming does no work: every stage skips, the report too
     assert main(["suite", str(suite_file), "--out", str(out), "--workers", "0"]) == 0
-    capsys.readouterr()
+    assert "results unchanged since reported, skipped" in capsys.readouterr().err
+    assert page.stat().st_mtime_ns == written
     assert main(["leaderboard", str(out / "results")]) == 0
     board = capsys.readouterr().out
     assert "logreg-lap" in board and "catboost-ve" in board and "NLL" in board

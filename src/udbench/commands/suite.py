@@ -12,9 +12,10 @@ commands a user would type, and each stage *is* that command, run as a child pro
    last reported), then the leaderboard is printed.
 
 A classification suite (``gpc`` families, :func:`udbench.recipes.suites.suite_task_type`)
-passes ``--classes``/``--difficulty`` to generate and runs its classifiers; ``udbench plan``
-and ``udbench report`` do not handle classification yet, so its plan is not printed and its
-report stage is skipped (said on the console): the leaderboard is its last step.
+passes ``--classes``/``--difficulty`` to generate and runs its classifiers; its report stage is
+a regression suite's (``udbench report`` writes the classification rows into its
+"Classification" part). ``udbench plan`` has no classification projection yet, so its plan is
+not printed (said on the console).
 
 ``udbench plan`` for the suite's grid is printed first (with the times measured in DIR, if
 any). Resuming is re-running the same command: every stage relies on its command's own skip
@@ -486,7 +487,12 @@ def register(app: typer.Typer) -> None:
                 highlight=False,
                 markup=True,
             )
-            if plan and not classification:  # udbench plan: regression grids only
+            if plan and classification:  # udbench plan: regression grids only
+                console.print(
+                    "plan: not printed (udbench plan has no classification projection yet)",
+                    highlight=False,
+                )
+            elif plan:
                 _child(argv["plan"], console, "plan")
             status = 0
             for i, stage in enumerate(STAGES, 1):
@@ -495,13 +501,6 @@ def register(app: typer.Typer) -> None:
                 head = f"[bold]stage {i}/{len(STAGES)} {stage}[/]"
                 if stage == "check":
                     _check_stage(head, argv["check"], out, state, state_path, console)
-                    continue
-                if stage == "report" and classification:
-                    console.print(
-                        f"{head}: skipped (udbench report has no classification report yet; "
-                        "the leaderboard follows)",
-                        markup=True,
-                    )
                     continue
                 if stage == "report":
                     seen = _fingerprint(_result_files(out))
