@@ -11,6 +11,12 @@ commands a user would type, and each stage *is* that command, run as a child pro
 4. ``udbench report DIR/results --out DIR/report`` (skipped when the results are the ones it
    last reported), then the leaderboard is printed.
 
+A classification suite (``gpc`` families, :func:`udbench.recipes.suites.suite_task_type`)
+passes ``--classes``/``--difficulty`` to generate and runs its classifiers; its report stage is
+a regression suite's (``udbench report`` writes the classification rows into its
+"Classification" part). ``udbench plan`` has no classification projection yet, so its plan is
+not printed (said on the console).
+
 ``udbench plan`` for the suite's grid is printed first (with the times measured in DIR, if
 any). Resuming is re-running the same command: every stage relies on its command's own skip
 logic, there is no second loop. One suite runs in a folder at a time (``DIR/.udbench.lock``,
@@ -107,7 +113,7 @@ def stage_commands(
         (without the program name).
     """
     from udbench.methods.registry import parse_method_spec, registered_methods
-    from udbench.recipes.suites import method_specs
+    from udbench.recipes.suites import classification_options, method_specs
 
     tasks, results = str(out / "tasks"), str(out / "results")
     grid = [
@@ -136,6 +142,7 @@ def stage_commands(
         *grid,
         *("--fidelity", suite["fidelity"]),
         *("--draws", str(suite["draws"])),
+        *(x for k, v in classification_options(suite).items() for x in (f"--{k}", v)),
         *("--out", tasks),
         *where,
     ]
@@ -221,6 +228,7 @@ def _grid_error(settings: dict[str, Any], data_dir: Path | None) -> str | None:
     ``suite.json``: a bad value is reported once, and after it is fixed the folder is the
     same suite's.
     """
+    from udbench.recipes.suites import classification_options
     from udbench.tasks.grid import expand_grid
 
     try:
@@ -233,6 +241,7 @@ def _grid_error(settings: dict[str, Any], data_dir: Path | None) -> str | None:
             settings["fidelity"],
             settings["draws"],
             None if data_dir is None else str(data_dir),
+            **classification_options(settings),
         )
     except UdbenchError as err:
         return str(err)
@@ -387,7 +396,9 @@ def register(app: typer.Typer) -> None:
     @app.command("suite")
     def suite_cmd(
         name: str | None = typer.Argument(
-            None, help="Preset (quickstart, gp-small, gp-all, paper) or a suite .toml file."
+            None,
+            help="Preset (quickstart, gp-small, gp-all, paper, clf-small, clf-all) or a suite "
+            ".toml file.",
         ),
         out: Path | None = typer.Option(
             None, "--out", "-o", help="Suite folder (tasks/, results/, report/).", parser=out_path
@@ -446,9 +457,10 @@ def register(app: typer.Typer) -> None:
             from udbench.tuning.shipped import resolve_tuned
 
             resolve_tuned(tuned, "udbench suite")
-        from udbench.recipes.suites import method_specs
+        from udbench.recipes.suites import method_specs, suite_task_type
 
         method_specs(suite)  # unknown methods fail here, before any work
+        classification = suite_task_type(suite) == "classification"
         why = _grid_error(suite, data_dir)  # and every setting of the grid, before recording
         if why is not None:
             raise UdbenchError(
@@ -475,7 +487,12 @@ def register(app: typer.Typer) -> None:
                 highlight=False,
                 markup=True,
             )
-            if plan:
+            if plan and classification:  # udbench plan: regression grids only
+                console.print(
+                    "plan: not printed (udbench plan has no classification projection yet)",
+                    highlight=False,
+                )
+            elif plan:
                 _child(argv["plan"], console, "plan")
             status = 0
             for i, stage in enumerate(STAGES, 1):

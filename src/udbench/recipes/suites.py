@@ -25,6 +25,14 @@ Keys of a suite (all strings, as on the command line, except ``draws``):
     ``"default"`` (each method's default hyperparameters; ``udbench suite --tuned DIR``
     replaces them by tuned ones where a record exists) or ``"smoke"`` (each class's
     ``smoke_params``: seconds per cell, for demos and tests).
+
+A *classification suite* names only classification families (``gpc``) and has two more keys
+(:data:`CLASSIFICATION_KEYS`), both optional in a file: ``classes`` and ``difficulty``, the
+``udbench generate --classes/--difficulty`` options (defaults ``"3"`` and ``"medium"``). Its
+``methods`` may be ``"classifiers"`` (every classifier of
+:data:`udbench.methods.classifiers.CLASSIFIERS`). A suite mixing regression and
+classification families is refused (their rows do not rank together). Regression suites
+have neither key, so their recorded settings (``suite.json``) are what they were.
 """
 
 from __future__ import annotations
@@ -35,7 +43,15 @@ from typing import Any
 
 from udbench._validation import UdbenchError, param_error
 
-__all__ = ["SUITES", "SUITE_KEYS", "load_suite", "method_specs"]
+__all__ = [
+    "CLASSIFICATION_KEYS",
+    "SUITES",
+    "SUITE_KEYS",
+    "classification_options",
+    "load_suite",
+    "method_specs",
+    "suite_task_type",
+]
 
 #: The datasets of ``gp-all``: every paper dataset whose full table is in the shared data
 #: folder (``sarcos`` is not: only its test split is available, see docs/data.md).
@@ -45,7 +61,8 @@ _LOCAL = (
 )
 
 #: The preset suites (name → settings). Instances = datasets × families × modes × coverages ×
-#: seeds: quickstart 4, gp-small 240, gp-all 960, paper 3120.
+#: seeds (× K × difficulties for classification): quickstart 4, gp-small 240, gp-all 960,
+#: paper 3120, clf-small 120, clf-all 5760.
 SUITES: dict[str, dict[str, Any]] = {
     "quickstart": {
         "description": "udbench quickstart's grid: diabetes, GP, 2 modes × 2 coverages, seed 0, "
@@ -103,6 +120,38 @@ SUITES: dict[str, dict[str, Any]] = {
         "method_params": "default",
         "keep_predictions": False,
     },
+    "clf-small": {
+        "description": "classification: concrete, airfoil, qsar_fish; gpc K=3 medium; all "
+        "temperature modes and coverages; seeds 0-4 (120 instances); the 11 classifiers",
+        "datasets": "concrete,airfoil,qsar_fish",
+        "families": "gpc",
+        "classes": "3",
+        "difficulty": "medium",
+        "noise": "all",
+        "coverage": "all",
+        "seeds": "0-4",
+        "fidelity": "standard",
+        "draws": 1000,
+        "methods": "classifiers",
+        "method_params": "default",
+        "keep_predictions": False,
+    },
+    "clf-all": {
+        "description": "classification: the 12 local datasets; gpc K=2,3 × easy, medium, hard; "
+        "all temperature modes and coverages; seeds 0-9 (5760 instances); the 11 classifiers",
+        "datasets": _LOCAL,
+        "families": "gpc",
+        "classes": "2,3",
+        "difficulty": "all",
+        "noise": "all",
+        "coverage": "all",
+        "seeds": "0-9",
+        "fidelity": "standard",
+        "draws": 1000,
+        "methods": "classifiers",
+        "method_params": "default",
+        "keep_predictions": False,
+    },
 }
 
 #: Every key a suite must have, with its type.
@@ -120,12 +169,67 @@ SUITE_KEYS: dict[str, type] = {
     "keep_predictions": bool,
 }
 
+#: The keys of a classification suite beyond :data:`SUITE_KEYS`, with their defaults.
+CLASSIFICATION_KEYS: dict[str, str] = {"classes": "3", "difficulty": "medium"}
+
+
+def suite_task_type(suite: dict[str, Any]) -> str:
+    """``"classification"`` when every family a suite names is a classification one, else
+    ``"regression"``.
+
+    Parameters
+    ----------
+    suite : dict
+        A suite's settings (:func:`load_suite`).
+
+    Returns
+    -------
+    str
+        ``"regression"`` or ``"classification"``.
+
+    Raises
+    ------
+    UdbenchError
+        The suite names families of both task types.
+    """
+    from udbench.priors.base import families_of_task_type
+
+    text = suite["families"].strip()
+    if text.lower() == "all":  # generate's 'all': the regression families
+        return "regression"
+    names = {f.strip() for f in text.split(",") if f.strip()}
+    clf = names & set(families_of_task_type("classification"))
+    if clf and clf != names:
+        raise param_error(
+            "udbench suite",
+            "families",
+            "name regression or classification families, not both (their rows do not rank "
+            "together)",
+            text,
+        )
+    return "classification" if clf else "regression"
+
+
+def classification_options(suite: dict[str, Any]) -> dict[str, str]:
+    """``{"classes", "difficulty"}`` of a classification suite (its own or the defaults), ``{}``
+    for a regression suite: the keyword arguments of :func:`udbench.tasks.grid.expand_grid`.
+
+    Raises
+    ------
+    UdbenchError
+        As :func:`suite_task_type`.
+    """
+    if suite_task_type(suite) != "classification":
+        return {}
+    return {k: str(suite.get(k, default)) for k, default in CLASSIFICATION_KEYS.items()}
+
 
 def load_suite(name: str) -> dict[str, Any]:
     """The settings of suite ``name``: a preset of :data:`SUITES` or a ``.toml`` file.
 
     A TOML file holds the keys of :data:`SUITE_KEYS` at its top level (``description``
-    optional); its suite name is the file's stem.
+    optional; ``classes`` and ``difficulty`` of :data:`CLASSIFICATION_KEYS` optional, for
+    classification families); its suite name is the file's stem.
 
     Parameters
     ----------
@@ -157,7 +261,7 @@ def load_suite(name: str) -> dict[str, Any]:
         raise UdbenchError(f"{comp}: cannot read suite file {str(path)!r}: {err}") from None
     raw.setdefault("description", f"suite file {path.name}")
     raw.setdefault("keep_predictions", False)
-    unknown = sorted(set(raw) - set(SUITE_KEYS))
+    unknown = sorted(set(raw) - set(SUITE_KEYS) - set(CLASSIFICATION_KEYS))
     missing = sorted(set(SUITE_KEYS) - set(raw))
     if unknown or missing:
         raise param_error(
@@ -170,6 +274,9 @@ def load_suite(name: str) -> dict[str, Any]:
         value = raw[key]
         if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
             raise param_error(comp, f"{path.name}: {key}", f"be a {kind.__name__}", value)
+    for key in CLASSIFICATION_KEYS:
+        if key in raw and not isinstance(raw[key], str):
+            raise param_error(comp, f"{path.name}: {key}", "be a str", raw[key])
     if raw["method_params"] not in ("default", "smoke"):
         raise param_error(
             comp, f"{path.name}: method_params", "be 'default' or 'smoke'", raw["method_params"]
@@ -191,14 +298,23 @@ def method_specs(suite: dict[str, Any]) -> list[str]:
     -------
     list of str
         ``name`` or ``name:key=value,...`` per method, in the registry's order for
-        ``"registered"``.
+        ``"registered"`` and in :data:`~udbench.methods.classifiers.CLASSIFIERS`' order for
+        ``"classifiers"``.
+
+    Raises
+    ------
+    UdbenchError
+        An unknown method (with ``method_params = "smoke"``, which looks each class up).
     """
     from udbench.methods import get_method_class
+    from udbench.methods.classifiers import CLASSIFIERS, get_classifier_class
     from udbench.methods.registry import registered_methods
 
     text = suite["methods"].strip()
     if text.lower() == "registered":
         names = list(registered_methods())
+    elif text.lower() == "classifiers":
+        names = list(CLASSIFIERS)
     else:
         sep = ";" if ";" in text else ","
         names = [m.strip() for m in text.split(sep) if m.strip()]
@@ -209,7 +325,7 @@ def method_specs(suite: dict[str, Any]) -> list[str]:
         if ":" in spec:  # overrides given: keep them as written
             specs.append(spec)
             continue
-        params = dict(get_method_class(spec).smoke_params)
-        body = ",".join(f"{k}={v}" for k, v in params.items())
+        cls: Any = get_classifier_class(spec) if spec in CLASSIFIERS else get_method_class(spec)
+        body = ",".join(f"{k}={v}" for k, v in dict(cls.smoke_params).items())
         specs.append(f"{spec}:{body}" if body else spec)
     return specs
