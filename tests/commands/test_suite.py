@@ -14,10 +14,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from udbench._lock import LOCK_NAME
 from udbench._validation import UdbenchError
 from udbench.commands.suite import stage_commands
 from udbench.recipes.suites import SUITES, load_suite, method_specs
 from udbench.tasks.grid import expand_grid
+from udbench.tasks.timelog import GENERATION_LOG
 
 TESTS = Path(__file__).resolve().parents[1]
 LAUNCH = "import sys; from udbench.cli import main; sys.exit(main())"
@@ -183,7 +185,7 @@ def test_suite_killed_in_every_stage_resumes_to_exactly_the_expected_files(tmp_p
     assert "check: task files unchanged since checked, skipped" in text
     assert re.search(rf"{N_TASKS} cells: \d+ ok, 0 failed, [1-9]\d* already finished", text)
     assert not (report / "report.html").exists()
-    assert (out / ".suite.lock").exists()  # left by the killed suite, taken over below
+    assert (out / LOCK_NAME).exists()  # left by the killed suite, taken over below
 
     # the last run goes to the end
     proc = _start(suite_file, out)
@@ -197,7 +199,8 @@ def test_suite_killed_in_every_stage_resumes_to_exactly_the_expected_files(tmp_p
         for c in ("balanced", "ood")
         for s in range(10)
     }
-    assert {p.name for p in tasks.iterdir()} == expected  # no temporary file left
+    # no temporary file left; the generation time log (udbench.tasks.timelog) is kept
+    assert {p.name for p in tasks.iterdir()} == expected | {GENERATION_LOG}
     per_cell = _rows_per_cell(results)
     assert len(per_cell) == N_TASKS and (per_cell == 1).all()  # every cell once
     rows = pd.read_parquet(results / "results.parquet")
