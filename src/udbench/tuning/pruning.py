@@ -165,6 +165,18 @@ def resolve_pruner(kind: str, method: str) -> str:
     ``"auto"``: ``"sha"`` for :data:`AUTO_SHA_METHODS`, ``"none"`` for every other method
     (classifiers, methods with no intermediate values, methods of other names).
 
+    Parameters
+    ----------
+    kind : str
+        One of :data:`PRUNERS`.
+    method : str
+        The method's registry name (``MethodConfig.name``, the class's ``name``).
+
+    Returns
+    -------
+    str
+        ``"none"``, ``"sha"``, ``"hyperband"`` or ``"median"`` (never ``"auto"``).
+
     Raises
     ------
     UdbenchError
