@@ -53,8 +53,9 @@ def main() -> None:
     )
     ap.add_argument(
         "--pruner",
-        default="median",
-        help="which pruner's CPU ratios of --pruning-summary go into the table",
+        default="sha",
+        help="which pruner's CPU ratios of --pruning-summary go into the table (default sha: "
+        "the pruner udbench tune --pruner auto uses; plan applies an entry only for its pruner)",
     )
     args = ap.parse_args()
     parts = set(args.only.split(","))

@@ -12,7 +12,8 @@ conditions), one :class:`~udbench.campaigns.engine.Unit` per (method, condition)
    (``workers=0``, ``in_flight=1``: trials one after the other, so a seeded sweep gives the
    same record on any machine up to floating point): its training sample split 80/20 by the
    condition's seed, ``trials`` trials (SPEC §9: 30) of Optuna's TPE sampler, the held-out
-   Gaussian NLL, with the pruner asked for (``none`` by default, ``sha``/``hyperband``:
+   Gaussian NLL, with the pruner asked for (``none`` by default, ``sha``/``hyperband``/
+   ``median``, or ``auto`` resolved per method into the unit's settings:
    :mod:`udbench.tuning.pruning`). Its Optuna journal lives in the work folder
    (``WORK/sweeps/<settings hash>/``), so a unit killed mid-sweep resumes its finished trials;
 3. the unit's record (:mod:`udbench.campaigns.engine`) holds, as ``result``, the sweep's tuned
@@ -217,7 +218,7 @@ def _sweep_seconds(method: str, dataset: str, trials: int, pruner: str, table: A
         return None
     total = trials * (per + (over[1] if over else 0.0)) + (over[0] if over else 0.0)
     if pruner != "none":
-        ratio = table.pruning_ratio(method)
+        ratio = table.pruning_ratio(method, pruner)
         total *= 1.0 if ratio is None else ratio
     return float(total)
 
@@ -227,6 +228,10 @@ def tuning_units(
     *,
     work_dir: str | Path,
     methods: Sequence[str] | None = None,
+    # Pinned to "none", not udbench tune's "auto": the committed (shipped) records were made
+    # unpruned and a unit's pruner is one of its settings, so "auto" would make the records of
+    # the methods it prunes (catboost-ps, ngboost-bag, ngboost-nig) stale, and mix pruned and
+    # unpruned sweeps of one method across conditions while a campaign is under way.
     pruner: str = "none",
     trials: int = DEFAULT_TRIALS,
     sampler: str = "tpe",
@@ -244,7 +249,11 @@ def tuning_units(
         Folder for the task files and the sweeps' journals (not committed).
     methods : sequence of str, optional
         Method names (a subset of the suite's methods; default all of them).
-    pruner : {"none", "sha", "hyperband", "median"}, default "none"
+    pruner : {"none", "auto", "sha", "hyperband", "median"}, default "none"
+        The sweeps' pruner; ``"auto"`` is resolved per method
+        (:func:`udbench.tuning.pruning.resolve_pruner`) and the unit's settings hold the
+        resolved one. The default stays ``"none"`` (unlike ``udbench tune``'s ``"auto"``): the
+        shipped records were made unpruned, and the pruner is one of a unit's settings.
     trials : int, default 30
         Trials per sweep (SPEC §9).
     sampler : {"tpe", "random"}, default "tpe"
@@ -271,7 +280,7 @@ def tuning_units(
     from udbench.recipes.suites import load_suite, method_specs
     from udbench.tuning.calibration import load_calibration
     from udbench.tuning.objective import HOLDOUT_FRACTION
-    from udbench.tuning.pruning import PRUNERS
+    from udbench.tuning.pruning import PRUNERS, resolve_pruner
     from udbench.tuning.records import Condition, _slug
     from udbench.tuning.space import check_search_space, search_space_hash
     from udbench.tuning.sweep import SAMPLERS
@@ -301,6 +310,7 @@ def tuning_units(
         check_search_space(name, space)
         units: list[Unit] = []
         cost = 0.0
+        kind = resolve_pruner(pruner, name)
         for spec in conditions:
             cond = Condition.of(spec)
             settings = {
@@ -316,11 +326,11 @@ def tuning_units(
                 "trials": trials,
                 "sampler": sampler,
                 "seed": seed,
-                "pruner": pruner,
+                "pruner": kind,
                 "holdout_fraction": HOLDOUT_FRACTION,
                 "objective": "heldout_gaussian_nll",
             }
-            est = _sweep_seconds(name, spec.dataset, trials, pruner, table)
+            est = _sweep_seconds(name, spec.dataset, trials, kind, table)
             cost = float("inf") if est is None else cost + est
             units.append(
                 Unit(

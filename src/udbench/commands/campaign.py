@@ -36,7 +36,10 @@ _RECORDS_HELP = (
 )
 _SUITE_HELP = "tuning: the preset suite whose conditions are tuned (gp-small, gp-all, ...)."
 _TUNE_METHODS_HELP = "tuning: comma list of the suite's methods to tune (default: all of them)."
-_PRUNER_HELP = "tuning: none (default), sha, hyperband or median (udbench tune --pruner)."
+_PRUNER_HELP = (
+    "tuning: none (default: the shipped records are unpruned), auto, sha, hyperband or median "
+    "(udbench tune --pruner)."
+)
 _TRIALS_HELP = "tuning: trials per sweep (SPEC §9: 30)."
 _WORK_HELP = "Folder for big artefacts such as task files (not committed)."
 

@@ -69,11 +69,13 @@ def register(app: typer.Typer) -> None:
             None, "--timeout", help="Per-trial limit in seconds for fit + predict."
         ),
         pruner: str = typer.Option(
-            "none",
+            "auto",
             "--pruner",
-            help="none, sha (successive halving), hyperband or median (median stopping rule): "
-            "stop unpromising trials of "
-            "iterative methods early (their intermediate held-out NLL).",
+            help="auto (default), none, sha (successive halving), hyperband or median (median "
+            "stopping rule): stop unpromising trials of iterative methods early (their "
+            "intermediate held-out NLL). auto: sha for catboost-ps, ngboost-bag and "
+            "ngboost-nig (measured to lose no more than the seed-to-seed spread), none for "
+            "every other method; records and journals hold the resolved pruner.",
         ),
         workers: WorkersOpt = None,
         scheduler: SchedulerOpt = None,
@@ -234,11 +236,13 @@ def register(app: typer.Typer) -> None:
         budget: float = typer.Option(
             30.0, "--budget", help="CPU minutes --calibrate may spend (default 30)."
         ),
-        pruning: bool = typer.Option(
-            False,
-            "--pruning/--no-pruning",
-            help="Project tuning as udbench tune --pruner sha: with the measured pruned/"
-            "unpruned CPU ratio where the table has one.",
+        pruner: str = typer.Option(
+            "auto",
+            "--pruner",
+            help="Project tuning as udbench tune --pruner (default auto: sha for "
+            "catboost-ps, ngboost-bag and ngboost-nig, none for the others): a pruned "
+            "method's trials cost the measured pruned/unpruned CPU ratio of the table's "
+            "tune-pruning entry for that pruner, where it has one.",
         ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     ) -> None:
@@ -253,8 +257,11 @@ def register(app: typer.Typer) -> None:
         from udbench._validation import param_error
         from udbench.methods.registry import paper_methods, registered_methods
         from udbench.tuning.plan import collect_measurements, project
+        from udbench.tuning.pruning import PRUNERS
 
         check_int("udbench plan", "--trials", trials, minimum=0)
+        if pruner not in PRUNERS:
+            raise param_error("udbench plan", "pruner", f"be one of {list(PRUNERS)}", pruner)
         if workers is not None and workers < 1:
             raise param_error("udbench plan", "workers", "be an integer >= 1", workers)
         if calibrate_now and not budget > 0:
@@ -282,7 +289,7 @@ def register(app: typer.Typer) -> None:
             table = load_calibration(calibration)
         if workers is None:
             workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-        proj = project(specs, names, trials, found, table, workers=workers, pruning=pruning)
+        proj = project(specs, names, trials, found, table, workers=workers, pruner=pruner)
         unregistered = [m for m in names if m not in known]
         if as_json:
             out = {**proj.as_dict(), "unregistered": unregistered}
@@ -352,6 +359,8 @@ def _print_plan(proj: Any, trials: int, unregistered: list[str], table: Any) -> 
         basis = "unknown" if r.basis is None else r.basis
         if r.basis == "measured":
             basis += f" ({r.n_measured})"
+        if r.pruning_ratio is not None:
+            basis += f" × {r.pruning_ratio:.2f} ({r.pruner})"
         tab.add_row(
             r.stage,
             r.key + note,

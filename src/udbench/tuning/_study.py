@@ -235,10 +235,18 @@ class _Sweep:
                 if attrs.get(k, "none" if k == "pruner" else None) != v
             ]
             if changed:
+                hint = ""
+                made = attrs.get("pruner", "none")
+                kind = made.get("kind") if isinstance(made, dict) else made
+                if "pruner" in changed and kind != plan.pruner:
+                    hint = (
+                        f" (the journal's pruner is {kind!r}, this run's {plan.pruner!r}: "
+                        f"pass --pruner {kind} to resume it)"
+                    )
                 raise UdbenchError(
                     f"udbench tune: the sweep journal {str(self.journal)!r} was made with another "
-                    f"{', '.join(changed)} than this run's; tune into another --out, or delete "
-                    "the journal to start this sweep again"
+                    f"{', '.join(changed)} than this run's{hint}; tune into another --out, or "
+                    "delete the journal to start this sweep again"
                 )
         # trials left running by a driver that died: failed, not counted
         self.n_interrupted = 0

@@ -219,11 +219,15 @@ class CalibrationTable:
         size = n + n_eval if e.get("size") == "n + n_eval" else n
         return law(size) * work_ratio(family, fidelity, e["fidelity"])
 
-    def pruning_ratio(self, method: str) -> float | None:
+    def pruning_ratio(self, method: str, pruner: str | None = None) -> float | None:
         """Measured CPU of a pruned sweep over an unpruned one (``tune-pruning:<method>``,
-        :mod:`udbench.tuning.sweep`), or None where not measured."""
+        :mod:`udbench.tuning.sweep`), or None where not measured (or, with ``pruner``,
+        measured with another pruner than ``pruner``; an entry naming no pruner counts as
+        any)."""
         e = self.entries.get(f"tune-pruning:{method}")
-        return None if e is None else float(e["cpu_ratio"])
+        if e is None or (pruner is not None and e.get("pruner", pruner) != pruner):
+            return None
+        return float(e["cpu_ratio"])
 
     def generate_overhead(self, family: str) -> float:
         """Seconds the first instance of a new shape adds (compilation), 0 if unknown."""

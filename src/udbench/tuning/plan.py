@@ -7,7 +7,10 @@ number of trials per sweep, the plan counts
   dataset with GP instances (SPEC §5; cached, before the dataset's instances);
 - **instances** (stage ``generate``): one per (dataset, family, noise, coverage, seed);
 - **trials** (stage ``tune``): conditions × methods × trials, one sweep per (method,
-  condition) (SPEC §9);
+  condition) (SPEC §9), each method's trials with the pruner ``udbench tune --pruner`` would
+  use (default ``auto``: :func:`udbench.tuning.pruning.resolve_pruner`): a calibrated row of
+  a pruned method is the unpruned one times the measured pruned/unpruned CPU ratio of its
+  pruner (``tune-pruning:<method>`` entries; the unpruned figure where none is measured);
 - **fits** (stage ``run``): instances × methods,
 
 and projects CPU-hours per stage and method. Each row's figure comes from the first of:
@@ -108,6 +111,11 @@ class PlanRow:
         on each worker), included in ``cpu_hours``.
     unit_max_s : float or None
         The largest seconds of one unit (a step of the longest chain).
+    pruner : str or None
+        ``tune`` rows: the method's resolved pruner (``"none"``, ``"sha"``, ...).
+    pruning_ratio : float or None
+        Calibrated ``tune`` rows: the measured pruned/unpruned CPU ratio applied to every
+        trial (None: unpruned, or no ratio measured for the pruner).
     """
 
     stage: str
@@ -123,6 +131,8 @@ class PlanRow:
     per_dataset: dict[str, list[float]] = field(default_factory=dict)
     overhead_s: float = 0.0
     unit_max_s: float | None = None
+    pruner: str | None = None
+    pruning_ratio: float | None = None
 
     @property
     def seconds_per_unit(self) -> float | None:
@@ -144,6 +154,8 @@ class PlanRow:
             "basis": self.basis,
             "seconds_per_unit": self.seconds_per_unit,
             "unit_max_s": self.unit_max_s,
+            "pruner": self.pruner,
+            "pruning_ratio": self.pruning_ratio,
         }
 
     def config_note(self) -> str | None:
@@ -230,7 +242,7 @@ def plan_grid(
     calibration: Any = None,
     *,
     workers: int = 1,
-    pruning: bool = False,
+    pruner: str = "auto",
 ) -> tuple[dict[str, int], list[PlanRow]]:
     """Counts of a grid and its projected CPU-hours per stage and method.
 
@@ -250,9 +262,17 @@ def plan_grid(
     workers : int, default 1
         Workers the grid runs on: a method's first call (imports, compilation) is paid once
         per worker and per dataset shape.
-    pruning : bool, default False
-        Project tuning with pruning where the table holds a measured pruned/unpruned CPU
-        ratio of the method (``tune-pruning:<method>``).
+    pruner : {"auto", "none", "sha", "hyperband", "median"}, default "auto"
+        The pruner of the sweeps, as ``udbench tune --pruner`` (``"auto"``: per method,
+        :func:`udbench.tuning.pruning.resolve_pruner`). A calibrated trial of a method whose
+        resolved pruner is not ``"none"`` costs the unpruned trial times the table's measured
+        pruned/unpruned CPU ratio for that pruner (``tune-pruning:<method>``), where it has
+        one.
+
+    Raises
+    ------
+    UdbenchError
+        An unknown ``pruner``.
 
     Returns
     -------
@@ -264,6 +284,9 @@ def plan_grid(
     """
     import numpy as np
 
+    from udbench.tuning.pruning import resolve_pruner
+
+    kinds = {m: resolve_pruner(pruner, m) for m in methods}  # checks pruner, even for none
     conditions = {(s.dataset, s.family, s.noise, s.coverage) for s in specs}
     counts = {
         "instances": len(specs),
@@ -372,13 +395,18 @@ def plan_grid(
     for s in specs:
         cell_units[s.dataset] = cell_units.get(s.dataset, 0) + 1
 
+    def ratio_of(m: str) -> float | None:
+        if calibration is None or kinds[m] == "none":
+            return None
+        return calibration.pruning_ratio(m, kinds[m])
+
     def trial_s(m: str, d: str) -> float | None:
         n = sizes[d][0]
         base = calibration.method_seconds(m, 0.8 * n, max(1.0, 0.2 * n))
         over = calibration.method_overheads(m)
         if base is None or over is None:
             return None
-        ratio = calibration.pruning_ratio(m) if pruning else None
+        ratio = ratio_of(m)
         return (base + over[1]) * (1.0 if ratio is None else ratio)
 
     def overhead(m: str, per_shape: bool) -> Callable[[], float]:
@@ -392,9 +420,13 @@ def plan_grid(
         return f
 
     for m in methods:
-        rows.append(
-            row("tune", m, dict(cond_units), lambda d, m=m: trial_s(m, d), overhead(m, False))
+        tune_row = row(
+            "tune", m, dict(cond_units), lambda d, m=m: trial_s(m, d), overhead(m, False)
         )
+        tune_row.pruner = kinds[m]
+        if tune_row.basis == "calibrated":
+            tune_row.pruning_ratio = ratio_of(m)
+        rows.append(tune_row)
     for m in methods:
         rows.append(
             row(
@@ -416,7 +448,7 @@ def project(
     calibration: Any,
     *,
     workers: int = 1,
-    pruning: bool = False,
+    pruner: str = "auto",
 ) -> Projection:
     """:func:`plan_grid` plus totals and the wall time on ``workers`` workers.
 
@@ -429,7 +461,7 @@ def project(
     from udbench.priors.base import prior_capabilities
 
     counts, rows = plan_grid(
-        specs, methods, trials, measured, calibration, workers=workers, pruning=pruning
+        specs, methods, trials, measured, calibration, workers=workers, pruner=pruner
     )
     known = [r for r in rows if r.cpu_hours is not None]
     cpu_h = float(sum(r.cpu_hours or 0.0 for r in known))

@@ -26,6 +26,12 @@ Optuna's pruner class deciding on an in-memory study rebuilt from it. The driver
 what the trial reported into the sweep's journal. So pruning needs no storage shared with
 the workers, and a sweep with ``--in-flight 1`` prunes the same trials whatever the number
 of workers (the snapshot then holds every earlier trial, finished).
+
+``auto`` (the default of ``udbench tune``, :func:`udbench.tuning.sweep.tune` and ``udbench
+plan``) is a per-method choice, :func:`resolve_pruner`: successive halving for the methods of
+:data:`AUTO_SHA_METHODS`, whose pruned sweeps lost no more than the seed-to-seed spread in the
+measurement (:func:`methods_within_spread`), no pruning for every other method. What a journal
+and a record store is the resolved pruner (``sha`` or none), never ``auto``.
 """
 
 from __future__ import annotations
@@ -40,17 +46,29 @@ import numpy as np
 from udbench._validation import param_error
 
 __all__ = [
+    "AUTO_SHA_METHODS",
     "PRUNERS",
     "REDUCTION_FACTOR",
     "PrunerSpec",
     "PruningContext",
     "TrialReporter",
+    "methods_within_spread",
     "pruner_spec",
+    "resolve_pruner",
     "snapshot",
 ]
 
-#: ``udbench tune --pruner`` values: no pruning, successive halving, Hyperband, median stopping.
-PRUNERS: tuple[str, ...] = ("none", "sha", "hyperband", "median")
+#: ``udbench tune --pruner`` values: per method (:func:`resolve_pruner`), no pruning,
+#: successive halving, Hyperband, median stopping.
+PRUNERS: tuple[str, ...] = ("auto", "none", "sha", "hyperband", "median")
+#: Methods that ``--pruner auto`` tunes with successive halving (``sha``); every other method,
+#: classifiers included, is tuned unpruned. The issue's rule (issue 35, item 3): pruning is a
+#: default only where it loses no more than the seed-to-seed spread. These are the methods
+#: whose ``sha`` sweeps passed it on both the best held-out NLL and rho(EU, EU*_risk) in the
+#: measurement of docs/running.md, "Pruning" (``docs/validation/pruning/summary.json``; one
+#: gp-small condition, sampler seeds 0 and 1; CPU 2.4-4.7x lower):
+#: ``methods_within_spread(summary, "sha")`` of that file (tested to be equal).
+AUTO_SHA_METHODS: frozenset[str] = frozenset({"catboost-ps", "ngboost-bag", "ngboost-nig"})
 #: Complete trials the median rule waits for before it prunes (Optuna's default).
 MEDIAN_STARTUP_TRIALS = 5
 #: η of both pruners (the Hyperband paper's default).
@@ -106,10 +124,58 @@ class PrunerSpec:
         }
 
 
-def pruner_spec(kind: str, method: Any) -> PrunerSpec | None:
-    """The pruner of a sweep of ``method`` (an unfitted method with its base configuration),
-    or None: ``kind == "none"``, or a method with no intermediate values. Classifiers report
-    none (no ``progress_param``): their sweeps are never pruned.
+def methods_within_spread(summary: Mapping[str, Any], pruner: str = "sha") -> frozenset[str]:
+    """The methods whose pruned sweeps lost no more than the seed-to-seed spread.
+
+    Parameters
+    ----------
+    summary : mapping
+        ``summary.json`` of ``benchmarks/bench_tuning.py pruning``: per pruner, ``methods``
+        -> ``{"dnll", "drho", "spread_nll", "spread_rho", ...}`` (the mean absolute
+        difference pruned - unpruned of the best held-out NLL and of rho(EU, EU*_risk) of the
+        chosen configuration, and the absolute difference seed 0 - seed 1 of the unpruned
+        sweeps).
+    pruner : str, default "sha"
+        Which pruner's figures.
+
+    Returns
+    -------
+    frozenset of str
+        Methods with ``|dnll| <= spread_nll`` and ``|drho| <= spread_rho`` (the rule of issue
+        35, item 3, for a pruner to be a default).
+
+    Raises
+    ------
+    UdbenchError
+        ``pruner`` not in ``summary``.
+    """
+    if pruner not in summary:
+        raise param_error("methods_within_spread", "pruner", f"be one of {sorted(summary)}", pruner)
+    out = set()
+    for method, v in summary[pruner]["methods"].items():
+        if abs(float(v["dnll"])) <= float(v["spread_nll"]) and abs(float(v["drho"])) <= float(
+            v["spread_rho"]
+        ):
+            out.add(str(method))
+    return frozenset(out)
+
+
+def resolve_pruner(kind: str, method: str) -> str:
+    """The pruner a sweep of ``method`` (its registry name) runs: ``kind`` itself, except
+    ``"auto"``: ``"sha"`` for :data:`AUTO_SHA_METHODS`, ``"none"`` for every other method
+    (classifiers, methods with no intermediate values, methods of other names).
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`PRUNERS`.
+    method : str
+        The method's registry name (``MethodConfig.name``, the class's ``name``).
+
+    Returns
+    -------
+    str
+        ``"none"``, ``"sha"``, ``"hyperband"`` or ``"median"`` (never ``"auto"``).
 
     Raises
     ------
@@ -118,6 +184,23 @@ def pruner_spec(kind: str, method: Any) -> PrunerSpec | None:
     """
     if kind not in PRUNERS:
         raise param_error("udbench tune", "pruner", f"be one of {list(PRUNERS)}", kind)
+    if kind != "auto":
+        return kind
+    return "sha" if method in AUTO_SHA_METHODS else "none"
+
+
+def pruner_spec(kind: str, method: Any) -> PrunerSpec | None:
+    """The pruner of a sweep of ``method`` (an unfitted method with its base configuration),
+    or None: ``kind == "none"`` (or ``"auto"`` resolved to it by the method's ``name``,
+    :func:`resolve_pruner`), or a method with no intermediate values. Classifiers report
+    none (no ``progress_param``): their sweeps are never pruned.
+
+    Raises
+    ------
+    UdbenchError
+        An unknown ``kind``.
+    """
+    kind = resolve_pruner(kind, str(getattr(type(method), "name", "")))
     param = getattr(type(method), "progress_param", None)  # a classifier declares none
     if kind == "none" or param is None:
         return None

@@ -11,7 +11,10 @@ classification task files (family ``gpc``), scored by the held-out categorical N
 condition there is (dataset, family coordinate ``gpc-k<K>-<difficulty>``, temperature mode,
 coverage). A regression method on a classification task, or a classifier on a regression
 task, is refused before any trial. Classifiers report no intermediate values, so ``pruner``
-is off for their sweeps.
+is off for their sweeps. The default ``pruner="auto"`` is resolved per method
+(:func:`udbench.tuning.pruning.resolve_pruner`: successive halving for the boosting methods
+whose pruned sweeps were measured to lose no more than the seed-to-seed spread, none for the
+others); each :class:`SweepPlan`, and so each journal and record, holds the resolved pruner.
 
 The driver (:func:`tune`) runs every sweep at once. It asks Optuna for a trial only when a
 worker is free (``study.ask()``, then :func:`udbench.tuning.space.suggest`), evaluates it on
@@ -167,9 +170,12 @@ def plan_sweeps(
     trials: int = 30,
     sampler: str = "tpe",
     seed: int = 0,
-    pruner: str = "none",
+    pruner: str = "auto",
 ) -> list[SweepPlan]:
     """Every (method, condition) sweep of a tuning run, method-major.
+
+    ``pruner`` as for :func:`tune`; each plan holds the method's resolved pruner
+    (:func:`udbench.tuning.pruning.resolve_pruner`: ``"auto"`` is never stored).
 
     Raises
     ------
@@ -179,7 +185,7 @@ def plan_sweeps(
         or cannot be sampled (:func:`check_search_space`), a method of one task type
         (regression, classification) given a task of the other.
     """
-    from udbench.tuning.pruning import PRUNERS
+    from udbench.tuning.pruning import PRUNERS, resolve_pruner
 
     if pruner not in PRUNERS:
         raise param_error("udbench tune", "pruner", f"be one of {list(PRUNERS)}", pruner)
@@ -214,7 +220,7 @@ def plan_sweeps(
             n_trials=trials,
             sampler=sampler,
             seed=seed,
-            pruner=pruner,
+            pruner=resolve_pruner(pruner, mc.name),
         )
         for mc in mcs
         for cond, task in conditions.items()
@@ -305,7 +311,7 @@ def tune(
     seed: int = 0,
     in_flight: int | None = None,
     timeout: float | None = None,
-    pruner: str = "none",
+    pruner: str = "auto",
     workers: int | None = None,
     scheduler: str | None = None,
     cluster_config: str | os.PathLike[str] | None = None,
@@ -337,12 +343,17 @@ def tune(
         sequentially (results independent of the number of workers).
     timeout : float, optional
         Per-trial wall-clock limit of fit + predict, seconds.
-    pruner : {"none", "sha", "hyperband", "median"}, default "none"
+    pruner : {"auto", "none", "sha", "hyperband", "median"}, default "auto"
         Stop unpromising trials of iterative methods early (Optuna's successive-halving or
-        Hyperband pruner on the held-out NLL at intermediate steps,
-        :mod:`udbench.tuning.pruning`); a pruned trial counts as one of ``trials`` and is
-        never the best. Methods with no intermediate values (every classifier among them)
-        are not pruned.
+        Hyperband pruner, or the median stopping rule, on the held-out NLL at intermediate
+        steps, :mod:`udbench.tuning.pruning`); a pruned trial counts as one of ``trials`` and
+        is never the best. ``"auto"``: ``"sha"`` for the methods of
+        :data:`udbench.tuning.pruning.AUTO_SHA_METHODS` (catboost-ps, ngboost-bag,
+        ngboost-nig: measured to lose no more than the seed-to-seed spread), ``"none"`` for
+        every other method; journals and records hold the resolved pruner, so a journal made
+        with ``"sha"`` (or ``"none"``) resumes under ``"auto"`` where that is what it
+        resolves to. Methods with no intermediate values (every classifier among them) are
+        not pruned.
     workers, scheduler, cluster_config, pin, client
         Where trials run, as for :func:`udbench.evaluation.runner.run_benchmark`.
     on_trial : callable, optional
