@@ -121,10 +121,19 @@ def test_a_journal_of_the_resolved_pruner_resumes_under_auto(tasks, tmp_path, mo
     tune([tasks], [StepQuadMethod()], tmp_path / "t", trials=8, pruner="sha", workers=0)
     resumed = tune([tasks], [StepQuadMethod()], tmp_path / "t", trials=12, workers=0)
     assert resumed.n_resumed_trials == 8 and resumed.n_trials_run == 4
-    # an unpruned journal of a method auto prunes: refused, naming the flag that resumes it
+    # an unpruned journal of a method auto prunes: auto resumes it unpruned (its 4 trials kept)
     tune([tasks], [StepQuadMethod()], tmp_path / "u", trials=4, pruner="none", workers=0)
+    (before,) = load_records(tmp_path / "u")
+    resumed = tune([tasks], [StepQuadMethod()], tmp_path / "u", trials=6, workers=0)
+    assert resumed.n_resumed_trials == 4 and resumed.n_trials_run == 2
+    (rec,) = load_records(tmp_path / "u")
+    assert rec["pruner"] is None and rec["n_pruned"] == 0 and rec["n_complete"] == 6
+    assert all(not h["intermediate"] for h in rec["history"])  # nothing reported: unpruned
+    kept = sorted(_strip(before)["history"], key=lambda h: h["number"])
+    assert sorted(_strip(rec)["history"], key=lambda h: h["number"])[:4] == kept
+    # an explicit pruner is never swapped: the journal's is named in the error
     with pytest.raises(UdbenchError, match="pass --pruner none to resume it"):
-        tune([tasks], [StepQuadMethod()], tmp_path / "u", trials=6, workers=0)
+        tune([tasks], [StepQuadMethod()], tmp_path / "u", trials=8, pruner="sha", workers=0)
 
 
 def test_the_shipped_table_holds_the_measured_ratios():

@@ -9,7 +9,7 @@ driver that asks and tells the trials is :func:`udbench.tuning.sweep.tune`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from udbench._seeding import derive_seed
 from udbench._validation import UdbenchError
 from udbench.methods.configs import MethodConfig
 from udbench.tuning.objective import HOLDOUT_FRACTION, PROB_FLOOR
-from udbench.tuning.pruning import PrunerSpec, pruner_spec
+from udbench.tuning.pruning import PRUNERS, PrunerSpec, pruner_spec
 from udbench.tuning.records import RECORD_FORMAT, SCHEMA_VERSION, Condition, record_path
 from udbench.tuning.space import search_space_hash
 
@@ -37,6 +37,9 @@ class SweepPlan:
     sampler: str = "tpe"
     seed: int = 0
     pruner: str = "none"
+    #: the pruner was asked for as ``"auto"``: a journal made with another pruner than the
+    #: resolved one is resumed with the journal's (``udbench.tuning.pruning.resolve_pruner``)
+    pruner_auto: bool = False
 
     @property
     def pruner_spec(self) -> PrunerSpec | None:
@@ -166,6 +169,11 @@ def sweep_record(study: Any, plan: SweepPlan) -> dict[str, Any]:
     }
 
 
+def _spec_dict(plan: SweepPlan) -> Any:
+    """The journal's ``pruner`` attribute for ``plan``: ``"none"`` or the spec's dict."""
+    return "none" if plan.pruner_spec is None else plan.pruner_spec.as_dict()
+
+
 def _repair_journal(path: Path) -> None:
     """Undo what a killed driver may leave in a journal: a lock file and a half-written line.
 
@@ -220,7 +228,7 @@ class _Sweep:
             "split_seed": plan.split_seed,
             "sampler": plan.sampler,
             "sampler_seed": plan.sampler_seed,
-            "pruner": "none" if plan.pruner_spec is None else plan.pruner_spec.as_dict(),
+            "pruner": _spec_dict(plan),
         }
         self.pruner = plan.pruner_spec
         attrs = self.study.user_attrs
@@ -234,10 +242,16 @@ class _Sweep:
                 for k, v in identity.items()
                 if attrs.get(k, "none" if k == "pruner" else None) != v
             ]
+            made = attrs.get("pruner", "none")
+            kind = made.get("kind") if isinstance(made, dict) else made
+            if changed == ["pruner"] and plan.pruner_auto and kind in PRUNERS:
+                # "auto" chooses for the user: an existing sweep keeps the pruner it was made
+                # with (a re-run resumes it, trial for trial), and its record says which
+                plan = replace(plan, pruner=str(kind))
+                self.plan, self.pruner = plan, plan.pruner_spec
+                changed = [] if _spec_dict(plan) == made else changed
             if changed:
                 hint = ""
-                made = attrs.get("pruner", "none")
-                kind = made.get("kind") if isinstance(made, dict) else made
                 if "pruner" in changed and kind != plan.pruner:
                     hint = (
                         f" (the journal's pruner is {kind!r}, this run's {plan.pruner!r}: "

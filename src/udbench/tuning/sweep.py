@@ -221,6 +221,7 @@ def plan_sweeps(
             sampler=sampler,
             seed=seed,
             pruner=resolve_pruner(pruner, mc.name),
+            pruner_auto=pruner == "auto",
         )
         for mc in mcs
         for cond, task in conditions.items()
@@ -350,10 +351,10 @@ def tune(
         is never the best. ``"auto"``: ``"sha"`` for the methods of
         :data:`udbench.tuning.pruning.AUTO_SHA_METHODS` (catboost-ps, ngboost-bag,
         ngboost-nig: measured to lose no more than the seed-to-seed spread), ``"none"`` for
-        every other method; journals and records hold the resolved pruner, so a journal made
-        with ``"sha"`` (or ``"none"``) resumes under ``"auto"`` where that is what it
-        resolves to. Methods with no intermediate values (every classifier among them) are
-        not pruned.
+        every other method; journals and records hold the resolved pruner, and under
+        ``"auto"`` an existing journal resumes with the pruner it was made with (an unpruned
+        journal of ngboost-nig stays unpruned; its record says so). Methods with no
+        intermediate values (every classifier among them) are not pruned.
     workers, scheduler, cluster_config, pin, client
         Where trials run, as for :func:`udbench.evaluation.runner.run_benchmark`.
     on_trial : callable, optional
