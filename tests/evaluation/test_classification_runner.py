@@ -21,6 +21,8 @@ from udbench.evaluation.classification_cell import CLASSIFICATION_METRIC_KEYS
 from udbench.evaluation.leaderboard import leaderboard
 from udbench.evaluation.metrics import spearman
 from udbench.evaluation.runner import run_benchmark
+from udbench.evaluation.scoring import _per_shell
+from udbench.evaluation.selective import selective_columns
 from udbench.evaluation.store import ResultsStore, read_results
 from udbench.methods.classification import BaseClassifier, ClassPrediction
 from udbench.methods.classifiers import make_classifier
@@ -79,6 +81,9 @@ def test_a_classifier_row_equals_the_metrics_computed_by_hand(task_path, results
     for key in ("risk", "var", "point"):  # the ground-truth part of Δ_ent
         star = getattr(targets, f"eu_{key}")
         want[f"rho_eu_au_star_{key}"] = spearman(star, targets.au).value
+    want.update(selective_columns(pred.probs, task.y_eval, pred.aleatoric, pred.epistemic))
+    want.update(_per_shell(pred.epistemic, targets.eu_risk, targets.eu_var, task.shell_eval))
+    assert {"selective_auc_eu", "rho_eu_var_shell4"} <= set(CLASSIFICATION_METRIC_KEYS)
     for key in CLASSIFICATION_METRIC_KEYS:
         assert row[key] == pytest.approx(want[key], rel=1e-12, abs=1e-12), key
     assert np.isfinite(row["rho_eu_risk"]) and 0.0 <= row["accuracy"] <= 1.0
@@ -93,7 +98,12 @@ def test_a_classifier_row_equals_the_metrics_computed_by_hand(task_path, results
     )
     assert row["task_id"] == task.spec.task_id and row["method"] == "logreg-lap"
     assert row["fit_time_s"] > 0 and row["predict_time_s"] > 0
-    assert "rmse" not in row and "rho_eu_risk_shell0" not in row  # regression-only columns
+    assert "rmse" not in row and "crps" not in row  # regression-only columns
+    assert 0.0 <= row["selective_auc_eu"] <= 1.0 and 0.0 <= row["selective_auc_total"] <= 1.0
+    shells = np.asarray(task.shell_eval)
+    for s in range(5):  # NaN below 3 points of the shell, else a Spearman ρ
+        value = row[f"rho_eu_risk_shell{s}"]
+        assert np.isnan(value) if (shells == s).sum() < 3 else -1.0 <= value <= 1.0
     kept = ResultsStore(results).read_predictions(row["cell_key"])
     probs = kept[[f"prob_{k}" for k in range(K)]].to_numpy()
     np.testing.assert_allclose(probs, pred.probs, rtol=1e-12)

@@ -14,10 +14,13 @@ evaluation labels ``y_eval``.
 A classification row has the regression row's id, timing and provenance columns
 (:func:`udbench.evaluation.cell._base_row`), ``task_type = "classification"``,
 ``n_classes``, ``difficulty`` and ``loss``, and the metrics of
-:data:`CLASSIFICATION_METRIC_KEYS` in place of the regression-only ones (RMSE, the proxies,
-the per-shell ρ). Only the log loss is scored for now (the Brier decomposition is available
-to Python users: ``predict(X, loss="brier")`` and ``classification_oracle_targets(...,
-loss="brier")``).
+:data:`CLASSIFICATION_METRIC_KEYS` in place of the regression-only ones (RMSE, the proxies):
+besides the instance metrics, the selective-prediction AUCs of
+:func:`udbench.evaluation.selective.selective_columns` and the Spearman ρ of EU with EU*_risk
+and EU*_var inside each coverage shell (as for regression,
+:func:`udbench.evaluation.scoring._per_shell`). Only the log loss is scored for now (the
+Brier decomposition is available to Python users: ``predict(X, loss="brier")`` and
+``classification_oracle_targets(..., loss="brier")``).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from udbench.evaluation._cell_parts import _now, _one_line, _Stage
 from udbench.evaluation.metrics import RANK_METRIC_KEYS
 from udbench.evaluation.proxies import PROXY_KEYS
 from udbench.evaluation.scoring import METRIC_KEYS
+from udbench.evaluation.selective import SELECTIVE_COLUMNS
 from udbench.execution.executor import call_with_timeout
 from udbench.methods.base import MethodOutputError
 
@@ -53,8 +57,10 @@ __all__ = [
 #: The loss a classification cell is scored under (AU, EU in nats; paper A.5).
 CLASSIFICATION_LOSS = "multiclass_log"
 #: The metric columns of a classification row (those of
-#: :func:`~udbench.evaluation.classification.classification_instance_metrics`, and the
-#: ground-truth part of Δ_ent, ρ(EU*_t, AU*), as regression rows store it), in order.
+#: :func:`~udbench.evaluation.classification.classification_instance_metrics`, the
+#: ground-truth part of Δ_ent, ρ(EU*_t, AU*), as regression rows store it, the
+#: selective-prediction AUCs of :func:`~udbench.evaluation.selective.selective_columns` and
+#: the per-shell ρ(EU, EU*_risk) and ρ(EU, EU*_var), s = 0 … 4), in order.
 CLASSIFICATION_METRIC_KEYS: tuple[str, ...] = (
     *RANK_METRIC_KEYS,
     "accuracy",
@@ -62,6 +68,8 @@ CLASSIFICATION_METRIC_KEYS: tuple[str, ...] = (
     "brier",
     "ece",
     "accuracy_bayes",
+    *SELECTIVE_COLUMNS,
+    *(f"rho_eu_{t}_shell{s}" for s in range(N_SHELLS) for t in ("risk", "var")),
 )
 
 
@@ -89,7 +97,6 @@ def classification_row(row: dict[str, Any], task: Task, losses: tuple[str, ...] 
     from udbench.evaluation.losses import loss_columns
 
     drop = {k for k in (*METRIC_KEYS, *PROXY_KEYS) if k not in CLASSIFICATION_METRIC_KEYS}
-    drop |= {f"rho_eu_{t}_shell{s}" for t in ("risk", "var") for s in range(N_SHELLS)}
     drop |= {k for loss in losses for k in loss_columns(loss)}
     notes = row.pop("metric_notes", None)
     for key in drop:
@@ -226,6 +233,8 @@ def evaluate_classification(
         _failed(row, f"scoring raised {_one_line(err)}", traceback.format_exc(limit=8))
         return outcome
     from udbench.evaluation.metrics import spearman
+    from udbench.evaluation.scoring import _per_shell
+    from udbench.evaluation.selective import selective_columns
 
     reasons = [str(metrics.pop("nan_reasons") or "")]
     metrics.pop("loss", None)
@@ -235,6 +244,20 @@ def evaluate_classification(
         metrics[f"rho_eu_au_star_{key}"] = res.value
         if res.reason is not None:
             reasons.append(f"rho_eu_au_star_{key}: {res.reason}")
+    try:
+        eu = np.asarray(pred.epistemic, dtype=np.float64)
+        metrics.update(selective_columns(pred.probs, task.y_eval, pred.aleatoric, eu))
+        metrics.update(
+            _per_shell(
+                eu,
+                np.asarray(targets.eu_risk, dtype=np.float64),
+                np.asarray(targets.eu_var, dtype=np.float64),
+                np.asarray(task.shell_eval),
+            )
+        )
+    except Exception as err:
+        _failed(row, f"scoring raised {_one_line(err)}", traceback.format_exc(limit=8))
+        return outcome
     notes = "; ".join(r for r in reasons if r) or None
     row.update(metrics)
     row["metric_notes"] = notes
