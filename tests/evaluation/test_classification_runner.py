@@ -220,3 +220,35 @@ def test_the_classification_quickstart_ranks_its_classifiers(tmp_path) -> None:
 
     board = quickstart_classification(tmp_path, workers=0, methods=("logreg-lap",))
     assert list(board["method"]) == ["logreg-lap"] and int(board["n_valid"][0]) == 4
+
+
+def test_runner_rows_fill_the_proxy_and_shell_analyses(task_path, tmp_path) -> None:
+    """The runner stores the selective-prediction and per-shell columns, so the analyses that
+    read them give numbers (before, these columns were absent: τ NaN, the shell table refused).
+    Two classifiers, three configurations: τ-b needs at least 3 methods."""
+    from udbench.analyses.classification import (
+        classification_proxy_table,
+        classification_shell_table,
+    )
+
+    methods = [FAST, f"{FAST},prior_precision=30", "gpc-lap:n_samples=50"]
+    summary = run_benchmark([task_path], methods, tmp_path, workers=0)
+    assert (summary.n_ok, summary.n_failed) == (3, 0), summary.failures
+    rows = read_results(tmp_path)
+    table = classification_proxy_table(rows, n_resamples=20)
+    pooled = table[table["factor"] == "all"].set_index(["criterion", "proxy"])
+    for proxy in ("selective_auc_eu", "selective_auc_total"):
+        assert np.isfinite(pooled.loc[("eu", proxy), "tau"]), proxy
+        assert pooled.loc[("eu", proxy), "n_methods"] == 3
+    shells = classification_shell_table(rows, n_resamples=20).set_index("method")
+    counts = np.bincount(np.asarray(Task.load(task_path).shell_eval), minlength=5)
+    for s in range(5):  # a shell of 3 or more evaluation points has its ρ
+        col = shells[f"shell{s}"]
+        assert col.notna().all() if counts[s] >= 3 else col.isna().all(), (s, counts)
+    assert (counts >= 3).any()
+    # without the runner's columns (rows written before them): NaN τ, no shell table
+    old = rows.drop(columns=[c for c in rows.columns if "selective" in c or "_shell" in c])
+    before = classification_proxy_table(old, n_resamples=20)
+    assert before[before["proxy"] == "selective_auc_eu"]["tau"].isna().all()
+    with pytest.raises(UdbenchError, match="shell0"):
+        classification_shell_table(old, n_resamples=20)
