@@ -280,8 +280,8 @@ def classification_entanglement_table(
 
     The columns and bootstrap intervals of :func:`udbench.analyses.entanglement_table`, on
     every temperature mode. Rows without ``rho_eu_au_star_*`` (the ground-truth part, which
-    the runner adds beside ``classification_instance_metrics``' keys) have NaN ``rho_star_*``; Δ_ent is
-    stored per cell.
+    the runner adds beside ``classification_instance_metrics``' keys) have NaN
+    ``rho_star_*``; Δ_ent is stored per cell.
     """
     opts = _opts(bootstrap_unit, n_resamples, confidence, random_state)
     ctx = _resolve(results, "classification_entanglement_table", opts, _ctx)
