@@ -7,6 +7,7 @@ K = 3, short chains) is made once per module with
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -29,7 +30,7 @@ from udbench.methods.classifiers import make_classifier
 from udbench.priors.gp import GPPrior
 from udbench.priors.gp.fit import default_kernel_hyper
 from udbench.priors.gp_classification import GPClassificationPrior
-from udbench.risk import classification_oracle_targets
+from udbench.risk import brier_decomposition, classification_oracle_targets
 from udbench.tasks import Task, TaskSpec
 from udbench.tasks.generate import get_prior, make_classification_task
 
@@ -37,25 +38,28 @@ N_EVAL, N_TRAIN, K = 30, 40, 3
 FAST = "logreg-lap:n_samples=50"
 
 
+def _make_task(folder: Path, n_classes: int) -> Path:
+    X = np.random.default_rng(5).uniform(size=(N_EVAL + N_TRAIN, 2))
+    gp = GPPrior(default_kernel_hyper("rbf", 2), 1.0)
+    sampler = {"n_chains": 2, "n_warmup": 20, "thin": 1}
+    prior = GPClassificationPrior(gp, n_classes, "smoke", sampler_kwargs=sampler)
+    tau = 0.3 + 0.4 * X[:, 0]
+    ev, tr = np.arange(N_EVAL), np.arange(N_EVAL, N_EVAL + N_TRAIN)
+    spec = TaskSpec(
+        "toy", "gpc", "u-shaped", "balanced", 0, fidelity="smoke", n_draws=40, n_classes=n_classes
+    )
+    task = make_classification_task(
+        spec, prior, X, ev, tr, tau[ev], tau[tr], temperature={"mode": "u-shaped"}
+    )
+    return task.save(folder / f"{spec.task_id}.npz")
+
+
 @pytest.fixture(scope="module")
 def task_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("UDBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
         get_prior.cache_clear()
-        X = np.random.default_rng(5).uniform(size=(N_EVAL + N_TRAIN, 2))
-        gp = GPPrior(default_kernel_hyper("rbf", 2), 1.0)
-        sampler = {"n_chains": 2, "n_warmup": 20, "thin": 1}
-        prior = GPClassificationPrior(gp, K, "smoke", sampler_kwargs=sampler)
-        tau = 0.3 + 0.4 * X[:, 0]
-        ev, tr = np.arange(N_EVAL), np.arange(N_EVAL, N_EVAL + N_TRAIN)
-        spec = TaskSpec(
-            "toy", "gpc", "u-shaped", "balanced", 0, fidelity="smoke", n_draws=40, n_classes=K
-        )
-        task = make_classification_task(
-            spec, prior, X, ev, tr, tau[ev], tau[tr], temperature={"mode": "u-shaped"}
-        )
-        folder = tmp_path_factory.mktemp("gpc-tasks")
-        yield task.save(folder / f"{spec.task_id}.npz")
+        yield _make_task(tmp_path_factory.mktemp("gpc-tasks"), K)
         get_prior.cache_clear()
 
 
@@ -65,6 +69,30 @@ def results(task_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     summary = run_benchmark([task_path], [FAST], out, workers=0, keep_predictions=True)
     assert (summary.n_ok, summary.n_failed) == (1, 0), summary.failures
     return out
+
+
+def _brier_by_hand(task: Task, pred: ClassPrediction) -> dict[str, float]:
+    """The Brier columns from the Brier decomposition itself (paper A.6), one by one."""
+    dec = brier_decomposition(task.draws_prob, pred.probs)
+    star = {
+        "risk": dec.generalized_variance + dec.deployment_gap,
+        "var": dec.generalized_variance,
+        "point": ((task.pi_star_eval - pred.probs) ** 2).sum(axis=1),
+    }
+    eu, au = pred.epistemic, pred.aleatoric  # the log-loss prediction's own terms
+    want = {"rho_au_brier": spearman(au, dec.au).value}
+    want["rho_eu_au_brier"] = spearman(eu, au).value
+    for t, s in star.items():
+        want[f"rho_eu_{t}_brier"] = spearman(eu, s).value
+        want[f"delta_ent_{t}_brier"] = spearman(eu, au).value - spearman(s, dec.au).value
+        want[f"rho_eu_au_star_{t}_brier"] = spearman(s, dec.au).value
+    shell = np.asarray(task.shell_eval)
+    for k in range(5):
+        m = shell == k
+        for t in ("risk", "var"):
+            value = spearman(eu[m], star[t][m]).value if m.sum() >= 3 else float("nan")
+            want[f"rho_eu_{t}_shell{k}_brier"] = value
+    return want
 
 
 def test_a_classifier_row_equals_the_metrics_computed_by_hand(task_path, results) -> None:
@@ -83,7 +111,9 @@ def test_a_classifier_row_equals_the_metrics_computed_by_hand(task_path, results
         want[f"rho_eu_au_star_{key}"] = spearman(star, targets.au).value
     want.update(selective_columns(pred.probs, task.y_eval, pred.aleatoric, pred.epistemic))
     want.update(_per_shell(pred.epistemic, targets.eu_risk, targets.eu_var, task.shell_eval))
+    want.update(_brier_by_hand(task, pred))
     assert {"selective_auc_eu", "rho_eu_var_shell4"} <= set(CLASSIFICATION_METRIC_KEYS)
+    assert {"rho_eu_risk_brier", "rho_eu_var_shell4_brier"} <= set(CLASSIFICATION_METRIC_KEYS)
     for key in CLASSIFICATION_METRIC_KEYS:
         assert row[key] == pytest.approx(want[key], rel=1e-12, abs=1e-12, nan_ok=True), key
     assert np.isfinite(row["rho_eu_risk"]) and 0.0 <= row["accuracy"] <= 1.0
@@ -172,6 +202,16 @@ def test_the_leaderboard_ranks_classification_results(results, capsys) -> None:
     out = capsys.readouterr().out
     assert "acc." in out and "NLL" in out and "logreg-lap" in out
     assert main(["leaderboard", str(results), "--by", "ece", "--n-resamples", "50"]) == 0
+    capsys.readouterr()
+    brier = ["--columns", "rho_eu_risk,rho_eu_risk_brier,rho_au_brier", "--n-resamples", "50"]
+    assert main(["leaderboard", str(results), *brier]) == 0
+    out = capsys.readouterr().out
+    assert "ρ EU·risk B" in out and "ρ AU·AU* B" in out and "Brier-score oracle" in out
+    assert main(["leaderboard", str(results), *brier, "--json", "--by", "rho_eu_risk_brier"]) == 0
+    (record,) = json.loads(capsys.readouterr().out)
+    (row,) = read_results(results).to_dict(orient="records")  # one instance: its value
+    assert record["rho_eu_risk_brier"] == pytest.approx(row["rho_eu_risk_brier"])
+    assert record["rho_au_brier"] == pytest.approx(row["rho_au_brier"])
 
 
 def test_a_folder_mixing_task_types_is_refused_by_the_leaderboard(
@@ -201,8 +241,6 @@ def test_udbench_run_takes_a_classifier_name(task_path, tmp_path, capsys) -> Non
 
 
 def test_udbench_methods_lists_the_classifiers(capsys) -> None:
-    import json
-
     assert main(["methods"]) == 0
     out = capsys.readouterr().out
     assert "classification tasks" in out and "logreg-lap" in out and "nn-ens" in out
@@ -220,6 +258,25 @@ def test_the_classification_quickstart_ranks_its_classifiers(tmp_path) -> None:
 
     board = quickstart_classification(tmp_path, workers=0, methods=("logreg-lap",))
     assert list(board["method"]) == ["logreg-lap"] and int(board["n_valid"][0]) == 4
+
+
+def test_a_two_class_task_gets_its_brier_columns(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("UDBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    get_prior.cache_clear()
+    try:
+        path = _make_task(tmp_path, 2)
+        summary = run_benchmark([path], [FAST], tmp_path / "out", workers=0)
+    finally:
+        get_prior.cache_clear()
+    assert (summary.n_ok, summary.n_failed) == (1, 0), summary.failures
+    (row,) = read_results(tmp_path / "out").to_dict(orient="records")
+    task = Task.load(path)
+    assert row["n_classes"] == 2 and row["loss"] == "multiclass_log"
+    clf = make_classifier("logreg-lap", n_samples=50, random_state=int(row["method_seed"]))
+    pred = clf.fit(task.X_train, task.y_train, n_classes=2).predict(task.X_eval)
+    for key, value in _brier_by_hand(task, pred).items():
+        assert row[key] == pytest.approx(value, rel=1e-12, abs=1e-12, nan_ok=True), key
+    assert np.isfinite(row["rho_eu_risk_brier"]) and np.isfinite(row["rho_au_brier"])
 
 
 def test_runner_rows_fill_the_proxy_and_shell_analyses(task_path, tmp_path) -> None:
