@@ -7,6 +7,7 @@ K = 3, short chains) is made once per module with
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,13 +22,15 @@ from udbench.evaluation.classification_cell import CLASSIFICATION_METRIC_KEYS
 from udbench.evaluation.leaderboard import leaderboard
 from udbench.evaluation.metrics import spearman
 from udbench.evaluation.runner import run_benchmark
+from udbench.evaluation.scoring import _per_shell
+from udbench.evaluation.selective import selective_columns
 from udbench.evaluation.store import ResultsStore, read_results
 from udbench.methods.classification import BaseClassifier, ClassPrediction
 from udbench.methods.classifiers import make_classifier
 from udbench.priors.gp import GPPrior
 from udbench.priors.gp.fit import default_kernel_hyper
 from udbench.priors.gp_classification import GPClassificationPrior
-from udbench.risk import classification_oracle_targets
+from udbench.risk import brier_decomposition, classification_oracle_targets
 from udbench.tasks import Task, TaskSpec
 from udbench.tasks.generate import get_prior, make_classification_task
 
@@ -35,25 +38,28 @@ N_EVAL, N_TRAIN, K = 30, 40, 3
 FAST = "logreg-lap:n_samples=50"
 
 
+def _make_task(folder: Path, n_classes: int) -> Path:
+    X = np.random.default_rng(5).uniform(size=(N_EVAL + N_TRAIN, 2))
+    gp = GPPrior(default_kernel_hyper("rbf", 2), 1.0)
+    sampler = {"n_chains": 2, "n_warmup": 20, "thin": 1}
+    prior = GPClassificationPrior(gp, n_classes, "smoke", sampler_kwargs=sampler)
+    tau = 0.3 + 0.4 * X[:, 0]
+    ev, tr = np.arange(N_EVAL), np.arange(N_EVAL, N_EVAL + N_TRAIN)
+    spec = TaskSpec(
+        "toy", "gpc", "u-shaped", "balanced", 0, fidelity="smoke", n_draws=40, n_classes=n_classes
+    )
+    task = make_classification_task(
+        spec, prior, X, ev, tr, tau[ev], tau[tr], temperature={"mode": "u-shaped"}
+    )
+    return task.save(folder / f"{spec.task_id}.npz")
+
+
 @pytest.fixture(scope="module")
 def task_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("UDBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
         get_prior.cache_clear()
-        X = np.random.default_rng(5).uniform(size=(N_EVAL + N_TRAIN, 2))
-        gp = GPPrior(default_kernel_hyper("rbf", 2), 1.0)
-        sampler = {"n_chains": 2, "n_warmup": 20, "thin": 1}
-        prior = GPClassificationPrior(gp, K, "smoke", sampler_kwargs=sampler)
-        tau = 0.3 + 0.4 * X[:, 0]
-        ev, tr = np.arange(N_EVAL), np.arange(N_EVAL, N_EVAL + N_TRAIN)
-        spec = TaskSpec(
-            "toy", "gpc", "u-shaped", "balanced", 0, fidelity="smoke", n_draws=40, n_classes=K
-        )
-        task = make_classification_task(
-            spec, prior, X, ev, tr, tau[ev], tau[tr], temperature={"mode": "u-shaped"}
-        )
-        folder = tmp_path_factory.mktemp("gpc-tasks")
-        yield task.save(folder / f"{spec.task_id}.npz")
+        yield _make_task(tmp_path_factory.mktemp("gpc-tasks"), K)
         get_prior.cache_clear()
 
 
@@ -63,6 +69,30 @@ def results(task_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     summary = run_benchmark([task_path], [FAST], out, workers=0, keep_predictions=True)
     assert (summary.n_ok, summary.n_failed) == (1, 0), summary.failures
     return out
+
+
+def _brier_by_hand(task: Task, pred: ClassPrediction) -> dict[str, float]:
+    """The Brier columns from the Brier decomposition itself (paper A.6), one by one."""
+    dec = brier_decomposition(task.draws_prob, pred.probs)
+    star = {
+        "risk": dec.generalized_variance + dec.deployment_gap,
+        "var": dec.generalized_variance,
+        "point": ((task.pi_star_eval - pred.probs) ** 2).sum(axis=1),
+    }
+    eu, au = pred.epistemic, pred.aleatoric  # the log-loss prediction's own terms
+    want = {"rho_au_brier": spearman(au, dec.au).value}
+    want["rho_eu_au_brier"] = spearman(eu, au).value
+    for t, s in star.items():
+        want[f"rho_eu_{t}_brier"] = spearman(eu, s).value
+        want[f"delta_ent_{t}_brier"] = spearman(eu, au).value - spearman(s, dec.au).value
+        want[f"rho_eu_au_star_{t}_brier"] = spearman(s, dec.au).value
+    shell = np.asarray(task.shell_eval)
+    for k in range(5):
+        m = shell == k
+        for t in ("risk", "var"):
+            value = spearman(eu[m], star[t][m]).value if m.sum() >= 3 else float("nan")
+            want[f"rho_eu_{t}_shell{k}_brier"] = value
+    return want
 
 
 def test_a_classifier_row_equals_the_metrics_computed_by_hand(task_path, results) -> None:
@@ -79,8 +109,13 @@ def test_a_classifier_row_equals_the_metrics_computed_by_hand(task_path, results
     for key in ("risk", "var", "point"):  # the ground-truth part of Δ_ent
         star = getattr(targets, f"eu_{key}")
         want[f"rho_eu_au_star_{key}"] = spearman(star, targets.au).value
+    want.update(selective_columns(pred.probs, task.y_eval, pred.aleatoric, pred.epistemic))
+    want.update(_per_shell(pred.epistemic, targets.eu_risk, targets.eu_var, task.shell_eval))
+    want.update(_brier_by_hand(task, pred))
+    assert {"selective_auc_eu", "rho_eu_var_shell4"} <= set(CLASSIFICATION_METRIC_KEYS)
+    assert {"rho_eu_risk_brier", "rho_eu_var_shell4_brier"} <= set(CLASSIFICATION_METRIC_KEYS)
     for key in CLASSIFICATION_METRIC_KEYS:
-        assert row[key] == pytest.approx(want[key], rel=1e-12, abs=1e-12), key
+        assert row[key] == pytest.approx(want[key], rel=1e-12, abs=1e-12, nan_ok=True), key
     assert np.isfinite(row["rho_eu_risk"]) and 0.0 <= row["accuracy"] <= 1.0
     assert row["status"] == "ok" and row["task_type"] == "classification"
     assert (row["n_classes"], row["difficulty"], row["loss"]) == (K, "medium", "multiclass_log")
@@ -93,7 +128,12 @@ def test_a_classifier_row_equals_the_metrics_computed_by_hand(task_path, results
     )
     assert row["task_id"] == task.spec.task_id and row["method"] == "logreg-lap"
     assert row["fit_time_s"] > 0 and row["predict_time_s"] > 0
-    assert "rmse" not in row and "rho_eu_risk_shell0" not in row  # regression-only columns
+    assert "rmse" not in row and "crps" not in row  # regression-only columns
+    assert 0.0 <= row["selective_auc_eu"] <= 1.0 and 0.0 <= row["selective_auc_total"] <= 1.0
+    shells = np.asarray(task.shell_eval)
+    for s in range(5):  # NaN below 3 points of the shell, else a Spearman ρ
+        value = row[f"rho_eu_risk_shell{s}"]
+        assert np.isnan(value) if (shells == s).sum() < 3 else -1.0 <= value <= 1.0
     kept = ResultsStore(results).read_predictions(row["cell_key"])
     probs = kept[[f"prob_{k}" for k in range(K)]].to_numpy()
     np.testing.assert_allclose(probs, pred.probs, rtol=1e-12)
@@ -162,6 +202,16 @@ def test_the_leaderboard_ranks_classification_results(results, capsys) -> None:
     out = capsys.readouterr().out
     assert "acc." in out and "NLL" in out and "logreg-lap" in out
     assert main(["leaderboard", str(results), "--by", "ece", "--n-resamples", "50"]) == 0
+    capsys.readouterr()
+    brier = ["--columns", "rho_eu_risk,rho_eu_risk_brier,rho_au_brier", "--n-resamples", "50"]
+    assert main(["leaderboard", str(results), *brier]) == 0
+    out = capsys.readouterr().out
+    assert "ρ EU·risk B" in out and "ρ AU·AU* B" in out and "Brier-score oracle" in out
+    assert main(["leaderboard", str(results), *brier, "--json", "--by", "rho_eu_risk_brier"]) == 0
+    (record,) = json.loads(capsys.readouterr().out)
+    (row,) = read_results(results).to_dict(orient="records")  # one instance: its value
+    assert record["rho_eu_risk_brier"] == pytest.approx(row["rho_eu_risk_brier"])
+    assert record["rho_au_brier"] == pytest.approx(row["rho_au_brier"])
 
 
 def test_a_folder_mixing_task_types_is_refused_by_the_leaderboard(
@@ -191,8 +241,6 @@ def test_udbench_run_takes_a_classifier_name(task_path, tmp_path, capsys) -> Non
 
 
 def test_udbench_methods_lists_the_classifiers(capsys) -> None:
-    import json
-
     assert main(["methods"]) == 0
     out = capsys.readouterr().out
     assert "classification tasks" in out and "logreg-lap" in out and "nn-ens" in out
@@ -210,3 +258,54 @@ def test_the_classification_quickstart_ranks_its_classifiers(tmp_path) -> None:
 
     board = quickstart_classification(tmp_path, workers=0, methods=("logreg-lap",))
     assert list(board["method"]) == ["logreg-lap"] and int(board["n_valid"][0]) == 4
+
+
+def test_a_two_class_task_gets_its_brier_columns(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("UDBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    get_prior.cache_clear()
+    try:
+        path = _make_task(tmp_path, 2)
+        summary = run_benchmark([path], [FAST], tmp_path / "out", workers=0)
+    finally:
+        get_prior.cache_clear()
+    assert (summary.n_ok, summary.n_failed) == (1, 0), summary.failures
+    (row,) = read_results(tmp_path / "out").to_dict(orient="records")
+    task = Task.load(path)
+    assert row["n_classes"] == 2 and row["loss"] == "multiclass_log"
+    clf = make_classifier("logreg-lap", n_samples=50, random_state=int(row["method_seed"]))
+    pred = clf.fit(task.X_train, task.y_train, n_classes=2).predict(task.X_eval)
+    for key, value in _brier_by_hand(task, pred).items():
+        assert row[key] == pytest.approx(value, rel=1e-12, abs=1e-12, nan_ok=True), key
+    assert np.isfinite(row["rho_eu_risk_brier"]) and np.isfinite(row["rho_au_brier"])
+
+
+def test_runner_rows_fill_the_proxy_and_shell_analyses(task_path, tmp_path) -> None:
+    """The runner stores the selective-prediction and per-shell columns, so the analyses that
+    read them give numbers (before, these columns were absent: τ NaN, the shell table refused).
+    Two classifiers, three configurations: τ-b needs at least 3 methods."""
+    from udbench.analyses.classification import (
+        classification_proxy_table,
+        classification_shell_table,
+    )
+
+    methods = [FAST, f"{FAST},prior_precision=30", "gpc-lap:n_samples=50"]
+    summary = run_benchmark([task_path], methods, tmp_path, workers=0)
+    assert (summary.n_ok, summary.n_failed) == (3, 0), summary.failures
+    rows = read_results(tmp_path)
+    table = classification_proxy_table(rows, n_resamples=20)
+    pooled = table[table["factor"] == "all"].set_index(["criterion", "proxy"])
+    for proxy in ("selective_auc_eu", "selective_auc_total"):
+        assert np.isfinite(pooled.loc[("eu", proxy), "tau"]), proxy
+        assert pooled.loc[("eu", proxy), "n_methods"] == 3
+    shells = classification_shell_table(rows, n_resamples=20).set_index("method")
+    counts = np.bincount(np.asarray(Task.load(task_path).shell_eval), minlength=5)
+    for s in range(5):  # a shell of 3 or more evaluation points has its ρ
+        col = shells[f"shell{s}"]
+        assert col.notna().all() if counts[s] >= 3 else col.isna().all(), (s, counts)
+    assert (counts >= 3).any()
+    # without the runner's columns (rows written before them): NaN τ, no shell table
+    old = rows.drop(columns=[c for c in rows.columns if "selective" in c or "_shell" in c])
+    before = classification_proxy_table(old, n_resamples=20)
+    assert before[before["proxy"] == "selective_auc_eu"]["tau"].isna().all()
+    with pytest.raises(UdbenchError, match="shell0"):
+        classification_shell_table(old, n_resamples=20)

@@ -16,7 +16,7 @@ their ``task_type`` column, else their prior family's task type, e.g. ``gpc``) c
 - :func:`classification_entanglement_table`: ρ(EU, AU), ρ(EU*, AU*) and Δ_ent per EU target;
 - :func:`classification_proxy_table`: Kendall's τ-b between the ranking by each label-based
   proxy (accuracy, NLL, Brier, ECE, selective-prediction AUC) and the oracle ranking;
-- :func:`classification_shell_table`: per-shell EU quality, when the rows hold it.
+- :func:`classification_shell_table`: per-shell EU quality (the runner's per-shell columns).
 
 One difference from regression: AU* = E_F H(π_F(x)) varies with x even at a constant
 temperature (the "homoscedastic" mode; paper A.7), so the AU criteria are kept on every
@@ -279,9 +279,9 @@ def classification_entanglement_table(
     """Per heteroscedastic-AU classifier: ρ(EU, AU), ρ(EU*, AU*) and Δ_ent per EU target.
 
     The columns and bootstrap intervals of :func:`udbench.analyses.entanglement_table`, on
-    every temperature mode. Rows without ``rho_eu_au_star_*`` (the ground-truth part is not
-    among the keys of ``classification_instance_metrics``) have NaN ``rho_star_*``; Δ_ent is
-    stored per cell.
+    every temperature mode. Rows without ``rho_eu_au_star_*`` (the ground-truth part, which
+    the runner adds beside ``classification_instance_metrics``' keys) have NaN
+    ``rho_star_*``; Δ_ent is stored per cell.
     """
     opts = _opts(bootstrap_unit, n_resamples, confidence, random_state)
     ctx = _resolve(results, "classification_entanglement_table", opts, _ctx)
@@ -300,9 +300,11 @@ def classification_shell_table(
 ) -> pd.DataFrame:
     """Per classifier and coverage shell: mean ρ(EU, EU*_target) inside the shell.
 
-    As :func:`udbench.analyses.shell_table`; it needs the per-shell columns
-    ``rho_eu_<target>_shell0`` … ``_shell4`` in the classification rows (not written by
-    ``classification_instance_metrics``; docs/analyses.md says what the runner must add).
+    As :func:`udbench.analyses.shell_table`; it reads the per-shell columns
+    ``rho_eu_<target>_shell0`` … ``_shell4`` of the classification rows, which the runner
+    stores (:func:`udbench.evaluation.classification_cell.evaluate_classification`: Spearman
+    ρ over the evaluation points of each coverage shell, NaN below 3 points); results written
+    before those columns existed lack them.
 
     Raises
     ------

@@ -21,6 +21,7 @@ from udbench.evaluation.proxies import PROXY_KEYS, PROXY_LABELS
 
 __all__ = [
     "BOARD_COLUMNS",
+    "BRIER_COLUMNS",
     "CLASSIFICATION_COLUMNS",
     "DEFAULT_COLUMNS",
     "board_table",
@@ -50,7 +51,17 @@ BOARD_COLUMNS: dict[str, tuple[str, str]] = {
     "accuracy": ("acc.", "accuracy"),
     "brier": ("Brier", "brier"),
     "ece": ("ECE", "ece"),
+    # classification: the rank metrics against the Brier-score oracle targets
+    # (udbench.evaluation.classification_cell.BRIER_METRIC_KEYS), shown with --columns
+    "rho_eu_risk_brier": ("ρ EU·risk B", "rho_eu_risk_brier"),
+    "rho_eu_var_brier": ("ρ EU·var B", "rho_eu_var_brier"),
+    "rho_eu_point_brier": ("ρ EU·point B", "rho_eu_point_brier"),
+    "rho_au_brier": ("ρ AU·AU* B", "rho_au_brier"),
+    "delta_ent_risk_brier": ("Δ_ent B", "delta_ent_risk_brier"),
 }
+#: The Brier-score columns of a classification leaderboard (``--columns`` names them; the
+#: leaderboard then averages them too).
+BRIER_COLUMNS: tuple[str, ...] = tuple(k for k in BOARD_COLUMNS if k.endswith("_brier"))
 #: The default columns (``rank`` and ``method`` are always shown).
 DEFAULT_COLUMNS: tuple[str, ...] = ("rho_eu_risk", "rho_au", "delta_ent_risk", "rmse", "n")
 #: The default columns of a classification leaderboard (``task_type`` classification).
@@ -62,12 +73,16 @@ CLASSIFICATION_COLUMNS: tuple[str, ...] = (
     "nll",
     "n",
 )
-_AU_COLUMNS = frozenset({"rho_au", "delta_ent_risk"})
+_AU_COLUMNS = frozenset({"rho_au", "delta_ent_risk", "rho_au_brier", "delta_ent_risk_brier"})
 #: Legend lines that differ on a classification leaderboard.
 _CLASSIFICATION_LEGEND = {
     "rho_au": "ρ AU·AU* = ρ(AU, AU*) (log loss: AU* = E_F H(π_F))",
     "accuracy": "acc. = accuracy on labels drawn from π* at the evaluation points",
     "nll": "NLL, Brier, ECE: of π̂ against those labels (lower is better)",
+    "rho_eu_risk_brier": (
+        "… B = the same ρ and Δ_ent against the Brier-score oracle targets (the method's AU "
+        "and EU stay its log-loss terms: orderings only)"
+    ),
 }
 _LEGEND = {
     "rho_eu_risk": "ρ EU·risk = Spearman ρ(EU, EU*_risk)",
@@ -101,6 +116,7 @@ _GROUP: dict[str, str] = {
     "ause_f": "nll_f",
     "brier": "nll",
     "ece": "nll",
+    **{k: "rho_eu_risk_brier" for k in BRIER_COLUMNS},
 }
 
 

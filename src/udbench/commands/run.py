@@ -221,7 +221,7 @@ def register(app: typer.Typer) -> None:
             "rho_eu_risk",
             "--by",
             help="Metric that ranks (rho_eu_risk, rho_au, rmse, …; classification results: "
-            "also accuracy, nll, brier, ece).",
+            "also accuracy, nll, brier, ece and the Brier-target columns rho_eu_risk_brier, …).",
         ),
         rank_stat: str = typer.Option(
             "mean",
@@ -233,7 +233,9 @@ def register(app: typer.Typer) -> None:
             "--columns",
             help="Comma-separated columns: rank_value, mean_rank, rho_eu_risk, rho_eu_var, "
             "rho_eu_point, rho_au, delta_ent_risk, rmse, n; for classification results also "
-            "accuracy, nll, brier, ece (default rho_eu_risk,rho_au,delta_ent_risk,rmse,n; "
+            "accuracy, nll, brier, ece and, against the Brier-score oracle targets, "
+            "rho_eu_risk_brier, rho_eu_var_brier, rho_eu_point_brier, rho_au_brier, "
+            "delta_ent_risk_brier (default rho_eu_risk,rho_au,delta_ent_risk,rmse,n; "
             "classification: rho_eu_risk,rho_au,delta_ent_risk,accuracy,nll,n).",
         ),
         intervals: bool = typer.Option(
@@ -269,7 +271,12 @@ def register(app: typer.Typer) -> None:
         """
         check_resamples("udbench leaderboard", n_resamples)
         from udbench._validation import check_choice, param_error
-        from udbench.commands._board import parse_columns, parse_metrics, print_board
+        from udbench.commands._board import (
+            BRIER_COLUMNS,
+            parse_columns,
+            parse_metrics,
+            print_board,
+        )
         from udbench.evaluation.leaderboard import (
             LEADERBOARD_METRICS,
             filter_results,
@@ -284,8 +291,9 @@ def register(app: typer.Typer) -> None:
         cols = parse_columns(columns)
         extra = parse_metrics(proxy_metrics)
         cols += [m for m in extra if m not in cols]
-        wanted = [*extra, *(c for c in cols if c in PROXY_KEYS)]
-        if rank_by in PROXY_KEYS:
+        averaged = {*PROXY_KEYS, *BRIER_COLUMNS}  # columns LEADERBOARD_METRICS leaves out
+        wanted = [*extra, *(c for c in cols if c in averaged)]
+        if rank_by in averaged:
             wanted.append(rank_by)
         metrics = list(dict.fromkeys([*LEADERBOARD_METRICS, *wanted]))
         from udbench.evaluation.losses import ranking_agreement, results_under_loss

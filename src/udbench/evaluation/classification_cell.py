@@ -14,10 +14,14 @@ evaluation labels ``y_eval``.
 A classification row has the regression row's id, timing and provenance columns
 (:func:`udbench.evaluation.cell._base_row`), ``task_type = "classification"``,
 ``n_classes``, ``difficulty`` and ``loss``, and the metrics of
-:data:`CLASSIFICATION_METRIC_KEYS` in place of the regression-only ones (RMSE, the proxies,
-the per-shell ρ). Only the log loss is scored for now (the Brier decomposition is available
-to Python users: ``predict(X, loss="brier")`` and ``classification_oracle_targets(...,
-loss="brier")``).
+:data:`CLASSIFICATION_METRIC_KEYS` in place of the regression-only ones (RMSE, the proxies):
+besides the instance metrics, the selective-prediction AUCs of
+:func:`udbench.evaluation.selective.selective_columns` and the Spearman ρ of EU with EU*_risk
+and EU*_var inside each coverage shell (as for regression,
+:func:`udbench.evaluation.scoring._per_shell`). Every row also holds the Brier-score columns
+(:data:`BRIER_METRIC_KEYS`, :func:`brier_metrics`): the same rank metrics against the oracle
+targets of the multiclass Brier score, from the same prediction (its AU and EU stay the log
+loss's, so these columns compare orderings only).
 """
 
 from __future__ import annotations
@@ -32,9 +36,11 @@ import pandas as pd
 from udbench._validation import UdbenchError, param_error
 from udbench.data import N_SHELLS
 from udbench.evaluation._cell_parts import _now, _one_line, _Stage
+from udbench.evaluation.losses import LOSS_METRIC_KEYS
 from udbench.evaluation.metrics import RANK_METRIC_KEYS
 from udbench.evaluation.proxies import PROXY_KEYS
 from udbench.evaluation.scoring import METRIC_KEYS
+from udbench.evaluation.selective import SELECTIVE_COLUMNS
 from udbench.execution.executor import call_with_timeout
 from udbench.methods.base import MethodOutputError
 
@@ -43,8 +49,11 @@ if TYPE_CHECKING:
     from udbench.tasks import Task
 
 __all__ = [
+    "BRIER_LOSS",
+    "BRIER_METRIC_KEYS",
     "CLASSIFICATION_LOSS",
     "CLASSIFICATION_METRIC_KEYS",
+    "brier_metrics",
     "classification_row",
     "evaluate_classification",
     "task_type_mismatch",
@@ -52,9 +61,19 @@ __all__ = [
 
 #: The loss a classification cell is scored under (AU, EU in nats; paper A.5).
 CLASSIFICATION_LOSS = "multiclass_log"
+#: The loss whose oracle targets every classification row also holds, in suffixed columns
+#: (the multiclass Brier score, paper A.6; :func:`brier_metrics`).
+BRIER_LOSS = "brier"
+#: The Brier columns of a classification row: the keys of
+#: :data:`udbench.evaluation.losses.LOSS_METRIC_KEYS` with the suffix ``_brier``, as a
+#: regression loss names its columns (``rho_eu_risk_brier``, …, ``rho_eu_var_shell4_brier``).
+BRIER_METRIC_KEYS: tuple[str, ...] = tuple(f"{k}_{BRIER_LOSS}" for k in LOSS_METRIC_KEYS)
 #: The metric columns of a classification row (those of
-#: :func:`~udbench.evaluation.classification.classification_instance_metrics`, and the
-#: ground-truth part of Δ_ent, ρ(EU*_t, AU*), as regression rows store it), in order.
+#: :func:`~udbench.evaluation.classification.classification_instance_metrics`, the
+#: ground-truth part of Δ_ent, ρ(EU*_t, AU*), as regression rows store it, the
+#: selective-prediction AUCs of :func:`~udbench.evaluation.selective.selective_columns`,
+#: the per-shell ρ(EU, EU*_risk) and ρ(EU, EU*_var), s = 0 … 4, and the Brier columns
+#: :data:`BRIER_METRIC_KEYS`), in order.
 CLASSIFICATION_METRIC_KEYS: tuple[str, ...] = (
     *RANK_METRIC_KEYS,
     "accuracy",
@@ -62,6 +81,9 @@ CLASSIFICATION_METRIC_KEYS: tuple[str, ...] = (
     "brier",
     "ece",
     "accuracy_bayes",
+    *SELECTIVE_COLUMNS,
+    *(f"rho_eu_{t}_shell{s}" for s in range(N_SHELLS) for t in ("risk", "var")),
+    *BRIER_METRIC_KEYS,
 )
 
 
@@ -84,12 +106,12 @@ def classification_row(row: dict[str, Any], task: Task, losses: tuple[str, ...] 
     """Turn a base row (regression layout) into a classification row, in place.
 
     ``losses`` are the regression losses of ``udbench run --loss``: their columns are
-    dropped too (a classification cell is scored under the log loss only).
+    dropped too (a classification cell is scored under the log loss, plus the Brier columns
+    :data:`BRIER_METRIC_KEYS`).
     """
     from udbench.evaluation.losses import loss_columns
 
     drop = {k for k in (*METRIC_KEYS, *PROXY_KEYS) if k not in CLASSIFICATION_METRIC_KEYS}
-    drop |= {f"rho_eu_{t}_shell{s}" for t in ("risk", "var") for s in range(N_SHELLS)}
     drop |= {k for loss in losses for k in loss_columns(loss)}
     notes = row.pop("metric_notes", None)
     for key in drop:
@@ -150,6 +172,131 @@ def _run_error(result: BaseException) -> tuple[str, str]:
     return f"raised {_one_line(result)}", "".join(traceback.format_exception(result)[-12:])
 
 
+def _target_columns(
+    eu: np.ndarray, targets: Any, shell: np.ndarray, suffix: str = ""
+) -> tuple[dict[str, float], list[str]]:
+    """ρ(EU*_t, AU*) per EU target t (the oracle's own part of Δ_ent, as regression rows store
+    it) and the per-shell ρ(EU, EU*_risk), ρ(EU, EU*_var), against ``targets``, each key
+    followed by ``suffix``; and the ``"key: reason"`` notes of the NaN values among the
+    former."""
+    from udbench.evaluation.metrics import spearman
+    from udbench.evaluation.scoring import _per_shell
+
+    out: dict[str, float] = {}
+    reasons: list[str] = []
+    stars = {"risk": targets.eu_risk, "var": targets.eu_var, "point": targets.eu_point}
+    for key, star in stars.items():
+        res = spearman(star, targets.au, names=(f"EU*_{key}", "AU*"))
+        out[f"rho_eu_au_star_{key}{suffix}"] = res.value
+        if res.reason is not None:
+            reasons.append(f"rho_eu_au_star_{key}{suffix}: {res.reason}")
+    eu_risk = np.asarray(targets.eu_risk, dtype=np.float64)
+    shells = _per_shell(eu, eu_risk, np.asarray(targets.eu_var, dtype=np.float64), shell)
+    out.update({f"{k}{suffix}": v for k, v in shells.items()})
+    return out, reasons
+
+
+def brier_metrics(
+    pred: ClassPrediction,
+    prob_draws: Any,
+    pi_star: Any,
+    shell: Any,
+    *,
+    constant_aleatoric: bool = False,
+) -> tuple[dict[str, float], list[str]]:
+    """The Brier-score columns of a classification row (:data:`BRIER_METRIC_KEYS`).
+
+    The oracle targets are those of the multiclass Brier score for the prediction's own π̂
+    (:func:`udbench.risk.classification_oracle_targets` with ``loss="brier"``: AU* the
+    expected Gini impurity, EU*_var the expected squared spread of π_F, EU*_risk adding the
+    deployment gap ‖π̄ − π̂‖², EU*_point ‖π* − π̂‖²; paper A.6). The method's AU and EU are
+    those of the same prediction, made under the log loss (nats): every metric is a rank
+    statistic, so a Brier column compares orderings only, whether the method's log-loss EU
+    orders the points as the Brier EU* does (the units never meet). Each key of
+    :data:`udbench.evaluation.losses.LOSS_METRIC_KEYS` gets the suffix ``_brier``, as a
+    regression loss's columns do (``rho_eu_risk_crps``).
+
+    Parameters
+    ----------
+    pred : ClassPrediction
+        The validated prediction at the evaluation points (π̂ (n, K), AU and EU (n,)).
+    prob_draws : array_like, shape (D, n, K)
+        Reference-posterior draws of π_F at the evaluation points (the task's ``draws_prob``).
+    pi_star : array_like, shape (n, K)
+        The ground truth π* (the task's ``pi_star_eval``).
+    shell : array_like, shape (n,)
+        Coverage shell of each evaluation point (0 … 4).
+    constant_aleatoric : bool, default False
+        The method's AU is constant in x: its AU criteria are NaN with that reason.
+
+    Returns
+    -------
+    metrics : dict
+        ``<key>_brier`` for every key of ``LOSS_METRIC_KEYS`` (NaN where undefined).
+    notes : list of str
+        ``"<column>: reason"`` for the NaN values of the rank metrics.
+
+    Raises
+    ------
+    UdbenchError
+        The errors of :func:`udbench.risk.classification_oracle_targets` (shapes, draws
+        off the simplex).
+    """
+    from udbench.evaluation.metrics import StatResult, uncertainty_rank_metrics
+    from udbench.risk import classification_oracle_targets
+
+    targets = classification_oracle_targets(prob_draws, pred.probs, pi_star, loss=BRIER_LOSS)
+    suffix = f"_{BRIER_LOSS}"
+    eu = np.asarray(pred.epistemic, dtype=np.float64)
+    raw: dict[str, float] = {}
+    reasons: list[str] = []
+
+    def put(key: str, res: StatResult) -> None:
+        raw[f"{key}{suffix}"] = res.value
+        if res.reason is not None:
+            reasons.append(f"{key}{suffix}: {res.reason}")
+
+    uncertainty_rank_metrics(
+        eu, np.asarray(pred.aleatoric, dtype=np.float64), targets, constant_aleatoric, put
+    )
+    more, why = _target_columns(eu, targets, np.asarray(shell), suffix)
+    raw.update(more)
+    return {k: float(raw[k]) for k in BRIER_METRIC_KEYS}, [*reasons, *why]
+
+
+def _score(cell: Any, task: Task, pred: ClassPrediction) -> tuple[dict[str, Any], str | None]:
+    """The metric columns of a validated prediction and the row's NaN notes (None if none):
+    the log-loss metrics, the selective AUCs and per-shell ρ, then the Brier columns."""
+    from udbench.evaluation.classification import classification_instance_metrics
+    from udbench.evaluation.selective import selective_columns
+    from udbench.risk import classification_oracle_targets
+
+    draws = np.asarray(task.draws_prob, dtype=np.float64)
+    targets = classification_oracle_targets(
+        draws, pred.probs, np.asarray(task.pi_star_eval), loss=CLASSIFICATION_LOSS
+    )
+    const = cell.method.constant_aleatoric
+    metrics: dict[str, Any] = classification_instance_metrics(
+        pred.probs,
+        pred.aleatoric,
+        pred.epistemic,
+        targets,
+        np.asarray(task.y_eval),
+        constant_aleatoric=const,
+    )
+    reasons = [str(metrics.pop("nan_reasons") or "")]
+    metrics.pop("loss", None)
+    eu = np.asarray(pred.epistemic, dtype=np.float64)
+    shell = np.asarray(task.shell_eval)
+    star, why = _target_columns(eu, targets, shell)  # rho_eu_au_star_*, *_shell{s}
+    metrics.update(star)
+    reasons += why
+    metrics.update(selective_columns(pred.probs, task.y_eval, pred.aleatoric, eu))
+    brier, notes = brier_metrics(pred, draws, task.pi_star_eval, shell, constant_aleatoric=const)
+    metrics.update(brier)
+    return metrics, "; ".join(r for r in (*reasons, *notes) if r) or None
+
+
 def evaluate_classification(
     cell: Any,
     task: Task,
@@ -184,9 +331,6 @@ def evaluate_classification(
     """
     from sklearn.base import clone
 
-    from udbench.evaluation.classification import classification_instance_metrics
-    from udbench.risk import classification_oracle_targets
-
     row = outcome.row
     est = clone(cell.method.estimator)
     if "random_state" in est.get_params(deep=False):
@@ -208,34 +352,10 @@ def evaluate_classification(
         _failed(row, f"invalid prediction: {_one_line(err, with_type=False)}")
         return outcome
     try:
-        targets = classification_oracle_targets(
-            np.asarray(task.draws_prob, dtype=np.float64),
-            pred.probs,
-            np.asarray(task.pi_star_eval),
-            loss=CLASSIFICATION_LOSS,
-        )
-        metrics = classification_instance_metrics(
-            pred.probs,
-            pred.aleatoric,
-            pred.epistemic,
-            targets,
-            np.asarray(task.y_eval),
-            constant_aleatoric=cell.method.constant_aleatoric,
-        )
+        metrics, notes = _score(cell, task, pred)
     except Exception as err:
         _failed(row, f"scoring raised {_one_line(err)}", traceback.format_exc(limit=8))
         return outcome
-    from udbench.evaluation.metrics import spearman
-
-    reasons = [str(metrics.pop("nan_reasons") or "")]
-    metrics.pop("loss", None)
-    stars = {"risk": targets.eu_risk, "var": targets.eu_var, "point": targets.eu_point}
-    for key, star in stars.items():  # the oracle's own entanglement (udbench.analyses)
-        res = spearman(star, targets.au, names=(f"EU*_{key}", "AU*"))
-        metrics[f"rho_eu_au_star_{key}"] = res.value
-        if res.reason is not None:
-            reasons.append(f"rho_eu_au_star_{key}: {res.reason}")
-    notes = "; ".join(r for r in reasons if r) or None
     row.update(metrics)
     row["metric_notes"] = notes
     row["status"], row["finished_at"] = "ok", _now()

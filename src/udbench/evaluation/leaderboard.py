@@ -45,7 +45,9 @@ common ones), else None.
 Classification results (docs/classification.md, rows of ``task_type = "classification"``):
 the same ρ and Δ_ent columns (their targets are the log loss's) and, in place of ``rmse``,
 the label metrics of :data:`CLASSIFICATION_LABEL_METRICS` (accuracy, higher is better; NLL,
-Brier score and ECE, lower is better). ρ(AU, AU*) and Δ_ent use every instance there: AU* =
+Brier score and ECE, lower is better); the Brier-target columns (``rho_eu_risk_brier``, …;
+:data:`udbench.evaluation.classification_cell.BRIER_METRIC_KEYS`) are averaged when named in
+``metrics``. ρ(AU, AU*) and Δ_ent use every instance there: AU* =
 E_F H(π_F) varies in x under any temperature mode, a constant τ included. A table mixing
 regression and classification rows is refused (:func:`results_task_type`): their metrics
 do not rank together; filter one family (``--family gpc``) or use separate folders.
