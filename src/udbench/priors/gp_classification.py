@@ -83,6 +83,7 @@ from udbench.priors._gpc_sampler import (
     ESSDiagnostics,
     _ess_bulk,
     _reference,
+    _reference_full,
     _run_chains,
     contrast_basis,
 )
@@ -98,6 +99,11 @@ from udbench.priors.diagnostics import summarise_function_draws
 from udbench.priors.gp.linalg import JITTER_START, add_diag, chol_jitter, solve_lower, tri_matmul_T
 from udbench.priors.gp.linalg import xp as _xp
 from udbench.priors.mcmc import MCMCPrior
+
+#: The references the chains can be run around (module docstring): ``"laplace-full"``
+#: (Newton mode, full curvature blocks), ``"laplace"`` (Böhning-bound mode, diagonal
+#: curvature averaged over contrasts), ``"prior"`` (plain ESS).
+REFERENCES: tuple[str, ...] = ("laplace-full", "laplace", "prior")
 
 __all__ = [
     "DEFAULT_N_CLASSES",
@@ -213,7 +219,7 @@ class GPClassificationPrior(MCMCPrior):
         warm = cfg["n_warmup"]
         if isinstance(warm, bool) or not isinstance(warm, int | np.integer) or warm < 0:
             raise param_error("GPClassificationPrior", "n_warmup", "be an integer >= 0", warm)
-        check_choice("GPClassificationPrior", "reference", cfg["reference"], ("laplace", "prior"))
+        check_choice("GPClassificationPrior", "reference", cfg["reference"], REFERENCES)
 
     @classmethod
     def instance_work(cls, fidelity: str, n_draws: int = 1000) -> float:
@@ -360,24 +366,23 @@ class GPClassificationPrior(MCMCPrior):
             xp = _xp()
             Sigma, L_t, jit_t = self._train_prior(X_train, nu)
             inv_tau = 1.0 / t_tr
-            if cfg["reference"] == "laplace":
+            full = cfg["reference"] == "laplace-full"
+            ops: dict[str, Any] = {"labels": y, "inv_tau": inv_tau, "Q2": Q[1:]}
+            if full:
+                m_ref, alpha, A_ref, H_ref, ref_record = _reference_full(
+                    L_t, Sigma, y, inv_tau, Q[1:], int(cfg["mode_max_iter"])
+                )
+                ops.update({"A": A_ref, "H": H_ref})
+            elif cfg["reference"] == "laplace":
                 m_ref, alpha, LB, sw, ref_record = _reference(
                     L_t, Sigma, y, inv_tau, Q[1:], int(cfg["mode_max_iter"])
                 )
             else:  # plain ESS: the prior is the reference
                 m_ref, alpha = np.zeros((n, C_)), np.zeros((n, C_))
                 LB, sw, ref_record = xp.eye(n), np.zeros(n), {}
-            ops = {
-                "L": L_t,
-                "Sigma": Sigma,
-                "LB": LB,
-                "sqrt_w": sw,
-                "m": m_ref,
-                "alpha": alpha,
-                "labels": y,
-                "inv_tau": inv_tau,
-                "Q2": Q[1:],
-            }
+            if not full:
+                ops.update({"L": L_t, "Sigma": Sigma, "LB": LB, "sqrt_w": sw})
+            ops.update({"m": m_ref, "alpha": alpha})
             keys = jax.random.split(jax.random.key(self._sampler_seed(key)), n_chains)
             out = _run_chains(
                 {k: jnp.asarray(v) for k, v in ops.items()},
@@ -385,7 +390,10 @@ class GPClassificationPrior(MCMCPrior):
                 n_warmup=int(cfg["n_warmup"]),
                 n_keep=per,
                 thin=int(cfg["thin"]),
+                full=full,
             )
+            if full:
+                del ops, A_ref  # the (nC)² factor is not needed past the chains
             out = {k: np.asarray(v) for k, v in out.items()}
             t1 = time.perf_counter()
             # whitened training latents in the rotated basis u = Q f: the shift u₀ is a prior
@@ -508,6 +516,9 @@ def _ess_diagnostics(
         mode_iterations=int(ref_record.get("mode_iterations", 0)),
         mode_loglik=float(ref_record.get("mode_loglik", float("nan"))),
         reference_curvature_mean=float(ref_record.get("reference_curvature_mean", 0.0)),
+        mode_grad_max=float(ref_record.get("mode_grad_max", float("nan"))),
+        mode_converged=bool(ref_record.get("mode_converged", False)),
+        reference_jitter=float(ref_record.get("reference_jitter", 0.0)),
     )
 
 
