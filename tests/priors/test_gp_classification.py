@@ -63,7 +63,7 @@ def test_prior_class_capabilities() -> None:
     settings = prior.settings
     assert settings["family"] == "gpc" and settings["n_classes"] == 3
     assert settings["sampler"]["n_chains"] == 4 and settings["sampler"]["thin"] == 2
-    assert settings["sampler"]["reference"] == "laplace"
+    assert settings["sampler"]["reference"] == "laplace-full"
     with pytest.raises(UdbenchError, match="reference"):
         GPClassificationPrior(prior.gp, 3, "smoke", sampler_kwargs={"reference": "ep"})
 

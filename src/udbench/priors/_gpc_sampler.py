@@ -9,6 +9,7 @@ Re-exported by :mod:`udbench.priors.gp_classification`.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -287,8 +288,9 @@ def _reference_full(
     backend (:func:`udbench.priors.gp.linalg.xp`); the record has ``mode_iterations``,
     ``mode_last_step``, ``mode_loglik``, ``mode_grad_max`` (max |g(m) − α|, the gradient of
     Ψ at m), ``mode_converged``, ``reference_curvature_mean`` (mean diagonal of the H_i) and
-    ``reference_jitter`` (that of L_M; 0 expected).
+    ``reference_jitter`` (that of L_M; 0 expected) and ``reference_seconds`` (wall time).
     """
+    t_start = time.perf_counter()
     ns = _xp()
     n, C = labels.size, Q2.shape[0]
     nC = n * C
@@ -352,6 +354,7 @@ def _reference_full(
         "mode_converged": bool(converged),
         "reference_curvature_mean": float(ns.mean(ns.einsum("icc->ic", H))),
         "reference_jitter": float(jit),
+        "reference_seconds": time.perf_counter() - t_start,
     }
     return v, a, A, H, record
 
@@ -419,6 +422,9 @@ class ESSDiagnostics(MCMCDiagnostics):
     reference_jitter : float
         Jitter of the factor of S for ``"laplace-full"`` (0 expected: the factored matrix
         is ≽ I); 0 otherwise.
+    reference_seconds : float
+        ``"laplace-full"``: wall time of the mode and the factor of S (part of
+        ``sampler_seconds``); NaN otherwise.
     """
 
     n_classes: int
@@ -444,6 +450,7 @@ class ESSDiagnostics(MCMCDiagnostics):
     mode_grad_max: float = float("nan")
     mode_converged: bool = False
     reference_jitter: float = 0.0
+    reference_seconds: float = float("nan")
 
 
 @dataclass(frozen=True)

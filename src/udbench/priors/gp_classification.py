@@ -25,13 +25,20 @@ and one sampler:
    15): the target N(V; 0, Σ_t)·L(V) is written as N(V; m, S)·R(V) with a Gaussian
    *reference* N(m, S) and R = target / reference, and ESS is run with respect to the
    reference. This is exact for any reference; a reference close to the posterior makes
-   the ellipse moves long. ``reference="laplace"`` (every preset): m is the posterior mode,
-   found by the monotone MM iteration of Böhning's bound (the softmax Hessian is ≼ ½I in
-   orthonormal contrasts; Böhning 1992), and S = (Σ_t⁻¹ + W)⁻¹ with W the diagonal of the
-   likelihood's curvature at m (averaged over contrasts): a Laplace approximation without
-   the cross-contrast terms (R&W 2006 §3.4 for the binary case). Momenta from N(0, S) by
-   Matheron's rule with B = I + W^½Σ_tW^½ (two factorisations of n × n matrices in all);
-   R(V) costs O(nK) per evaluation. ``reference="prior"`` is plain ESS (m = 0, S = Σ_t);
+   the ellipse moves long. ``reference="laplace-full"``: the Laplace approximation with the
+   full (K − 1) × (K − 1) curvature block H_i of the likelihood at every point: m is the
+   exact posterior mode by a damped (monotone) Newton iteration in the stable form of
+   R&W 2006 Alg. 3.1 with per-point blocks, S = (Σ_t⁻¹ ⊗ I + diag(H_i))⁻¹, factored once
+   as S = AAᵀ so that a momentum is one (n(K − 1))² product, and R(V) costs O(nK²) per
+   evaluation (formulas: ``_gpc_sampler._reference_full``). ``reference="laplace"``:
+   m is found by the MM iteration of Böhning's bound (the softmax Hessian is ≼ ½I in
+   orthonormal contrasts; Böhning 1992; linear convergence, stopped at ``mode_max_iter``),
+   and S = (Σ_t⁻¹ + W)⁻¹ with W the diagonal of the likelihood's curvature at m (averaged
+   over contrasts): a Laplace approximation without the cross-contrast terms (R&W 2006 §3.4
+   for the binary case). Momenta from N(0, S) by Matheron's rule with B = I + W^½Σ_tW^½
+   (two factorisations of n × n matrices in all); R(V) costs O(nK) per evaluation.
+   The presets' reference and measured costs: docs/classification.md, "Fidelities".
+   ``reference="prior"`` is plain ESS (m = 0, S = Σ_t);
    measured at kin8nm size it does not converge in a usable time (docs/classification.md).
    Several chains start from independent draws of the reference, run a burn-in
    (``n_warmup``; ESS has nothing to adapt), then keep every ``thin``-th state.
@@ -180,21 +187,21 @@ class GPClassificationPrior(MCMCPrior):
             "n_chains": 2,
             "n_warmup": 100,
             "thin": 2,
-            "reference": "laplace",
+            "reference": "laplace-full",
             "mode_max_iter": 200,
         },
         Fidelity.STANDARD: {
             "n_chains": 4,
             "n_warmup": 200,
             "thin": 2,
-            "reference": "laplace",
+            "reference": "laplace-full",
             "mode_max_iter": 200,
         },
         Fidelity.PAPER: {
             "n_chains": 4,
             "n_warmup": 1000,
             "thin": 8,
-            "reference": "laplace",
+            "reference": "laplace-full",
             "mode_max_iter": 500,
         },
     }
@@ -519,6 +526,7 @@ def _ess_diagnostics(
         mode_grad_max=float(ref_record.get("mode_grad_max", float("nan"))),
         mode_converged=bool(ref_record.get("mode_converged", False)),
         reference_jitter=float(ref_record.get("reference_jitter", 0.0)),
+        reference_seconds=float(ref_record.get("reference_seconds", float("nan"))),
     )
 
 
