@@ -262,13 +262,16 @@ def test_two_classes_agree_with_binary_sampler_reference(reference: str) -> None
     np.testing.assert_allclose(post.mean_probs, ref_mean, atol=0.03)
 
 
-@pytest.mark.parametrize("reference", ["laplace", "laplace-full"])
+@pytest.mark.parametrize(
+    "reference", [pytest.param("laplace", marks=pytest.mark.slow), "laplace-full"]
+)
 def test_sbc_latents_smoke(reference: str) -> None:
     """SBC of f*: 40 replicated tasks at 3 training and 2 evaluation inputs, K = 3.
 
     The PIT of f*_k(x) among the latent draws (thinned to 100 per replicate, so the ranks are
     close to independent) is uniform (10-bin chi-square) and the central 90 % interval covers
-    f* at the nominal rate (binomial test), each at level 1e-3.
+    f* at the nominal rate (binomial test), each at level 1e-3. (``laplace``, ~30 s on a
+    loaded machine, is marked slow.)
     """
     prior = _prior(reference=reference)
     Xt, Xe = _inputs()
