@@ -12,6 +12,7 @@ fit + predict seconds of each classifier on the same task with its default confi
 ``--scale s`` < 1 shrinks n and n_eval (a loaded machine); minutes per instance are then
 also extrapolated to full size with the chains' cost ∝ n² (one (n × n) triangular product
 per iteration) and the evaluation latents ∝ n·n_eval·D, and the line says so.
+``--reference``, ``--thin`` and ``--n-warmup`` override the preset's sampler settings.
 ``--skip-sampler`` times only the classifiers (no reference posterior: no targets, and the
 last line is not printed). ``--default-kernel`` uses the Matérn-3/2 kernel at its fixed
 starting values instead of the dataset's fitted one (skips a GP fit that is not cached yet;
@@ -21,6 +22,7 @@ Usage::
 
     UDBENCH_DATA_DIR=... nice -n 5 uv run python benchmarks/bench_classification.py
         [--fidelity standard] [--scale 1.0] [--smoke-methods] [--skip-methods] [--skip-sampler]
+        [--reference laplace-full|laplace|prior] [--thin T] [--n-warmup W]
 
 Before it: ``clf_methods_cpu_seconds_per_instance: <x>`` (CPU seconds of every classifier's
 fit + predict on the instance, at the size measured; issue 38). Last line:
@@ -78,6 +80,11 @@ def main() -> None:
     parser.add_argument("--smoke-methods", action="store_true")
     parser.add_argument("--skip-methods", action="store_true")
     parser.add_argument("--skip-sampler", action="store_true")
+    parser.add_argument(
+        "--reference", default=None, help="the sampler's reference (default: the preset's)"
+    )
+    parser.add_argument("--thin", type=int, default=None, help="default: the preset's")
+    parser.add_argument("--n-warmup", type=int, default=None, help="default: the preset's")
     args = parser.parse_args()
 
     from udbench._seeding import make_rng
@@ -98,7 +105,16 @@ def main() -> None:
         gp = GPPrior(default_kernel_hyper(cov.spec.kernel_family, cov.X.shape[1]), 1.0)
     else:
         gp = build_prior(cov, args.fidelity)
-    prior = GPClassificationPrior(gp, K, args.fidelity, dataset=cov.key)
+    kw = {
+        k: v
+        for k, v in (
+            ("reference", args.reference),
+            ("thin", args.thin),
+            ("n_warmup", args.n_warmup),
+        )
+        if v is not None
+    }
+    prior = GPClassificationPrior(gp, K, args.fidelity, dataset=cov.key, sampler_kwargs=kw)
     print(f"prior built in {time.perf_counter() - t0:.1f} s (scale a = {gp.scale:.4g})")
     n_train = max(round(cov.spec.n_train * args.scale), 10)
     n_eval = max(round(len(cov.eval_idx) * args.scale), 10)
@@ -142,6 +158,11 @@ def main() -> None:
     print(
         f"ESS of π: median {d['ess_bulk_median']:.0f}, min {d['ess_bulk_min']:.0f}; "
         f"ESS/s median {ess_s:.3f}, min {d['ess_bulk_min'] / d['sampler_seconds']:.3f}"
+    )
+    print(
+        f"reference {d['reference']}: {d['mode_iterations']} mode iterations, mode "
+        f"log-lik {d['mode_loglik']:.2f}, max |grad| {d['mode_grad_max']:.2e}, "
+        f"mean curvature {d['reference_curvature_mean']:.4f}, fit {d['reference_seconds']:.1f} s"
     )
     print(
         f"slice: {d['subiter_mean_kept']:.2f} likelihood evaluations per iteration, "

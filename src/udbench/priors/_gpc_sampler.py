@@ -9,6 +9,7 @@ Re-exported by :mod:`udbench.priors.gp_classification`.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -23,6 +24,10 @@ from udbench.priors._gpc_likelihood import check_n_classes
 from udbench.priors.gp.linalg import add_diag, chol_jitter, solve_lower
 from udbench.priors.gp.linalg import xp as _xp
 from udbench.priors.mcmc import MCMCDiagnostics
+
+#: Relative stopping tolerance of the Newton mode of ``reference="laplace-full"``: largest
+#: change of the contrasts below MODE_TOL·max(1, max|v|) (:func:`_reference_full`).
+MODE_TOL: float = 1e-9
 
 
 # --------------------------------------------------------------------------------------
@@ -47,7 +52,7 @@ def _contrast_loglik(
     return jnp.sum(jnp.take_along_axis(logp, labels[:, None], axis=1))
 
 
-@partial(jax.jit, static_argnames=("n_warmup", "n_keep", "thin"))
+@partial(jax.jit, static_argnames=("n_warmup", "n_keep", "thin", "full"))
 def _run_chains(
     ops: dict[str, jax.Array],
     keys: jax.Array,
@@ -55,6 +60,7 @@ def _run_chains(
     n_warmup: int,
     n_keep: int,
     thin: int,
+    full: bool = False,
 ) -> dict[str, jax.Array]:
     """Generalised elliptical slice sampling of the contrasts, one chain per key (vmapped).
 
@@ -68,31 +74,53 @@ def _run_chains(
     ``ops``: ``L`` (chol Σ), ``Sigma``, ``LB``, ``sqrt_w`` (n,), ``m``, ``alpha`` (n, K − 1),
     ``labels`` (n,), ``inv_tau`` (n,), ``Q2`` (K − 1, K).
 
+    ``full=True`` (``reference="laplace-full"``, :func:`_reference_full`): the reference
+    precision is P = Σ⁻¹ ⊗ I + W_blk with the (K − 1) × (K − 1) curvature block H_i of every
+    point, R(v) = L(v) + ½Σ_i (v_i − m_i)ᵀH_i(v_i − m_i) − Σ_i v_iᵀα_i + const (the same
+    identity blockwise, α = Σ⁻¹m; derivation in :func:`_reference_full`), and a momentum is
+    m + A z with the precomputed factor A A ᵀ = P⁻¹ (one (nC) × (nC) product per draw). Its
+    ``ops``: ``A`` (nC, nC), ``H`` (n, K − 1, K − 1), ``m``, ``alpha``, ``labels``,
+    ``inv_tau``, ``Q2``; rows of A are point-major (index i·(K − 1) + c).
+
     Returns ``"v"`` (chains, n_keep, n, K − 1), ``"loglik"`` (chains, n_keep) (the labels'
     log-likelihood), ``"subiter"`` (chains, n_warmup + n_keep·thin), ``"theta"``
     (chains, n_keep·thin).
     """
     from blackjax.mcmc.elliptical_slice import EllipSliceState, elliptical_proposal
 
-    L, Sigma, LB, sw = ops["L"], ops["Sigma"], ops["LB"], ops["sqrt_w"]
     m, alpha = ops["m"], ops["alpha"]
     labels, inv_tau, Q2 = ops["labels"], ops["inv_tau"], ops["Q2"]
-    w2 = sw * sw
 
     def loglik(v: jax.Array) -> jax.Array:
         return _contrast_loglik(v, labels, inv_tau, Q2)
 
-    def ratio(v: jax.Array) -> jax.Array:
-        d = v - m
-        return loglik(v) + 0.5 * jnp.sum(w2[:, None] * d * d) - jnp.sum(v * alpha)
+    if full:
+        A, H = ops["A"], ops["H"]
 
-    def momentum(key: jax.Array, position: jax.Array) -> jax.Array:
-        k1, k2 = jax.random.split(key)
-        f0 = L @ jax.random.normal(k1, position.shape, dtype=position.dtype)
-        r = sw[:, None] * f0 + jax.random.normal(k2, position.shape, dtype=position.dtype)
-        s = jax.scipy.linalg.solve_triangular(LB, r, lower=True)
-        s = jax.scipy.linalg.solve_triangular(LB, s, lower=True, trans=1)
-        return m + f0 - Sigma @ (sw[:, None] * s)
+        def ratio(v: jax.Array) -> jax.Array:
+            d = v - m
+            quad = jnp.sum(d * jnp.einsum("icd,id->ic", H, d))
+            return loglik(v) + 0.5 * quad - jnp.sum(v * alpha)
+
+        def momentum(key: jax.Array, position: jax.Array) -> jax.Array:
+            z = jax.random.normal(key, (position.size,), dtype=position.dtype)
+            return m + (A @ z).reshape(position.shape)
+
+    else:
+        L, Sigma, LB, sw = ops["L"], ops["Sigma"], ops["LB"], ops["sqrt_w"]
+        w2 = sw * sw
+
+        def ratio(v: jax.Array) -> jax.Array:
+            d = v - m
+            return loglik(v) + 0.5 * jnp.sum(w2[:, None] * d * d) - jnp.sum(v * alpha)
+
+        def momentum(key: jax.Array, position: jax.Array) -> jax.Array:
+            k1, k2 = jax.random.split(key)
+            f0 = L @ jax.random.normal(k1, position.shape, dtype=position.dtype)
+            r = sw[:, None] * f0 + jax.random.normal(k2, position.shape, dtype=position.dtype)
+            s = jax.scipy.linalg.solve_triangular(LB, r, lower=True)
+            s = jax.scipy.linalg.solve_triangular(LB, s, lower=True, trans=1)
+            return m + f0 - Sigma @ (sw[:, None] * s)
 
     def one_chain(key: jax.Array) -> dict[str, jax.Array]:
         k_init, k_warm, k_keep = jax.random.split(key, 3)
@@ -193,6 +221,144 @@ def _reference(
     return v, alpha, LB, np.sqrt(w), record
 
 
+def _contrast_blocks(v: Any, labels: Any, inv_tau: Any, Q2: Any) -> tuple[Any, Any, Any]:
+    """Gradient g (n, C), curvature blocks H (n, C, C) and value of the labels'
+    log-likelihood in the contrasts (C = K − 1), for NumPy or JAX arrays:
+    g_i = Q₂(e_{y_i} − π_i)/τ_i, H_i = Q₂(diag π_i − π_iπ_iᵀ)Q₂ᵀ/τ_i² (minus the Hessian)."""
+    ns = _xp()
+    logits = (v @ Q2) * inv_tau[:, None]
+    top = ns.max(logits, axis=1, keepdims=True)
+    logp = logits - top - ns.log(ns.sum(ns.exp(logits - top), axis=1, keepdims=True))
+    p = ns.exp(logp)
+    onehot = ns.eye(Q2.shape[1])[labels]
+    g = ((onehot - p) @ Q2.T) * inv_tau[:, None]
+    qp = p @ Q2.T
+    H = ns.einsum("ck,ik,dk->icd", Q2, p, Q2) - qp[:, :, None] * qp[:, None, :]
+    H = H * (inv_tau**2)[:, None, None]
+    value = ns.sum(ns.take_along_axis(logp, labels[:, None], axis=1))
+    return g, H, value
+
+
+def _block_sqrt(H: Any) -> Any:
+    """Symmetric square roots of the PSD blocks H (n, C, C) (eigendecomposition, negative
+    rounding clipped to 0)."""
+    ns = _xp()
+    lam, U = ns.linalg.eigh(H)
+    return ns.einsum("ice,ie,ide->icd", U, ns.sqrt(ns.clip(lam, 0.0, None)), U)
+
+
+def _reference_full(
+    L: Any,
+    Sigma: Any,
+    labels: np.ndarray,
+    inv_tau: np.ndarray,
+    Q2: np.ndarray,
+    max_iter: int,
+    tol: float = MODE_TOL,
+) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+    """The Laplace approximation N(m, S) of the contrasts with the full curvature blocks.
+
+    Write v (n, C), C = K − 1, as the point-major vector x (x[i·C + c] = v[i, c]); the prior
+    is N(0, Σ ⊗ I_C) and minus the log-likelihood's Hessian is block diagonal,
+    W_blk = diag(H_1 … H_n) with H_i = Q₂(diag π_i − π_iπ_iᵀ)Q₂ᵀ/τ_i² (C × C, PSD).
+
+    Mode m: Newton's method on Ψ(v) = L(v) − ½ Σ_c v_cᵀΣ⁻¹v_c (concave), in the stable form
+    of R&W 2006 Alg. 3.1 with per-point blocks: b = W_blk x + g(x), B = I + W^½(Σ⊗I)W^½
+    (W^½ the blocks' symmetric square roots; B ≽ I, so its Cholesky factor needs no jitter),
+    a⁺ = b − W^½B⁻¹W^½(Σ⊗I)b, x⁺ = (Σ⊗I)a⁺ (= P⁻¹b, P = Σ⁻¹⊗I + W_blk). The iterate is
+    carried as a = Σ⁻¹v (so Ψ = L(Σa) − ½aᵀΣa needs no solve) and the step a → a⁺ is halved
+    until Ψ does not decrease (R&W 2006 §3.4.3), so the iteration is monotone. Start v = 0;
+    stop when the largest change of v is below ``tol``·max(1, max|v|) or the halving finds
+    no increase (the numerical optimum), at most ``max_iter`` iterations.
+
+    Reference: P = Σ⁻¹⊗I + W_blk at m, S = P⁻¹. With Λ = L⊗I (ΛΛᵀ = Σ⊗I) and
+    M = I + ΛᵀW_blkΛ = L_M L_Mᵀ (M ≽ I: no jitter), A = Λ L_M⁻ᵀ satisfies
+    AAᵀ = ΛM⁻¹Λᵀ = (Σ⁻¹⊗I + W_blk)⁻¹ = S exactly (with the same Σ = LLᵀ the prior term
+    uses), so a momentum is m + A z, z ~ N(0, I_{nC}): one product. A is a square root of S,
+    not its Cholesky factor: the Cholesky factor of S = Σ⊗I − (…) would need a subtraction
+    and possibly jitter, which would make the reference differ from the precision R assumes.
+    Cost once: n³C² for ΛᵀW_blkΛ, (nC)³/3 for L_M, (nC)³ for A; memory a few (nC)² arrays.
+
+    Ratio: log N(v; 0, Σ⊗I) − log N(v; m, S) = −½xᵀ(Σ⁻¹⊗I)x + ½(x − m)ᵀP(x − m) + const
+    = ½(x − m)ᵀW_blk(x − m) − xᵀα + const with α = (Σ⁻¹⊗I)m, so
+    log R(v) = L(v) + ½Σ_i (v_i − m_i)ᵀH_i(v_i − m_i) − Σ_i v_iᵀα_i, O(nC²) per evaluation.
+    α is the iterate a (m = Σa), not a solve of m.
+
+    Returns (m (n, C), α (n, C), A (nC, nC), H (n, C, C), record) as arrays of the
+    backend (:func:`udbench.priors.gp.linalg.xp`); the record has ``mode_iterations``,
+    ``mode_last_step``, ``mode_loglik``, ``mode_grad_max`` (max |g(m) − α|, the gradient of
+    Ψ at m), ``mode_converged``, ``reference_curvature_mean`` (mean diagonal of the H_i) and
+    ``reference_jitter`` (that of L_M; 0 expected) and ``reference_seconds`` (wall time).
+    """
+    t_start = time.perf_counter()
+    ns = _xp()
+    n, C = labels.size, Q2.shape[0]
+    nC = n * C
+    Sigma = ns.asarray(Sigma)
+    L = ns.asarray(L)
+    y = ns.asarray(labels)
+    it_ = ns.asarray(inv_tau)
+    q2 = ns.asarray(Q2)
+
+    def psi(a: Any) -> tuple[Any, float]:
+        v = Sigma @ a
+        _, _, ll = _contrast_blocks(v, y, it_, q2)
+        return v, float(ll) - 0.5 * float(ns.sum(a * v))
+
+    def bmv(Hb: Any, x: Any) -> Any:
+        return ns.einsum("icd,id->ic", Hb, x)
+
+    a = ns.zeros((n, C))
+    v, value = psi(a)
+    n_it, step, converged = 0, float("inf"), False
+    for _ in range(max_iter):
+        n_it += 1
+        g, H, _ = _contrast_blocks(v, y, it_, q2)
+        Sh = _block_sqrt(H)
+        # B = I + W^½(Σ⊗I)W^½: block (i, j) is δ_ij I + Σ_ij (Sh_i Sh_j)
+        SS = Sh.reshape(nC, C) @ ns.transpose(Sh, (1, 0, 2)).reshape(C, nC)
+        B = add_diag((SS.reshape(n, C, n, C) * Sigma[:, None, :, None]).reshape(nC, nC), 1.0)
+        LB, _ = chol_jitter(B, start=None)
+        b = bmv(H, v) + g
+        c = solve_lower(LB, bmv(Sh, Sigma @ b).reshape(nC))
+        c = solve_lower(LB, c, trans=True)
+        da = b - bmv(Sh, c.reshape(n, C)) - a
+        t, improved = 1.0, False
+        while t > 1e-10:
+            v_t, value_t = psi(a + t * da)
+            if value_t >= value:
+                improved = True
+                break
+            t *= 0.5
+        if not improved:
+            converged = True  # no ascent left along the Newton direction: numerical optimum
+            break
+        step = float(ns.max(ns.abs(v_t - v)))
+        a, v, value = a + t * da, v_t, value_t
+        if step <= tol * max(1.0, float(ns.max(ns.abs(v)))):
+            converged = True
+            break
+    g, H, ll = _contrast_blocks(v, y, it_, q2)
+    # M = I + ΛᵀW_blkΛ: entry ((i, c), (j, d)) = δ + Σ_k L_ki H_k[c, d] L_kj
+    G = H[:, :, None, :] * L[:, None, :, None]  # (k, c, j, d)
+    M = add_diag((L.T @ G.reshape(n, nC * C)).reshape(nC, nC), 1.0)
+    del G
+    LM, jit = chol_jitter(0.5 * (M + M.T), start=None)
+    del M
+    A = solve_lower(LM, ns.kron(L.T, ns.eye(C))).T
+    record = {
+        "mode_iterations": n_it,
+        "mode_last_step": step,
+        "mode_loglik": float(ll),
+        "mode_grad_max": float(ns.max(ns.abs(g - a))),
+        "mode_converged": bool(converged),
+        "reference_curvature_mean": float(ns.mean(ns.einsum("icc->ic", H))),
+        "reference_jitter": float(jit),
+        "reference_seconds": time.perf_counter() - t_start,
+    }
+    return v, a, A, H, record
+
+
 # --------------------------------------------------------------------------------------
 # The posterior and its diagnostics
 # --------------------------------------------------------------------------------------
@@ -237,14 +403,28 @@ class ESSDiagnostics(MCMCDiagnostics):
     sampler_seconds, conditional_seconds : float
         Wall time of the reference fit and the chains (compilation included), and of the
         evaluation latents.
-    reference : {"laplace", "prior"}
+    reference : {"laplace-full", "laplace", "prior"}
         The Gaussian the ellipses are drawn from (module docstring).
     mode_iterations : int
-        Böhning-bound iterations of the reference's mode (0 for ``"prior"``).
+        Iterations of the reference's mode: Newton for ``"laplace-full"``, Böhning-bound
+        MM for ``"laplace"`` (0 for ``"prior"``).
     mode_loglik : float
         The labels' log-likelihood at that mode (NaN for ``"prior"``).
     reference_curvature_mean : float
-        Mean of the reference's diagonal curvature W (0 for ``"prior"``).
+        Mean of the reference's curvature: diagonal W for ``"laplace"``, the mean diagonal
+        of the blocks H_i for ``"laplace-full"`` (0 for ``"prior"``).
+    mode_grad_max : float
+        ``"laplace-full"``: largest |∂Ψ/∂v| at the mode (Ψ the log posterior of the
+        contrasts; 0 at an exact mode); NaN otherwise.
+    mode_converged : bool
+        ``"laplace-full"``: the Newton iteration met its tolerance (:data:`MODE_TOL`)
+        before ``mode_max_iter``; False otherwise.
+    reference_jitter : float
+        Jitter of the factor of S for ``"laplace-full"`` (0 expected: the factored matrix
+        is ≽ I); 0 otherwise.
+    reference_seconds : float
+        ``"laplace-full"``: wall time of the mode and the factor of S (part of
+        ``sampler_seconds``); NaN otherwise.
     """
 
     n_classes: int
@@ -267,6 +447,10 @@ class ESSDiagnostics(MCMCDiagnostics):
     mode_iterations: int
     mode_loglik: float
     reference_curvature_mean: float
+    mode_grad_max: float = float("nan")
+    mode_converged: bool = False
+    reference_jitter: float = 0.0
+    reference_seconds: float = float("nan")
 
 
 @dataclass(frozen=True)

@@ -25,13 +25,20 @@ and one sampler:
    15): the target N(V; 0, Σ_t)·L(V) is written as N(V; m, S)·R(V) with a Gaussian
    *reference* N(m, S) and R = target / reference, and ESS is run with respect to the
    reference. This is exact for any reference; a reference close to the posterior makes
-   the ellipse moves long. ``reference="laplace"`` (every preset): m is the posterior mode,
-   found by the monotone MM iteration of Böhning's bound (the softmax Hessian is ≼ ½I in
-   orthonormal contrasts; Böhning 1992), and S = (Σ_t⁻¹ + W)⁻¹ with W the diagonal of the
-   likelihood's curvature at m (averaged over contrasts): a Laplace approximation without
-   the cross-contrast terms (R&W 2006 §3.4 for the binary case). Momenta from N(0, S) by
-   Matheron's rule with B = I + W^½Σ_tW^½ (two factorisations of n × n matrices in all);
-   R(V) costs O(nK) per evaluation. ``reference="prior"`` is plain ESS (m = 0, S = Σ_t);
+   the ellipse moves long. ``reference="laplace-full"``: the Laplace approximation with the
+   full (K − 1) × (K − 1) curvature block H_i of the likelihood at every point: m is the
+   exact posterior mode by a damped (monotone) Newton iteration in the stable form of
+   R&W 2006 Alg. 3.1 with per-point blocks, S = (Σ_t⁻¹ ⊗ I + diag(H_i))⁻¹, factored once
+   as S = AAᵀ so that a momentum is one (n(K − 1))² product, and R(V) costs O(nK²) per
+   evaluation (formulas: ``_gpc_sampler._reference_full``). ``reference="laplace"``:
+   m is found by the MM iteration of Böhning's bound (the softmax Hessian is ≼ ½I in
+   orthonormal contrasts; Böhning 1992; linear convergence, stopped at ``mode_max_iter``),
+   and S = (Σ_t⁻¹ + W)⁻¹ with W the diagonal of the likelihood's curvature at m (averaged
+   over contrasts): a Laplace approximation without the cross-contrast terms (R&W 2006 §3.4
+   for the binary case). Momenta from N(0, S) by Matheron's rule with B = I + W^½Σ_tW^½
+   (two factorisations of n × n matrices in all); R(V) costs O(nK) per evaluation.
+   The presets' reference and measured costs: docs/classification.md, "Fidelities".
+   ``reference="prior"`` is plain ESS (m = 0, S = Σ_t);
    measured at kin8nm size it does not converge in a usable time (docs/classification.md).
    Several chains start from independent draws of the reference, run a burn-in
    (``n_warmup``; ESS has nothing to adapt), then keep every ``thin``-th state.
@@ -83,6 +90,7 @@ from udbench.priors._gpc_sampler import (
     ESSDiagnostics,
     _ess_bulk,
     _reference,
+    _reference_full,
     _run_chains,
     contrast_basis,
 )
@@ -98,6 +106,11 @@ from udbench.priors.diagnostics import summarise_function_draws
 from udbench.priors.gp.linalg import JITTER_START, add_diag, chol_jitter, solve_lower, tri_matmul_T
 from udbench.priors.gp.linalg import xp as _xp
 from udbench.priors.mcmc import MCMCPrior
+
+#: The references the chains can be run around (module docstring): ``"laplace-full"``
+#: (Newton mode, full curvature blocks), ``"laplace"`` (Böhning-bound mode, diagonal
+#: curvature averaged over contrasts), ``"prior"`` (plain ESS).
+REFERENCES: tuple[str, ...] = ("laplace-full", "laplace", "prior")
 
 __all__ = [
     "DEFAULT_N_CLASSES",
@@ -174,21 +187,21 @@ class GPClassificationPrior(MCMCPrior):
             "n_chains": 2,
             "n_warmup": 100,
             "thin": 2,
-            "reference": "laplace",
+            "reference": "laplace-full",
             "mode_max_iter": 200,
         },
         Fidelity.STANDARD: {
             "n_chains": 4,
             "n_warmup": 200,
             "thin": 2,
-            "reference": "laplace",
+            "reference": "laplace-full",
             "mode_max_iter": 200,
         },
         Fidelity.PAPER: {
             "n_chains": 4,
             "n_warmup": 1000,
             "thin": 8,
-            "reference": "laplace",
+            "reference": "laplace-full",
             "mode_max_iter": 500,
         },
     }
@@ -213,7 +226,7 @@ class GPClassificationPrior(MCMCPrior):
         warm = cfg["n_warmup"]
         if isinstance(warm, bool) or not isinstance(warm, int | np.integer) or warm < 0:
             raise param_error("GPClassificationPrior", "n_warmup", "be an integer >= 0", warm)
-        check_choice("GPClassificationPrior", "reference", cfg["reference"], ("laplace", "prior"))
+        check_choice("GPClassificationPrior", "reference", cfg["reference"], REFERENCES)
 
     @classmethod
     def instance_work(cls, fidelity: str, n_draws: int = 1000) -> float:
@@ -360,24 +373,23 @@ class GPClassificationPrior(MCMCPrior):
             xp = _xp()
             Sigma, L_t, jit_t = self._train_prior(X_train, nu)
             inv_tau = 1.0 / t_tr
-            if cfg["reference"] == "laplace":
+            full = cfg["reference"] == "laplace-full"
+            ops: dict[str, Any] = {"labels": y, "inv_tau": inv_tau, "Q2": Q[1:]}
+            if full:
+                m_ref, alpha, A_ref, H_ref, ref_record = _reference_full(
+                    L_t, Sigma, y, inv_tau, Q[1:], int(cfg["mode_max_iter"])
+                )
+                ops.update({"A": A_ref, "H": H_ref})
+            elif cfg["reference"] == "laplace":
                 m_ref, alpha, LB, sw, ref_record = _reference(
                     L_t, Sigma, y, inv_tau, Q[1:], int(cfg["mode_max_iter"])
                 )
             else:  # plain ESS: the prior is the reference
                 m_ref, alpha = np.zeros((n, C_)), np.zeros((n, C_))
                 LB, sw, ref_record = xp.eye(n), np.zeros(n), {}
-            ops = {
-                "L": L_t,
-                "Sigma": Sigma,
-                "LB": LB,
-                "sqrt_w": sw,
-                "m": m_ref,
-                "alpha": alpha,
-                "labels": y,
-                "inv_tau": inv_tau,
-                "Q2": Q[1:],
-            }
+            if not full:
+                ops.update({"L": L_t, "Sigma": Sigma, "LB": LB, "sqrt_w": sw})
+            ops.update({"m": m_ref, "alpha": alpha})
             keys = jax.random.split(jax.random.key(self._sampler_seed(key)), n_chains)
             out = _run_chains(
                 {k: jnp.asarray(v) for k, v in ops.items()},
@@ -385,7 +397,10 @@ class GPClassificationPrior(MCMCPrior):
                 n_warmup=int(cfg["n_warmup"]),
                 n_keep=per,
                 thin=int(cfg["thin"]),
+                full=full,
             )
+            if full:
+                del ops, A_ref  # the (nC)² factor is not needed past the chains
             out = {k: np.asarray(v) for k, v in out.items()}
             t1 = time.perf_counter()
             # whitened training latents in the rotated basis u = Q f: the shift u₀ is a prior
@@ -508,6 +523,10 @@ def _ess_diagnostics(
         mode_iterations=int(ref_record.get("mode_iterations", 0)),
         mode_loglik=float(ref_record.get("mode_loglik", float("nan"))),
         reference_curvature_mean=float(ref_record.get("reference_curvature_mean", 0.0)),
+        mode_grad_max=float(ref_record.get("mode_grad_max", float("nan"))),
+        mode_converged=bool(ref_record.get("mode_converged", False)),
+        reference_jitter=float(ref_record.get("reference_jitter", 0.0)),
+        reference_seconds=float(ref_record.get("reference_seconds", float("nan"))),
     )
 
 
