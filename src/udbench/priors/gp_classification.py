@@ -192,15 +192,15 @@ class GPClassificationPrior(MCMCPrior):
         },
         Fidelity.STANDARD: {
             "n_chains": 4,
-            "n_warmup": 200,
-            "thin": 2,
+            "n_warmup": 500,
+            "thin": 20,
             "reference": "laplace-full",
             "mode_max_iter": 200,
         },
         Fidelity.PAPER: {
             "n_chains": 4,
             "n_warmup": 1000,
-            "thin": 8,
+            "thin": 40,
             "reference": "laplace-full",
             "mode_max_iter": 500,
         },
