@@ -102,12 +102,12 @@ def test_analyze_writes_agreement_table_levels_and_figure(results, tmp_path):
 
 def test_batched_bootstrap_equals_direct_resampling(results):
     """Shared columns and per-scope products give the numbers of Resampling.mean."""
-    from udbench.analyses.tables import _context
+    from udbench.analyses._common import analysis_context
     from udbench.evaluation.proxies import oriented
 
     df = results.copy()
     df.loc[df.index[::7], "ence"] = np.nan  # other cells than the oracle's: no sharing
-    ctx = _context(df, "t", "instance", 300, 0.9, 0, None)
+    ctx = analysis_context(df, "t", "instance", 300, 0.9, 0, None)
     frame, boot = ctx
     table = proxy_agreement_table(df, proxies=("crps", "ence"), criteria=("eu",), _ctx=ctx)
     oracle = frame.wide("rho_eu_risk")

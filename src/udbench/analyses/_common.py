@@ -25,7 +25,7 @@ undefined (e.g. a level with no drawn instance) is left out of its percentiles.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,11 +125,14 @@ class Frame:
         )
         out = table.to_numpy(dtype=float, copy=True)
         if metric in AU_METRICS:
-            hetero = self.instances["noise"].astype(str).to_numpy() != HOMOSCEDASTIC
-            out[~hetero, :] = np.nan
+            out[self.au_undefined(), :] = np.nan
             const = np.array([self.constant_au[m] for m in self.methods], dtype=bool)
             out[:, const] = np.nan
         return out
+
+    def au_undefined(self) -> np.ndarray:
+        """Instances on which the AU metrics are undefined: the homoscedastic ones, shape (n,)."""
+        return self.instances["noise"].astype(str).to_numpy() == HOMOSCEDASTIC
 
 
 def prepare(results: pd.DataFrame, component: str = "analyses") -> Frame:
@@ -290,6 +293,61 @@ def resampling(
     else:
         counts = stratified_counts(rng, codes, b, n_groups)
     return Resampling(counts, group_counts, codes, [str(x) for x in names], unit, conf)
+
+
+def analysis_context(
+    results: pd.DataFrame,
+    component: str,
+    bootstrap_unit: str = "instance",
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    random_state: int | str = 0,
+    ctx: tuple[Frame, Resampling] | None = None,
+    prepare_frame: Callable[[pd.DataFrame, str], Frame] = prepare,
+) -> tuple[Frame, Resampling]:
+    """The frame and bootstrap that the tables of one analysis share.
+
+    Every table takes the results frame and the bootstrap keywords (``bootstrap_unit``,
+    ``n_resamples``, ``confidence``, ``random_state``; see :func:`resampling`), or a ready
+    ``ctx`` (what this returned for an earlier table: then the same instances and the same
+    replicates, paired intervals).
+
+    Parameters
+    ----------
+    results : DataFrame
+        Long-format results.
+    component : str
+        Names the caller in error messages.
+    bootstrap_unit, n_resamples, confidence, random_state
+        As in :func:`resampling` (``bootstrap_unit`` is its ``unit``).
+    ctx : tuple of (Frame, Resampling), optional
+        Returned as it is when given (nothing is checked or drawn).
+    prepare_frame : callable, default :func:`prepare`
+        ``(results, component) -> Frame``: the cells an analysis reads (e.g. the
+        classification ones).
+
+    Returns
+    -------
+    tuple of (Frame, Resampling)
+        ``prepare_frame(results, component)`` and the resampling of its instances.
+
+    Raises
+    ------
+    UdbenchError
+        The checks of ``prepare_frame`` first, then those of :func:`resampling`.
+    """
+    if ctx is not None:
+        return ctx
+    frame = prepare_frame(results, component)
+    boot = resampling(
+        frame,
+        unit=bootstrap_unit,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        random_state=random_state,
+        component=component,
+    )
+    return frame, boot
 
 
 def instance_ranks(

@@ -28,8 +28,7 @@ import pandas as pd
 from udbench._losses import LOSS_TABLE
 from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES, BootstrapSettings
 from udbench.analyses import registry
-from udbench.analyses import tables as tb
-from udbench.analyses._common import FAMILY_NAMES, method_families
+from udbench.analyses._common import FAMILY_NAMES, analysis_context, method_families
 from udbench.analyses.classification import ClassificationFrame
 from udbench.analyses.registry import AnalysisInputs, TableSpec
 from udbench.report.html import REPORT_CSS, ReportSection
@@ -319,15 +318,7 @@ def _inputs_by_task_type(
     regression = rows_of_task_type(results, "regression") if has_clf else results
     if len(regression) or not has_clf:
         under = results_under_loss(regression, loss, "analyze")
-        ctx = tb._context(
-            under,
-            "analyze",
-            options["bootstrap_unit"],
-            options["n_resamples"],
-            options["confidence"],
-            seed,
-            None,
-        )
+        ctx = analysis_context(under, "analyze", random_state=seed, **boot)
         fam = method_families(ctx[0], families)
         out["regression"] = AnalysisInputs(under, regression, ctx, fam, options, tables)
     if has_clf:

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -35,18 +36,17 @@ import pandas as pd
 from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import UdbenchError, check_choice, param_error
 from udbench.analyses._common import (
-    AU_METRICS,
     CRITERIA,
     Frame,
     Resampling,
+    analysis_context,
     prepare,
-    resampling,
 )
 from udbench.analyses.proxies import factor_scopes, proxy_tau_rows
 from udbench.analyses.tables import (
+    _stability_rows,
     _summaries,
     entanglement_table,
-    factor_kendall_w,
     headline_table,
     shell_table,
 )
@@ -102,23 +102,9 @@ class ClassificationFrame(Frame):
     constant temperature too); they are NaN for constant-AU methods only.
     """
 
-    def wide(self, metric: str) -> np.ndarray:
-        """Instances × methods table of ``metric`` (NaN where undefined or not a cell)."""
-        if metric not in self.rows.columns:
-            return np.full((len(self.instances), len(self.methods)), np.nan)
-        values = pd.to_numeric(self.rows[metric], errors="coerce")
-        table = (
-            pd.DataFrame(
-                {"task_id": self.rows["task_id"], "label": self.rows["label"], "v": values}
-            )
-            .pivot_table(index="task_id", columns="label", values="v", aggfunc="mean")
-            .reindex(index=self.instances.index, columns=self.methods)
-        )
-        out = table.to_numpy(dtype=float, copy=True)
-        if metric in AU_METRICS:
-            const = np.array([self.constant_au[m] for m in self.methods], dtype=bool)
-            out[:, const] = np.nan
-        return out
+    def au_undefined(self) -> np.ndarray:
+        """No instance: AU* varies with x at every temperature mode, shape (n,)."""
+        return np.zeros(len(self.instances), dtype=bool)
 
 
 def prepare_classification(
@@ -152,6 +138,10 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int | np.integer) or (isinstance(v, float) and float(v).is_integer())
 
 
+#: :func:`~udbench.analyses._common.analysis_context` of the classification cells.
+_context = partial(analysis_context, prepare_frame=prepare_classification)
+
+
 def classification_context(
     results: pd.DataFrame,
     *,
@@ -166,27 +156,10 @@ def classification_context(
     The resampling is :func:`udbench.analyses._common.resampling` of the classification
     instances (instances within datasets, or whole datasets).
     """
-    frame = prepare_classification(results, component)
-    boot = resampling(
-        frame,
-        unit=bootstrap_unit,
-        n_resamples=n_resamples,
-        confidence=confidence,
-        random_state=random_state,
-        component=component,
+    frame, boot = _context(
+        results, component, bootstrap_unit, n_resamples, confidence, random_state, None
     )
-    return frame, boot
-
-
-def _resolve(
-    results: pd.DataFrame,
-    component: str,
-    opts: dict[str, Any],
-    ctx: tuple[Frame, Resampling] | None,
-) -> tuple[Frame, Resampling]:
-    if ctx is not None:
-        return ctx
-    return classification_context(results, component=component, **opts)
+    return cast(ClassificationFrame, frame), boot
 
 
 def classification_headline_table(
@@ -210,8 +183,10 @@ def classification_headline_table(
     UdbenchError
         No classification row or no ok cell, bad bootstrap settings.
     """
-    opts = _opts(bootstrap_unit, n_resamples, confidence, random_state)
-    frame, boot = _resolve(results, "classification_headline_table", opts, _ctx)
+    name = "classification_headline_table"
+    frame, boot = _context(
+        results, name, bootstrap_unit, n_resamples, confidence, random_state, _ctx
+    )
     table = headline_table(results, families=families, _ctx=(frame, boot))
     order = table["method"].tolist()
     idx = [frame.methods.index(m) for m in order]
@@ -220,10 +195,6 @@ def classification_headline_table(
         for key, vals in summ.items():
             table[key] = np.asarray(vals)[idx]
     return table
-
-
-def _opts(unit: str, n: int, conf: float, seed: int | str) -> dict[str, Any]:
-    return {"bootstrap_unit": unit, "n_resamples": n, "confidence": conf, "random_state": seed}
 
 
 def classification_stability_table(
@@ -255,16 +226,13 @@ def classification_stability_table(
     UdbenchError
         No classification row, an unknown factor, bad bootstrap settings.
     """
+    name = "classification_stability_table"
     for f in factors:
-        check_choice("classification_stability_table", "factors", f, list(CLASSIFICATION_FACTORS))
-    opts = _opts(bootstrap_unit, n_resamples, confidence, random_state)
-    frame, boot = _resolve(results, "classification_stability_table", opts, _ctx)
-    rows: list[dict[str, Any]] = []
-    for crit, metric in CRITERIA.items():
-        values = frame.wide(metric)
-        for factor in factors:
-            rows.append({"criterion": crit, **factor_kendall_w(values, frame, boot, factor)})
-    return pd.DataFrame(rows)
+        check_choice(name, "factors", f, list(CLASSIFICATION_FACTORS))
+    frame, boot = _context(
+        results, name, bootstrap_unit, n_resamples, confidence, random_state, _ctx
+    )
+    return _stability_rows(frame, boot, factors)
 
 
 def classification_entanglement_table(
@@ -283,8 +251,8 @@ def classification_entanglement_table(
     the runner adds beside ``classification_instance_metrics``' keys) have NaN
     ``rho_star_*``; Δ_ent is stored per cell.
     """
-    opts = _opts(bootstrap_unit, n_resamples, confidence, random_state)
-    ctx = _resolve(results, "classification_entanglement_table", opts, _ctx)
+    name = "classification_entanglement_table"
+    ctx = _context(results, name, bootstrap_unit, n_resamples, confidence, random_state, _ctx)
     return entanglement_table(results, _ctx=ctx)
 
 
@@ -311,13 +279,13 @@ def classification_shell_table(
     UdbenchError
         The rows hold no per-shell column.
     """
-    opts = _opts(bootstrap_unit, n_resamples, confidence, random_state)
-    frame, boot = _resolve(results, "classification_shell_table", opts, _ctx)
+    name = "classification_shell_table"
+    frame, boot = _context(
+        results, name, bootstrap_unit, n_resamples, confidence, random_state, _ctx
+    )
     needed = [f"rho_eu_{target}_shell{s}" for s in range(N_SHELLS)]
     if not any(c in frame.rows.columns for c in needed):
-        raise param_error(
-            "classification_shell_table", "results", f"hold the columns {needed}", "none of them"
-        )
+        raise param_error(name, "results", f"hold the columns {needed}", "none of them")
     return shell_table(results, target=target, _ctx=(frame, boot))
 
 
@@ -362,8 +330,8 @@ def classification_proxy_table(
         check_choice(name, "criteria", c, list(CRITERIA))
     for f in factors:
         check_choice(name, "factors", f, list(CLASSIFICATION_FACTORS))
-    frame, boot = _resolve(
-        results, name, _opts(bootstrap_unit, n_resamples, confidence, random_state), _ctx
+    frame, boot = _context(
+        results, name, bootstrap_unit, n_resamples, confidence, random_state, _ctx
     )
     pairs: list[tuple[str, str, np.ndarray, np.ndarray]] = []
     for crit in criteria:

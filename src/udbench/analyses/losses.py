@@ -25,9 +25,9 @@ import pandas as pd
 from udbench._losses import loss_names
 from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import check_choice
-from udbench.analyses._common import CRITERIA, Frame, Resampling
+from udbench.analyses._common import CRITERIA, Frame, Resampling, analysis_context
 from udbench.analyses.proxies import factor_scopes, scope_taus
-from udbench.analyses.tables import FACTORS, _context
+from udbench.analyses.tables import FACTORS
 from udbench.evaluation.losses import loss_column
 
 __all__ = ["loss_agreement_table", "stored_losses"]
@@ -111,7 +111,7 @@ def loss_agreement_table(
     ]
     if not use:
         return pd.DataFrame(columns=columns)
-    frame, boot = _context(
+    frame, boot = analysis_context(
         results, name, bootstrap_unit, n_resamples, confidence, random_state, _ctx
     )
     scopes = factor_scopes(frame, factors)

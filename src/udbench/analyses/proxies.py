@@ -31,8 +31,8 @@ import pandas as pd
 
 from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import check_choice, param_error
-from udbench.analyses._common import CRITERIA, Frame, Resampling
-from udbench.analyses.tables import FACTORS, _context
+from udbench.analyses._common import CRITERIA, Frame, Resampling, analysis_context
+from udbench.analyses.tables import FACTORS
 from udbench.evaluation.proxies import PROXY_KEYS, PROXY_LABELS, oriented
 
 __all__ = [
@@ -239,7 +239,7 @@ def proxy_agreement_table(
         check_choice(name, "criteria", c, list(CRITERIA))
     for f in factors:
         check_choice(name, "factors", f, list(FACTORS))
-    frame, boot = _context(
+    frame, boot = analysis_context(
         results, name, bootstrap_unit, n_resamples, confidence, random_state, _ctx
     )
     pairs: list[tuple[str, str, np.ndarray, np.ndarray]] = []

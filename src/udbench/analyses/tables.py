@@ -36,10 +36,10 @@ from udbench.analyses._common import (
     MATCHED_PRIOR,
     Frame,
     Resampling,
+    analysis_context,
     instance_ranks,
     method_families,
     prepare,
-    resampling,
     weighted_kendall_w,
 )
 from udbench.data import N_SHELLS
@@ -59,29 +59,6 @@ __all__ = [
 #: Factors whose levels the stability analysis compares (instance coordinates; ``family`` is
 #: the oracle prior family).
 FACTORS: tuple[str, ...] = ("family", "noise", "coverage", "dataset")
-
-
-def _context(
-    results: pd.DataFrame,
-    component: str,
-    bootstrap_unit: str,
-    n_resamples: int,
-    confidence: float,
-    random_state: int | str,
-    _ctx: tuple[Frame, Resampling] | None,
-) -> tuple[Frame, Resampling]:
-    if _ctx is not None:
-        return _ctx
-    frame = prepare(results, component)
-    boot = resampling(
-        frame,
-        unit=bootstrap_unit,
-        n_resamples=n_resamples,
-        confidence=confidence,
-        random_state=random_state,
-        component=component,
-    )
-    return frame, boot
 
 
 def _summaries(
@@ -148,7 +125,7 @@ def headline_table(
     UdbenchError
         Empty results or no ok cell, bad bootstrap settings.
     """
-    frame, boot = _context(
+    frame, boot = analysis_context(
         results, "headline_table", bootstrap_unit, n_resamples, confidence, random_state, _ctx
     )
     fam = method_families(frame, families)
@@ -259,6 +236,16 @@ def factor_kendall_w(
     return row
 
 
+def _stability_rows(frame: Frame, boot: Resampling, factors: tuple[str, ...]) -> pd.DataFrame:
+    """The rows of :func:`stability_table`: :func:`factor_kendall_w` per criterion and factor."""
+    rows: list[dict[str, Any]] = []
+    for crit, metric in CRITERIA.items():
+        values = frame.wide(metric)
+        for factor in factors:
+            rows.append({"criterion": crit, **factor_kendall_w(values, frame, boot, factor)})
+    return pd.DataFrame(rows)
+
+
 def stability_table(
     results: pd.DataFrame,
     *,
@@ -300,17 +287,12 @@ def stability_table(
     UdbenchError
         Empty results, an unknown factor, bad bootstrap settings.
     """
-    frame, boot = _context(
+    frame, boot = analysis_context(
         results, "stability_table", bootstrap_unit, n_resamples, confidence, random_state, _ctx
     )
     for f in factors:
         check_choice("stability_table", "factors", f, list(FACTORS))
-    rows: list[dict[str, Any]] = []
-    for crit, metric in CRITERIA.items():
-        values = frame.wide(metric)
-        for factor in factors:
-            rows.append({"criterion": crit, **factor_kendall_w(values, frame, boot, factor)})
-    return pd.DataFrame(rows)
+    return _stability_rows(frame, boot, factors)
 
 
 def rank_heatmap_table(
@@ -383,7 +365,7 @@ def matched_prior_advantage(
     """
     check_choice("matched_prior_advantage", "by", by, ["family", "method"])
     check_choice("matched_prior_advantage", "criterion", criterion, list(CRITERIA))
-    frame, boot = _context(
+    frame, boot = analysis_context(
         results,
         "matched_prior_advantage",
         bootstrap_unit,
@@ -476,7 +458,7 @@ def entanglement_table(
         rho_eu_au`` and, per target t, ``rho_star_t`` and ``delta_ent_t``, each with
         ``_low/_high/_n``.
     """
-    frame, boot = _context(
+    frame, boot = analysis_context(
         results, "entanglement_table", bootstrap_unit, n_resamples, confidence, random_state, _ctx
     )
     cols: dict[str, Any] = {"method": frame.methods}
@@ -514,7 +496,7 @@ def shell_table(
         ``_low/_high/_n``, and ``outer_minus_inner`` (shell 4 − shell 0, paired interval).
     """
     check_choice("shell_table", "target", target, ["risk", "var"])
-    frame, boot = _context(
+    frame, boot = analysis_context(
         results, "shell_table", bootstrap_unit, n_resamples, confidence, random_state, _ctx
     )
     cols: dict[str, Any] = {"method": frame.methods}
@@ -546,7 +528,7 @@ def accuracy_table(
         Sorted by ``rank_nmse``: ``method, rmse, nmse`` with ``_low/_high/_n``,
         ``mean_rank_nmse(...)``, ``rank_nmse``.
     """
-    frame, boot = _context(
+    frame, boot = analysis_context(
         results, "accuracy_table", bootstrap_unit, n_resamples, confidence, random_state, _ctx
     )
     cols: dict[str, Any] = {"method": frame.methods}
