@@ -179,6 +179,47 @@ def test_probabilities_off_the_simplex_are_a_recorded_failure(
     assert np.isnan(row["rho_eu_risk"]) and row["task_type"] == "classification"
 
 
+class _Underflow(BaseClassifier):
+    """Confident one-hot probabilities (an exact 0 in every other class, as a float32 softmax
+    underflows) on the first half of the points, uniform on the rest; EU rises with x₀."""
+
+    name: ClassVar[str] = "underflow"
+    family: ClassVar[str] = "linear"
+
+    def __init__(self, random_state: int | None = 0) -> None:
+        self.random_state = random_state
+
+    def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
+        self.fitted_ = True
+
+    def _predict(self, X: np.ndarray, loss: str) -> ClassPrediction:
+        n, k = X.shape[0], self.n_classes_
+        probs = np.full((n, k), 1.0 / k)
+        probs[: n // 2] = np.eye(k)[0]
+        return ClassPrediction(probs, np.ones(n), np.asarray(X[:, 0], float) - X[:, 0].min(), loss)
+
+
+def test_probabilities_that_underflowed_to_zero_are_floored_and_noted(task_path, tmp_path) -> None:
+    from udbench.methods.classification import PROB_FLOOR
+    from udbench.tuning.objective import PROB_FLOOR as TUNING_FLOOR
+
+    assert PROB_FLOOR == TUNING_FLOOR == 1e-12  # one floor for tuning and scoring
+    summary = run_benchmark([task_path], [_Underflow()], tmp_path, workers=0)
+    assert (summary.n_ok, summary.n_failed) == (1, 0)
+    (row,) = read_results(tmp_path).to_dict(orient="records")
+    task = Task.load(task_path)
+    n = len(task.y_eval)
+    assert f"floored at {n // 2} point(s)" in row["metric_notes"]
+    # the NLL by hand with the floored, renormalised probabilities: finite, not +inf
+    k = np.asarray(task.draws_prob).shape[-1]
+    p = np.full((n, k), 1.0 / k)
+    p[: n // 2] = np.maximum(np.eye(k)[0], PROB_FLOOR)
+    p /= p.sum(axis=1, keepdims=True)
+    y = np.asarray(task.y_eval)
+    assert row["nll"] == pytest.approx(-np.mean(np.log(p[np.arange(n), y])), rel=1e-12)
+    assert np.isfinite(row["rho_eu_risk"])
+
+
 def test_a_classifier_on_a_regression_task_is_a_recorded_failure(tmp_path) -> None:
     from _fakes import make_fake_task
 

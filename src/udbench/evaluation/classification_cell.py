@@ -271,6 +271,7 @@ def _score(cell: Any, task: Task, pred: ClassPrediction) -> tuple[dict[str, Any]
     from udbench.evaluation.selective import selective_columns
     from udbench.risk import classification_oracle_targets
 
+    pred, floored = _floor_probs(pred)
     draws = np.asarray(task.draws_prob, dtype=np.float64)
     targets = classification_oracle_targets(
         draws, pred.probs, np.asarray(task.pi_star_eval), loss=CLASSIFICATION_LOSS
@@ -294,7 +295,27 @@ def _score(cell: Any, task: Task, pred: ClassPrediction) -> tuple[dict[str, Any]
     metrics.update(selective_columns(pred.probs, task.y_eval, pred.aleatoric, eu))
     brier, notes = brier_metrics(pred, draws, task.pi_star_eval, shell, constant_aleatoric=const)
     metrics.update(brier)
-    return metrics, "; ".join(r for r in (*reasons, *notes) if r) or None
+    return metrics, "; ".join(r for r in (floored, *reasons, *notes) if r) or None
+
+
+def _floor_probs(pred: ClassPrediction) -> tuple[ClassPrediction, str]:
+    """π̂ with every probability below :data:`~udbench.methods.classification.PROB_FLOOR`
+    raised to it and the rows renormalised, and the row's note saying how many points ("" if
+    none). The log loss needs the simplex interior: a probability that underflowed to 0
+    would make KL(π̄ ‖ π̂), EU*_risk and the NLL infinite (docs/classification.md)."""
+    from dataclasses import replace
+
+    from udbench.methods.classification import PROB_FLOOR
+
+    probs = np.asarray(pred.probs, dtype=np.float64)
+    low = probs < PROB_FLOOR
+    if not low.any():
+        return pred, ""
+    fixed = np.maximum(probs, PROB_FLOOR)
+    fixed /= fixed.sum(axis=1, keepdims=True)
+    n_points = int(low.any(axis=1).sum())
+    note = f"probabilities below {PROB_FLOOR:g} floored at {n_points} point(s) (log loss)"
+    return replace(pred, probs=fixed), note
 
 
 def evaluate_classification(

@@ -38,6 +38,7 @@ from udbench.methods.base import BaseMethod, MethodOutputError, NotFittedError
 __all__ = [
     "CLASSIFIER_LOSSES",
     "PROB_ATOL",
+    "PROB_FLOOR",
     "BaseClassifier",
     "ClassPrediction",
     "embed_present_classes",
@@ -49,6 +50,11 @@ __all__ = [
 CLASSIFIER_LOSSES: tuple[str, ...] = loss_names("classification")
 #: Tolerance on Σ_k π̂_k = 1 of a classifier's output (that of :mod:`udbench.risk`).
 PROB_ATOL: float = 1e-6
+#: Floor of a predicted class probability wherever the log loss scores it (the tuning
+#: objective's held-out NLL, the runner's oracle metrics): a probability that underflowed to
+#: 0 (e.g. a float32 softmax) scores −log(1e-12) ≈ 27.6 nats, not +∞ (as scikit-learn's
+#: ``log_loss`` clips at its eps).
+PROB_FLOOR: float = 1e-12
 
 
 @dataclass(frozen=True)

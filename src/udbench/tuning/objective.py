@@ -34,6 +34,7 @@ from udbench._threads import single_threaded
 from udbench._validation import UdbenchError
 from udbench.execution.executor import call_with_timeout
 from udbench.methods.base import BaseMethod, Prediction
+from udbench.methods.classification import PROB_FLOOR as CLASS_PROB_FLOOR
 from udbench.methods.classification import BaseClassifier, ClassPrediction
 from udbench.tasks import Task
 
@@ -53,10 +54,11 @@ __all__ = [
 #: Share of the training sample held out to score a configuration (SPEC §9).
 HOLDOUT_FRACTION = 0.2
 
-#: Floor of a held-out label's probability in :func:`categorical_nll`: a point scores at most
+#: Floor of a held-out label's probability in :func:`categorical_nll` (the runner's scoring
+#: uses the same, :data:`udbench.methods.classification.PROB_FLOOR`): a point scores at most
 #: −log(1e-12) ≈ 27.6 nats, so one confidently wrong point makes a configuration bad, not
 #: unscorable.
-PROB_FLOOR = 1e-12
+PROB_FLOOR = CLASS_PROB_FLOOR
 
 #: The only arrays of a task file that tuning reads.
 TRAIN_ARRAYS: tuple[str, ...] = ("X_train", "y_train")
