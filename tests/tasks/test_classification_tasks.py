@@ -192,6 +192,30 @@ def test_a_classification_task_round_trips_with_checksums(saved, k) -> None:
     assert task.prior["n_classes"] == k
 
 
+@pytest.mark.parametrize("k", [2, 3])
+def test_the_checks_rank_pi_star_among_the_draws_of_pi(saved, k) -> None:
+    # SPEC §7's checks of a gpc task are on π, not the latents f*_k (each carries the shift
+    # latent whose posterior is its prior): sbc_rank = #{d : π_d,k(x) < π*_k(x)}
+    task = Task.load(saved[k])
+    probs, pi_star = task.draws_prob, task.pi_star_eval
+    by_hand = np.sum(probs < pi_star[None].astype(probs.dtype), axis=0)
+    # the stored ranks come from the float64 draws, the file holds them rounded to float32:
+    # a draw within float32 rounding of π* may fall on the other side of it
+    near = np.any(np.abs(probs - pi_star[None]) <= 1e-7 * pi_star[None], axis=0)
+    assert task.sbc_rank.shape == (N_EVAL, k) and task.sbc_rank.dtype == np.int64
+    np.testing.assert_array_equal(task.sbc_rank[~near], by_hand[~near])
+    assert np.all(np.abs(task.sbc_rank - by_hand)[near] <= D)
+    checks = task.diagnostics["checks"]
+    assert checks["truth"] == "pi_star"
+    assert (
+        checks["sbc_hist"]
+        == np.bincount(task.sbc_rank.ravel() * 20 // (D + 1), minlength=20).tolist()
+    )
+    np.testing.assert_allclose(task.post_mean, probs.mean(axis=0), atol=1e-6)
+    np.testing.assert_allclose(task.post_var, probs.var(axis=0, ddof=1), atol=1e-6)
+    assert np.all(np.isfinite(task.mcse_var_rel)) and task.mcse_var_rel.shape == (N_EVAL, k)
+
+
 def test_a_classification_task_lacking_an_array_is_refused() -> None:
     task = _task(2)
     arrays = task.arrays()
@@ -240,6 +264,7 @@ def test_check_reports_classification_tasks_with_the_rhat_gate(saved, capsys) ->
     assert stats["n_instances"] == 2 and stats["rhat_gate"] is True
     checks = {v["check"]: v["verdict"] for v in stats["verdicts"]}
     assert "split-R̂ (function space)" in checks and "coverage 90 %" in checks
+    assert stats["truth"] == "π*" and "corr(mean, π*) median" in checks  # ranks π*, not f*
     assert main(["check", str(saved[2].parent), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["families"]["gpc"]["n_instances"] == 2
 
