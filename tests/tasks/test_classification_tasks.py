@@ -216,6 +216,30 @@ def test_the_checks_rank_pi_star_among_the_draws_of_pi(saved, k) -> None:
     assert np.all(np.isfinite(task.mcse_var_rel)) and task.mcse_var_rel.shape == (N_EVAL, k)
 
 
+def test_saturated_pi_is_ranked_by_log_pi_without_ties() -> None:
+    # a logit leading by more than ~37 gives π = 1.0 exactly in float64 (and a plain
+    # log-softmax 0.0): π* ties with the draws there and its rank (#draws below) drops to
+    # the bottom; log_class_probabilities keeps the order
+    from scipy.special import log_softmax, softmax
+
+    from udbench.priors.gp_classification import log_class_probabilities
+    from udbench.tasks.checks import acceptance_checks
+
+    rng = np.random.default_rng(3)
+    logits = np.stack([40.0 + rng.normal(size=(D + 1, 5)), np.zeros((D + 1, 5))], axis=-1)
+    pi, log_pi = softmax(logits, axis=-1), log_class_probabilities(logits, np.ones(5))
+    assert np.all(pi[..., 0] == 1.0) and np.all(log_softmax(logits, axis=-1)[..., 0] == 0.0)
+    np.testing.assert_allclose(np.exp(log_pi), pi, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(log_pi[..., 0], -np.exp(-logits[..., 0]), rtol=1e-12)
+    flat = [a.reshape(D + 1, 10) for a in (pi, log_pi)]
+    _, by_pi = acceptance_checks(flat[0][0], flat[0][1:])
+    _, by_log = acceptance_checks(flat[0][0], flat[0][1:], rank_values=(flat[1][0], flat[1][1:]))
+    exact = np.sum(logits[1:, :, 0] < logits[0, :, 0], axis=0)  # the order of the logits
+    np.testing.assert_array_equal(by_log["sbc_rank"].reshape(5, 2)[:, 0], exact)
+    assert np.all(by_pi["sbc_rank"].reshape(5, 2)[:, 0] == 0)  # the ties π alone gives
+    np.testing.assert_array_equal(by_log["mcse_var_rel"], by_pi["mcse_var_rel"])  # of π
+
+
 def test_a_classification_task_lacking_an_array_is_refused() -> None:
     task = _task(2)
     arrays = task.arrays()

@@ -332,7 +332,8 @@ def make_classification_task(
        ``seed_for("posterior")``), D = ``spec.n_draws`` draws of π at the pool;
     4. the acceptance checks of SPEC §7 on π: SBC ranks, 90 % coverage and MCSE of the
        posterior variance of π*_k(x) among the draws of π (the float64 draws, before they
-       are stored as float32), one variable per (point, class), point-major (as the
+       are stored as float32; ranks and coverage by log π, the same order without π's
+       float64 saturation at 1.0), one variable per (point, class), point-major (as the
        sampler's R̂ of π), plus the sampler's ``rhat_max``. Not on the latents f*_k: each
        carries the shift latent whose posterior is its prior (docs/classification.md,
        "SBC and coverage of π*").
@@ -384,9 +385,15 @@ def make_classification_task(
     )
     probs = post.prob_draws
     # the checks rank π*, not f*: each f*_k carries the shift latent whose posterior is its
-    # prior (docs/classification.md, "SBC and coverage of π*"); point-major, as the R̂ of π
+    # prior (docs/classification.md, "SBC and coverage of π*"); point-major, as the R̂ of π.
+    # Ranked by log π: the same order, without π's ties at 1.0 once a logit leads by ~37
+    log_pi = prior.log_probabilities(post.latent_eval, tau_eval)
+    log_pi_star = prior.log_probabilities(f_eval, tau_eval)
     summary, per_point = acceptance_checks(
-        pi_eval.reshape(m * K), probs.reshape(spec.n_draws, m * K), n_chains=post.n_chains
+        pi_eval.reshape(m * K),
+        probs.reshape(spec.n_draws, m * K),
+        n_chains=post.n_chains,
+        rank_values=(log_pi_star.reshape(m * K), log_pi.reshape(spec.n_draws, m * K)),
     )
     summary["rhat_max"] = float(post.diagnostics["rhat_max"])
     summary["truth"] = "pi_star"  # what was ranked; gpc files made before it ranked f*
