@@ -9,8 +9,8 @@ machine). References:
 - brute force: self-normalised importance sampling from the joint prior (400 000 prior
   draws, weights = the categorical likelihood of the labels), whose Monte Carlo error is
   far below the sampler's;
-- SBC: ranks of f*_k(x) among the latent draws over replicated tasks (PIT chi-square and
-  90 % coverage, each at level 1e-3);
+- SBC: ranks of f*_k(x) among the latent draws, and of π*_k(x) among the draws of π, over
+  replicated tasks (PIT chi-square and 90 % coverage, each at level 1e-3);
 - closed forms of the level rule for K = 2 (one-dimensional quadrature).
 """
 
@@ -266,18 +266,19 @@ def test_two_classes_agree_with_binary_sampler_reference(reference: str) -> None
     "reference", [pytest.param("laplace", marks=pytest.mark.slow), "laplace-full"]
 )
 def test_sbc_latents_smoke(reference: str) -> None:
-    """SBC of f*: 40 replicated tasks at 3 training and 2 evaluation inputs, K = 3.
+    """SBC of f* and of π*: 40 replicated tasks at 3 training and 2 evaluation inputs, K = 3.
 
     The PIT of f*_k(x) among the latent draws (thinned to 100 per replicate, so the ranks are
     close to independent) is uniform (10-bin chi-square) and the central 90 % interval covers
-    f* at the nominal rate (binomial test), each at level 1e-3. (``laplace``, ~30 s on a
-    loaded machine, is marked slow.)
+    f* at the nominal rate (binomial test), each at level 1e-3; the same for π*_k(x) =
+    softmax(f*/τ) among the draws of π (what a task's stored checks rank,
+    docs/classification.md). (``laplace``, ~30 s on a loaded machine, is marked slow.)
     """
     prior = _prior(reference=reference)
     Xt, Xe = _inputs()
     rng = np.random.default_rng(2024)
     tau = np.full(5, 0.7)
-    pits, covered = [], []
+    pits, covered, pits_pi, covered_pi = [], [], [], []
     for rep in range(40):
         f_star = prior.sample(np.vstack([Xe, Xt]), key=1000 + rep)[0]
         y = draw_labels(class_probabilities(f_star[N_EVAL:], tau[N_EVAL:]), rng)
@@ -288,11 +289,18 @@ def test_sbc_latents_smoke(reference: str) -> None:
         pits.append((ranks + rng.uniform(size=ranks.shape)) / (draws.shape[0] + 1))
         lo, hi = np.quantile(post.latent_eval, [0.05, 0.95], axis=0)
         covered.append((lo <= truth) & (truth <= hi))
-    pit = np.concatenate([p.ravel() for p in pits])
-    counts = np.bincount(np.minimum((pit * 10).astype(int), 9), minlength=10)
-    assert stats.chisquare(counts).pvalue > 1e-3, counts
-    cov = np.concatenate([c.ravel() for c in covered])
-    assert stats.binomtest(int(cov.sum()), cov.size, 0.9).pvalue > 1e-3, cov.mean()
+        pi_star = class_probabilities(truth, tau[:N_EVAL])
+        probs = post.prob_draws[::20]
+        ranks = (probs < pi_star[None]).sum(axis=0)
+        pits_pi.append((ranks + rng.uniform(size=ranks.shape)) / (probs.shape[0] + 1))
+        lo, hi = np.quantile(post.prob_draws, [0.05, 0.95], axis=0)
+        covered_pi.append((lo <= pi_star) & (pi_star <= hi))
+    for what, p_list, c_list in (("f*", pits, covered), ("π*", pits_pi, covered_pi)):
+        pit = np.concatenate([p.ravel() for p in p_list])
+        counts = np.bincount(np.minimum((pit * 10).astype(int), 9), minlength=10)
+        assert stats.chisquare(counts).pvalue > 1e-3, (what, counts)
+        cov = np.concatenate([c.ravel() for c in c_list])
+        assert stats.binomtest(int(cov.sum()), cov.size, 0.9).pvalue > 1e-3, (what, cov.mean())
 
 
 def _tiny_problem(K: int = 4, n: int = 7) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

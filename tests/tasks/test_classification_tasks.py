@@ -192,6 +192,54 @@ def test_a_classification_task_round_trips_with_checksums(saved, k) -> None:
     assert task.prior["n_classes"] == k
 
 
+@pytest.mark.parametrize("k", [2, 3])
+def test_the_checks_rank_pi_star_among_the_draws_of_pi(saved, k) -> None:
+    # SPEC §7's checks of a gpc task are on π, not the latents f*_k (each carries the shift
+    # latent whose posterior is its prior): sbc_rank = #{d : π_d,k(x) < π*_k(x)}
+    task = Task.load(saved[k])
+    probs, pi_star = task.draws_prob, task.pi_star_eval
+    by_hand = np.sum(probs < pi_star[None].astype(probs.dtype), axis=0)
+    # the stored ranks come from the float64 draws, the file holds them rounded to float32:
+    # a draw within float32 rounding of π* may fall on the other side of it
+    near = np.any(np.abs(probs - pi_star[None]) <= 1e-7 * pi_star[None], axis=0)
+    assert task.sbc_rank.shape == (N_EVAL, k) and task.sbc_rank.dtype == np.int64
+    np.testing.assert_array_equal(task.sbc_rank[~near], by_hand[~near])
+    assert np.all(np.abs(task.sbc_rank - by_hand)[near] <= D)
+    checks = task.diagnostics["checks"]
+    assert checks["truth"] == "pi_star"
+    assert (
+        checks["sbc_hist"]
+        == np.bincount(task.sbc_rank.ravel() * 20 // (D + 1), minlength=20).tolist()
+    )
+    np.testing.assert_allclose(task.post_mean, probs.mean(axis=0), atol=1e-6)
+    np.testing.assert_allclose(task.post_var, probs.var(axis=0, ddof=1), atol=1e-6)
+    assert np.all(np.isfinite(task.mcse_var_rel)) and task.mcse_var_rel.shape == (N_EVAL, k)
+
+
+def test_saturated_pi_is_ranked_by_log_pi_without_ties() -> None:
+    # a logit leading by more than ~37 gives π = 1.0 exactly in float64 (and a plain
+    # log-softmax 0.0): π* ties with the draws there and its rank (#draws below) drops to
+    # the bottom; log_class_probabilities keeps the order
+    from scipy.special import log_softmax, softmax
+
+    from udbench.priors.gp_classification import log_class_probabilities
+    from udbench.tasks.checks import acceptance_checks
+
+    rng = np.random.default_rng(3)
+    logits = np.stack([40.0 + rng.normal(size=(D + 1, 5)), np.zeros((D + 1, 5))], axis=-1)
+    pi, log_pi = softmax(logits, axis=-1), log_class_probabilities(logits, np.ones(5))
+    assert np.all(pi[..., 0] == 1.0) and np.all(log_softmax(logits, axis=-1)[..., 0] == 0.0)
+    np.testing.assert_allclose(np.exp(log_pi), pi, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(log_pi[..., 0], -np.exp(-logits[..., 0]), rtol=1e-12)
+    flat = [a.reshape(D + 1, 10) for a in (pi, log_pi)]
+    _, by_pi = acceptance_checks(flat[0][0], flat[0][1:])
+    _, by_log = acceptance_checks(flat[0][0], flat[0][1:], rank_values=(flat[1][0], flat[1][1:]))
+    exact = np.sum(logits[1:, :, 0] < logits[0, :, 0], axis=0)  # the order of the logits
+    np.testing.assert_array_equal(by_log["sbc_rank"].reshape(5, 2)[:, 0], exact)
+    assert np.all(by_pi["sbc_rank"].reshape(5, 2)[:, 0] == 0)  # the ties π alone gives
+    np.testing.assert_array_equal(by_log["mcse_var_rel"], by_pi["mcse_var_rel"])  # of π
+
+
 def test_a_classification_task_lacking_an_array_is_refused() -> None:
     task = _task(2)
     arrays = task.arrays()
@@ -240,6 +288,7 @@ def test_check_reports_classification_tasks_with_the_rhat_gate(saved, capsys) ->
     assert stats["n_instances"] == 2 and stats["rhat_gate"] is True
     checks = {v["check"]: v["verdict"] for v in stats["verdicts"]}
     assert "split-R̂ (function space)" in checks and "coverage 90 %" in checks
+    assert stats["truth"] == "π*" and "corr(mean, π*) median" in checks  # ranks π*, not f*
     assert main(["check", str(saved[2].parent), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["families"]["gpc"]["n_instances"] == 2
 

@@ -261,7 +261,7 @@ def _summarise_check(report: dict[str, Any], console: Console) -> None:
             + ("" if expected is None else f" (correct posterior {expected:.3f})")
             + f"; max SBC bin dev. {r['sbc_max_bin_deviation']:.4f}; "
             f"MCSE σ² rel. median / p95 {r['mcse_var_median']:.3f} / {r['mcse_var_p95']:.3f}; "
-            f"corr(mean, f*) median {r['corr_mean_fstar_median']:.3f}"
+            f"corr(mean, {r.get('truth', 'f*')}) median {r['corr_mean_fstar_median']:.3f}"
             + ("" if agree is None else f"; MC = exact {agree:.0%}"),
             highlight=False,
         )

@@ -377,7 +377,7 @@ def check_tasks(
             draws = task.draws
             checks.update(coverage_summary(task.f_eval.astype(draws.dtype), draws))
         summaries.append({**checks, **mcmc_summary(task.diagnostics)})
-        # one variable per point (regression) or per (point, class) of the latents
+        # one variable per point (regression) or per (point, class) of π
         # (classification: stored (n_eval, K), pooled as the flat point-major list)
         mcse.append(np.ravel(task.mcse_var_rel))
         if (

@@ -114,6 +114,46 @@ def class_probabilities(latents: Any, tau: Any) -> np.ndarray:
     return np.asarray(scipy.special.softmax(f / t[:, None], axis=-1), dtype=np.float64)
 
 
+def log_class_probabilities(latents: Any, tau: Any) -> np.ndarray:
+    """log π = log softmax(f / τ), accurate where π rounds to 1.0.
+
+    With z = f/τ − max_j f_j/τ and s the sum of exp(z_j) over the classes other than the
+    leading one, log π_k = z_k − log1p(s): the leading class gets −log1p(s) ≈ −s, which
+    float64 holds down to s ≈ 1e-308 (a lead of ~700 in f/τ), where π itself (and a plain
+    log-softmax, z − log Σ exp z) rounds to exactly 1.0 (0.0) once the lead exceeds ~37.
+    Strictly increasing in π_k at every point, so it orders values of π without those
+    ties (the SBC ranks of a classification task, :func:`udbench.tasks.generate.
+    make_classification_task`).
+
+    Parameters
+    ----------
+    latents : array_like, shape (..., m, K)
+    tau : array_like, shape (m,)
+        Temperatures τ(x) > 0.
+
+    Returns
+    -------
+    ndarray, shape (..., m, K), float64, ≤ 0
+
+    Raises
+    ------
+    UdbenchError
+        As :func:`class_probabilities`.
+    """
+    f = check_array("log_class_probabilities", "latents", latents)
+    if f.ndim < 2 or f.shape[-1] < 2:
+        raise param_error(
+            "log_class_probabilities", "latents", "have shape (..., m, K) with K >= 2", f.shape
+        )
+    t = check_temperature("log_class_probabilities", "tau", tau, f.shape[-2])
+    z = f / t[:, None]
+    lead = np.argmax(z, axis=-1)[..., None]
+    z = z - np.take_along_axis(z, lead, axis=-1)
+    e = np.exp(z)
+    np.put_along_axis(e, lead, 0.0, axis=-1)  # the leading class's exp(0) = 1, kept apart
+    return np.asarray(z - np.log1p(e.sum(axis=-1, keepdims=True)), dtype=np.float64)
+
+
 def draw_labels(probs: Any, rng: np.random.Generator) -> np.ndarray:
     """One label per row, y_i ~ Categorical(π_i), by inverse CDF with one uniform per row.
 

@@ -83,6 +83,7 @@ from udbench.priors._gpc_likelihood import (
     class_probabilities,
     draw_labels,
     expected_bayes_error_curve,
+    log_class_probabilities,
     temperature_level,
 )
 from udbench.priors._gpc_sampler import (
@@ -127,6 +128,7 @@ __all__ = [
     "class_probabilities",
     "draw_labels",
     "expected_bayes_error_curve",
+    "log_class_probabilities",
     "temperature_level",
 ]
 
@@ -290,6 +292,10 @@ class GPClassificationPrior(MCMCPrior):
     def probabilities(self, latents: np.ndarray, tau: np.ndarray) -> np.ndarray:
         """π = softmax(f/τ) (:func:`class_probabilities`): (..., m, K) -> (..., m, K)."""
         return class_probabilities(latents, tau)
+
+    def log_probabilities(self, latents: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        """log π, exact where π rounds to 1.0 (:func:`log_class_probabilities`)."""
+        return log_class_probabilities(latents, tau)
 
     @staticmethod
     def draw_labels(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -239,6 +239,8 @@ def acceptance_checks(
     mean: np.ndarray | None = None,
     var: np.ndarray | None = None,
     n_chains: int = 1,
+    *,
+    rank_values: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Acceptance checks of one instance's reference posterior (SPEC §7).
 
@@ -254,6 +256,14 @@ def acceptance_checks(
     n_chains : int, default 1
         Number of MCMC chains in ``draws`` (1 for independent draws); sets the batches of
         the MCSE (whole chains or chain segments, SPEC §7). Must divide D.
+    rank_values : (ndarray (m,), ndarray (D, m)), optional
+        ``(g(f_star), g(draws))`` for a transform g strictly increasing at every point, used
+        in place of ``f_star`` and ``draws`` by the rank-based checks (SBC ranks and
+        histogram, coverage and its null counts): the same ranks in exact arithmetic, but
+        free of the ties that rounding puts into ``f_star`` and ``draws``. A classification
+        task passes log π for π, which saturates at exactly 1.0 in float64 once a class's
+        logit leads by more than about 37 (docs/classification.md, "SBC and coverage of
+        π*"). The MCSE and the correlation always use ``f_star`` and ``draws``.
 
     Returns
     -------
@@ -284,7 +294,11 @@ def acceptance_checks(
         raise param_error(comp, "n_chains", "be a positive integer dividing D", n_chains)
     if n_chains < 1 or D % n_chains:
         raise param_error(comp, "n_chains", f"be a positive integer dividing D={D}", n_chains)
-    ranks = sbc_ranks(f_star, draws)
+    r_star, r_draws = f_star, draws
+    if rank_values is not None:
+        r_star = check_array(comp, "rank_values[0]", rank_values[0], shape=(m,))
+        r_draws = check_array(comp, "rank_values[1]", rank_values[1], shape=(D, m))
+    ranks = sbc_ranks(r_star, r_draws)
     hist = sbc_histogram(ranks, D)
     mc_mean = draws.mean(axis=0)
     mc_var = draws.var(axis=0, ddof=1)
@@ -297,7 +311,7 @@ def acceptance_checks(
         "n_draws": D,
         "sbc_hist": hist.tolist(),
         "sbc_max_bin_deviation": float(np.max(np.abs(hist / m - sbc_expected_shares(D)))),
-        **coverage_summary(f_star, draws),
+        **coverage_summary(r_star, r_draws),
         "mcse_var_rel_median": float(np.median(mcse_rel)),
         "mcse_var_rel_p95": float(np.quantile(mcse_rel, 0.95)),
         "corr_mean_fstar": corr,

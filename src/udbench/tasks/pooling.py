@@ -35,7 +35,18 @@ from udbench.tasks.checks import (
     sbc_expected_shares,
 )
 
-__all__ = ["gate_verdicts", "pool_checks"]
+__all__ = ["gate_verdicts", "pool_checks", "truth_label"]
+
+
+def truth_label(summaries: Sequence[dict[str, Any]]) -> str:
+    """What the instances' checks rank: ``"f*"``, ``"π*"`` or ``"f* / π*"`` (a mix).
+
+    A classification task's checks rank π* among the draws of π (its summary says
+    ``"truth": "pi_star"``, docs/classification.md, "SBC and coverage of π*"); every other
+    summary, and a ``gpc`` file made before that change, ranks f*.
+    """
+    kinds = {"π*" if s.get("truth") == "pi_star" else "f*" for s in summaries}
+    return " / ".join(sorted(kinds)) if kinds else "f*"
 
 
 def _mean_of(summaries: Sequence[dict[str, Any]], key: str) -> float | None:
@@ -80,10 +91,12 @@ def pool_checks(
         (whether any outcome could give p ≤ :data:`GATE_LEVEL`; False: too few instances
         or draws to judge); ``sbc_hist, sbc_max_bin_deviation`` (from the exact expected
         shares, :func:`sbc_expected_shares`, where every instance has ``n_draws``),
-        ``mcse_var_median, mcse_var_p95, corr_mean_fstar_median`` and, where the instances
-        carry them, ``mc_agree_fraction``, ``mc_n_disagree`` and ``mc_disagree_p`` (GP: the
-        binomial tail P(X ≥ n_disagree), X ~ Binomial(n_instances, :data:`MC_AGREE_LEVEL`));
-        ``rhat_max`` (largest over instances) and
+        ``mcse_var_median, mcse_var_p95, corr_mean_fstar_median``, ``truth`` (what was
+        ranked, :func:`truth_label`: ``"f*"``, or ``"π*"`` for classification) and, where
+        the instances carry them, ``mc_agree_fraction``, ``mc_n_disagree`` and
+        ``mc_disagree_p`` (GP: the binomial tail P(X ≥ n_disagree),
+        X ~ Binomial(n_instances, :data:`MC_AGREE_LEVEL`)); ``rhat_max`` (largest over
+        instances) and
         ``n_rhat_above_1_05`` (instances whose ``rhat_max`` > 1.05); ``rhat_iid_max``
         (largest over instances of the R̂ that independent draws in their chain layout
         give); ``rhat_gate`` (any instance gated by the R̂ rule; False for HBART);
@@ -133,6 +146,7 @@ def pool_checks(
         "mcse_var_median": mcse_med,
         "mcse_var_p95": mcse_p95,
         "corr_mean_fstar_median": float(np.median([s["corr_mean_fstar"] for s in summaries])),
+        "truth": truth_label(summaries),
     }
     rhat = [s["rhat_max"] for s in summaries if "rhat_max" in s]
     if rhat:  # MCMC families: largest split-R̂ and instances above the 1.05 threshold
@@ -349,5 +363,8 @@ def gate_verdicts(stats: dict[str, Any], *, approximate: bool = False) -> list[d
         "none",
         "not gated",
     )
-    add("corr(mean, f*) median", f"{stats['corr_mean_fstar_median']:.3f}", "none", "not gated")
+    truth = stats.get("truth", "f*")
+    add(
+        f"corr(mean, {truth}) median", f"{stats['corr_mean_fstar_median']:.3f}", "none", "not gated"
+    )
     return out
