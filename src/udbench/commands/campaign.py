@@ -146,23 +146,23 @@ def run_command(
     Kill it at any time: the unit in progress leaves no record and is redone by the next
     run; finished units are skipped. A failed unit is recorded and the run goes on.
     """
+    from udbench._priority import lower_priority
     from udbench._threads import fix_xla_threads
     from udbench.campaigns import run_campaign
 
     _check_campaign(campaign)
     check_data_dir("campaign run", data_dir)
-    if not 0 <= nice <= 19:
-        raise param_error("udbench campaign run", "nice", "be an integer in 0..19", nice)
     if max_hours is not None and not max_hours > 0:
         raise param_error("udbench campaign run", "max-hours", "be > 0", max_hours)
     if max_units is not None and max_units < 1:
         raise param_error("udbench campaign run", "max-units", "be an integer >= 1", max_units)
-    if nice:
-        os.nice(nice)
+    note = lower_priority(nice)  # the session's autogroup too, where it leads one
     # one XLA compute thread per unit, as every instance and cell (udbench._threads); before
     # the units are built, since importing a sampler library may create JAX's backends
     fix_xla_threads()
     console = make_console(highlight=False)
+    if note:
+        console.print(f"note: {note}", markup=False)
     folder = _records(campaign, records, suite)
     if campaign == "tuning":
         units = _tuning_units(

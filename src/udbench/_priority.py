@@ -1,0 +1,83 @@
+"""Lower the CPU priority of a long background run (``udbench campaign run --nice``).
+
+``os.nice`` alone is not enough on Linux kernels with *autogroup* scheduling
+(``/proc/sys/kernel/sched_autogroup_enabled`` = 1, the default of many distributions): the
+scheduler first shares the CPU fairly between *sessions* (autogroups) and applies a
+process's nice value only against the other processes of its own session. A campaign started
+in its own session (``setsid``, as docs/campaigns.md does) at nice 19 then still takes a full
+session's share against, say, a test run in another terminal — measured here on 2026-12-02:
+two ``nice 19`` campaigns held ≈ 60 % of a core each while a CI run's workers got ≈ 30 %.
+
+:func:`lower_priority` therefore also sets the nice value of the process's autogroup
+(``/proc/self/autogroup``, see ``sched(7)``, "The autogroup feature") — but only when the
+process leads its own session, so that it never lowers the shell session it was typed in.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from udbench._validation import param_error
+
+__all__ = ["lower_priority"]
+
+#: Where Linux exposes a process's autogroup and whether autogroups are on.
+AUTOGROUP_FILE = Path("/proc/self/autogroup")
+AUTOGROUP_SWITCH = Path("/proc/sys/kernel/sched_autogroup_enabled")
+
+
+def _autogroup_enabled(switch: Path) -> bool:
+    try:
+        return switch.read_text().strip() == "1"
+    except OSError:
+        return False
+
+
+def lower_priority(
+    nice: int,
+    *,
+    autogroup_file: Path = AUTOGROUP_FILE,
+    autogroup_switch: Path = AUTOGROUP_SWITCH,
+) -> str | None:
+    """Raise this process's nice value by ``nice`` and, where the kernel groups by session,
+    its session's autogroup nice value to ``nice``.
+
+    Parameters
+    ----------
+    nice : int
+        0 … 19 (0: nothing is changed).
+    autogroup_file, autogroup_switch : Path
+        ``/proc/self/autogroup`` and ``/proc/sys/kernel/sched_autogroup_enabled`` (tests
+        point them elsewhere).
+
+    Returns
+    -------
+    str or None
+        A one-line note for the console when autogroups are on and the session's priority
+        could not be lowered (the process does not lead its session, or the write was
+        refused); None otherwise.
+
+    Raises
+    ------
+    UdbenchError
+        ``nice`` outside 0 … 19.
+    """
+    if not isinstance(nice, int) or isinstance(nice, bool) or not 0 <= nice <= 19:
+        raise param_error("udbench campaign run", "nice", "be an integer in 0..19", nice)
+    if nice == 0:
+        return None
+    os.nice(nice)
+    if not (autogroup_file.exists() and _autogroup_enabled(autogroup_switch)):
+        return None
+    hint = (
+        f"--nice {nice} lowers this process against its own session only (the kernel "
+        "shares CPU between sessions first: sched_autogroup)"
+    )
+    if os.getsid(0) != os.getpid():
+        return f"{hint}; start it with setsid to lower it against other sessions too"
+    try:
+        autogroup_file.write_text(f"{nice}\n")
+    except OSError as err:
+        return f"{hint}; setting the session's autogroup nice failed ({err.strerror})"
+    return None

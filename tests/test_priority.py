@@ -1,0 +1,58 @@
+"""``udbench._priority.lower_priority``: nice value, and the session's autogroup nice where the
+kernel groups by session (sched(7), "The autogroup feature"), only for a session leader."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from udbench._priority import lower_priority
+from udbench._validation import UdbenchError
+
+
+@pytest.fixture
+def proc(tmp_path, monkeypatch):
+    calls: list[int] = []
+    monkeypatch.setattr(os, "nice", lambda n: calls.append(n) or n)
+    group, switch = tmp_path / "autogroup", tmp_path / "sched_autogroup_enabled"
+    group.write_text("/autogroup-7 nice 0\n")
+    switch.write_text("1\n")
+    return calls, group, switch
+
+
+def test_a_session_leader_lowers_its_autogroup_too(proc, monkeypatch):
+    calls, group, switch = proc
+    monkeypatch.setattr(os, "getsid", lambda pid: 4242)
+    monkeypatch.setattr(os, "getpid", lambda: 4242)
+    assert lower_priority(19, autogroup_file=group, autogroup_switch=switch) is None
+    assert calls == [19] and group.read_text() == "19\n"
+
+
+def test_a_process_in_a_shell_session_leaves_the_session_alone_and_says_so(proc, monkeypatch):
+    calls, group, switch = proc
+    monkeypatch.setattr(os, "getsid", lambda pid: 1)
+    monkeypatch.setattr(os, "getpid", lambda: 4242)
+    note = lower_priority(10, autogroup_file=group, autogroup_switch=switch)
+    assert calls == [10] and group.read_text() == "/autogroup-7 nice 0\n"
+    assert note is not None and "setsid" in note and "--nice 10" in note
+
+
+def test_without_autogroups_only_the_process_nice_changes(proc, monkeypatch):
+    calls, group, switch = proc
+    switch.write_text("0\n")
+    monkeypatch.setattr(os, "getsid", lambda pid: 4242)
+    monkeypatch.setattr(os, "getpid", lambda: 4242)
+    assert lower_priority(5, autogroup_file=group, autogroup_switch=switch) is None
+    assert calls == [5] and group.read_text() == "/autogroup-7 nice 0\n"
+    missing = group.parent / "absent"
+    assert lower_priority(5, autogroup_file=missing, autogroup_switch=switch) is None
+
+
+def test_zero_changes_nothing_and_bad_values_are_one_line_errors(proc):
+    calls, group, switch = proc
+    assert lower_priority(0, autogroup_file=group, autogroup_switch=switch) is None
+    assert calls == []
+    for bad in (-1, 20, 2.5, True):
+        with pytest.raises(UdbenchError, match=r"'nice'.*0\.\.19"):
+            lower_priority(bad)  # type: ignore[arg-type]
