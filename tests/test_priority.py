@@ -1,5 +1,6 @@
 """``udbench._priority.lower_priority``: nice value, and the session's autogroup nice where the
-kernel groups by session (sched(7), "The autogroup feature"), only for a session leader."""
+kernel groups by session (sched(7), "The autogroup feature"), only for a session with no
+controlling terminal."""
 
 from __future__ import annotations
 
@@ -21,18 +22,16 @@ def proc(tmp_path, monkeypatch):
     return calls, group, switch
 
 
-def test_a_session_leader_lowers_its_autogroup_too(proc, monkeypatch):
+def test_a_background_session_lowers_its_autogroup_too(proc, monkeypatch):
     calls, group, switch = proc
-    monkeypatch.setattr(os, "getsid", lambda pid: 4242)
-    monkeypatch.setattr(os, "getpid", lambda: 4242)
+    monkeypatch.setattr("udbench._priority._has_controlling_terminal", lambda: False)
     assert lower_priority(19, autogroup_file=group, autogroup_switch=switch) is None
     assert calls == [19] and group.read_text() == "19\n"
 
 
-def test_a_process_in_a_shell_session_leaves_the_session_alone_and_says_so(proc, monkeypatch):
+def test_a_process_in_a_terminal_session_leaves_the_session_alone_and_says_so(proc, monkeypatch):
     calls, group, switch = proc
-    monkeypatch.setattr(os, "getsid", lambda pid: 1)
-    monkeypatch.setattr(os, "getpid", lambda: 4242)
+    monkeypatch.setattr("udbench._priority._has_controlling_terminal", lambda: True)
     note = lower_priority(10, autogroup_file=group, autogroup_switch=switch)
     assert calls == [10] and group.read_text() == "/autogroup-7 nice 0\n"
     assert note is not None and "setsid" in note and "--nice 10" in note
@@ -41,8 +40,7 @@ def test_a_process_in_a_shell_session_leaves_the_session_alone_and_says_so(proc,
 def test_without_autogroups_only_the_process_nice_changes(proc, monkeypatch):
     calls, group, switch = proc
     switch.write_text("0\n")
-    monkeypatch.setattr(os, "getsid", lambda pid: 4242)
-    monkeypatch.setattr(os, "getpid", lambda: 4242)
+    monkeypatch.setattr("udbench._priority._has_controlling_terminal", lambda: False)
     assert lower_priority(5, autogroup_file=group, autogroup_switch=switch) is None
     assert calls == [5] and group.read_text() == "/autogroup-7 nice 0\n"
     missing = group.parent / "absent"

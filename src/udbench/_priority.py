@@ -10,7 +10,8 @@ two ``nice 19`` campaigns held ≈ 60 % of a core each while a CI run's workers 
 
 :func:`lower_priority` therefore also sets the nice value of the process's autogroup
 (``/proc/self/autogroup``, see ``sched(7)``, "The autogroup feature") — but only when the
-process leads its own session, so that it never lowers the shell session it was typed in.
+session has no controlling terminal (``setsid``, ``nohup setsid uv run …``, a batch job), so
+that it never lowers the interactive shell session it was typed in.
 """
 
 from __future__ import annotations
@@ -25,6 +26,16 @@ __all__ = ["lower_priority"]
 #: Where Linux exposes a process's autogroup and whether autogroups are on.
 AUTOGROUP_FILE = Path("/proc/self/autogroup")
 AUTOGROUP_SWITCH = Path("/proc/sys/kernel/sched_autogroup_enabled")
+
+
+def _has_controlling_terminal() -> bool:
+    """Whether this process's session has a controlling terminal (an interactive shell's)."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
 
 
 def _autogroup_enabled(switch: Path) -> bool:
@@ -55,8 +66,8 @@ def lower_priority(
     -------
     str or None
         A one-line note for the console when autogroups are on and the session's priority
-        could not be lowered (the process does not lead its session, or the write was
-        refused); None otherwise.
+        was not lowered (the session has a controlling terminal, or the write was refused);
+        None otherwise.
 
     Raises
     ------
@@ -74,7 +85,7 @@ def lower_priority(
         f"--nice {nice} lowers this process against its own session only (the kernel "
         "shares CPU between sessions first: sched_autogroup)"
     )
-    if os.getsid(0) != os.getpid():
+    if _has_controlling_terminal():
         return f"{hint}; start it with setsid to lower it against other sessions too"
     try:
         autogroup_file.write_text(f"{nice}\n")
