@@ -17,8 +17,7 @@ import pytest
 from udbench._lock import LOCK_NAME
 from udbench._validation import UdbenchError
 from udbench.commands.suite import stage_commands
-from udbench.recipes.suites import SUITES, load_suite, method_specs
-from udbench.tasks.grid import expand_grid
+from udbench.recipes.suites import SUITES, load_suite, method_specs, suite_grid
 from udbench.tasks.timelog import GENERATION_LOG
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -44,15 +43,8 @@ FLAGS = ("--workers", "0", "--no-plan")
 )
 def test_preset_grids_have_the_issue_sizes(name, n) -> None:
     s = load_suite(name)
-    specs = expand_grid(
-        s["datasets"],
-        s["families"],
-        s["noise"],
-        s["coverage"],
-        s["seeds"],
-        s["fidelity"],
-        s["draws"],  # an MCMC family's D must be a multiple of its chains (paper HBART: 250)
-    )
+    # the suite's draws: an MCMC family's D must be a multiple of its chains (paper HBART: 250)
+    specs = suite_grid(s)
     assert len(specs) == n
     if name == "gp-all":
         assert "sarcos" not in {x.dataset for x in specs} and len({x.dataset for x in specs}) == 12

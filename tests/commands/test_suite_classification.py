@@ -18,9 +18,9 @@ from udbench.recipes.suites import (
     classification_options,
     load_suite,
     method_specs,
+    suite_grid,
     suite_task_type,
 )
-from udbench.tasks.grid import expand_grid
 
 TINY = """
 datasets = "diabetes"
@@ -38,16 +38,7 @@ method_params = "smoke"
 
 
 def _grid(suite):  # type: ignore[no-untyped-def]
-    return expand_grid(
-        suite["datasets"],
-        suite["families"],
-        suite["noise"],
-        suite["coverage"],
-        suite["seeds"],
-        suite["fidelity"],
-        suite["draws"],
-        **classification_options(suite),
-    )
+    return suite_grid(suite)
 
 
 @pytest.mark.parametrize(

@@ -90,19 +90,10 @@ def suite_conditions(suite: dict[str, Any], data_dir: str | None = None) -> list
     list of TaskSpec
         One per (dataset, family, noise mode, coverage), at the lowest seed of the suite.
     """
-    from udbench.tasks.grid import expand_grid
+    from udbench.recipes.suites import suite_grid
     from udbench.tuning.records import Condition
 
-    specs = expand_grid(
-        suite["datasets"],
-        suite["families"],
-        suite["noise"],
-        suite["coverage"],
-        suite["seeds"],
-        suite["fidelity"],
-        int(suite["draws"]),
-        data_dir,
-    )
+    specs = suite_grid({**suite, "draws": int(suite["draws"])}, data_dir)
     lowest: dict[Condition, Any] = {}
     for spec in specs:
         cond = Condition.of(spec)

@@ -228,21 +228,10 @@ def _grid_error(settings: dict[str, Any], data_dir: Path | None) -> str | None:
     ``suite.json``: a bad value is reported once, and after it is fixed the folder is the
     same suite's.
     """
-    from udbench.recipes.suites import classification_options
-    from udbench.tasks.grid import expand_grid
+    from udbench.recipes.suites import suite_grid
 
     try:
-        expand_grid(
-            settings["datasets"],
-            settings["families"],
-            settings["noise"],
-            settings["coverage"],
-            settings["seeds"],
-            settings["fidelity"],
-            settings["draws"],
-            None if data_dir is None else str(data_dir),
-            **classification_options(settings),
-        )
+        suite_grid(settings, None if data_dir is None else str(data_dir))
     except UdbenchError as err:
         return str(err)
     except (KeyError, TypeError, AttributeError) as err:  # not a suite's settings

@@ -50,6 +50,7 @@ __all__ = [
     "classification_options",
     "load_suite",
     "method_specs",
+    "suite_grid",
     "suite_task_type",
 ]
 
@@ -222,6 +223,44 @@ def classification_options(suite: dict[str, Any]) -> dict[str, str]:
     if suite_task_type(suite) != "classification":
         return {}
     return {k: str(suite.get(k, default)) for k, default in CLASSIFICATION_KEYS.items()}
+
+
+def suite_grid(suite: dict[str, Any], data_dir: str | None = None) -> list[Any]:
+    """Every task spec of a suite's grid, in :func:`udbench.tasks.grid.expand_grid`'s order
+    (a classification suite's ``classes`` and ``difficulty`` included).
+
+    Parameters
+    ----------
+    suite : dict
+        A suite's settings (:func:`load_suite`).
+    data_dir : str, optional
+        Raw-data folder (user datasets).
+
+    Returns
+    -------
+    list of TaskSpec
+
+    Raises
+    ------
+    UdbenchError
+        A setting :func:`~udbench.tasks.grid.expand_grid` refuses, or families of both task
+        types (:func:`suite_task_type`).
+    KeyError
+        ``suite`` lacks one of the grid's keys.
+    """
+    from udbench.tasks.grid import expand_grid
+
+    return expand_grid(
+        suite["datasets"],
+        suite["families"],
+        suite["noise"],
+        suite["coverage"],
+        suite["seeds"],
+        suite["fidelity"],
+        suite["draws"],
+        data_dir,
+        **classification_options(suite),
+    )
 
 
 def load_suite(name: str) -> dict[str, Any]:
