@@ -334,3 +334,16 @@ class StepQuadMethod(QuadMethod):
         shift = self.drift * self.k_ + (self.final_shift if self.k_ == self.n_steps else 0.0)
         mean = self.mean_ + shift * np.sqrt(self.var_)
         return Prediction(np.full(n, mean), np.full(n, self.var_ * np.exp(q)), np.zeros(n))
+
+
+#: Record keys that hold wall-clock times or paths (differ between otherwise equal sweeps).
+RECORD_CLOCK_KEYS = ("created_at", "duration_s", "fit_time_s", "predict_time_s", "_path")
+
+
+def strip_clock(record: dict) -> dict:
+    """A tuning record without its clock keys, at the top and in every history entry."""
+    out = {k: v for k, v in record.items() if k not in RECORD_CLOCK_KEYS}
+    out["history"] = [
+        {k: v for k, v in h.items() if k not in RECORD_CLOCK_KEYS} for h in record["history"]
+    ]
+    return out

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from _fakes import StepQuadMethod, make_fake_task, save_fake_task
+from _fakes import StepQuadMethod, make_fake_task, save_fake_task, strip_clock
 from udbench._validation import UdbenchError
 from udbench.cli import main
 from udbench.tuning.pruning import (
@@ -24,13 +24,6 @@ from udbench.tuning.sweep import plan_sweeps, tune
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = ROOT / "docs" / "validation" / "pruning" / "summary.json"
-CLOCK = ("created_at", "duration_s", "fit_time_s", "predict_time_s", "_path")
-
-
-def _strip(record: dict) -> dict:
-    out = {k: v for k, v in record.items() if k not in CLOCK}
-    out["history"] = [{k: v for k, v in h.items() if k not in CLOCK} for h in record["history"]]
-    return out
 
 
 @pytest.fixture
@@ -106,14 +99,14 @@ def test_the_cli_default_is_auto_and_pruner_none_is_the_unpruned_sweep(
     assert auto["pruner"]["kind"] == "sha" and auto["n_pruned"] > 0  # resolved, not "auto"
     tune([tasks], [StepQuadMethod()], tmp_path / "sha", trials=24, pruner="sha", workers=0)
     (sha,) = load_records(tmp_path / "sha")
-    assert _strip(auto) == _strip(sha)
+    assert strip_clock(auto) == strip_clock(sha)
 
     assert main([*base, "--out", str(tmp_path / "none"), "--pruner", "none"]) == 0
     (none,) = load_records(tmp_path / "none")
     assert none["pruner"] is None and none["n_pruned"] == 0 and none["n_complete"] == 24
     tune([tasks], [StepQuadMethod()], tmp_path / "py", trials=24, pruner="none", workers=0)
     (py,) = load_records(tmp_path / "py")
-    assert _strip(none) == _strip(py)
+    assert strip_clock(none) == strip_clock(py)
 
 
 def test_a_journal_of_the_resolved_pruner_resumes_under_auto(tasks, tmp_path, monkeypatch):
@@ -129,8 +122,8 @@ def test_a_journal_of_the_resolved_pruner_resumes_under_auto(tasks, tmp_path, mo
     (rec,) = load_records(tmp_path / "u")
     assert rec["pruner"] is None and rec["n_pruned"] == 0 and rec["n_complete"] == 6
     assert all(not h["intermediate"] for h in rec["history"])  # nothing reported: unpruned
-    kept = sorted(_strip(before)["history"], key=lambda h: h["number"])
-    assert sorted(_strip(rec)["history"], key=lambda h: h["number"])[:4] == kept
+    kept = sorted(strip_clock(before)["history"], key=lambda h: h["number"])
+    assert sorted(strip_clock(rec)["history"], key=lambda h: h["number"])[:4] == kept
     # an explicit pruner is never swapped: the journal's is named in the error
     with pytest.raises(UdbenchError, match="pass --pruner none to resume it"):
         tune([tasks], [StepQuadMethod()], tmp_path / "u", trials=8, pruner="sha", workers=0)

@@ -8,20 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _fakes import QuadMethod, StepQuadMethod, make_fake_task, save_fake_task
+from _fakes import QuadMethod, StepQuadMethod, make_fake_task, save_fake_task, strip_clock
 from udbench._validation import UdbenchError
 from udbench.tuning.objective import trial_seed
 from udbench.tuning.pruning import PrunerSpec, pruner_spec
 from udbench.tuning.records import load_records
 from udbench.tuning.sweep import tune
-
-CLOCK = ("created_at", "duration_s", "fit_time_s", "predict_time_s", "_path")
-
-
-def _strip(record: dict) -> dict:
-    out = {k: v for k, v in record.items() if k not in CLOCK}
-    out["history"] = [{k: v for k, v in h.items() if k not in CLOCK} for h in record["history"]]
-    return out
 
 
 def _record(folder: Path) -> dict:
@@ -96,7 +88,7 @@ def test_a_pruned_sweep_resumes_from_its_journal_to_the_same_record(tasks, tmp_p
     a, b = _record(once), _record(twice)
     assert a["n_pruned"] > 0
     # the journal kept every intermediate value and rung: the same trials are pruned
-    assert _strip(a) == _strip(b)
+    assert strip_clock(a) == strip_clock(b)
 
 
 def test_the_median_rule_prunes_only_below_the_median_of_earlier_complete_trials(tasks, tmp_path):
@@ -129,7 +121,7 @@ def test_the_pruner_is_off_for_a_method_without_intermediate_values(tasks, tmp_p
     sha, none = _record(tmp_path / "sha"), _record(tmp_path / "none")
     assert sha["pruner"] is None and sha["n_pruned"] == 0 and sha["n_complete"] == 8
     assert all(h["intermediate"] == {} for h in sha["history"])
-    assert _strip(sha) == _strip(none)
+    assert strip_clock(sha) == strip_clock(none)
 
 
 def test_a_journal_made_with_another_pruner_is_refused(tasks, tmp_path):

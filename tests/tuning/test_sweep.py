@@ -14,22 +14,13 @@ import numpy as np
 import optuna
 import pytest
 
-from _fakes import QuadMethod, fit_log, make_fake_task, save_fake_task
+from _fakes import QuadMethod, fit_log, make_fake_task, save_fake_task, strip_clock
 from udbench.tuning.objective import trial_seed
 from udbench.tuning.records import load_records
 from udbench.tuning.sweep import tune
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
-
-#: Fields of a record that differ between two identical sweeps (clock times).
-CLOCK = ("created_at", "duration_s", "fit_time_s", "predict_time_s", "_path")
-
-
-def _strip(record: dict) -> dict:
-    out = {k: v for k, v in record.items() if k not in CLOCK}
-    out["history"] = [{k: v for k, v in h.items() if k not in CLOCK} for h in record["history"]]
-    return out
 
 
 def _one_record(folder: Path) -> dict:
@@ -74,7 +65,7 @@ def test_nan_evaluation_and_oracle_arrays_tune_to_the_same_record(tmp_path):
     for name in ("clean", "blind"):
         tune([tmp_path / name], [QuadMethod()], tmp_path / f"tune-{name}", trials=12, workers=0)
     clean, nan = (_one_record(tmp_path / f"tune-{n}") for n in ("clean", "blind"))
-    assert _strip(clean) == _strip(nan)
+    assert strip_clock(clean) == strip_clock(nan)
     assert clean["n_complete"] == 12 and clean["status"] == "ok"
 
 
@@ -156,7 +147,7 @@ def test_two_workers_give_the_records_of_one_and_record_the_constant_liar_orderi
     tune([tasks], methods, tmp_path / "w1", workers=1, **kwargs)
     tune([tasks], methods, tmp_path / "w2", workers=2, **kwargs)
     one, two = load_records(tmp_path / "w1"), load_records(tmp_path / "w2")
-    assert len(one) == 2 and [_strip(r) for r in one] == [_strip(r) for r in two]
+    assert len(one) == 2 and [strip_clock(r) for r in one] == [strip_clock(r) for r in two]
     assert all(h["running_at_ask"] == 0 for r in two for h in r["history"])
 
     # with every worker on one sweep, trials are asked while others run (the constant liar)
