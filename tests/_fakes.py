@@ -347,3 +347,27 @@ def strip_clock(record: dict) -> dict:
         {k: v for k, v in h.items() if k not in RECORD_CLOCK_KEYS} for h in record["history"]
     ]
     return out
+
+
+def save_toy_gpc_task(folder: Path, n_classes: int, n_eval: int, n_train: int) -> Path:
+    """A tiny latent-GP classification task (``toy``, u-shaped temperature τ = 0.3 + 0.4·x₀,
+    smoke sampler: 2 chains, 20 warm-up, D = 40) on 2-D uniform inputs, saved in ``folder``;
+    its path. The caller points ``UDBENCH_CACHE_DIR`` somewhere temporary."""
+    from udbench.priors.gp import GPPrior
+    from udbench.priors.gp.fit import default_kernel_hyper
+    from udbench.priors.gp_classification import GPClassificationPrior
+    from udbench.tasks.generate import make_classification_task
+
+    X = np.random.default_rng(5).uniform(size=(n_eval + n_train, 2))
+    gp = GPPrior(default_kernel_hyper("rbf", 2), 1.0)
+    sampler = {"n_chains": 2, "n_warmup": 20, "thin": 1}
+    prior = GPClassificationPrior(gp, n_classes, "smoke", sampler_kwargs=sampler)
+    tau = 0.3 + 0.4 * X[:, 0]
+    ev, tr = np.arange(n_eval), np.arange(n_eval, n_eval + n_train)
+    spec = TaskSpec(
+        "toy", "gpc", "u-shaped", "balanced", 0, fidelity="smoke", n_draws=40, n_classes=n_classes
+    )
+    task = make_classification_task(
+        spec, prior, X, ev, tr, tau[ev], tau[tr], temperature={"mode": "u-shaped"}
+    )
+    return task.save(Path(folder) / f"{spec.task_id}.npz")

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from _fakes import save_toy_gpc_task
 from udbench._validation import UdbenchError
 from udbench.cli import main
 from udbench.evaluation.classification import classification_instance_metrics
@@ -27,31 +28,16 @@ from udbench.evaluation.selective import selective_columns
 from udbench.evaluation.store import ResultsStore, read_results
 from udbench.methods.classification import BaseClassifier, ClassPrediction
 from udbench.methods.classifiers import make_classifier
-from udbench.priors.gp import GPPrior
-from udbench.priors.gp.fit import default_kernel_hyper
-from udbench.priors.gp_classification import GPClassificationPrior
 from udbench.risk import brier_decomposition, classification_oracle_targets
-from udbench.tasks import Task, TaskSpec
-from udbench.tasks.generate import get_prior, make_classification_task
+from udbench.tasks import Task
+from udbench.tasks.generate import get_prior
 
 N_EVAL, N_TRAIN, K = 30, 40, 3
 FAST = "logreg-lap:n_samples=50"
 
 
 def _make_task(folder: Path, n_classes: int) -> Path:
-    X = np.random.default_rng(5).uniform(size=(N_EVAL + N_TRAIN, 2))
-    gp = GPPrior(default_kernel_hyper("rbf", 2), 1.0)
-    sampler = {"n_chains": 2, "n_warmup": 20, "thin": 1}
-    prior = GPClassificationPrior(gp, n_classes, "smoke", sampler_kwargs=sampler)
-    tau = 0.3 + 0.4 * X[:, 0]
-    ev, tr = np.arange(N_EVAL), np.arange(N_EVAL, N_EVAL + N_TRAIN)
-    spec = TaskSpec(
-        "toy", "gpc", "u-shaped", "balanced", 0, fidelity="smoke", n_draws=40, n_classes=n_classes
-    )
-    task = make_classification_task(
-        spec, prior, X, ev, tr, tau[ev], tau[tr], temperature={"mode": "u-shaped"}
-    )
-    return task.save(folder / f"{spec.task_id}.npz")
+    return save_toy_gpc_task(folder, n_classes, N_EVAL, N_TRAIN)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _fakes import make_fake_task, save_fake_task
+from _fakes import make_fake_task, save_fake_task, save_toy_gpc_task
 from udbench._seeding import derive_seed
 from udbench._validation import UdbenchError
 from udbench.cli import main
@@ -25,11 +25,8 @@ from udbench.methods.classifiers import (
     resolve_classifier,
 )
 from udbench.methods.logreg_lap import LogRegLaplace
-from udbench.priors.gp import GPPrior
-from udbench.priors.gp.fit import default_kernel_hyper
-from udbench.priors.gp_classification import GPClassificationPrior
 from udbench.tasks import Task, TaskSpec
-from udbench.tasks.generate import get_prior, make_classification_task
+from udbench.tasks.generate import get_prior
 from udbench.tuning.objective import categorical_nll, trial_seed
 from udbench.tuning.records import Condition, load_records, tuned_configurer
 from udbench.tuning.space import check_search_space
@@ -50,19 +47,7 @@ def _cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def gpc_task(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    spec = TaskSpec("toy", "gpc", "u-shaped", "balanced", 0, fidelity="smoke", n_draws=40,
-                    n_classes=K)  # fmt: skip
-    X = np.random.default_rng(5).uniform(size=(N_EVAL + N_TRAIN, 2))
-    gp = GPPrior(default_kernel_hyper("rbf", 2), 1.0)
-    sampler = {"n_chains": 2, "n_warmup": 20, "thin": 1}
-    prior = GPClassificationPrior(gp, K, "smoke", sampler_kwargs=sampler)
-    tau = 0.3 + 0.4 * X[:, 0]
-    ev, tr = np.arange(N_EVAL), np.arange(N_EVAL, N_EVAL + N_TRAIN)
-    task = make_classification_task(
-        spec, prior, X, ev, tr, tau[ev], tau[tr], temperature={"mode": "u-shaped"}
-    )
-    folder = tmp_path_factory.mktemp("gpc")
-    return task.save(folder / f"{spec.task_id}.npz")
+    return save_toy_gpc_task(tmp_path_factory.mktemp("gpc"), K, N_EVAL, N_TRAIN)
 
 
 @pytest.fixture(scope="module")
