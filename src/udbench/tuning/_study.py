@@ -246,7 +246,7 @@ class _Sweep:
             kind = made.get("kind") if isinstance(made, dict) else made
             if changed == ["pruner"] and plan.pruner_auto and kind in PRUNERS:
                 # "auto" chooses for the user: an existing sweep keeps the pruner it was made
-                # with (a re-run resumes it, trial for trial), and its record says which
+                # with (a re-run resumes it, its trials kept), and its record says which
                 plan = replace(plan, pruner=str(kind))
                 self.plan, self.pruner = plan, plan.pruner_spec
                 changed = [] if _spec_dict(plan) == made else changed
