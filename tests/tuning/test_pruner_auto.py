@@ -64,6 +64,10 @@ def test_auto_resolves_per_method():
         assert resolve_pruner(kind, "nn-ens") == kind
     with pytest.raises(UdbenchError, match="pruner"):
         resolve_pruner("asha", "nn-ens")
+    # DKL reports its optimiser steps; auto prunes it exactly when its measured sha sweeps
+    # passed the rule (the committed summary)
+    passed = "dkl" in methods_within_spread(json.loads(SUMMARY.read_text()), "sha")
+    assert resolve_pruner("auto", "dkl") == ("sha" if passed else "none")
     spec = pruner_spec("auto", make_method("ngboost-nig"))
     assert spec is not None and spec.kind == "sha" and spec.param == "n_estimators"
     assert pruner_spec("auto", make_method("nn-ens")) is None
