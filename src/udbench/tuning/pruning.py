@@ -1,7 +1,8 @@
 """Pruned tuning: Optuna's successive-halving and Hyperband pruners on iterative methods.
 
 A trial of an *iterative* method (one that declares ``progress_param``: boosting
-iterations, training epochs, members of a bag; :mod:`udbench.methods._progress`) reports the
+iterations, training epochs, members of a bag, DKL's optimiser steps;
+:mod:`udbench.methods._progress`) reports the
 held-out Gaussian NLL of SPEC §9 (the sweep's objective, on the same 20 % split) at the
 pruner's rungs while it fits, and stops when the pruner says so. The trial then counts as
 one of the sweep's ``trials`` (state *pruned*, value = its last intermediate NLL), informs
