@@ -81,3 +81,74 @@ def test_dkl_bad_hyperparameter_is_one_line_error():
         DKL(feature_map="cnn").fit(X, np.arange(5.0))
     with pytest.raises(UdbenchError, match="parameter 'num_iters' must be an integer >= 1"):
         DKL(num_iters=0).fit(X, np.arange(5.0))
+
+
+class _NLLRecorder:
+    """A reporter that never stops the fit: step -> held-out Gaussian NLL of the model."""
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, steps: tuple[int, ...]):
+        self.X, self.y, self.steps = X, y, steps
+        self.asked: list[int] = []
+        self.nll: dict[int, float] = {}
+
+    def checkpoints(self, total: int) -> tuple[int, ...]:
+        self.asked.append(total)
+        return tuple(s for s in self.steps if s < total)
+
+    def report(self, step: int, predict) -> None:
+        from udbench.tuning.objective import gaussian_nll
+
+        pred = predict(self.X)
+        self.nll[step] = gaussian_nll(self.y, pred.mean, pred.total)
+
+
+def test_dkl_reports_the_held_out_nll_of_the_model_at_each_checkpoint(monkeypatch):
+    # identity feature map: the model after s steps is the exact GP posterior (written in
+    # NumPy) at the softplus-constrained parameters of step s, captured from the optimiser
+    import udbench.methods.dkl as dkl
+    from udbench.methods._progress import reporting
+    from udbench.tuning.objective import gaussian_nll
+
+    rng = make_rng("tests", "methods", "dkl-report")
+    X = rng.uniform(-1, 1, size=(30, 2))
+    y = 5.0 + 2.0 * (np.sin(3 * X[:, 0]) + X[:, 1] + 0.2 * rng.standard_normal(30))
+    Xh = rng.uniform(-1, 1, size=(10, 2))
+    yh = 5.0 + 2.0 * (np.sin(3 * Xh[:, 0]) + Xh[:, 1] + 0.2 * rng.standard_normal(10))
+    settings = {"feature_map": "identity", "num_iters": 40, "warmup_steps": 5}
+    plain = DKL(**settings, peak_learning_rate=0.05).fit(X, y)
+
+    seen: list[dict] = []
+    step = dkl._compiled("step")
+
+    def recording_step(*args):
+        out = step(*args)
+        seen.append({k: np.asarray(v) for k, v in out[0].items() if k != "net"})
+        return out
+
+    monkeypatch.setitem(dkl._COMPILED, "step", recording_step)
+    rec = _NLLRecorder(Xh, yh, (10, 25, 40))  # 40 = num_iters: the end, not a checkpoint
+    with reporting(rec):
+        m = DKL(**settings, peak_learning_rate=0.05).fit(X, y)
+    assert rec.asked == [40] and sorted(rec.nll) == [10, 25] and len(seen) == 40
+    # a reporter that never stops leaves the fit bit for bit as without one
+    np.testing.assert_array_equal(m.loss_history_, plain.loss_history_)
+    np.testing.assert_array_equal(m.lengthscale_, plain.lengthscale_)
+    assert (m.variance_, m.noise_variance_) == (plain.variance_, plain.noise_variance_)
+    a, b = m.predict(Xh), plain.predict(Xh)
+    for field in ("mean", "aleatoric", "epistemic"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+
+    sp = lambda v: np.logaddexp(0.0, v)  # noqa: E731 - softplus
+    Z, Zh = m._transform(X), m._transform(Xh)
+    ys = (y - m.y_loc_) / m.y_scale_
+    for s, got in rec.nll.items():
+        p = seen[s - 1]  # the parameters after s steps
+        ls, var = sp(p["ls"]), float(sp(p["var"]))
+        s2 = float(m.min_noise_std + sp(p["noise"])) ** 2
+        K = _matern52(Z, Z, ls, var) + (s2 + 1e-6) * np.eye(30)
+        Ks = _matern52(Zh, Z, ls, var)
+        mean = Ks @ np.linalg.solve(K, ys)
+        eu = var - np.sum(Ks * np.linalg.solve(K, Ks.T).T, axis=1)
+        want = gaussian_nll(yh, mean * m.y_scale_ + m.y_loc_, (eu + s2) * m.y_scale_**2)
+        assert got == pytest.approx(want, rel=1e-7)
+    assert rec.nll[10] != rec.nll[25]  # the models differ between checkpoints

@@ -15,6 +15,7 @@ REPORTING = {
     "ngboost-bag": ({"n_regressors": 3}, (1, 2), True),
     "ngboost-nig": ({}, (5, 20), True),
     "catboost-ps": ({"n_regressors": 3, "iterations": 20}, (1, 2), True),
+    "dkl": ({}, (10, 30), True),  # optimiser steps (smoke: 60)
     "nn-ens": ({}, (5, 10), False),
     "nn-bag": ({}, (5, 10), False),
     "nn-drop": ({}, (5, 10), False),

@@ -36,7 +36,7 @@ def tasks(tmp_path):
 def test_the_auto_methods_are_those_the_measurement_passed():
     summary = json.loads(SUMMARY.read_text())
     assert methods_within_spread(summary, "sha") == AUTO_SHA_METHODS
-    assert AUTO_SHA_METHODS == {"catboost-ps", "ngboost-bag", "ngboost-nig"}
+    assert AUTO_SHA_METHODS == {"catboost-ps", "dkl", "ngboost-bag", "ngboost-nig"}
     # the rule: |d| <= spread on both measures (equal passes; the sign does not matter)
     fake = {
         "sha": {
@@ -55,7 +55,7 @@ def test_the_auto_methods_are_those_the_measurement_passed():
 def test_auto_resolves_per_method():
     from udbench.methods import make_method
 
-    for name in ("catboost-ps", "ngboost-bag", "ngboost-nig"):
+    for name in ("catboost-ps", "dkl", "ngboost-bag", "ngboost-nig"):
         assert resolve_pruner("auto", name) == "sha"
     # a network that failed the rule, a method with no steps, a classifier, an unknown name
     for name in ("nn-ens", "gp", "logreg-lap", "fake-step-quad"):
@@ -64,6 +64,10 @@ def test_auto_resolves_per_method():
         assert resolve_pruner(kind, "nn-ens") == kind
     with pytest.raises(UdbenchError, match="pruner"):
         resolve_pruner("asha", "nn-ens")
+    # DKL reports its optimiser steps; auto prunes it exactly when its measured sha sweeps
+    # passed the rule (the committed summary)
+    passed = "dkl" in methods_within_spread(json.loads(SUMMARY.read_text()), "sha")
+    assert resolve_pruner("auto", "dkl") == ("sha" if passed else "none")
     spec = pruner_spec("auto", make_method("ngboost-nig"))
     assert spec is not None and spec.kind == "sha" and spec.param == "n_estimators"
     assert pruner_spec("auto", make_method("nn-ens")) is None

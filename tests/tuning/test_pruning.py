@@ -40,36 +40,57 @@ def test_pruner_resources_come_from_the_methods_own_steps():
     nn = pruner_spec("sha", make_method("nn-ens"))  # epochs, tuned in [50, 350]
     assert (nn.param, nn.min_resource, nn.max_resource) == ("n_epochs", 16, 350)
     assert nn.checkpoints(200) == (16, 48, 144)
+    deep = pruner_spec("sha", make_method("dkl"))  # optimiser steps, tuned in [150, 500]
+    assert (deep.param, deep.min_resource, deep.max_resource) == ("num_iters", 50, 500)
+    assert deep.checkpoints(325) == (50, 150) and deep.checkpoints(500) == (50, 150, 450)
     assert pruner_spec("sha", make_method("gp")) is None  # no intermediate values
     assert pruner_spec("none", StepQuadMethod()) is None
     with pytest.raises(UdbenchError, match="pruner"):
         pruner_spec("asha", StepQuadMethod())
 
 
-def test_a_pruned_trial_counts_as_a_trial_and_is_never_the_best(tasks, tmp_path):
+#: (method, trials, the rungs a pruned trial may stop at): the fake (whose early models score
+#: better than every finished one) and a real iterative method with a costly trial (DKL)
+NEVER_BEST = {
+    "fake-step-quad": (30, (3, 9)),
+    "dkl": (10, (50, 150, 450)),  # num_iters tuned in [150, 500]
+}
+
+
+@pytest.mark.parametrize("name", ["fake-step-quad", pytest.param("dkl", marks=pytest.mark.slow)])
+def test_a_pruned_trial_counts_as_a_trial_and_is_never_the_best(tasks, tmp_path, name):
+    from udbench.methods import make_method
+
     log = tmp_path / "steps.log"
+    trials, rungs = NEVER_BEST[name]
     # final_shift: a finished model is 2 SDs off, so a trial stopped early scores lower than
     # the complete trials' final models
-    method = StepQuadMethod(drift=0.0, final_shift=2.0, log=str(log))
-    summary = tune([tasks], [method], tmp_path / "out", trials=30, pruner="sha", workers=0)
+    fake = name == "fake-step-quad"
+    method = StepQuadMethod(drift=0.0, final_shift=2.0, log=str(log)) if fake else None
+    method = method or make_method(name)
+    summary = tune([tasks], [method], tmp_path / "out", trials=trials, pruner="sha", workers=0)
     rec = _record(tmp_path / "out")
-    assert rec["n_trials"] == 30 == rec["n_complete"] + rec["n_pruned"] + rec["n_failed"]
-    assert rec["n_pruned"] >= 5 and summary.n_trials_pruned == rec["n_pruned"]
-    assert rec["pruner"]["kind"] == "sha" and rec["pruner"]["min_resource"] == 3
+    assert rec["n_trials"] == trials == rec["n_complete"] + rec["n_pruned"] + rec["n_failed"]
+    assert rec["n_pruned"] >= (5 if fake else 1) and summary.n_trials_pruned == rec["n_pruned"]
+    assert rec["pruner"]["kind"] == "sha" and rec["pruner"]["min_resource"] == rungs[0]
     complete = [h for h in rec["history"] if h["state"] == "complete"]
     pruned = [h for h in rec["history"] if h["state"] == "pruned"]
     best = min(complete, key=lambda h: h["value"])
     assert rec["best_trial"] == best["number"] and rec["score"] == best["value"]
-    assert min(h["value"] for h in pruned) < rec["score"]  # lower, and still not chosen
+    assert rec["tuned_params"] == best["params"]
     # best-so-far runs over complete trials only
     assert rec["history"][-1]["best_so_far"] == rec["score"]
+    for h in pruned:
+        # stopped at a rung, its value the NLL reported there
+        assert h["pruned_at"] in rungs and h["value"] == h["intermediate"][str(h["pruned_at"])]
+    if not fake:
+        return
+    assert min(h["value"] for h in pruned) < rec["score"]  # lower, and still not chosen
     steps: dict[int, int] = {}
     for line in log.read_text().split("\n")[:-1]:
         seed, k = (int(v) for v in line.split())
         steps[seed] = max(steps.get(seed, 0), k)
-    for h in pruned:
-        # stopped at a rung, its value the NLL reported there, and trained no further
-        assert h["pruned_at"] in (3, 9) and h["value"] == h["intermediate"][str(h["pruned_at"])]
+    for h in pruned:  # trained no further than the rung
         assert steps[trial_seed("fake-step-quad", rec["condition"], h["number"])] == h["pruned_at"]
     for h in complete:
         n_steps = h["params"]["n_steps"]  # tuned in every trial

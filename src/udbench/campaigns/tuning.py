@@ -221,7 +221,7 @@ def tuning_units(
     methods: Sequence[str] | None = None,
     # Pinned to "none", not udbench tune's "auto": the committed (shipped) records were made
     # unpruned and a unit's pruner is one of its settings, so "auto" would make the records of
-    # the methods it prunes (catboost-ps, ngboost-bag, ngboost-nig) stale, and mix pruned and
+    # the methods it prunes (catboost-ps, dkl, ngboost-bag, ngboost-nig) stale, and mix pruned and
     # unpruned sweeps of one method across conditions while a campaign is under way.
     pruner: str = "none",
     trials: int = DEFAULT_TRIALS,

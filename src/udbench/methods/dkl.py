@@ -18,6 +18,14 @@ exact GP with an ARD Matérn-5/2 kernel on the inputs, trained by AdamW instead 
 (tested: its objective is the exact GP's negative log marginal likelihood and its prediction
 the exact posterior).
 
+Pruned tuning (:mod:`udbench.tuning.pruning`): DKL's steps are its optimiser steps
+(``progress_param = "num_iters"``). While a reporter is active it hands it, after each
+checkpoint's step, the model built from the parameters of that step exactly as the final
+model is built (``_set_model``); with none active the fit is the same, bit for bit (tested).
+A trial stopped at step s was trained with its own schedule for ``num_iters`` steps, so it has
+seen the warm-up and only the start of the cosine decay (its learning rate not annealed): the
+intermediate NLL is that of a model still in training, which pruning by steps implies.
+
 Cost: each step is one value + gradient of the exact marginal likelihood, O(n³) (about
 2.3 n³ flops with the hand-written Cholesky gradient of :mod:`udbench.methods._gp_linalg`);
 ``num_iters`` steps per fit. Everything runs in float64 inside ``jax.enable_x64(True)``.
@@ -216,6 +224,8 @@ class DKL(BaseMethod):
     family: ClassVar[str] = "gp"
     constant_aleatoric: ClassVar[bool] = True
     epistemic_from: ClassVar[str] = "closed_form"
+    # reports the model after optimiser steps (pruned tuning; _set_model, the schedule caveat)
+    progress_param: ClassVar[str | None] = "num_iters"
     description: ClassVar[str] = (
         "Deep kernel learning, MLP features + exact Matérn-5/2 GP, AdamW (paper C.2)"
     )
@@ -308,7 +318,6 @@ class DKL(BaseMethod):
         return np.array([float(schedule(i)) for i in range(steps)])
 
     def _fit(self, X: np.ndarray, y: np.ndarray) -> None:
-        import gpjax as gpx
         import jax
         import jax.numpy as jnp
 
@@ -346,28 +355,47 @@ class DKL(BaseMethod):
             opt_state = (clip, adamw)
             Xj, yj, fl = jnp.asarray(Xs), jnp.asarray(y), jnp.asarray(floor)
             step = _compiled("step")
+            # a reporting tuning trial: the model after these steps, built as the final one
+            checkpoints = set(self._progress_checkpoints())
             losses = []
-            for lr in self._learning_rates():
+            for i, lr in enumerate(self._learning_rates()):
                 params, opt_state, loss = step(params, opt_state, Xj, yj, fl, jnp.asarray(lr))
                 losses.append(loss)
+                if i + 1 in checkpoints:
+                    self._set_model(params, Xj, yj, fl)
+                    self._report_progress(i + 1, self._predict)
             history = np.asarray(jnp.stack(losses), dtype=np.float64)
             if not np.isfinite(history).any():
                 raise UdbenchError(
                     "DKL: every training step had a non-finite marginal likelihood "
                     "(the kernel matrix could not be factorised)"
                 )
-            ls, var, noise = (np.asarray(v, dtype=np.float64) for v in _unpack(params, fl))
-            kernel = gpx.kernels.Matern52(lengthscale=jnp.asarray(ls), variance=float(var))
-            prior = gpx.gps.Prior(mean_function=gpx.mean_functions.Zero(), kernel=kernel)
-            self.model_ = prior * gpx.likelihoods.Gaussian(obs_stddev=float(noise))
-            self.net_ = params["net"]
-            self.data_ = gpx.Dataset(X=features(self.net_, Xj), y=yj[:, None])
-            self.jitter_ = float(prior.jitter)
+            self._set_model(params, Xj, yj, fl)
+        self.loss_history_ = history
+
+    def _set_model(self, params: dict[str, Any], Xj: Any, yj: Any, floor: Any) -> None:
+        """The fitted state (GPJax posterior on φ(X), fitted kernel and noise) from the
+        parameters ``params`` after some steps: the end of a fit and, identically, the
+        intermediate model a reporting tuning trial scores at a checkpoint.
+
+        A checkpoint's model is the one trained so far with the trial's own schedule: a trial
+        stopped at step s has seen only the warm-up and the start of its cosine decay (its
+        learning rate not yet annealed), as pruning by optimiser steps implies.
+        """
+        import gpjax as gpx
+        import jax.numpy as jnp
+
+        ls, var, noise = (np.asarray(v, dtype=np.float64) for v in _unpack(params, floor))
+        kernel = gpx.kernels.Matern52(lengthscale=jnp.asarray(ls), variance=float(var))
+        prior = gpx.gps.Prior(mean_function=gpx.mean_functions.Zero(), kernel=kernel)
+        self.model_ = prior * gpx.likelihoods.Gaussian(obs_stddev=float(noise))
+        self.net_ = params["net"]
+        self.data_ = gpx.Dataset(X=features(self.net_, Xj), y=yj[:, None])
+        self.jitter_ = float(prior.jitter)
         self.lengthscale_ = ls
         self.variance_ = float(var)
         self.noise_variance_std_ = float(noise) ** 2
         self.noise_variance_ = self.noise_variance_std_ * self.y_scale_**2
-        self.loss_history_ = history
 
     def _predict(self, X: np.ndarray) -> Prediction:
         import jax

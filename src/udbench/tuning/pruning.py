@@ -1,7 +1,8 @@
 """Pruned tuning: Optuna's successive-halving and Hyperband pruners on iterative methods.
 
 A trial of an *iterative* method (one that declares ``progress_param``: boosting
-iterations, training epochs, members of a bag; :mod:`udbench.methods._progress`) reports the
+iterations, training epochs, members of a bag, DKL's optimiser steps;
+:mod:`udbench.methods._progress`) reports the
 held-out Gaussian NLL of SPEC §9 (the sweep's objective, on the same 20 % split) at the
 pruner's rungs while it fits, and stops when the pruner says so. The trial then counts as
 one of the sweep's ``trials`` (state *pruned*, value = its last intermediate NLL), informs
@@ -66,9 +67,9 @@ PRUNERS: tuple[str, ...] = ("auto", "none", "sha", "hyperband", "median")
 #: default only where it loses no more than the seed-to-seed spread. These are the methods
 #: whose ``sha`` sweeps passed it on both the best held-out NLL and rho(EU, EU*_risk) in the
 #: measurement of docs/running.md, "Pruning" (``docs/validation/pruning/summary.json``; one
-#: gp-small condition, sampler seeds 0 and 1; CPU 2.4-4.7x lower):
-#: ``methods_within_spread(summary, "sha")`` of that file (tested to be equal).
-AUTO_SHA_METHODS: frozenset[str] = frozenset({"catboost-ps", "ngboost-bag", "ngboost-nig"})
+#: gp-small condition, sampler seeds 0 and 1; CPU 2.4-4.7x lower for the boosting methods,
+#: 2.8x for DKL): ``methods_within_spread(summary, "sha")`` of that file (tested to be equal).
+AUTO_SHA_METHODS: frozenset[str] = frozenset({"catboost-ps", "dkl", "ngboost-bag", "ngboost-nig"})
 #: Complete trials the median rule waits for before it prunes (Optuna's default).
 MEDIAN_STARTUP_TRIALS = 5
 #: η of both pruners (the Hyperband paper's default).
