@@ -393,8 +393,8 @@ def _summarise_classification(
     console = make_console(highlight=False)
     if as_json:
         typer.echo(json.dumps({k: v for k, v in summary.items() if k != "markdown"}, indent=1))
-    else:
-        console.print(summary["markdown"], markup=False)
+    else:  # unwrapped: the tables stay markdown at any terminal width
+        typer.echo(summary["markdown"])
     if write:
         console.print(f"written: {write_classification_summary(summary, folder)}")
 
