@@ -353,6 +353,13 @@ def save_toy_gpc_task(folder: Path, n_classes: int, n_eval: int, n_train: int) -
     """A tiny latent-GP classification task (``toy``, u-shaped temperature τ = 0.3 + 0.4·x₀,
     smoke sampler: 2 chains, 20 warm-up, D = 40) on 2-D uniform inputs, saved in ``folder``;
     its path. The caller points ``UDBENCH_CACHE_DIR`` somewhere temporary."""
+    task = toy_gpc_task(n_classes, n_eval, n_train)
+    return task.save(Path(folder) / f"{task.spec.task_id}.npz")
+
+
+def toy_gpc_task(n_classes: int, n_eval: int, n_train: int, spec: TaskSpec | None = None):
+    """The task of :func:`save_toy_gpc_task` (not saved), under ``spec`` when given (its
+    seed seeds the draws; D must be 40)."""
     from udbench.priors.gp import GPPrior
     from udbench.priors.gp.fit import default_kernel_hyper
     from udbench.priors.gp_classification import GPClassificationPrior
@@ -364,10 +371,10 @@ def save_toy_gpc_task(folder: Path, n_classes: int, n_eval: int, n_train: int) -
     prior = GPClassificationPrior(gp, n_classes, "smoke", sampler_kwargs=sampler)
     tau = 0.3 + 0.4 * X[:, 0]
     ev, tr = np.arange(n_eval), np.arange(n_eval, n_eval + n_train)
-    spec = TaskSpec(
-        "toy", "gpc", "u-shaped", "balanced", 0, fidelity="smoke", n_draws=40, n_classes=n_classes
-    )
-    task = make_classification_task(
+    if spec is None:
+        spec = TaskSpec(
+            "toy", "gpc", "u-shaped", "balanced", 0, "smoke", n_draws=40, n_classes=n_classes
+        )
+    return make_classification_task(
         spec, prior, X, ev, tr, tau[ev], tau[tr], temperature={"mode": "u-shaped"}
     )
-    return task.save(Path(folder) / f"{spec.task_id}.npz")

@@ -4,12 +4,15 @@
 versions, stale and failed records, one writer per folder); :mod:`udbench.campaigns.mcmc`
 is the MCMC reference-posterior campaign (BNN NUTS settings, HBART preset validation at full
 size, the multi-family task set); :mod:`udbench.campaigns.tuning` the tuning campaign (SPEC
-§9's sweeps of a suite, whose records are udbench's shipped tuned configurations).
+§9's sweeps of a suite, whose records are udbench's shipped tuned configurations);
+:mod:`udbench.campaigns.classification` the classification campaign (the reference
+posteriors' checks over the ``clf-small`` instances, and its (instance, classifier) cells).
 ``udbench campaign`` is the command line.
 """
 
 from udbench.campaigns.engine import (
     Unit,
+    UnitFailed,
     load_done_records,
     read_record,
     record_file,
@@ -19,6 +22,7 @@ from udbench.campaigns.engine import (
 
 __all__ = [
     "Unit",
+    "UnitFailed",
     "load_done_records",
     "read_record",
     "record_file",

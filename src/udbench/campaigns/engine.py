@@ -19,8 +19,9 @@ Which records count (:func:`unit_status`):
   draws), never by the commit.
 - ``stale``: a record made under another numerics version or with other settings. It is
   reported, never mixed into a summary, and the unit is redone (its record replaced).
-- ``failed``: the unit raised; the record holds the error. The run goes on with the next
-  unit, and a later run retries it.
+- ``failed``: the unit raised; the record holds the error (and, when the unit raised
+  :class:`UnitFailed`, what it had made: ``result``). The run goes on with the next unit,
+  and a later run retries it.
 - ``corrupt``: the file is not a readable record (reported; redone).
 - ``missing``: no record.
 
@@ -53,6 +54,7 @@ from udbench._validation import param_error
 __all__ = [
     "RECORD_SCHEMA",
     "Unit",
+    "UnitFailed",
     "code_version",
     "load_done_records",
     "machine_facts",
@@ -65,6 +67,26 @@ __all__ = [
 #: Version of the record layout written by :func:`run_campaign`.
 RECORD_SCHEMA = 1
 _ID_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/+=")
+
+
+class UnitFailed(Exception):
+    """Raised by a unit's work to fail with a partial result kept in its record.
+
+    The record gets ``"status": "failed"``, ``error`` (the message) and ``result`` (the
+    JSON-ready ``result``), e.g. a benchmark cell's failed row with its reason; like any
+    failed unit it is retried by the next run.
+
+    Parameters
+    ----------
+    message : str
+        Why the unit failed (one line).
+    result : dict
+        What the unit made before failing (JSON-ready).
+    """
+
+    def __init__(self, message: str, result: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 @dataclass(frozen=True)
@@ -256,11 +278,15 @@ def run_campaign(
             started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
             machine = machine_facts()
             t0, c0 = time.perf_counter(), time.process_time()
+            partial: dict[str, Any] | None = None
             try:
                 result: dict[str, Any] | None = unit.work()
                 error = None
             except KeyboardInterrupt:
                 raise
+            except UnitFailed as err:  # failed, with what it made
+                result, error, partial = None, str(err), err.result
+                tb = traceback.format_exc(limit=8)
             except Exception as err:  # recorded, the campaign goes on
                 result, error = None, f"{type(err).__name__}: {err}"
                 tb = traceback.format_exc(limit=8)
@@ -285,6 +311,8 @@ def run_campaign(
             else:
                 record["error"] = error
                 record["traceback"] = tb
+                if partial is not None:
+                    record["result"] = _canonical(partial)
                 counts["failed"] += 1
                 say(f"{unit.unit_id}: FAILED ({error}); recorded, going on")
             _write_atomic(record_file(records, unit.unit_id), record)

@@ -29,13 +29,19 @@ campaign_app = typer.Typer(
     no_args_is_help=True,
 )
 
-_CAMPAIGNS = ("mcmc", "tuning")
+_CAMPAIGNS = ("mcmc", "tuning", "classification")
 _RECORDS_HELP = (
-    "Records folder (committed; mcmc: docs/validation/mcmc from the repo root; tuning: the "
-    "package's shipped records of the suite, udbench/tuning/shipped/<suite>)."
+    "Records folder (committed; mcmc, classification: docs/validation/<campaign> from the repo "
+    "root; tuning: the package's shipped records of the suite, udbench/tuning/shipped/<suite>)."
 )
-_SUITE_HELP = "tuning: the preset suite whose conditions are tuned (gp-small, gp-all, ...)."
-_TUNE_METHODS_HELP = "tuning: comma list of the suite's methods to tune (default: all of them)."
+_SUITE_HELP = (
+    "tuning: the preset suite whose conditions are tuned (default gp-small); classification: "
+    "the classification suite whose instances and cells are run (default clf-small)."
+)
+_TUNE_METHODS_HELP = (
+    "tuning: comma list of the suite's methods to tune (default: all of them); classification: "
+    "comma list of classifier specs for the clf-small cells (default: the suite's)."
+)
 _PRUNER_HELP = (
     "tuning: none (default: the shipped records are unpruned), auto, sha, hyperband or median "
     "(udbench tune --pruner)."
@@ -47,6 +53,13 @@ _WORK_HELP = "Folder for big artefacts such as task files (not committed)."
 def _check_campaign(campaign: str) -> None:
     if campaign not in _CAMPAIGNS:
         raise param_error("udbench campaign", "campaign", f"be one of {list(_CAMPAIGNS)}", campaign)
+
+
+def _suite(campaign: str, suite: str | None) -> str:
+    """The suite option's value, or the campaign's default suite."""
+    if suite is not None:
+        return suite
+    return "clf-small" if campaign == "classification" else "gp-small"
 
 
 def _records(campaign: str, records: Path | None, suite: str = "gp-small") -> Path:
@@ -98,6 +111,32 @@ def _tuning_units(  # type: ignore[no-untyped-def]
     )
 
 
+def _classification_units(  # type: ignore[no-untyped-def]
+    suite: str,
+    methods: str | None,
+    parts: str,
+    layouts: str | None,
+    work: Path,
+    data_dir: Path | None,
+):
+    from udbench.campaigns import classification
+
+    comp = "udbench campaign classification"
+    if layouts is not None:
+        raise param_error(comp, "layouts", "be left out (an mcmc option)", layouts)
+    chosen = parse_choice_list(comp, "parts", parts, list(classification.PARTS))
+    specs = None
+    if methods is not None:
+        specs = [m.strip() for m in methods.split(",") if m.strip()]
+    return classification.campaign_units(
+        chosen,
+        work_dir=work,
+        data_dir=None if data_dir is None else str(data_dir),
+        suite=suite,
+        methods=specs,
+    )
+
+
 def _units(campaign: str, parts: str, layouts: str | None, work: Path, data_dir: Path | None):  # type: ignore[no-untyped-def]
     from udbench.campaigns import mcmc
 
@@ -114,16 +153,17 @@ def _units(campaign: str, parts: str, layouts: str | None, work: Path, data_dir:
 
 
 def run_command(
-    campaign: str = typer.Argument(..., help="Campaign name: mcmc or tuning."),
+    campaign: str = typer.Argument(..., help="Campaign name: mcmc, tuning or classification."),
     parts: str = typer.Option(
         "all",
         "--parts",
-        help="Comma list of parts, or 'all' (mcmc: bnn-sweep, hbart-validation, multi-family).",
+        help="Comma list of parts, or 'all' (mcmc: bnn-sweep, hbart-validation, multi-family; "
+        "classification: gpc-check, clf-small).",
     ),
     layouts: str | None = typer.Option(
         None, "--layouts", help="HBART layouts to validate (default all, cheapest first)."
     ),
-    suite: str = typer.Option("gp-small", "--suite", help=_SUITE_HELP),
+    suite: str | None = typer.Option(None, "--suite", help=_SUITE_HELP),
     methods: str | None = typer.Option(None, "--methods", "-m", help=_TUNE_METHODS_HELP),
     pruner: str = typer.Option("none", "--pruner", help=_PRUNER_HELP),
     trials: int = typer.Option(30, "--trials", help=_TRIALS_HELP),
@@ -143,6 +183,9 @@ def run_command(
     mcmc: the MCMC reference-posterior validation (--parts, --layouts). tuning: one SPEC §9
     sweep per (method, condition) of --suite (--methods, --pruner, --trials), cheapest
     method first; its records are the package's shipped tuned configurations.
+    classification: the gpc-check part (one unit per instance of --suite, default clf-small:
+    generate the task into --work, record its udbench check figures), then the clf-small part
+    (one unit per (instance, classifier) cell, its results row).
     Kill it at any time: the unit in progress leaves no record and is redone by the next
     run; finished units are skipped. A failed unit is recorded and the run goes on.
     """
@@ -163,10 +206,15 @@ def run_command(
     console = make_console(highlight=False)
     if note:
         console.print(f"note: {note}", markup=False)
+    suite = _suite(campaign, suite)
     folder = _records(campaign, records, suite)
     if campaign == "tuning":
         units = _tuning_units(
             suite, methods, pruner, trials, _work(campaign, work, suite), data_dir, parts, layouts
+        )
+    elif campaign == "classification":
+        units = _classification_units(
+            suite, methods, parts, layouts, _work(campaign, work), data_dir
         )
     else:
         units = _units(campaign, parts, layouts, _work(campaign, work), data_dir)
@@ -207,10 +255,10 @@ def _shape(kind: str, settings: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def status_command(
-    campaign: str = typer.Argument(..., help="Campaign name: mcmc or tuning."),
+    campaign: str = typer.Argument(..., help="Campaign name: mcmc, tuning or classification."),
     parts: str = typer.Option("all", "--parts", help="Comma list of parts, or 'all'."),
     layouts: str | None = typer.Option(None, "--layouts", help="HBART layouts (default all)."),
-    suite: str = typer.Option("gp-small", "--suite", help=_SUITE_HELP),
+    suite: str | None = typer.Option(None, "--suite", help=_SUITE_HELP),
     methods: str | None = typer.Option(None, "--methods", "-m", help=_TUNE_METHODS_HELP),
     pruner: str = typer.Option("none", "--pruner", help=_PRUNER_HELP),
     trials: int = typer.Option(30, "--trials", help=_TRIALS_HELP),
@@ -223,11 +271,14 @@ def status_command(
     from udbench.campaigns.engine import load_done_records
 
     _check_campaign(campaign)
+    suite = _suite(campaign, suite)
     folder = _records(campaign, records, suite)
     if campaign == "tuning":
         units = _tuning_units(
             suite, methods, pruner, trials, _work(campaign, work, suite), None, parts, layouts
         )
+    elif campaign == "classification":
+        units = _classification_units(suite, methods, parts, layouts, _work(campaign, work), None)
     else:
         units = _units(campaign, parts, layouts, _work(campaign, work), None)
     done, _ = load_done_records(folder)
@@ -268,8 +319,8 @@ def status_command(
 
 
 def summarise_command(
-    campaign: str = typer.Argument(..., help="Campaign name: mcmc or tuning."),
-    suite: str = typer.Option("gp-small", "--suite", help=_SUITE_HELP),
+    campaign: str = typer.Argument(..., help="Campaign name: mcmc, tuning or classification."),
+    suite: str | None = typer.Option(None, "--suite", help=_SUITE_HELP),
     methods: str | None = typer.Option(None, "--methods", "-m", help=_TUNE_METHODS_HELP),
     pruner: str = typer.Option("none", "--pruner", help=_PRUNER_HELP),
     trials: int = typer.Option(30, "--trials", help=_TRIALS_HELP),
@@ -279,7 +330,8 @@ def summarise_command(
         "--write",
         help="Write the generated page (mcmc: docs/validation/mcmc.md beside the records and, "
         "for an HBART layout equal to a shipped preset, that preset's validation record; "
-        "tuning: docs/validation/tuning-<suite>.md, from the repo root).",
+        "tuning: docs/validation/tuning-<suite>.md, from the repo root; classification: "
+        "<records>.md beside the records, docs/validation/classification.md by default).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
@@ -289,7 +341,11 @@ def summarise_command(
     from udbench.campaigns.report import mcmc_summary, write_mcmc_summary
 
     _check_campaign(campaign)
+    suite = _suite(campaign, suite)
     folder = _records(campaign, records, suite)
+    if campaign == "classification":
+        _summarise_classification(folder, suite, methods, write, as_json)
+        return
     if campaign == "tuning":
         from udbench.campaigns.tuning import tuning_summary
 
@@ -320,6 +376,27 @@ def summarise_command(
     if write:
         for path in write_mcmc_summary(summary, folder):
             console.print(f"written: {path}")
+
+
+def _summarise_classification(
+    folder: Path, suite: str, methods: str | None, write: bool, as_json: bool
+) -> None:
+    import json
+
+    from udbench.campaigns.classification_report import (
+        classification_summary,
+        write_classification_summary,
+    )
+
+    units = _classification_units(suite, methods, "all", None, _work("classification", None), None)
+    summary = classification_summary(folder, units)
+    console = make_console(highlight=False)
+    if as_json:
+        typer.echo(json.dumps({k: v for k, v in summary.items() if k != "markdown"}, indent=1))
+    else:  # unwrapped: the tables stay markdown at any terminal width
+        typer.echo(summary["markdown"])
+    if write:
+        console.print(f"written: {write_classification_summary(summary, folder)}")
 
 
 def register(app: typer.Typer) -> None:
