@@ -180,7 +180,7 @@ class GPClassificationPrior(MCMCPrior):
     capabilities: ClassVar[PriorCapabilities] = FAMILY_CAPABILITIES["gpc"]
     task_type: ClassVar[str] = "classification"
     likelihood: ClassVar[str] = "categorical-softmax"
-    numerics_version: ClassVar[int] = 1
+    numerics_version: ClassVar[int] = 2  # 2: blocked momenta (issue 37), a new stream
     rhat_gate: ClassVar[bool] = True
     seed_bits: ClassVar[int] = 32
     #: Sampler presets (measured costs: docs/classification.md, "Fidelities").
@@ -195,7 +195,7 @@ class GPClassificationPrior(MCMCPrior):
         Fidelity.STANDARD: {
             "n_chains": 4,
             "n_warmup": 500,
-            "thin": 20,
+            "thin": 40,
             "reference": "laplace-full",
             "mode_max_iter": 200,
         },
