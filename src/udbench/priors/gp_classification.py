@@ -29,8 +29,9 @@ and one sampler:
    full (K − 1) × (K − 1) curvature block H_i of the likelihood at every point: m is the
    exact posterior mode by a damped (monotone) Newton iteration in the stable form of
    R&W 2006 Alg. 3.1 with per-point blocks, S = (Σ_t⁻¹ ⊗ I + diag(H_i))⁻¹, factored once
-   as S = AAᵀ so that a momentum is one (n(K − 1))² product, and R(V) costs O(nK²) per
-   evaluation (formulas: ``_gpc_sampler._reference_full``). ``reference="laplace"``:
+   as S = AAᵀ so that a momentum is m + Az (those of up to 50 iterations at once: one
+   product AZ, ``_gpc_sampler._run_chains``), and R(V) costs O(nK²) per evaluation
+   (formulas: ``_gpc_sampler._reference_full``). ``reference="laplace"``:
    m is found by the MM iteration of Böhning's bound (the softmax Hessian is ≼ ½I in
    orthonormal contrasts; Böhning 1992; linear convergence, stopped at ``mode_max_iter``),
    and S = (Σ_t⁻¹ + W)⁻¹ with W the diagonal of the likelihood's curvature at m (averaged
