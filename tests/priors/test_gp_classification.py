@@ -57,7 +57,7 @@ def _inputs() -> tuple[np.ndarray, np.ndarray]:
 def test_prior_class_capabilities() -> None:
     assert PRIOR_CLASS is GPClassificationPrior
     assert PRIOR_CLASS.task_type == "classification"
-    assert PRIOR_CLASS.numerics_version == 1
+    assert PRIOR_CLASS.numerics_version == 2
     assert PRIOR_CLASS.rhat_gate is True
     prior = _prior()
     settings = prior.settings

@@ -52,6 +52,40 @@ def _contrast_loglik(
     return jnp.sum(jnp.take_along_axis(logp, labels[:, None], axis=1))
 
 
+#: Most ESS iterations whose momenta are drawn together (one product A Z, one read of the
+#: reference's factor, per block; :func:`_run_chains`). Bounds the block's memory.
+MOMENTUM_BLOCK: int = 50
+
+
+def _momentum_block(
+    ops: dict[str, jax.Array], key: jax.Array, n_steps: int, *, full: bool
+) -> jax.Array:
+    """``n_steps`` i.i.d. momenta of the reference N(m, S), shape (n_steps, n, K − 1).
+
+    ``full=True``: Z = N(0, I) of shape (n_steps, nC) from ``key`` (nC = n(K − 1)) and
+    ν_s = m + (A Z[s]).reshape(n, K − 1) for all s with one product Z Aᵀ (rows of A
+    point-major, as in :func:`_run_chains`). Otherwise Matheron's rule of
+    :func:`_run_chains` with key s of ``jax.random.split(key, n_steps)``, vmapped (the n × n
+    products and solves then take n_steps right-hand sides at once). ``ops`` as there.
+    The momenta do not depend on the chain's state, so drawing them ahead is exact.
+    """
+    m = ops["m"]
+    if full:
+        z = jax.random.normal(key, (n_steps, m.size), dtype=m.dtype)
+        return m[None] + (z @ ops["A"].T).reshape(n_steps, *m.shape)
+    L, Sigma, LB, sw = ops["L"], ops["Sigma"], ops["LB"], ops["sqrt_w"]
+
+    def one(k: jax.Array) -> jax.Array:
+        k1, k2 = jax.random.split(k)
+        f0 = L @ jax.random.normal(k1, m.shape, dtype=m.dtype)
+        r = sw[:, None] * f0 + jax.random.normal(k2, m.shape, dtype=m.dtype)
+        s = jax.scipy.linalg.solve_triangular(LB, r, lower=True)
+        s = jax.scipy.linalg.solve_triangular(LB, s, lower=True, trans=1)
+        return m + f0 - Sigma @ (sw[:, None] * s)
+
+    return jax.vmap(one)(jax.random.split(key, n_steps))
+
+
 @partial(jax.jit, static_argnames=("n_warmup", "n_keep", "thin", "full"))
 def _run_chains(
     ops: dict[str, jax.Array],
@@ -78,9 +112,24 @@ def _run_chains(
     precision is P = Σ⁻¹ ⊗ I + W_blk with the (K − 1) × (K − 1) curvature block H_i of every
     point, R(v) = L(v) + ½Σ_i (v_i − m_i)ᵀH_i(v_i − m_i) − Σ_i v_iᵀα_i + const (the same
     identity blockwise, α = Σ⁻¹m; derivation in :func:`_reference_full`), and a momentum is
-    m + A z with the precomputed factor A A ᵀ = P⁻¹ (one (nC) × (nC) product per draw). Its
-    ``ops``: ``A`` (nC, nC), ``H`` (n, K − 1, K − 1), ``m``, ``alpha``, ``labels``,
-    ``inv_tau``, ``Q2``; rows of A are point-major (index i·(K − 1) + c).
+    m + A z with the precomputed factor A A ᵀ = P⁻¹. Its ``ops``: ``A`` (nC, nC), ``H``
+    (n, K − 1, K − 1), ``m``, ``alpha``, ``labels``, ``inv_tau``, ``Q2``; rows of A are
+    point-major (index i·(K − 1) + c).
+
+    Blocks: a momentum does not depend on the chain's state, so the momenta of up to
+    :data:`MOMENTUM_BLOCK` consecutive iterations are drawn at once
+    (:func:`_momentum_block`: one product A Z of all chains' blocks, compute-bound, instead
+    of one memory-bound A z per iteration), then the block's ESS steps consume one each in
+    order (BlackJAX's ``elliptical_proposal`` with a generator that returns the step's ν).
+    Exact (the momenta are i.i.d. N(m, S) independent of the states). The key stream: chain
+    key → (init, warm-up, kept) keys; the initial state is the one momentum of the init
+    key's block; the warm-up is one run of ``n_warmup`` steps, every kept draw one run of
+    ``thin`` steps from its key of ``split(kept, n_keep)``; a run of s steps is
+    ⌈s / MOMENTUM_BLOCK⌉ blocks (keys ``split(run key, blocks)``, full blocks first), and a
+    block's key splits into its momentum key and the key of its steps
+    (``split(·, steps)``). Extra memory: the block's Z and momenta,
+    2 · chains · min(MOMENTUM_BLOCK, max(n_warmup, thin)) · nC · 8 bytes (16 MB for 4 chains,
+    blocks of 40 and nC = 6272), beside A (nC² · 8 bytes, 315 MB at nC = 6272).
 
     Returns ``"v"`` (chains, n_keep, n, K − 1), ``"loglik"`` (chains, n_keep) (the labels'
     log-likelihood), ``"subiter"`` (chains, n_warmup + n_keep·thin), ``"theta"``
@@ -95,54 +144,62 @@ def _run_chains(
         return _contrast_loglik(v, labels, inv_tau, Q2)
 
     if full:
-        A, H = ops["A"], ops["H"]
+        H = ops["H"]
 
         def ratio(v: jax.Array) -> jax.Array:
             d = v - m
             quad = jnp.sum(d * jnp.einsum("icd,id->ic", H, d))
             return loglik(v) + 0.5 * quad - jnp.sum(v * alpha)
 
-        def momentum(key: jax.Array, position: jax.Array) -> jax.Array:
-            z = jax.random.normal(key, (position.size,), dtype=position.dtype)
-            return m + (A @ z).reshape(position.shape)
-
     else:
-        L, Sigma, LB, sw = ops["L"], ops["Sigma"], ops["LB"], ops["sqrt_w"]
-        w2 = sw * sw
+        w2 = ops["sqrt_w"] * ops["sqrt_w"]
 
         def ratio(v: jax.Array) -> jax.Array:
             d = v - m
             return loglik(v) + 0.5 * jnp.sum(w2[:, None] * d * d) - jnp.sum(v * alpha)
 
-        def momentum(key: jax.Array, position: jax.Array) -> jax.Array:
-            k1, k2 = jax.random.split(key)
-            f0 = L @ jax.random.normal(k1, position.shape, dtype=position.dtype)
-            r = sw[:, None] * f0 + jax.random.normal(k2, position.shape, dtype=position.dtype)
-            s = jax.scipy.linalg.solve_triangular(LB, r, lower=True)
-            s = jax.scipy.linalg.solve_triangular(LB, s, lower=True, trans=1)
-            return m + f0 - Sigma @ (sw[:, None] * s)
+    def block(st: Any, key: jax.Array, n_steps: int) -> tuple[Any, tuple[jax.Array, ...]]:
+        k_mom, k_step = jax.random.split(key)
+        nus = _momentum_block(ops, k_mom, n_steps, full=full)
+
+        def body(s: Any, xs: tuple[jax.Array, jax.Array]) -> tuple[Any, tuple[Any, ...]]:
+            k, nu = xs
+            step = elliptical_proposal(ratio, lambda _k, _p: nu, m.reshape(-1))
+            s, info = step(k, s)
+            return s, (info.subiter, jnp.abs(info.theta))
+
+        return jax.lax.scan(body, st, (jax.random.split(k_step, n_steps), nus))
+
+    def run(st: Any, key: jax.Array, n_steps: int) -> tuple[Any, tuple[jax.Array, ...]]:
+        n_full, rest = divmod(n_steps, MOMENTUM_BLOCK)
+        bkeys = jax.random.split(key, n_full + (rest > 0))
+        outs = []
+        if n_full:
+            st, (sub, th) = jax.lax.scan(
+                lambda s, k: block(s, k, MOMENTUM_BLOCK), st, bkeys[:n_full]
+            )
+            outs.append((sub.reshape(-1), th.reshape(-1)))
+        if rest:
+            st, (sub, th) = block(st, bkeys[n_full], rest)
+            outs.append((sub, th))
+        if not outs:
+            return st, (jnp.zeros(0, jnp.int32), jnp.zeros(0, m.dtype))
+        return st, tuple(jnp.concatenate(x) for x in zip(*outs, strict=True))
 
     def one_chain(key: jax.Array) -> dict[str, jax.Array]:
         k_init, k_warm, k_keep = jax.random.split(key, 3)
-        v0 = momentum(k_init, m)  # a draw of the reference: chains start apart
-        step = elliptical_proposal(ratio, momentum, m.reshape(-1))
-        state = EllipSliceState(v0, ratio(v0))
-
-        def body(st: Any, k: jax.Array) -> tuple[Any, tuple[jax.Array, jax.Array]]:
-            st, info = step(k, st)
-            return st, (info.subiter, jnp.abs(info.theta))
-
-        state, (sub_w, _) = jax.lax.scan(body, state, jax.random.split(k_warm, n_warmup))
+        v0 = _momentum_block(ops, k_init, 1, full=full)[0]  # a reference draw: chains apart
+        state, (sub_w, _) = run(EllipSliceState(v0, ratio(v0)), k_warm, n_warmup)
 
         def keep(st: Any, k: jax.Array) -> tuple[Any, tuple[Any, ...]]:
-            st, (sub, th) = jax.lax.scan(body, st, jax.random.split(k, thin))
+            st, (sub, th) = run(st, k, thin)
             return st, (st.position, loglik(st.position), sub, th)
 
         state, (v, ll, sub_k, th) = jax.lax.scan(keep, state, jax.random.split(k_keep, n_keep))
         return {
             "v": v,
             "loglik": ll,
-            "subiter": jnp.concatenate([sub_w, sub_k.reshape(-1)]),
+            "subiter": jnp.concatenate([sub_w.astype(sub_k.dtype), sub_k.reshape(-1)]),
             "theta": th.reshape(-1),
         }
 
@@ -247,6 +304,24 @@ def _block_sqrt(H: Any) -> Any:
     return ns.einsum("ice,ie,ide->icd", U, ns.sqrt(ns.clip(lam, 0.0, None)), U)
 
 
+def _newton_matrix(Sh: Any, Sigma: Any) -> Any:
+    """B = I + W^½(Σ⊗I)W^½ (nC, nC) of :func:`_reference_full` from the blocks' square roots
+    Sh (n, C, C): block (i, j) is δ_ij I + Σ_ij (Sh_i Sh_j). With NumPy it is built in the
+    buffer of the outer product (in place: two fewer (nC)² temporaries, the same values bit
+    for bit; a few seconds per Newton iteration at nC = 6272 on this machine)."""
+    ns = _xp()
+    n, C = Sh.shape[0], Sh.shape[1]
+    nC = n * C
+    SS = Sh.reshape(nC, C) @ ns.transpose(Sh, (1, 0, 2)).reshape(C, nC)
+    if ns is not np:
+        return add_diag((SS.reshape(n, C, n, C) * Sigma[:, None, :, None]).reshape(nC, nC), 1.0)
+    B4 = SS.reshape(n, C, n, C)
+    np.multiply(B4, Sigma[:, None, :, None], out=B4)
+    B = B4.reshape(nC, nC)
+    B[np.diag_indices(nC)] += 1.0
+    return B
+
+
 def _reference_full(
     L: Any,
     Sigma: Any,
@@ -315,10 +390,7 @@ def _reference_full(
         n_it += 1
         g, H, _ = _contrast_blocks(v, y, it_, q2)
         Sh = _block_sqrt(H)
-        # B = I + W^½(Σ⊗I)W^½: block (i, j) is δ_ij I + Σ_ij (Sh_i Sh_j)
-        SS = Sh.reshape(nC, C) @ ns.transpose(Sh, (1, 0, 2)).reshape(C, nC)
-        B = add_diag((SS.reshape(n, C, n, C) * Sigma[:, None, :, None]).reshape(nC, nC), 1.0)
-        LB, _ = chol_jitter(B, start=None)
+        LB, _ = chol_jitter(_newton_matrix(Sh, Sigma), start=None)
         b = bmv(H, v) + g
         c = solve_lower(LB, bmv(Sh, Sigma @ b).reshape(nC))
         c = solve_lower(LB, c, trans=True)

@@ -29,8 +29,9 @@ and one sampler:
    full (K − 1) × (K − 1) curvature block H_i of the likelihood at every point: m is the
    exact posterior mode by a damped (monotone) Newton iteration in the stable form of
    R&W 2006 Alg. 3.1 with per-point blocks, S = (Σ_t⁻¹ ⊗ I + diag(H_i))⁻¹, factored once
-   as S = AAᵀ so that a momentum is one (n(K − 1))² product, and R(V) costs O(nK²) per
-   evaluation (formulas: ``_gpc_sampler._reference_full``). ``reference="laplace"``:
+   as S = AAᵀ so that a momentum is m + Az (those of up to 50 iterations at once: one
+   product AZ, ``_gpc_sampler._run_chains``), and R(V) costs O(nK²) per evaluation
+   (formulas: ``_gpc_sampler._reference_full``). ``reference="laplace"``:
    m is found by the MM iteration of Böhning's bound (the softmax Hessian is ≼ ½I in
    orthonormal contrasts; Böhning 1992; linear convergence, stopped at ``mode_max_iter``),
    and S = (Σ_t⁻¹ + W)⁻¹ with W the diagonal of the likelihood's curvature at m (averaged
@@ -180,7 +181,7 @@ class GPClassificationPrior(MCMCPrior):
     capabilities: ClassVar[PriorCapabilities] = FAMILY_CAPABILITIES["gpc"]
     task_type: ClassVar[str] = "classification"
     likelihood: ClassVar[str] = "categorical-softmax"
-    numerics_version: ClassVar[int] = 1
+    numerics_version: ClassVar[int] = 2  # 2: blocked momenta (issue 37), a new stream
     rhat_gate: ClassVar[bool] = True
     seed_bits: ClassVar[int] = 32
     #: Sampler presets (measured costs: docs/classification.md, "Fidelities").
@@ -195,7 +196,7 @@ class GPClassificationPrior(MCMCPrior):
         Fidelity.STANDARD: {
             "n_chains": 4,
             "n_warmup": 500,
-            "thin": 20,
+            "thin": 40,
             "reference": "laplace-full",
             "mode_max_iter": 200,
         },
