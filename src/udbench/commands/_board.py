@@ -84,6 +84,13 @@ _CLASSIFICATION_LEGEND = {
         "and EU stay its log-loss terms: orderings only)"
     ),
 }
+#: Legend lines that differ on a classification leaderboard under ``--loss brier``.
+_BRIER_LEGEND = {
+    "rho_au": (
+        "ρ AU·AU* = ρ(AU, AU*) (Brier score: AU* = E_F(1 − ‖π_F‖²); the method's AU and EU "
+        "stay its log-loss terms: orderings only)"
+    ),
+}
 _LEGEND = {
     "rho_eu_risk": "ρ EU·risk = Spearman ρ(EU, EU*_risk)",
     "rho_eu_var": "ρ EU·var = ρ(EU, EU*_var)",
@@ -390,6 +397,8 @@ def board_table(
     legend_of = _LEGEND
     if board.attrs.get("task_type") == "classification":
         legend_of = {**_LEGEND, **_CLASSIFICATION_LEGEND}
+        if board.attrs.get("loss") == "brier":
+            legend_of.update(_BRIER_LEGEND)
     legend = [legend_of[c] for c in groups if c in legend_of]
     if any(c in _AU_COLUMNS for c in cols) and bool(board["constant_aleatoric"].any()):
         legend.append("const. = constant-AU method: ρ(AU, AU*) and Δ_ent undefined (SPEC §8)")

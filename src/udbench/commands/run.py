@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from udbench._lock import folder_lock
-from udbench._losses import loss_help, loss_names
+from udbench._losses import loss_help
 from udbench._resampling import DEFAULT_N_RESAMPLES
 from udbench._validation import check_timeout
 from udbench.commands._console import make_console
@@ -256,12 +256,14 @@ def register(app: typer.Typer) -> None:
         n_resamples: int = typer.Option(
             DEFAULT_N_RESAMPLES, "--n-resamples", help="Bootstrap replicates."
         ),
-        loss: str = typer.Option(
-            "squared",
+        loss: str | None = typer.Option(
+            None,
             "--loss",
             help=f"Loss whose AU/EU decomposition the ρ and Δ_ent columns use: {loss_help()} "
-            "(stored by udbench run/score --loss); also prints Kendall's τ with the "
-            "squared-loss ranking.",
+            "(stored by udbench run/score --loss; default squared); classification results: "
+            "log (the multiclass log loss, default) or brier (the Brier-score oracle "
+            "targets, the *_brier columns). Other than the default, also prints Kendall's τ "
+            "with the squared-loss (log-loss) ranking.",
         ),
     ) -> None:
         """Per method: mean ρ of EU/AU with the oracle targets, Δ_ent, RMSE, intervals, rank.
@@ -270,7 +272,7 @@ def register(app: typer.Typer) -> None:
         what it is computed on are printed under the table.
         """
         check_resamples("udbench leaderboard", n_resamples)
-        from udbench._validation import check_choice, param_error
+        from udbench._validation import param_error
         from udbench.commands._board import (
             BRIER_COLUMNS,
             parse_columns,
@@ -280,7 +282,6 @@ def register(app: typer.Typer) -> None:
         from udbench.evaluation.leaderboard import (
             LEADERBOARD_METRICS,
             filter_results,
-            leaderboard,
             leaderboard_records,
         )
         from udbench.evaluation.proxies import PROXY_KEYS
@@ -296,9 +297,8 @@ def register(app: typer.Typer) -> None:
         if rank_by in averaged:
             wanted.append(rank_by)
         metrics = list(dict.fromkeys([*LEADERBOARD_METRICS, *wanted]))
-        from udbench.evaluation.losses import ranking_agreement, results_under_loss
+        from udbench.evaluation.board_loss import leaderboard_under_loss
 
-        check_choice("udbench leaderboard", "--loss", loss, loss_names())
         rows = filter_results(
             read_results(results),
             dataset=dataset,
@@ -307,9 +307,13 @@ def register(app: typer.Typer) -> None:
             coverage=coverage,
             method=method,
         )
-        scored = results_under_loss(rows, loss, "udbench leaderboard")
-        board = leaderboard(
-            scored, metrics=metrics, rank_by=rank_by, rank_stat=rank_stat, n_resamples=n_resamples
+        board = leaderboard_under_loss(
+            rows,
+            loss,
+            metrics=metrics,
+            rank_by=rank_by,
+            rank_stat=rank_stat,
+            n_resamples=n_resamples,
         )
         if board.attrs.get("task_type") == "classification" and columns is None:
             from udbench.commands._board import CLASSIFICATION_COLUMNS
@@ -317,14 +321,6 @@ def register(app: typer.Typer) -> None:
             cols = parse_columns(",".join(CLASSIFICATION_COLUMNS)) + [
                 m for m in extra if m not in CLASSIFICATION_COLUMNS
             ]
-        if loss != "squared":
-            tau, n_tau = ranking_agreement(rows, loss, rank_by=rank_by, rank_stat=rank_stat)
-            shown = "undefined" if tau != tau else f"{tau:.3f}"
-            board.attrs["ranking"] = (
-                f"loss: {loss} (ρ and Δ_ent use the {loss} decomposition, docs/transfer.md) · "
-                + str(board.attrs.get("ranking") or "")
-                + f" · Kendall's τ with the squared-loss ranking: {shown} ({n_tau} methods)"
-            )
         if "reference_exact" in rows.columns:  # student-t noise: approximate oracle
             approx = rows["reference_exact"].astype("boolean").eq(False).fillna(False)
             if bool(approx.any()):

@@ -18,6 +18,31 @@ A member knows only the classes present in its resample: it is fitted on those (
 probabilities are extended to all K classes by
 :func:`~udbench.methods.classification.embed_present_classes` (Laplace's rule of succession
 on its resample). A member whose resample holds one class predicts it with that rule.
+
+**The natural gradient in closed form.** NGBoost preconditions the log-score gradient
+g = p − e_y (free logits 1 … K − 1) with the Fisher information F = diag(q) − q qᵀ,
+q = (p_1 … p_{K−1}), by solving F x = g numerically (a pseudo-inverse where ``solve`` finds F
+singular). Once a training point's logits grow to several hundred (the line search scales
+steps up to 512× on separable rows), the other classes' probabilities underflow to
+subnormal numbers: F is then singular in floating point although its exact inverse
+applied to g is finite, and the pseudo-inverse divides by a subnormal singular value
+(inf · 0 = NaN), so the next tree is fitted to NaN targets (scikit-learn's "Input y
+contains NaN", the 2 failed cells of the clf-small preview). The members therefore use
+:func:`stable_k_categorical`, NGBoost's own categorical distribution with a log score
+whose natural gradient is the exact closed form (Sherman–Morrison:
+F⁻¹ = diag(1/q) + 11ᵀ/p_0, so (F⁻¹g)_j = [y = 0]/p_0 − [y = j]/p_j), from
+log-probabilities; it equals NGBoost's solve wherever that is well conditioned (to
+rounding).
+
+**Bounded logits (a documented clip).** The exact gradient alone does not stop the logits
+growing: on nearly separable resamples NGBoost's fit drives some observed class's
+log-probability below −709 (1/p_y overflows). Each free logit is therefore clipped to
+[−L, L], L = :data:`LOGIT_BOUND` = 100, before the softmax, in fitting and in prediction:
+every class keeps probability ≥ e^(−2L)/K ≈ 1e−87, far below any probability the scoring
+distinguishes, and every gradient stays in float64 range. A clipped coordinate gets the
+clipped model's gradient, 0 (:func:`categorical_natural_gradient`). A member whose gradient
+is still not finite (non-finite parameters) raises a
+:class:`~udbench._validation.UdbenchError` naming the member; NaNs are never replaced.
 """
 
 from __future__ import annotations
@@ -26,6 +51,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from udbench._validation import UdbenchError
 from udbench.methods._ensemble import bagging_rows
 from udbench.methods._ngboost import (
     BOOSTING_CONSTRAINTS,
@@ -34,7 +60,126 @@ from udbench.methods._ngboost import (
 )
 from udbench.methods.classification import BaseClassifier, embed_present_classes
 
-__all__ = ["NGBoostCatBag", "ngboost_classifier"]
+__all__ = [
+    "LOGIT_BOUND",
+    "NGBoostCatBag",
+    "categorical_natural_gradient",
+    "ngboost_classifier",
+    "stable_k_categorical",
+]
+
+
+#: Bound on each of the K − 1 free logits of a member's categorical distribution (class 0's
+#: is 0): its probabilities are those of the logits clipped to [−L, L], so every class keeps
+#: probability ≥ e^(−2L)/K ≈ 1e−87 and the natural gradient (≤ e^(2L)·K) stays in float64
+#: range (module docstring, "Bounded logits").
+LOGIT_BOUND: float = 100.0
+
+
+def categorical_natural_gradient(
+    params: np.ndarray, y: np.ndarray, bound: float = LOGIT_BOUND
+) -> np.ndarray:
+    """The natural gradient of the log score of a categorical with clipped logits, exactly.
+
+    The model: logits z = (0, clip(θ, −L, L)), p = softmax(z), θ the K − 1 free parameters
+    (NGBoost's ``k_categorical`` parametrisation, class 0 the reference). On the free
+    coordinates S = {j : |θ_j| < L} the gradient of −log p_y is g_S = p_S − e_{y,S} and the
+    Fisher information F_S = diag(p_S) − p_S p_Sᵀ; by the Sherman–Morrison formula
+    F_S⁻¹ = diag(1/p_S) + 11ᵀ/r with r = 1 − Σ_{k∈S} p_k, so
+
+        (F_S⁻¹ g_S)_j = [y ∉ S]/r − [y = j]/p_j,   j ∈ S,
+
+    and 0 on the clipped coordinates (the clipped model does not depend on them: its
+    gradient and Fisher information there are 0, the pseudo-inverse's answer). With no
+    coordinate clipped, r = p_0 and this is F⁻¹g of NGBoost's categorical log score.
+
+    Parameters
+    ----------
+    params : ndarray, shape (K − 1, n)
+        The free logits θ per point (NGBoost's parameter array, transposed).
+    y : ndarray of int, shape (n,)
+        Observed classes in 0 … K − 1.
+    bound : float, default :data:`LOGIT_BOUND`
+        L.
+
+    Returns
+    -------
+    ndarray, shape (n, K − 1)
+        The natural gradient per point, from log-probabilities (log-softmax, log-sum-exp),
+        so exact however small the probabilities are; finite for any finite ``params``.
+    """
+    from scipy.special import logsumexp
+
+    theta = np.asarray(params, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    n = y.shape[0]
+    z = np.vstack([np.zeros((1, n)), np.clip(theta, -bound, bound)])  # (K, n)
+    free = np.vstack([np.zeros((1, n), dtype=bool), np.abs(theta) < bound])
+    log_total = logsumexp(z, axis=0)
+    log_rest = logsumexp(np.where(free, -np.inf, z), axis=0)  # class 0 is always in it
+    inv_p_y = np.exp(log_total - z[y, np.arange(n)])
+    inv_r = np.exp(log_total - log_rest)
+    y_free = free[y, np.arange(n)]
+    out = np.where(free[1:].T & ~y_free[:, None], inv_r[:, None], 0.0)
+    rows = np.flatnonzero(y_free)
+    out[rows, y[rows] - 1] = -inv_p_y[rows]
+    return out
+
+
+def stable_k_categorical(n_classes: int, bound: float = LOGIT_BOUND) -> Any:
+    """NGBoost's ``k_categorical(n_classes)`` with logits clipped to [−L, L], exact gradients.
+
+    NGBoost's own distribution class (its initial fit, sampling, ``class_probs``), whose
+    probabilities are those of the clipped logits (so a member's ``predict_proba`` too),
+    with a log score whose natural gradient is :func:`categorical_natural_gradient` in
+    place of NGBoost's numerical solve with the Fisher matrix, and whose ordinary gradient
+    is NGBoost's ``p − e_y`` with the clipped coordinates set to 0.
+
+    Parameters
+    ----------
+    n_classes : int
+        K >= 2.
+    bound : float, default :data:`LOGIT_BOUND`
+        L.
+
+    Raises
+    ------
+    FloatingPointError
+        At ``fit``: a natural gradient is not finite (a non-finite parameter: NGBoost's
+        fit has diverged); :class:`NGBoostCatBag` reports it as a UdbenchError.
+    """
+    from ngboost.distns import k_categorical
+    from ngboost.distns.categorical import CategoricalLogScore
+    from ngboost.scores import LogScore
+
+    class BoundedCategoricalLogScore(CategoricalLogScore, LogScore):  # type: ignore[misc]
+        """The categorical log score with exact gradients of the clipped model (LogScore is
+        the last base, so that NGBoost picks it for ``Score=LogScore``)."""
+
+        def grad(self, Y: Any, natural: bool = True) -> Any:
+            free = (np.abs(self.raw_params) < bound).T
+            if not natural:
+                return np.where(free, self.d_score(Y), 0.0)
+            out = categorical_natural_gradient(self.raw_params, Y, bound)
+            if not np.all(np.isfinite(out)):
+                bad = int((~np.isfinite(out).all(axis=1)).sum())
+                raise FloatingPointError(
+                    f"natural gradient not finite at {bad} training point(s) (non-finite "
+                    "logits: the boosting diverged)"
+                )
+            return out
+
+    base = k_categorical(int(n_classes))
+
+    def __init__(self: Any, params: Any) -> None:
+        self.raw_params = np.asarray(params, dtype=np.float64)
+        base.__init__(self, np.clip(self.raw_params, -bound, bound))
+
+    return type(
+        base.__name__,
+        (base,),
+        {"scores": [BoundedCategoricalLogScore], "__init__": __init__, "bound": bound},
+    )
 
 
 def ngboost_classifier(n_classes: int, method: Any, seed: int) -> Any:
@@ -53,10 +198,10 @@ def ngboost_classifier(n_classes: int, method: Any, seed: int) -> Any:
     Returns
     -------
     ngboost.NGBClassifier
-        Log score, regression trees (squared error) of depth ``max_depth``, no early stopping.
+        Log score with the exact natural gradient (:func:`stable_k_categorical`), regression
+        trees (squared error) of depth ``max_depth``, no early stopping.
     """
     from ngboost import NGBClassifier
-    from ngboost.distns import k_categorical
     from ngboost.scores import LogScore
     from sklearn.tree import DecisionTreeRegressor
 
@@ -64,7 +209,7 @@ def ngboost_classifier(n_classes: int, method: Any, seed: int) -> Any:
         criterion="squared_error", max_depth=int(method.max_depth), random_state=seed
     )
     return NGBClassifier(
-        Dist=k_categorical(int(n_classes)),
+        Dist=stable_k_categorical(int(n_classes)),
         Score=LogScore,
         Base=base,
         natural_gradient=bool(method.natural_gradient),
@@ -172,7 +317,14 @@ class NGBoostCatBag(BaseClassifier):
                 continue
             codes = np.searchsorted(present, y[rows])
             seed = self._seed("member", m, "ngboost", bits=31)
-            members.append(ngboost_classifier(present.size, self, seed).fit(X[rows], codes))
+            try:
+                member = ngboost_classifier(present.size, self, seed).fit(X[rows], codes)
+            except FloatingPointError as err:
+                raise UdbenchError(
+                    f"{self.name}: member {m} of {int(self.n_classifiers)} failed to fit "
+                    f"({present.size} classes, {rows.size} rows): {err}"
+                ) from None
+            members.append(member)
         self.members_ = members
         self.member_classes_ = classes
         self.member_rows_ = np.asarray(sizes)
