@@ -203,7 +203,7 @@ class GPClassificationPrior(MCMCPrior):
         Fidelity.PAPER: {
             "n_chains": 4,
             "n_warmup": 1000,
-            "thin": 40,
+            "thin": 80,
             "reference": "laplace-full",
             "mode_max_iter": 500,
         },
