@@ -133,6 +133,7 @@ def test_the_built_in_analyses_write_the_same_files_in_order(small, tmp_path):
         "loss_agreement": "needs results scored under another loss (udbench run/score --loss)",
         "classification": "needs classification rows",
         "classification_shells": "needs classification rows",
+        "classification_loss_agreement": "needs classification rows",
     }
     page = res.html.read_text(encoding="utf-8")
     assert "Figure proxy_agreement: not drawn" in page

@@ -197,14 +197,16 @@ def analyze(
     families: Mapping[str, str] | None = None,
     link_prefix: str = "",
     write_html: bool = True,
-    loss: str = "squared",
+    loss: str | None = None,
     settings: BootstrapSettings | None = None,
+    clf_loss: str | None = None,
 ) -> Analysis:
     """Run every analysis on a results frame; write CSV/LaTeX tables, PNG/SVG figures, HTML.
 
     The analyses are the records of :data:`udbench.analyses.registry.ANALYSES`, run in
     order, each on the rows of its task type (``AnalysisSpec.task_type``: regression rows
-    under ``loss``, classification rows as stored); one whose inputs are missing is skipped
+    under the regression loss, classification rows under the classification loss, both
+    chosen by ``loss`` and ``clf_loss``); one whose inputs are missing is skipped
     (:attr:`Analysis.skipped` says why).
 
     Parameters
@@ -228,15 +230,29 @@ def analyze(
         go into a page one folder up, as in ``udbench report``).
     write_html : bool, default True
         Write ``analyses.html``.
-    loss : {"squared", "crps", "log"}, default "squared"
-        The loss whose AU/EU decomposition every analysis uses
+    loss : {"squared", "crps", "log", "brier"}, optional
+        The loss whose AU/EU decomposition the regression analyses use
         (:func:`udbench.evaluation.losses.results_under_loss`; needs the results scored
-        under it). Whatever the loss, when the results hold other losses the table
-        ``loss_agreement`` (:func:`udbench.analyses.losses.loss_agreement_table`) gives
-        Kendall's τ between the squared-loss ranking and each other loss's ranking.
+        under it), and, when it is a classification loss (``log``, ``brier``), the oracle
+        targets the classification analyses read
+        (:func:`udbench.evaluation.board_loss.results_under_board_loss`). Each task type
+        takes ``loss`` when it is one of its losses and its base loss otherwise (squared;
+        log); a loss that applies to none of the rows raises
+        (:func:`udbench.analyses._clf_loss.analysis_losses`). Default: the base losses.
+        Whatever the loss, when the results hold other losses the table ``loss_agreement``
+        (:func:`udbench.analyses.losses.loss_agreement_table`) gives Kendall's τ between the
+        squared-loss ranking and each other loss's ranking, and when classification rows hold
+        the Brier columns ``clf_loss_agreement``
+        (:func:`udbench.analyses._clf_loss.clf_loss_agreement_table`) gives τ between the
+        log-loss and the Brier-score rankings of the classifiers.
     settings : udbench._resampling.BootstrapSettings, optional
         The bootstrap in one validated object; when given it replaces ``bootstrap_unit``
         (its ``unit``), ``n_resamples``, ``confidence`` and ``random_state``.
+    clf_loss : {"log", "brier"}, optional
+        The classification loss alone (``udbench analyze --clf-loss``), e.g. with a
+        regression ``loss`` of ``crps``; default: ``loss`` if it is a classification loss,
+        else log. Raises when it contradicts a classification ``loss`` or the results hold no
+        classification row.
 
     Returns
     -------
@@ -245,7 +261,8 @@ def analyze(
     Raises
     ------
     UdbenchError
-        Empty results or no ok cell, bad bootstrap settings.
+        Empty results or no ok cell, bad bootstrap settings, a loss that does not apply,
+        classification rows without the Brier columns under ``brier``.
     """
     if settings is not None:
         bootstrap_unit, n_resamples = settings.unit, settings.n_resamples
@@ -255,9 +272,8 @@ def analyze(
         "n_resamples": n_resamples,
         "confidence": confidence,
         "random_state": random_state,
-        "loss": loss,
     }
-    by_type = _inputs_by_task_type(results, loss, options, families)
+    by_type = _inputs_by_task_type(results, loss, clf_loss, options, families)
     written: list[tuple[TableSpec, AnalysisInputs]] = []
     skipped: dict[str, str] = {}
     for spec in registry.ANALYSES:  # read now: a test may swap the table
@@ -293,19 +309,24 @@ def analyze(
 
 def _inputs_by_task_type(
     results: pd.DataFrame,
-    loss: str,
+    loss: str | None,
+    clf_loss: str | None,
     options: dict[str, Any],
     families: Mapping[str, str] | None,
 ) -> dict[str, AnalysisInputs]:
     """The inputs of the analyses of each task type the results hold (they share ``tables``).
 
-    Regression rows are read under ``loss`` (:func:`udbench.evaluation.losses.
-    results_under_loss`); classification rows as stored (their loss is their own, the
-    ``loss`` column). Results without an ok classification cell give the regression inputs
-    of the whole frame (as before classification rows existed: its checks raise on bad
+    Regression rows are read under the regression loss (:func:`udbench.evaluation.losses.
+    results_under_loss`), classification rows under the classification one
+    (:func:`udbench.evaluation.board_loss.results_under_board_loss`; log: as stored), both
+    from :func:`udbench.analyses._clf_loss.analysis_losses`; ``options`` gets ``loss`` and
+    ``clf_loss``. Results without an ok classification cell give the regression inputs of
+    the whole frame (as before classification rows existed: its checks raise on bad
     results).
     """
     from udbench.analyses import classification as clf
+    from udbench.analyses._clf_loss import analysis_losses
+    from udbench.evaluation.board_loss import results_under_board_loss
     from udbench.evaluation.losses import results_under_loss
     from udbench.report._task_types import rows_of_task_type
 
@@ -316,15 +337,21 @@ def _inputs_by_task_type(
     clf_rows = rows_of_task_type(results, clf.CLASSIFICATION)
     has_clf = "status" in clf_rows and (clf_rows["status"].astype(str) == "ok").any()
     regression = rows_of_task_type(results, "regression") if has_clf else results
-    if len(regression) or not has_clf:
+    has_reg = bool(len(regression)) or not has_clf
+    loss, clf_loss = analysis_losses(
+        loss, clf_loss, has_regression=has_reg, has_classification=bool(has_clf)
+    )
+    options.update(loss=loss, clf_loss=clf_loss)
+    if has_reg:
         under = results_under_loss(regression, loss, "analyze")
         ctx = analysis_context(under, "analyze", random_state=seed, **boot)
         fam = method_families(ctx[0], families)
         out["regression"] = AnalysisInputs(under, regression, ctx, fam, options, tables)
     if has_clf:
-        cctx = clf.classification_context(clf_rows, random_state=seed, component="analyze", **boot)
+        clf_under = results_under_board_loss(clf_rows, clf_loss, "analyze", clf.CLASSIFICATION)
+        cctx = clf.classification_context(clf_under, random_state=seed, component="analyze", **boot)
         fam = method_families(cctx[0], families)
-        out[clf.CLASSIFICATION] = AnalysisInputs(clf_rows, clf_rows, cctx, fam, options, tables)
+        out[clf.CLASSIFICATION] = AnalysisInputs(clf_under, clf_rows, cctx, fam, options, tables)
     return out
 
 
@@ -344,6 +371,8 @@ def _setting(inputs: AnalysisInputs) -> str:
     )
     if isinstance(frame, ClassificationFrame):
         setting = setting.replace(" instances,", " classification instances,", 1)
+        if opts["clf_loss"] == "brier":
+            setting += " Loss: brier (ρ and Δ_ent against the Brier-score oracle targets)."
     elif not LOSS_TABLE[opts["loss"]].base:
         setting += f" Loss: {opts['loss']} (ρ and Δ_ent use its AU/EU decomposition)."
     return setting

@@ -58,6 +58,7 @@ __all__ = [
     "CLASSIFICATION_FACTORS",
     "CLASSIFICATION_PROXIES",
     "LABEL_METRICS",
+    "PROXY_NOTE",
     "ClassificationFrame",
     "classification_context",
     "classification_entanglement_table",
@@ -91,6 +92,15 @@ CLASSIFICATION_PROXIES: dict[str, tuple[str, bool]] = {
     "selective_auc_eu": ("selective AUC (EU)", True),
     "selective_auc_total": ("selective AUC (AU + EU)", True),
 }
+
+#: The note of the ``clf_proxy_agreement`` section (``udbench analyze``).
+PROXY_NOTE = (
+    "For each label-based proxy (accuracy, NLL, Brier, top-label ECE against labels drawn from "
+    "π*, and the selective-prediction AUC rejecting by EU or by AU + EU), Kendall's τ-b between "
+    "the classifier ranking by its mean and the ranking by the oracle criterion (EU: ρ(EU, "
+    "EU*_risk); AU: ρ(AU, AU*)), pooled; per level of dataset, temperature mode, coverage, K "
+    "and difficulty in clf_proxy_agreement_levels.csv."
+)
 
 
 @dataclass(frozen=True)

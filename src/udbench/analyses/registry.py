@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from udbench.analyses import _clf_loss as cl
 from udbench.analyses import classification as clf
 from udbench.analyses import figures as fg
 from udbench.analyses import proxies as px
@@ -308,14 +309,6 @@ def _clf_no_tau(i: AnalysisInputs) -> str | None:
     return "no Kendall's τ is defined (fewer than 3 classifiers, or no proxy column)"
 
 
-_CLF_PROXY_NOTE = (
-    "For each label-based proxy (accuracy, NLL, Brier, top-label ECE against labels drawn from "
-    "π*, and the selective-prediction AUC rejecting by EU or by AU + EU), Kendall's τ-b between "
-    "the classifier ranking by its mean and the ranking by the oracle criterion (EU: ρ(EU, "
-    "EU*_risk); AU: ρ(AU, AU*)), pooled; per level of dataset, temperature mode, coverage, K "
-    "and difficulty in clf_proxy_agreement_levels.csv."
-)
-
 #: The classification analyses (rows of task type "classification"; docs/spec.md §11).
 CLASSIFICATION_ANALYSES: list[AnalysisSpec] = [
     AnalysisSpec(
@@ -363,7 +356,7 @@ CLASSIFICATION_ANALYSES: list[AnalysisSpec] = [
             TableSpec(
                 "clf_proxy_agreement",
                 "Classification: label-based proxies against the oracle (Kendall's τ)",
-                _CLF_PROXY_NOTE,
+                clf.PROXY_NOTE,
                 (
                     FigureSpec(
                         "clf_proxy_agreement",
@@ -395,6 +388,13 @@ CLASSIFICATION_ANALYSES: list[AnalysisSpec] = [
                 ),
             ),
         ),
+        task_type="classification",
+    ),
+    AnalysisSpec(
+        "classification_loss_agreement",
+        cl.clf_loss_agreement_tables,
+        (TableSpec("clf_loss_agreement", *cl.TABLE_TEXT, also_csv=(cl.LEVELS_CSV,)),),
+        requires=(Requirement(cl.NEEDS, lambda i: cl.holds_brier(i.stored)),),
         task_type="classification",
     ),
 ]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -12,6 +14,14 @@ from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import check_seed
 from udbench.commands._console import make_console
 from udbench.commands._options import check_level, check_out_dir, check_resamples, out_path
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: The classification losses of ``--clf-loss`` (those of ``udbench leaderboard --loss``).
+CLASSIFICATION_LOSSES = ("log", "brier")
+#: Every ``--loss`` value some task type takes.
+ANALYSIS_LOSSES = (*loss_names(), *(n for n in CLASSIFICATION_LOSSES if n not in loss_names()))
 
 
 def register(app: typer.Typer) -> None:
@@ -35,12 +45,26 @@ def register(app: typer.Typer) -> None:
             DEFAULT_CONFIDENCE, "--confidence", help="Interval coverage."
         ),
         seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap resampling."),
-        loss: str = typer.Option(
-            "squared",
+        loss: str | None = typer.Option(
+            None,
             "--loss",
-            help=f"Loss whose AU/EU decomposition the analyses use: {loss_help()} "
-            "(stored by udbench run/score --loss). Results holding other losses also get "
-            "loss_agreement: Kendall's τ of each loss's ranking with the squared-loss one.",
+            help=f"Loss whose AU/EU decomposition the regression analyses use: {loss_help()} "
+            "(stored by udbench run/score --loss; default squared). Results holding other "
+            "losses also get loss_agreement: Kendall's τ of each loss's ranking with the "
+            "squared-loss one. Classification rows: log (the multiclass log loss, default) "
+            "or brier (ρ and Δ_ent against the Brier-score oracle targets, as udbench "
+            "leaderboard --loss brier); each task type takes --loss when it is one of its "
+            "losses, else its default (--loss brier: Brier for classification rows, squared "
+            "for regression ones; --loss log: log for both); a loss that fits no row is an "
+            "error.",
+        ),
+        clf_loss: str | None = typer.Option(
+            None,
+            "--clf-loss",
+            help="Classification loss alone, log or brier (default: --loss when it is one, "
+            "else log), for results with regression rows too: --loss crps --clf-loss brier. "
+            "Classification rows holding the Brier columns also get clf_loss_agreement: "
+            "Kendall's τ of the log-loss and Brier-score rankings of the classifiers.",
         ),
     ) -> None:
         """Headline table, Kendall's W stability, matched-prior advantage, entanglement,
@@ -56,7 +80,9 @@ def register(app: typer.Typer) -> None:
         from udbench.evaluation.store import read_results
 
         check_choice("udbench analyze", "--bootstrap-unit", bootstrap_unit, BOOTSTRAP_UNITS)
-        check_choice("udbench analyze", "--loss", loss, loss_names())
+        # a name no task type knows fails before the read; whether it fits these rows after
+        check_choice("udbench analyze", "--loss", loss or "squared", ANALYSIS_LOSSES)
+        check_choice("udbench analyze", "--clf-loss", clf_loss or "log", CLASSIFICATION_LOSSES)
         check_out_dir("udbench analyze", out)
         with folder_lock(out, comp):
             res = analyze(
@@ -67,24 +93,17 @@ def register(app: typer.Typer) -> None:
                 confidence=confidence,
                 random_state=seed,
                 loss=loss,
+                clf_loss=clf_loss,
             )
         console = make_console()
-        head = res.tables["headline"]
+        head = res.tables.get("headline", res.tables.get("clf_headline"))
         console.print(
-            f"{len(head)} methods; {len(res.files)} files written to {out} "
-            f"(tables/*.csv|tex, figures/*.png|svg)",
+            f"{0 if head is None else len(head)} methods; {len(res.files)} files written to "
+            f"{out} (tables/*.csv|tex, figures/*.png|svg)",
             highlight=False,
         )
-        stab = res.tables["stability"]
-        for r in stab.to_dict(orient="records"):
-            w = float(r["W"])
-            text = "–" if w != w else f"{w:.3f} [{r['W_low']:.3f}, {r['W_high']:.3f}]"
-            console.print(
-                f"  Kendall's W ({r['criterion']}, {r['factor']}): {text}  "
-                f"({r['n_methods']} methods, {r['n_levels']} levels)",
-                highlight=False,
-                markup=False,
-            )
+        for name in ("stability", "clf_stability"):
+            _print_w(console, res.tables.get(name), "classification, " if "clf" in name else "")
         agree = res.tables.get("loss_agreement")
         if agree is not None:
             for r in agree[agree["factor"] == "all"].to_dict(orient="records"):
@@ -96,4 +115,28 @@ def register(app: typer.Typer) -> None:
                     highlight=False,
                     markup=False,
                 )
+        clf_agree = res.tables.get("clf_loss_agreement")
+        for r in [] if clf_agree is None else clf_agree.to_dict(orient="records"):
+            console.print(
+                f"  Kendall's τ, log-loss vs Brier-score ranking of the classifiers "
+                f"({r['criterion_label']}): {_interval(r, 'tau')}  ({r['n_methods']} methods)",
+                highlight=False,
+                markup=False,
+            )
         console.print(f"page: {res.html}", highlight=False)
+
+
+def _interval(r: Mapping[Any, Any], key: str) -> str:
+    v = float(r[key])
+    return "–" if v != v else f"{v:.3f} [{r[f'{key}_low']:.3f}, {r[f'{key}_high']:.3f}]"
+
+
+def _print_w(console: Any, stab: pd.DataFrame | None, what: str) -> None:
+    """One line per Kendall's W of a stability table (none when the table is absent)."""
+    for r in [] if stab is None else stab.to_dict(orient="records"):
+        console.print(
+            f"  Kendall's W ({what}{r['criterion']}, {r['factor']}): {_interval(r, 'W')}  "
+            f"({r['n_methods']} methods, {r['n_levels']} levels)",
+            highlight=False,
+            markup=False,
+        )
