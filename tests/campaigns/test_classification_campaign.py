@@ -244,3 +244,13 @@ def test_status_lists_both_parts_with_projected_hours(tmp_path: Path) -> None:
     # 120 instances × 90 s guessed; 120 × the 11 classifiers' guessed 199 s
     assert "120" in lines["gpc-check"] and "3.0" in lines["gpc-check"]
     assert "1320" in lines["clf-small"] and "6.6" in lines["clf-small"]
+
+
+def test_an_empty_records_folder_says_where_and_how_to_fill_it(tmp_path: Path) -> None:
+    summary = classification_summary(tmp_path / "none-yet")
+    assert summary["leaderboard"] is None and summary["gpc_check"] is None
+    assert summary["markdown"] == (
+        f"No finished records yet in {tmp_path / 'none-yet'} (`udbench campaign run "
+        "classification` makes them; `udbench campaign status classification` shows what is "
+        "left)."
+    )

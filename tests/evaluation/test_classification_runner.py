@@ -283,8 +283,15 @@ def test_udbench_methods_lists_the_classifiers(capsys) -> None:
 def test_the_classification_quickstart_ranks_its_classifiers(tmp_path) -> None:
     from udbench.recipes.quickstart import quickstart_classification
 
+    # a regression quickstart's folders in the same --out: neither is read nor written
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "not-a-task.npz").write_bytes(b"regression quickstart's")
     board = quickstart_classification(tmp_path, workers=0, methods=("logreg-lap",))
     assert list(board["method"]) == ["logreg-lap"] and int(board["n_valid"][0]) == 4
+    assert len(list((tmp_path / "classification" / "tasks").glob("*.npz"))) == 4
+    assert len(read_results(tmp_path / "classification" / "results")) == 4
+    assert sorted(p.name for p in (tmp_path / "tasks").iterdir()) == ["not-a-task.npz"]
+    assert not (tmp_path / "results").exists()
 
 
 def test_a_two_class_task_gets_its_brier_columns(tmp_path, monkeypatch) -> None:

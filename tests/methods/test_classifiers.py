@@ -190,3 +190,23 @@ def test_ngboost_bag_tracks_label_noise_and_disagrees_between_the_blobs() -> Non
         assert abs(au[rho] - _h(rho)) < 0.25 * _h(rho), (rho, au[rho], _h(rho))
         assert between.epistemic.mean() > 1.15 * near.epistemic.mean(), rho
     assert au[0.2] > 1.8 * au[0.05], au
+
+
+def test_gpc_lap_counts_bound_hyperparameters_instead_of_warning() -> None:
+    """Labels that are a step in x0 alone: the two other length scales and the constant
+    end at their upper bounds in each of the 3 one-vs-rest problems (3 × 3 library warnings),
+    which the fit counts rather than prints (the quickstart printed dozens of them)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int) + (X[:, 0] > 1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        method = make_classifier("gpc-lap", smoke=True).fit(X, y, n_classes=3)
+    assert not [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert method.n_at_bound_ == 9
+    one_class = make_classifier("gpc-lap", smoke=True).fit(X, np.zeros(60, int), n_classes=3)
+    assert one_class.n_at_bound_ == 0

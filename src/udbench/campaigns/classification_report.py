@@ -128,7 +128,10 @@ def classification_summary(
     if rows is not None:
         lines += ["", *_board_markdown(rows, ranking)]
     if not lines:
-        lines = ["No finished records yet."]
+        lines = [
+            f"No finished records yet in {records} (`udbench campaign run classification` "
+            "makes them; `udbench campaign status classification` shows what is left)."
+        ]
     if notes:
         lines += ["", "Left out:", *(f"- {n}" for n in notes)]
     return {

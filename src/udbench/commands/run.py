@@ -475,7 +475,7 @@ def register(app: typer.Typer) -> None:
             "regression",
             "--task",
             help="regression (GP tasks, every method, report) or classification (gpc tasks, "
-            "a few fast classifiers, leaderboard).",
+            "a few fast classifiers, leaderboard; written under OUT/classification/).",
         ),
     ) -> None:
         """Offline demo on the embedded diabetes table: tasks, every method, leaderboard, report."""
@@ -504,6 +504,7 @@ def register(app: typer.Typer) -> None:
                     on_cell=bar,
                 )
             print_board(board, console, parse_columns(",".join(CLASSIFICATION_COLUMNS)))
+            console.print(f"results in {out / 'classification' / 'results'}", highlight=False)
             return
         with folder_lock(out, "udbench quickstart"), cell_progress(console=console) as on_cell:
             board, report = quickstart(

@@ -16,12 +16,16 @@ E σ(f_c) and normalises afterwards; tested).
 
 Cost: the Laplace fit is O(n³) per optimiser step and sub-problem; at most ``max_train``
 training rows are used (a uniform subsample without replacement, stream ``"rows"``), stated
-in ``n_train_used_``. Classes absent from the training labels get the rule-of-succession
-probability of :func:`~udbench.methods.classification.embed_present_classes`.
+in ``n_train_used_``. A kernel hyperparameter the optimiser leaves at a bound (a length
+scale at 10³ on an input the labels do not depend on, the usual case under ARD) is counted in
+``n_at_bound_`` instead of printing the library's ``ConvergenceWarning`` (one per
+hyperparameter and fit, dozens per run). Classes absent from the training labels get the
+rule-of-succession probability of :func:`~udbench.methods.classification.embed_present_classes`.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -64,6 +68,7 @@ class GPCLaplace(BaseClassifier):
     smoke_params: ClassVar[dict[str, Any]] = {"max_train": 60, "n_samples": 50}
 
     gpc_: Any  # the fitted library classifier (None when one class was seen)
+    n_at_bound_: int  # hyperparameters left at a bound (sklearn ConvergenceWarnings caught)
 
     def __init__(
         self,
@@ -93,6 +98,7 @@ class GPCLaplace(BaseClassifier):
         self.n_train_ = int(n)
         present = np.unique(y)
         self.present_classes_ = present
+        self.n_at_bound_ = 0
         if present.size < 2:  # one class seen: nothing to discriminate
             self.gpc_ = None
             return
@@ -105,7 +111,16 @@ class GPCLaplace(BaseClassifier):
             n_restarts_optimizer=int(self.n_restarts_optimizer),
             random_state=self._seed("gpc"),
         )
-        self.gpc_ = gpc.fit(Xs, y)
+        from sklearn.exceptions import ConvergenceWarning
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            self.gpc_ = gpc.fit(Xs, y)
+        bound = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+        self.n_at_bound_ = len(bound)
+        for w in caught:  # anything else is passed on as it was raised
+            if not issubclass(w.category, ConvergenceWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
     def _binary_estimators(self) -> list[Any]:
         base = self.gpc_.base_estimator_

@@ -15,8 +15,10 @@ reuses finished tasks and cells (tasks: :func:`udbench.tasks.grid.generate_grid`
 same for classification (docs/classification.md): family ``gpc`` (K = 3, difficulty
 ``medium``) × temperature ``homoscedastic`` and ``u-shaped`` × both coverages × seed 0 at
 ``smoke``, the classifiers of :data:`QUICKSTART_CLASSIFIERS` with their smoke
-configurations, and the leaderboard (no HTML report yet), under ``tasks/`` and
-``results/``.
+configurations, and the leaderboard (no HTML report yet), under ``classification/tasks/``
+and ``classification/results/`` of the same folder, so that the two quickstarts can share
+one ``--out`` without either running its methods on the other's tasks or mixing the two
+kinds of results (which ``udbench leaderboard`` refuses to rank together).
 """
 
 from __future__ import annotations
@@ -209,7 +211,8 @@ def quickstart_classification(
     Parameters
     ----------
     out : str or Path, default "quickstart-out"
-        Output folder (``tasks/``, ``results/`` inside).
+        Output folder (``classification/tasks/`` and ``classification/results/`` inside,
+        apart from the regression quickstart's ``tasks/`` and ``results/``).
     workers : int, optional
         Local Dask workers (default: number of usable cores; 0 runs in this process).
     methods : tuple of str, default QUICKSTART_CLASSIFIERS
@@ -239,7 +242,8 @@ def quickstart_classification(
     if not methods:
         raise param_error("quickstart", "methods", "name at least one classifier", methods)
     estimators = [(name, make_classifier(name, smoke=True)) for name in methods]
-    root = Path(out)
+    # a folder of its own: the regression quickstart's tasks/ and results/ may share ``out``
+    root = Path(out) / "classification"
     say = console.print if console is not None else (lambda *a, **k: None)
     specs = quickstart_classification_specs()
     say(f"generating {len(specs)} classification tasks (or reusing them)", highlight=False)
