@@ -72,7 +72,8 @@ def test_quickstart_reuses_only_task_files_of_the_same_instance(tmp_path: Path, 
         return generate_task(spec, **kwargs)
 
     monkeypatch.setattr(tasks, "generate_task", fake_generate)
-    monkeypatch.setattr(runner, "run_benchmark", lambda *a, **k: None)
+    ran: list[list[Path]] = []
+    monkeypatch.setattr(runner, "run_benchmark", lambda tasks, *a, **k: ran.append(list(tasks)))
     monkeypatch.setattr("udbench.evaluation.store.read_results", lambda p: pd.DataFrame())
     monkeypatch.setattr("udbench.evaluation.leaderboard.leaderboard", lambda df: df)
     monkeypatch.setattr(html, "write_report", lambda df, out, **k: Path(out))
@@ -90,3 +91,7 @@ def test_quickstart_reuses_only_task_files_of_the_same_instance(tmp_path: Path, 
     (task_dir / f"{specs[1].task_id}.npz").write_bytes(b"damaged")
     recipe.quickstart(tmp_path, console=Console(), methods=("blr",))
     assert made == [specs[1].task_id]  # only the damaged file; the matching ones are reused
+    # the methods run on the recipe's own four files, never on others left in tasks/
+    (task_dir / "diabetes__gpc-k3-easy__homoscedastic__balanced__s0.npz").write_bytes(b"other")
+    recipe.quickstart(tmp_path, console=Console(), methods=("blr",))
+    assert ran[-1] == [task_dir / f"{s.task_id}.npz" for s in specs]

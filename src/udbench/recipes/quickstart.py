@@ -131,7 +131,7 @@ def quickstart(
     from udbench.evaluation.store import read_results
     from udbench.methods import get_method_class, make_method
     from udbench.report.html import write_report
-    from udbench.tasks.grid import GridPlan, GridProgress, generate_grid
+    from udbench.tasks.grid import GridPlan, GridProgress, generate_grid, task_path
 
     if not methods:
         raise param_error("quickstart", "methods", "name at least one method", methods)
@@ -158,7 +158,9 @@ def quickstart(
     ).raise_failures("quickstart")
     say(f"running {len(estimators)} methods on {len(quickstart_specs())} tasks", highlight=False)
     run_benchmark(
-        [task_dir],
+        # its own four files, not the folder: other task files left there (an older
+        # udbench's, a user's) are not run
+        [task_path(task_dir, spec) for spec in quickstart_specs()],
         estimators,
         root / "results",
         workers=workers,
