@@ -59,6 +59,8 @@ def test_units_are_the_classifiers_by_condition_never_pruned(tmp_path):
     # 11 classifiers x (3 datasets x 4 temperature modes x 2 coverages)
     assert len(units) == 11 * 24 and len({u.settings["condition"] for u in units}) == 24
     assert {u.settings["pruner"] for u in units} == {"none"}  # classifiers: never pruned
+    sha = tuning_units("clf-small", work_dir=tmp_path, pruner="sha", methods=["catboost-ve"])
+    assert {u.settings["pruner"] for u in sha} == {"none"}
     first = units[0]
     assert first.unit_id == f"logreg-lap/{COND}"  # family tier "linear" first
     assert first.settings["task_id"] == f"{COND}__s0"

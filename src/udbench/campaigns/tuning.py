@@ -29,10 +29,11 @@ the unit's method resolves through the classifiers' registry
 (:func:`udbench.methods.classifiers.resolve_classifier`), its task file lives in the
 classification campaign's layout (:func:`condition_task`), the sweep scores the held-out
 categorical NLL (settings ``objective = "heldout_categorical_nll"``) and is never pruned
-(:func:`udbench.tuning.pruning.resolve_pruner` gives ``none`` for a classifier whatever
-``pruner`` says). The calibration table has no classifier entries: a classifier unit's
-projection is then a stated guess, ``trials`` × the classification campaign's per-cell CPU
-seconds (measured at kin8nm size, n = 3136: an upper bound at these conditions' n), with
+(a classifier reports no intermediate values; :func:`udbench.tuning.pruning.resolve_pruner`
+resolves ``auto`` to ``none`` for it, and its units hold ``none`` whatever ``pruner``
+says). The calibration table has no classifier entries: a classifier unit's projection is
+then a stated guess, ``trials`` × the classification campaign's per-cell CPU seconds
+(measured at kin8nm size, n = 3136: an upper bound at these conditions' n), with
 :attr:`~udbench.campaigns.engine.Unit.estimate_note` saying so in the status table.
 
 The records folder defaults to the package's shipped records of the suite
@@ -327,7 +328,9 @@ def tuning_units(
         check_search_space(name, space)
         units: list[Unit] = []
         cost = 0.0
-        kind = resolve_pruner(pruner, name)
+        # a classifier reports no intermediate values: its sweep is never pruned, and its
+        # settings say so whatever ``pruner`` asks (one record per sweep as made)
+        kind = "none" if clf else resolve_pruner(pruner, name)
         for spec in conditions:
             cond = Condition.of(spec)
             settings = {
