@@ -110,6 +110,9 @@ class Unit:
         ``work() -> dict``: does the work and returns the JSON-ready result.
     estimate_seconds : float, optional
         Projected wall seconds on the reference machine (for the status table).
+    estimate_note : str, optional
+        How ``estimate_seconds`` was come by when it is no projection from measurements
+        (e.g. ``"guessed: no calibration entry"``); the status table says so beside it.
     """
 
     unit_id: str
@@ -118,6 +121,7 @@ class Unit:
     numerics: dict[str, int]
     work: Callable[[], dict[str, Any]] = field(compare=False, repr=False)
     estimate_seconds: float | None = None
+    estimate_note: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         uid = self.unit_id

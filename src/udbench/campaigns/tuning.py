@@ -23,6 +23,19 @@ conditions), one :class:`~udbench.campaigns.engine.Unit` per (method, condition)
    best so far, fit and predict seconds, error, pruning step); the engine adds CPU and wall
    seconds, the machine and the code version.
 
+**A classification suite** (``--suite clf-small``: 3 datasets × ``gpc`` K = 3 ``medium`` ×
+4 temperature modes × 2 coverages = 24 conditions × the 11 classifiers) works the same way:
+the unit's method resolves through the classifiers' registry
+(:func:`udbench.methods.classifiers.resolve_classifier`), its task file lives in the
+classification campaign's layout (:func:`condition_task`), the sweep scores the held-out
+categorical NLL (settings ``objective = "heldout_categorical_nll"``) and is never pruned
+(a classifier reports no intermediate values; :func:`udbench.tuning.pruning.resolve_pruner`
+resolves ``auto`` to ``none`` for it, and its units hold ``none`` whatever ``pruner``
+says). The calibration table has no classifier entries: a classifier unit's projection is
+then a stated guess, ``trials`` × the classification campaign's per-cell CPU seconds
+(measured at kin8nm size, n = 3136: an upper bound at these conditions' n), with
+:attr:`~udbench.campaigns.engine.Unit.estimate_note` saying so in the status table.
+
 The records folder defaults to the package's shipped records of the suite
 (:func:`udbench.tuning.shipped.shipped_folder`, ``src/udbench/tuning/shipped/<suite>/`` in a
 checkout), laid out as a tuning folder (``<method>/<condition>.json``), so that committing the
@@ -105,6 +118,11 @@ def suite_conditions(suite: dict[str, Any], data_dir: str | None = None) -> list
 def condition_task(spec: Any, work_dir: str | Path, data_dir: str | None = None) -> Path:
     """``WORK/tasks/<task id>.npz``: generated unless a file of that task id is there.
 
+    A classification task's file is in ``WORK/gpc-v<N>/tasks/`` instead
+    (:func:`udbench.campaigns.classification.task_folder`, N the ``gpc`` numerics version):
+    the classification campaign's layout, so a ``--work`` shared with it reuses its seed-0
+    files, and a numerics bump never reuses an older file.
+
     Raises
     ------
     UdbenchError
@@ -112,7 +130,12 @@ def condition_task(spec: Any, work_dir: str | Path, data_dir: str | None = None)
     """
     from udbench.tasks import Task, generate_task
 
-    path = Path(work_dir) / "tasks" / f"{spec.task_id}.npz"
+    folder = Path(work_dir) / "tasks"
+    if spec.task_type == "classification":
+        from udbench.campaigns.classification import task_folder
+
+        folder = task_folder(work_dir)
+    path = folder / f"{spec.task_id}.npz"
     if path.is_file():
         found = Task.load(path).spec
         if found.task_id != spec.task_id:
@@ -235,7 +258,8 @@ def tuning_units(
     ----------
     suite : str or dict
         A preset suite's name, a suite ``.toml`` file, or the dict of
-        :func:`udbench.recipes.suites.load_suite`.
+        :func:`udbench.recipes.suites.load_suite`; a regression or a classification suite
+        (its methods then classifiers, module docstring).
     work_dir : str or Path
         Folder for the task files and the sweeps' journals (not committed).
     methods : sequence of str, optional
@@ -265,6 +289,8 @@ def tuning_units(
         An unknown suite, pruner or sampler, a method not in the suite, ``trials < 1``, a
         method whose search space cannot be sampled.
     """
+    from udbench.campaigns.classification import _CELL_SECONDS
+    from udbench.methods.classifiers import classifier_spec_name, resolve_classifier
     from udbench.methods.configs import resolve_method
     from udbench.methods.registry import parse_method_spec
     from udbench.priors import family_numerics_version
@@ -296,12 +322,15 @@ def tuning_units(
     table = load_calibration()
     by_method: list[tuple[int, float, int, list[Unit]]] = []
     for order, (name, mspec) in enumerate(specs.items()):
-        mc = resolve_method(mspec)
+        clf = classifier_spec_name(mspec) is not None
+        mc = resolve_classifier(mspec) if clf else resolve_method(mspec)
         space = type(mc.estimator).search_space
         check_search_space(name, space)
         units: list[Unit] = []
         cost = 0.0
-        kind = resolve_pruner(pruner, name)
+        # a classifier reports no intermediate values: its sweep is never pruned, and its
+        # settings say so whatever ``pruner`` asks (one record per sweep as made)
+        kind = "none" if clf else resolve_pruner(pruner, name)
         for spec in conditions:
             cond = Condition.of(spec)
             settings = {
@@ -319,10 +348,13 @@ def tuning_units(
                 "seed": seed,
                 "pruner": kind,
                 "holdout_fraction": HOLDOUT_FRACTION,
-                "objective": "heldout_gaussian_nll",
+                "objective": "heldout_categorical_nll" if clf else "heldout_gaussian_nll",
             }
             est = _sweep_seconds(name, spec.dataset, trials, kind, table)
-            cost = float("inf") if est is None else cost + est
+            note = None
+            if est is None and clf and name in _CELL_SECONDS:  # no calibration entry
+                est, note = trials * _CELL_SECONDS[name], "guessed: no calibration entry"
+            cost = float("inf") if est is None or note else cost + est
             units.append(
                 Unit(
                     unit_id=f"{_slug(name)}/{cond.key}",
@@ -333,6 +365,7 @@ def tuning_units(
                         _sweep_work, spec, mspec, settings, str(work_dir), data_dir
                     ),
                     estimate_seconds=est,
+                    estimate_note=note,
                 )
             )
         tier = _FAMILY_TIER.get(str(type(mc.estimator).family), len(_FAMILY_TIER))

@@ -35,7 +35,8 @@ _RECORDS_HELP = (
     "root; tuning: the package's shipped records of the suite, udbench/tuning/shipped/<suite>)."
 )
 _SUITE_HELP = (
-    "tuning: the preset suite whose conditions are tuned (default gp-small); classification: "
+    "tuning: the preset suite whose conditions are tuned (default gp-small; clf-small for the "
+    "classifiers); classification: "
     "the classification suite whose instances and cells are run (default clf-small)."
 )
 _TUNE_METHODS_HELP = (
@@ -231,13 +232,28 @@ def run_command(
     )
 
 
-def _estimate(unit: Any, done: list[dict[str, Any]]) -> float | None:
-    """Seconds for ``unit``: the mean of finished records of the same shape, else its guess."""
+def _estimate(unit: Any, done: list[dict[str, Any]]) -> tuple[float | None, str | None]:
+    """Seconds for ``unit``: the mean of finished records of the same shape, else its own
+    estimate; and the unit's note on that estimate (None for a measured mean)."""
     key = _shape(unit.kind, unit.settings)
     same = [float(r["wall_seconds"]) for r in done if _shape(r["kind"], r["settings"]) == key]
     if same:
-        return sum(same) / len(same)
-    return unit.estimate_seconds
+        return sum(same) / len(same), None
+    return unit.estimate_seconds, unit.estimate_note
+
+
+def _hours_left(row: dict[str, Any]) -> str:
+    """The status table's hours-left cell: the projection, the units it could not project,
+    and how many of its units' figures are guesses (never a bare 0 for unprojected work)."""
+    if row["?"] and not row["left"]:
+        text = "?"
+    else:
+        text = f"{row['left']:.1f}"
+    if row["?"]:
+        text += f" + {row['?']} unmeasured"
+    for note, n in sorted(row["notes"].items()):
+        text += f" ({n} {note})"
+    return text
 
 
 def _shape(kind: str, settings: dict[str, Any]) -> tuple[Any, ...]:
@@ -293,19 +309,30 @@ def status_command(
             part += "/" + unit.settings["layout"]
         row = rows.setdefault(
             part,
-            {"done": 0, "stale": 0, "failed": 0, "missing": 0, "cpu": 0.0, "left": 0.0, "?": 0},
+            {
+                "done": 0,
+                "stale": 0,
+                "failed": 0,
+                "missing": 0,
+                "cpu": 0.0,
+                "left": 0.0,
+                "?": 0,
+                "notes": {},
+            },
         )
         row["corrupt" if status == "corrupt" else status] = row.get(status, 0) + 1
         if status == "done" and rec is not None:
             row["cpu"] += float(rec["cpu_seconds"]) / 3600
             continue
-        est = _estimate(unit, done)
+        est, note = _estimate(unit, done)
         if est is None:
             row["?"] += 1
         else:
             row["left"] += est / 3600
+            if note:
+                row["notes"][note] = row["notes"].get(note, 0) + 1
     for part, r in rows.items():
-        left = f"{r['left']:.1f}" + (f" + {r['?']} unmeasured" if r["?"] else "")
+        left = _hours_left(r)
         table.add_row(
             part,
             str(r["done"]),

@@ -45,12 +45,13 @@ EXIT_INTERRUPTED = 130
 def _tuned_configure(tuned: Path, fallback: str, task_args: list[str], specs: list[str]):  # type: ignore[no-untyped-def]
     """The per-task configurations of ``run --tuned`` (every condition checked up front)."""
     from udbench.methods.configs import resolve_methods
+    from udbench.recipes.suites import SUITES
     from udbench.tasks import Task
     from udbench.tasks.discovery import find_task_files
     from udbench.tuning.records import tuned_configurer
     from udbench.tuning.shipped import resolve_tuned
 
-    folder, shipped = resolve_tuned(tuned, "udbench run --tuned")
+    folder, shipped = resolve_tuned(tuned, "udbench run --tuned", presets=list(SUITES))
     task_specs = []
     for path in find_task_files(task_args):
         try:

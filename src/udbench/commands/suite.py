@@ -443,9 +443,10 @@ def register(app: typer.Typer) -> None:
         check_out_dir("udbench suite", out)
         check_data_dir("udbench suite", data_dir)
         if tuned is not None:  # a folder, or a suite's shipped records (by name)
+            from udbench.recipes.suites import SUITES
             from udbench.tuning.shipped import resolve_tuned
 
-            resolve_tuned(tuned, "udbench suite")
+            resolve_tuned(tuned, "udbench suite", presets=list(SUITES))
         from udbench.recipes.suites import method_specs, suite_task_type
 
         method_specs(suite)  # unknown methods fail here, before any work

@@ -374,12 +374,15 @@ def shipped_staleness(rec: dict[str, Any], method: str) -> str | None:
         A short reason (``"the method's search space changed (hash a, now b)"``), or None
         when the record is current.
     """
+    from udbench.methods.classifiers import classifier_spec_name, resolve_classifier
     from udbench.methods.configs import resolve_method
-    from udbench.priors import family_numerics_version
+    from udbench.priors import family_numerics_version, list_prior_families
     from udbench.tuning.space import search_space_hash
 
     settings = (rec.get("_campaign") or {}).get("settings") or {}
-    current = resolve_method(str(settings.get("method_spec") or method))
+    spec = str(settings.get("method_spec") or method)
+    # a classifier resolves through its own registry (clf-small's records)
+    current = resolve_classifier(spec) if classifier_spec_name(spec) else resolve_method(spec)
     want = search_space_hash(method, type(current.estimator).search_space)
     if rec.get("search_space_hash") != want:
         return (
@@ -390,6 +393,8 @@ def shipped_staleness(rec: dict[str, Any], method: str) -> str | None:
         return "the method's default configuration changed since it was tuned"
     numerics = (rec.get("_campaign") or {}).get("numerics") or {}
     family = str(rec.get("family"))
+    if family not in list_prior_families():  # a family coordinate ("gpc-k3-medium")
+        family = family.rsplit("-", 2)[0]
     if family in numerics and numerics[family] != family_numerics_version(family):
         return (
             f"the {family} prior's numerics changed since it was tuned (version "

@@ -26,6 +26,7 @@ says, as it refuses a tuning folder's record of another search space.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from udbench._validation import UdbenchError
@@ -65,7 +66,9 @@ def shipped_folder(suite: str) -> Path:
     return Path(SHIPPED_ROOT) / suite
 
 
-def resolve_tuned(value: str | os.PathLike[str], command: str) -> tuple[Path, str | None]:
+def resolve_tuned(
+    value: str | os.PathLike[str], command: str, presets: Sequence[str] = ()
+) -> tuple[Path, str | None]:
     """What a ``--tuned`` value names: a tuning folder, or a suite's shipped records.
 
     Parameters
@@ -75,6 +78,11 @@ def resolve_tuned(value: str | os.PathLike[str], command: str) -> tuple[Path, st
         preset suite (``gp-small``), meaning its shipped records.
     command : str
         Who asks (for the error message).
+    presets : sequence of str, optional
+        Preset suites' names taken as shipped sets even before their folder exists (no sweep
+        of theirs committed yet, e.g. ``clf-small``): every record of theirs is then missing,
+        and :func:`udbench.tuning.records.tuned_configurer` names them and the campaign
+        that makes them.
 
     Returns
     -------
@@ -91,10 +99,11 @@ def resolve_tuned(value: str | os.PathLike[str], command: str) -> tuple[Path, st
     if path.is_dir():
         return path, None
     name = str(value)
-    if name in shipped_names():
+    if name in shipped_names() or name in presets:
         return shipped_folder(name), name
     raise UdbenchError(
         f"{command}: --tuned must be a tuning folder (udbench tune --out) or the name of a "
-        f"suite with shipped records ({', '.join(shipped_names())}); got {name!r}, which is "
+        f"suite with shipped records ({', '.join(sorted({*shipped_names(), *presets}))}); got "
+        f"{name!r}, which is "
         "neither"
     )
