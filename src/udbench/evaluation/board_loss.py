@@ -20,7 +20,6 @@ Either way the columns of L replace the plain ones under their plain names, so t
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -140,36 +139,6 @@ def results_under_board_loss(
     return df
 
 
-def _ranks(frame: pd.DataFrame, rank_by: str, rank_stat: str) -> pd.Series:
-    from udbench.evaluation.leaderboard import leaderboard
-
-    with warnings.catch_warnings():  # the caller's own leaderboard has warned already
-        warnings.simplefilter("ignore")
-        board = leaderboard(
-            frame, metrics=[rank_by], rank_by=rank_by, rank_stat=rank_stat, n_resamples=1
-        )
-    return board.set_index("method")["rank"]  # type: ignore[no-any-return]
-
-
-def _agreement(
-    results: pd.DataFrame, loss: str, task_type: str, rank_by: str, rank_stat: str
-) -> tuple[float, int]:
-    """Kendall's τ-b between the base-loss ranking and the ranking under ``loss``."""
-    if task_type != "classification":
-        from udbench.evaluation.losses import ranking_agreement
-
-        return ranking_agreement(results, loss, rank_by=rank_by, rank_stat=rank_stat)
-    from udbench.evaluation.metrics import kendall_tau
-
-    other = results_under_board_loss(results, loss, task_type=task_type)
-    ranks = [_ranks(frame, rank_by, rank_stat) for frame in (results, other)]
-    both = pd.concat(ranks, axis=1, keys=["base", loss]).dropna()
-    if len(both) < 2:
-        return float("nan"), len(both)
-    tau = kendall_tau(both["base"].to_numpy(float), both[loss].to_numpy(float))
-    return float(tau.value), len(both)
-
-
 def leaderboard_under_loss(
     results: pd.DataFrame,
     loss: str | None = None,
@@ -210,6 +179,7 @@ def leaderboard_under_loss(
         the leaderboard's errors (empty results, rows of both task types, …).
     """
     from udbench.evaluation.leaderboard import leaderboard, results_task_type
+    from udbench.evaluation.losses import frames_ranking_agreement
 
     kind = results_task_type(results)
     chosen = default_board_loss(kind) if loss is None else loss
@@ -220,7 +190,7 @@ def leaderboard_under_loss(
         return board
     rank_by = str(options.get("rank_by", "rho_eu_risk"))
     rank_stat = str(options.get("rank_stat", "mean"))
-    tau, n_tau = _agreement(results, chosen, kind, rank_by, rank_stat)
+    tau, n_tau = frames_ranking_agreement(results, scored, rank_by=rank_by, rank_stat=rank_stat)
     shown = "undefined" if tau != tau else f"{tau:.3f}"
     if kind == "classification":
         words = _LOSS_WORDS[kind]

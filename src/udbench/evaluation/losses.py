@@ -45,6 +45,7 @@ __all__ = [
     "LOSSES",
     "LOSS_METRIC_KEYS",
     "OTHER_LOSSES",
+    "frames_ranking_agreement",
     "gaussian_loss_oracle_targets",
     "loss_column",
     "loss_columns",
@@ -486,22 +487,52 @@ def ranking_agreement(
     UdbenchError
         As :func:`results_under_loss` and the leaderboard.
     """
+    other = results_under_loss(results, loss)
+    return frames_ranking_agreement(results, other, rank_by=rank_by, rank_stat=rank_stat)
+
+
+def frames_ranking_agreement(
+    base: pd.DataFrame,
+    other: pd.DataFrame,
+    *,
+    rank_by: str = "rho_eu_risk",
+    rank_stat: str = "mean",
+) -> tuple[float, int]:
+    """Kendall's τ-b between the leaderboard's method rankings of two results frames.
+
+    Both rankings are :func:`udbench.evaluation.leaderboard.leaderboard`'s (same ``rank_by``
+    criterion and ``rank_stat``); methods ranked in both count. The frames are typically
+    the same rows under two losses (:func:`ranking_agreement`; the classification losses
+    of :mod:`udbench.evaluation.board_loss`).
+
+    Returns
+    -------
+    tau : float
+        τ-b (:func:`udbench.evaluation.metrics.kendall_tau`); NaN when fewer than 2 methods
+        are ranked in both or one ranking ties every method.
+    n_methods : int
+        Methods ranked in both.
+
+    Raises
+    ------
+    UdbenchError
+        As the leaderboard.
+    """
     import warnings
 
     from udbench.evaluation.leaderboard import leaderboard
     from udbench.evaluation.metrics import kendall_tau
 
-    other = results_under_loss(results, loss)
     ranks = []
     with warnings.catch_warnings():  # the caller's own leaderboard has warned already
         warnings.simplefilter("ignore")
-        for frame in (results, other):
+        for frame in (base, other):
             board = leaderboard(
                 frame, metrics=[rank_by], rank_by=rank_by, rank_stat=rank_stat, n_resamples=1
             )
             ranks.append(board.set_index("method")["rank"])
-    both = pd.concat(ranks, axis=1, keys=["squared", loss]).dropna()
+    both = pd.concat(ranks, axis=1, keys=["base", "other"]).dropna()
     if len(both) < 2:
         return float("nan"), len(both)
-    tau = kendall_tau(both["squared"].to_numpy(float), both[loss].to_numpy(float))
+    tau = kendall_tau(both["base"].to_numpy(float), both["other"].to_numpy(float))
     return float(tau.value), len(both)
