@@ -40,7 +40,7 @@ from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import UdbenchError, check_choice, param_error
 from udbench.analyses._common import CRITERIA, Frame, Resampling
 from udbench.analyses.classification import CLASSIFICATION_FACTORS, classification_context
-from udbench.analyses.proxies import factor_scopes, scope_taus
+from udbench.analyses.proxies import factor_scopes, scoped_tau_rows
 from udbench.evaluation.board_loss import (
     CLASSIFICATION_BOARD_LOSSES,
     check_board_loss,
@@ -221,23 +221,14 @@ def clf_loss_agreement_table(
     if not holds_brier(frame.rows):
         raise UdbenchError(f"{name}: the classification rows hold no rho_eu_risk_brier value")
     suffix = CLASSIFICATION_BOARD_LOSSES[BRIER]
-    pairs: list[tuple[np.ndarray, np.ndarray]] = []
+    pairs: list[tuple[dict[str, Any], np.ndarray, np.ndarray]] = []
     for crit in criteria:
         log = frame.wide(CRITERIA[crit])
         brier = frame.wide(CRITERIA[crit] + suffix)
         if crit == "au":  # the constant-AU restriction (wide() knows the plain name only)
             brier = np.where(np.isfinite(log), brier, np.nan)
-        pairs.append((brier, log))
-    scopes = factor_scopes(frame, factors)
-    by_scope = [scope_taus(pairs, sel, boot) for _, _, sel in scopes]
-    rows: list[dict[str, Any]] = []
-    for j, crit in enumerate(criteria):
-        for (factor, level, _), outs in zip(scopes, by_scope, strict=True):
-            label = _CRITERION_LABELS[crit]
-            rows.append(
-                {"criterion": crit, "criterion_label": label, "factor": factor, "level": level}
-                | outs[j]
-            )
+        pairs.append(({"criterion": crit, "criterion_label": _CRITERION_LABELS[crit]}, brier, log))
+    rows = scoped_tau_rows(pairs, factor_scopes(frame, factors), boot)
     return pd.DataFrame(rows, columns=_COLUMNS)
 
 

@@ -26,7 +26,7 @@ from udbench._losses import loss_names
 from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import check_choice
 from udbench.analyses._common import CRITERIA, Frame, Resampling, analysis_context
-from udbench.analyses.proxies import factor_scopes, scope_taus
+from udbench.analyses.proxies import factor_scopes, scoped_tau_rows
 from udbench.analyses.tables import FACTORS
 from udbench.evaluation.losses import loss_column
 
@@ -115,26 +115,13 @@ def loss_agreement_table(
         results, name, bootstrap_unit, n_resamples, confidence, random_state, _ctx
     )
     scopes = factor_scopes(frame, factors)
-    pairs: list[tuple[str, str, np.ndarray, np.ndarray]] = []
+    pairs: list[tuple[dict[str, Any], np.ndarray, np.ndarray]] = []
     for crit in criteria:
         squared = frame.wide(CRITERIA[crit])
         for loss in use:
             other = frame.wide(loss_column(CRITERIA[crit], loss))
             if crit == "au":  # the AU restriction of SPEC §10 (wide() knows the squared name)
                 other = np.where(np.isfinite(squared), other, np.nan)
-            pairs.append((loss, crit, other, squared))
-    by_scope = [scope_taus([(o, s) for _, _, o, s in pairs], sel, boot) for _, _, sel in scopes]
-    rows: list[dict[str, Any]] = []
-    for j, (loss, crit, _, _) in enumerate(pairs):
-        for (factor, level, _), outs in zip(scopes, by_scope, strict=True):
-            rows.append(
-                {
-                    "loss": loss,
-                    "criterion": crit,
-                    "criterion_label": _CRITERION_LABELS[crit],
-                    "factor": factor,
-                    "level": level,
-                    **outs[j],
-                }
-            )
-    return pd.DataFrame(rows, columns=columns)
+            key = {"loss": loss, "criterion": crit, "criterion_label": _CRITERION_LABELS[crit]}
+            pairs.append((key, other, squared))
+    return pd.DataFrame(scoped_tau_rows(pairs, scopes, boot), columns=columns)

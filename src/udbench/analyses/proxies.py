@@ -43,6 +43,7 @@ __all__ = [
     "proxy_agreement_table",
     "proxy_tau_rows",
     "scope_taus",
+    "scoped_tau_rows",
 ]
 
 #: Fewest methods a τ is computed for.
@@ -286,23 +287,46 @@ def proxy_tau_rows(
         ``criterion, oracle, proxy, proxy_label, factor, level`` and the fields of
         :func:`scope_taus`, one row per (pair, scope), pairs first.
     """
-    by_scope = [scope_taus([(v, o) for _, _, v, o in pairs], sel, boot) for _, _, sel in scopes]
-    rows: list[dict[str, Any]] = []
-    for j, (crit, p, _, _) in enumerate(pairs):
-        for (factor, level, _), outs in zip(scopes, by_scope, strict=True):
-            row = {
-                "criterion": crit,
-                "oracle": _ORACLE_LABELS[crit],
-                "proxy": p,
-                "proxy_label": labels[p],
-                "factor": factor,
-                "level": level,
-                **outs[j],
-            }
-            if p not in frame.rows.columns:
-                row["note"] = missing_note
-            rows.append(row)
+    keyed = [
+        ({"criterion": c, "oracle": _ORACLE_LABELS[c], "proxy": p, "proxy_label": labels[p]}, v, o)
+        for c, p, v, o in pairs
+    ]
+    rows = scoped_tau_rows(keyed, scopes, boot)
+    for row in rows:
+        if row["proxy"] not in frame.rows.columns:
+            row["note"] = missing_note
     return pd.DataFrame(rows)
+
+
+def scoped_tau_rows(
+    pairs: Sequence[tuple[Mapping[str, Any], np.ndarray, np.ndarray]],
+    scopes: list[tuple[str, str, np.ndarray]],
+    boot: Resampling,
+) -> list[dict[str, Any]]:
+    """The rows of a τ table: :func:`scope_taus` of every table pair in every scope.
+
+    Parameters
+    ----------
+    pairs : sequence of (key, values, reference values)
+        ``key`` is the pair's own columns (e.g. criterion and proxy, or loss and criterion);
+        the two tables are wide (instances × methods) as :func:`scope_taus` takes them.
+    scopes : list of (factor, level, selection)
+        From :func:`factor_scopes`.
+    boot : Resampling
+        The analysis' bootstrap.
+
+    Returns
+    -------
+    list of dict
+        One row per (pair, scope), pairs first: the key's columns, ``factor``, ``level`` and
+        the fields of :func:`scope_taus`.
+    """
+    by_scope = [scope_taus([(v, o) for _, v, o in pairs], sel, boot) for _, _, sel in scopes]
+    return [
+        {**key, "factor": factor, "level": level, **outs[j]}
+        for j, (key, _, _) in enumerate(pairs)
+        for (factor, level, _), outs in zip(scopes, by_scope, strict=True)
+    ]
 
 
 def proxy_agreement_figure(table: pd.DataFrame) -> Any:
