@@ -49,8 +49,8 @@ from typing import Any
 
 import numpy as np
 
-from udbench._validation import UdbenchError, check_choice, param_error
-from udbench.campaigns.engine import Unit, UnitFailed, load_done_records, read_record
+from udbench._validation import check_choice, param_error
+from udbench.campaigns.engine import Unit, UnitFailed, load_done_records
 from udbench.campaigns.mcmc import _single_threaded
 
 __all__ = [
@@ -116,20 +116,13 @@ def task_folder(work_dir: str | Path) -> Path:
 def _ensure_task(spec: Any, work_dir: str, data_dir: str | None, generate: Generate | None):  # type: ignore[no-untyped-def]
     """The task file of ``spec`` in :func:`task_folder` (made if absent) and whether it was
     made now."""
-    from udbench.tasks import Task, generate_task
+    from udbench.campaigns._taskfiles import ensure_task_file
 
     path = task_folder(work_dir) / f"{spec.task_id}.npz"
-    if path.is_file():
-        found = Task.load(path).spec.task_id
-        if found != spec.task_id:
-            raise UdbenchError(
-                f"udbench campaign classification: {str(path)!r} holds task {found!r}, not "
-                f"{spec.task_id!r}; delete it"
-            )
-        return path, False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    (generate or generate_task)(spec, data_dir).save(path)
-    return path, True
+    made = ensure_task_file(
+        path, spec, data_dir, component="udbench campaign classification", generate=generate
+    )
+    return path, made
 
 
 def instance_specs(
@@ -324,18 +317,9 @@ def _current(
     settings are their unit's (when ``units`` are given), and the notes on the rest."""
     from udbench.campaigns.engine import _canonical
 
-    numerics = _version()
-    done, notes = load_done_records(records, kind, numerics)
-    if with_failed:
-        notes = [n for n in notes if ": failed (" not in n]
-        for path in sorted(Path(records).rglob("*.json")):
-            rec = read_record(path)
-            if rec is None or rec.get("kind") != kind or rec["status"] != "failed":
-                continue
-            if rec.get("numerics") != numerics:
-                notes.append(f"{rec['unit_id']}: failed under numerics {rec.get('numerics')}")
-                continue
-            done.append(rec)
+    recs, notes = load_done_records(records, kind, _version(), include_failed=with_failed)
+    # done first, then failed (each by unit id): the leaderboard's bootstrap follows row order
+    done = sorted(recs, key=lambda r: r["status"] != "done")
     if units is None:
         return done, notes
     wanted = {u.unit_id: _canonical(u.settings) for u in units}

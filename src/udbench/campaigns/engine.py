@@ -325,7 +325,11 @@ def run_campaign(
 
 
 def load_done_records(
-    records: str | Path, kind: str | None = None, numerics: Mapping[str, int] | None = None
+    records: str | Path,
+    kind: str | None = None,
+    numerics: Mapping[str, int] | None = None,
+    *,
+    include_failed: bool = False,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """The finished records under ``records`` (optionally of one ``kind``), and the notes.
 
@@ -337,12 +341,16 @@ def load_done_records(
     numerics : mapping, optional
         The current numerics versions: a record whose versions differ for any component
         named in both is left out and named in the notes (never mixed into a summary).
+    include_failed : bool, default False
+        Keep the failed records too (a summary that counts failures, e.g. a failed benchmark
+        cell's row; :class:`UnitFailed`), under the same numerics rule.
 
     Returns
     -------
     (done, notes) : tuple
-        ``done``: parsed records with status ``done``, sorted by unit id; ``notes``: one line
-        per record left out (corrupt, failed, other numerics version).
+        ``done``: parsed records with status ``done`` (and ``failed`` on request), sorted by
+        unit id; ``notes``: one line per record left out (corrupt, failed, other numerics
+        version).
     """
     folder = Path(records)
     done: list[dict[str, Any]] = []
@@ -359,7 +367,7 @@ def load_done_records(
             continue
         if kind is not None and record.get("kind") != kind:
             continue
-        if record["status"] != "done":
+        if record["status"] != "done" and not include_failed:
             notes.append(f"{rel}: failed ({record.get('error')}); retried by the next run")
             continue
         if numerics is not None:

@@ -128,7 +128,7 @@ def condition_task(spec: Any, work_dir: str | Path, data_dir: str | None = None)
     UdbenchError
         A file of that name that is not the task ``spec`` names.
     """
-    from udbench.tasks import Task, generate_task
+    from udbench.campaigns._taskfiles import ensure_task_file
 
     folder = Path(work_dir) / "tasks"
     if spec.task_type == "classification":
@@ -136,16 +136,7 @@ def condition_task(spec: Any, work_dir: str | Path, data_dir: str | None = None)
 
         folder = task_folder(work_dir)
     path = folder / f"{spec.task_id}.npz"
-    if path.is_file():
-        found = Task.load(path).spec
-        if found.task_id != spec.task_id:
-            raise UdbenchError(
-                f"udbench campaign tuning: {str(path)!r} holds task {found.task_id!r}, not "
-                f"{spec.task_id!r}; delete it"
-            )
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    generate_task(spec, data_dir=data_dir).save(path)
+    ensure_task_file(path, spec, data_dir, component="udbench campaign tuning")
     return path
 
 

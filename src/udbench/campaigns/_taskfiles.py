@@ -1,0 +1,53 @@
+"""The task files of the campaigns' units: made once in the work folder, then reused."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from udbench._validation import UdbenchError
+
+__all__ = ["ensure_task_file"]
+
+
+def ensure_task_file(
+    path: Path,
+    spec: Any,
+    data_dir: str | None,
+    *,
+    component: str,
+    generate: Callable[[Any, str | None], Any] | None = None,
+) -> bool:
+    """Make the task file of ``spec`` at ``path`` unless it is there; whether it was made now.
+
+    Parameters
+    ----------
+    path : Path
+        The file (its folder is created).
+    spec : TaskSpec
+        The task.
+    data_dir : str, optional
+        Raw-data folder.
+    component : str
+        Named in the error message.
+    generate : callable, optional
+        ``generate(spec, data_dir) -> Task``; default :func:`udbench.tasks.generate_task`.
+
+    Raises
+    ------
+    UdbenchError
+        ``path`` holds another task than ``spec`` (it is never overwritten).
+    """
+    from udbench.tasks import Task, generate_task
+
+    if path.is_file():
+        found = Task.load(path).spec.task_id
+        if found != spec.task_id:
+            raise UdbenchError(
+                f"{component}: {str(path)!r} holds task {found!r}, not {spec.task_id!r}; delete it"
+            )
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (generate or generate_task)(spec, data_dir).save(path)
+    return True
