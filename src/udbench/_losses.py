@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "CLASSIFICATION_BOARD_LOSSES",
     "LOSS_TABLE",
     "Loss",
     "loss_entry",
@@ -43,6 +44,12 @@ __all__ = [
 ]
 
 Fn = Callable[..., Any]
+
+#: The ``--loss`` values of classification results (``udbench leaderboard``, ``analyze``),
+#: each with the suffix of its stored columns (``""`` for the base loss, the multiclass log
+#: loss; ``"_brier"`` for the Brier score, ``LOSS_TABLE["brier"]``). Here, not in
+#: :mod:`udbench.evaluation.board_loss`, so the command line reads it without pandas.
+CLASSIFICATION_BOARD_LOSSES: dict[str, str] = {"log": "", "brier": "_brier"}
 
 
 def resolve(fn: Fn | str) -> Fn:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from udbench._lock import folder_lock
-from udbench._losses import loss_help, loss_names
+from udbench._losses import CLASSIFICATION_BOARD_LOSSES, loss_help, loss_names
 from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import check_seed
 from udbench.commands._console import make_console
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 #: The classification losses of ``--clf-loss`` (those of ``udbench leaderboard --loss``).
-CLASSIFICATION_LOSSES = ("log", "brier")
+CLASSIFICATION_LOSSES = tuple(CLASSIFICATION_BOARD_LOSSES)
 #: Every ``--loss`` value some task type takes.
 ANALYSIS_LOSSES = (*loss_names(), *(n for n in CLASSIFICATION_LOSSES if n not in loss_names()))
 

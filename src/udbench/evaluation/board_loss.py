@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from udbench._losses import loss_names
+from udbench._losses import CLASSIFICATION_BOARD_LOSSES, loss_names
 from udbench._validation import UdbenchError, check_choice, param_error
 
 __all__ = [
@@ -37,9 +37,6 @@ __all__ = [
     "results_under_board_loss",
 ]
 
-#: The ``--loss`` values of classification results, each with the suffix of its columns
-#: (``""`` for the base loss, the multiclass log loss).
-CLASSIFICATION_BOARD_LOSSES: dict[str, str] = {"log": "", "brier": "_brier"}
 #: How a board names each task type's losses in its notes.
 _LOSS_WORDS = {
     "classification": {"log": "log-loss", "brier": "Brier-score"},
