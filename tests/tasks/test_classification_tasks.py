@@ -27,6 +27,7 @@ from udbench.priors.gp_classification import GPClassificationPrior
 from udbench.tasks import Task, TaskSpec, generate_task, task_file_is_valid
 from udbench.tasks.generate import get_prior, make_classification_task
 from udbench.tasks.grid import expand_grid, generate_grid, plan_grid
+from udbench.tasks.spec import family_of_coordinate
 from udbench.tasks.taskfile import CLASSIFICATION_REQUIRED, read_task_meta
 
 SAMPLER = {"n_chains": 2, "n_warmup": 20, "thin": 1}
@@ -78,6 +79,10 @@ def test_classification_settings_enter_the_id_and_the_seeds() -> None:
     assert k2.seed_for("f_star") != s.seed_for("f_star")
     assert TaskSpec.from_dict(s.to_dict()) == s
     assert s.to_dict()["n_classes"] == 3 and s.to_dict()["difficulty"] == "medium"
+    # the coordinate's inverse gives the family back, and a family name stays itself
+    assert family_of_coordinate(s.family_coordinate) == "gpc"
+    assert family_of_coordinate(k2.family_coordinate) == "gpc"
+    assert [family_of_coordinate(f) for f in ("gp", "hbart", "bnn")] == ["gp", "hbart", "bnn"]
 
 
 def test_a_regression_spec_keeps_its_id_seeds_and_record() -> None:

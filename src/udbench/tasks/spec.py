@@ -16,7 +16,7 @@ from udbench.priors import (
     prior_capabilities,
 )
 
-__all__ = ["DEFAULT_DRAWS", "MAX_DRAWS", "MIN_DRAWS", "TaskSpec"]
+__all__ = ["DEFAULT_DRAWS", "MAX_DRAWS", "MIN_DRAWS", "TaskSpec", "family_of_coordinate"]
 
 #: D, the posterior draws stored per task when none is named (task specs, ``udbench generate``).
 DEFAULT_DRAWS: int = 1000
@@ -180,3 +180,14 @@ class TaskSpec:
     def from_dict(cls, data: dict[str, Any]) -> TaskSpec:
         """Inverse of :meth:`to_dict`."""
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+def family_of_coordinate(coordinate: str) -> str:
+    """The prior family of a family coordinate, the inverse of
+    :attr:`TaskSpec.family_coordinate`: ``"gpc"`` for ``"gpc-k3-medium"`` (the form
+    ``"<family>-k<K>-<difficulty>"`` of a classification task), the coordinate itself for a
+    regression family's name (``"gp"``)."""
+    head, _, rest = coordinate.rpartition("-k")
+    if head and rest.partition("-")[0].isdigit() and rest.partition("-")[2]:
+        return head
+    return coordinate

@@ -376,7 +376,8 @@ def shipped_staleness(rec: dict[str, Any], method: str) -> str | None:
     """
     from udbench.methods.classifiers import classifier_spec_name, resolve_classifier
     from udbench.methods.configs import resolve_method
-    from udbench.priors import family_numerics_version, list_prior_families
+    from udbench.priors import family_numerics_version
+    from udbench.tasks.spec import family_of_coordinate
     from udbench.tuning.space import search_space_hash
 
     settings = (rec.get("_campaign") or {}).get("settings") or {}
@@ -392,9 +393,7 @@ def shipped_staleness(rec: dict[str, Any], method: str) -> str | None:
     if rec.get("base_config") is not None and rec["base_config"] != current.config:
         return "the method's default configuration changed since it was tuned"
     numerics = (rec.get("_campaign") or {}).get("numerics") or {}
-    family = str(rec.get("family"))
-    if family not in list_prior_families():  # a family coordinate ("gpc-k3-medium")
-        family = family.rsplit("-", 2)[0]
+    family = family_of_coordinate(str(rec.get("family")))  # "gpc-k3-medium" -> "gpc"
     if family in numerics and numerics[family] != family_numerics_version(family):
         return (
             f"the {family} prior's numerics changed since it was tuned (version "
