@@ -52,7 +52,7 @@ def shipped(tmp_path, monkeypatch):
 
 
 def test_units_are_the_classifiers_by_condition_never_pruned(tmp_path):
-    from udbench.campaigns.classification import _CELL_SECONDS
+    from udbench.campaigns.classification import CELL_SECONDS
     from udbench.priors import family_numerics_version
 
     units = tuning_units("clf-small", work_dir=tmp_path, pruner="auto")
@@ -67,12 +67,12 @@ def test_units_are_the_classifiers_by_condition_never_pruned(tmp_path):
     assert first.settings["objective"] == "heldout_categorical_nll"
     assert first.numerics == {"gpc": family_numerics_version("gpc")}
     # no calibration entry for a classifier: 30 trials x the per-cell guess, said so
-    assert first.estimate_seconds == 30 * _CELL_SECONDS["logreg-lap"]
+    assert first.estimate_seconds == 30 * CELL_SECONDS["logreg-lap"]
     assert first.estimate_note == "guessed: no calibration entry"
 
 
 def test_a_classifier_unit_records_the_sweep_of_plain_tune(shipped, tmp_path, capsys):
-    from udbench.campaigns.classification import _CELL_SECONDS
+    from udbench.campaigns.classification import CELL_SECONDS
     from udbench.tuning.sweep import tune
 
     path, work = shipped
@@ -105,7 +105,7 @@ def test_a_classifier_unit_records_the_sweep_of_plain_tune(shipped, tmp_path, ca
     assert cells[:5] == ["logreg-lap", "1", "0", "0", "23"]
     # the 7 other concrete conditions are projected from the one measured (same dataset and
     # family coordinate); the 16 of airfoil and qsar_fish are still the guess (3 trials)
-    left = (7 * float(rec["wall_seconds"]) + 16 * 3 * _CELL_SECONDS["logreg-lap"]) / 3600
+    left = (7 * float(rec["wall_seconds"]) + 16 * 3 * CELL_SECONDS["logreg-lap"]) / 3600
     assert cells[6] == f"{left:.1f} (16 guessed: no calibration entry)"
     summ = ["campaign", "summarise", "tuning", "--suite", "clf-small", "-m", "logreg-lap"]
     assert main([*summ, "--trials", "3", "--json"]) == 0
@@ -118,12 +118,12 @@ def test_a_classifier_unit_records_the_sweep_of_plain_tune(shipped, tmp_path, ca
 
 
 def test_status_says_the_guess_when_nothing_is_measured(tmp_path, capsys):
-    from udbench.campaigns.classification import _CELL_SECONDS
+    from udbench.campaigns.classification import CELL_SECONDS
 
     status = ["campaign", "status", "tuning", "--suite", "clf-small", "-m", "gpc-lap"]
     assert main([*status, "--records", str(tmp_path / "none")]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if "gpc-lap" in x)
-    hours = 24 * 30 * _CELL_SECONDS["gpc-lap"] / 3600
+    hours = 24 * 30 * CELL_SECONDS["gpc-lap"] / 3600
     assert f"{hours:.1f} (24 guessed: no calibration entry)" in line
 
 

@@ -55,6 +55,7 @@ from udbench.campaigns.mcmc import _single_threaded
 
 __all__ = [
     "CELL_KIND",
+    "CELL_SECONDS",
     "CHECK_KIND",
     "MIN_INSTANCES",
     "PARTS",
@@ -84,7 +85,9 @@ N_NULL_REPLICATES = 4000
 #: costs"), one core per unit here and n ≈ 340-580, so ≈ 90 s. Cells: the CPU seconds
 #: measured at kin8nm size (n = 3136, docs/classification.md), an upper bound here.
 _CHECK_SECONDS = 90.0
-_CELL_SECONDS: dict[str, float] = {
+#: Classifier → guessed CPU seconds of one clf-small cell (fit + predict at kin8nm size, the
+#: comment above; also the tuning campaign's per-trial guess for a classifier).
+CELL_SECONDS: dict[str, float] = {
     "logreg-lap": 1.0,
     "gpc-lap": 76.0,
     "nn-ens-softmax": 15.0,
@@ -465,7 +468,7 @@ def cell_units(
                     work=functools.partial(
                         _cell_work, spec, mspec, str(work_dir), data_dir, generate
                     ),
-                    estimate_seconds=_CELL_SECONDS.get(mc.name),
+                    estimate_seconds=CELL_SECONDS.get(mc.name),
                 )
             )
     return units

@@ -280,7 +280,7 @@ def tuning_units(
         An unknown suite, pruner or sampler, a method not in the suite, ``trials < 1``, a
         method whose search space cannot be sampled.
     """
-    from udbench.campaigns.classification import _CELL_SECONDS
+    from udbench.campaigns.classification import CELL_SECONDS
     from udbench.methods.classifiers import classifier_spec_name, resolve_classifier
     from udbench.methods.configs import resolve_method
     from udbench.methods.registry import parse_method_spec
@@ -343,8 +343,8 @@ def tuning_units(
             }
             est = _sweep_seconds(name, spec.dataset, trials, kind, table)
             note = None
-            if est is None and clf and name in _CELL_SECONDS:  # no calibration entry
-                est, note = trials * _CELL_SECONDS[name], "guessed: no calibration entry"
+            if est is None and clf and name in CELL_SECONDS:  # no calibration entry
+                est, note = trials * CELL_SECONDS[name], "guessed: no calibration entry"
             cost = float("inf") if est is None or note else cost + est
             units.append(
                 Unit(
