@@ -115,6 +115,36 @@ def test_both_parts_write_records_rerun_skips_and_a_deleted_record_is_redone(
     assert page == tmp_path / "records.md" and "clf-small" in page.read_text()
 
 
+def test_exported_results_folder_gives_the_summary_leaderboard(tmp_path: Path, work: Path) -> None:
+    from udbench._validation import UdbenchError
+    from udbench.evaluation.leaderboard import leaderboard
+    from udbench.evaluation.store import read_results
+
+    units = _units(work, _Generate())
+    records = tmp_path / "records"
+    run_campaign(units, records)
+    n_rows, notes = clf.export_cell_results(records, tmp_path / "res", units)
+    assert (n_rows, notes) == (4, [])
+    df = read_results(tmp_path / "res")
+    cells = {
+        json.loads(record_file(records, u.unit_id).read_text())["result"]["row"]["cell_key"]
+        for u in units[2:]
+    }
+    assert set(df["cell_key"]) == cells and set(df["task_type"]) == {"classification"}
+    board, _ = clf.clf_small_summary(records, units)
+    again = leaderboard(df)
+    for col in ("rho_eu_risk", "rho_au", "nll", "n_valid"):
+        np.testing.assert_allclose(
+            again.set_index("method")[col].sort_index().to_numpy(dtype=float),
+            board.set_index("method")[col].sort_index().to_numpy(dtype=float),
+            rtol=1e-12,
+        )
+    with pytest.raises(UdbenchError, match=r"out.*without results"):
+        clf.export_cell_results(records, tmp_path / "res", units)
+    with pytest.raises(UdbenchError, match=r"records.*clf-small records"):
+        clf.export_cell_results(tmp_path / "empty", tmp_path / "res2", units)
+
+
 def test_a_failing_cell_is_recorded_and_the_run_goes_on(
     tmp_path: Path, work: Path, monkeypatch
 ) -> None:
@@ -254,3 +284,18 @@ def test_an_empty_records_folder_says_where_and_how_to_fill_it(tmp_path: Path) -
         "classification` makes them; `udbench campaign status classification` shows what is "
         "left)."
     )
+
+
+def test_summarise_results_option_is_for_the_classification_campaign(
+    tmp_path: Path, capsys
+) -> None:
+    from udbench.cli import main
+
+    out = tmp_path / "res"
+    assert (
+        main(["campaign", "summarise", "mcmc", "--records", str(tmp_path), "--results", str(out)])
+        != 0
+    )
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--results" in err and "classification campaign" in err and "mcmc" in err
+    assert not out.exists()

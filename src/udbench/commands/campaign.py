@@ -361,6 +361,12 @@ def summarise_command(
         "<records>.md beside the records, docs/validation/classification.md by default).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    results: Path | None = typer.Option(
+        None,
+        "--results",
+        help="classification: also write the clf-small cells' rows to this new folder as the "
+        "results folder udbench run writes (for udbench analyze, report and leaderboard).",
+    ),
 ) -> None:
     """Figures and verdicts rebuilt from the records alone."""
     import json
@@ -370,8 +376,15 @@ def summarise_command(
     _check_campaign(campaign)
     suite = _suite(campaign, suite)
     folder = _records(campaign, records, suite)
+    if results is not None and campaign != "classification":
+        raise param_error(
+            "udbench campaign summarise",
+            "--results",
+            "go with the classification campaign",
+            campaign,
+        )
     if campaign == "classification":
-        _summarise_classification(folder, suite, methods, write, as_json)
+        _summarise_classification(folder, suite, methods, write, as_json, results)
         return
     if campaign == "tuning":
         from udbench.campaigns.tuning import tuning_summary
@@ -406,7 +419,7 @@ def summarise_command(
 
 
 def _summarise_classification(
-    folder: Path, suite: str, methods: str | None, write: bool, as_json: bool
+    folder: Path, suite: str, methods: str | None, write: bool, as_json: bool, results: Path | None
 ) -> None:
     import json
 
@@ -424,6 +437,15 @@ def _summarise_classification(
         typer.echo(summary["markdown"])
     if write:
         console.print(f"written: {write_classification_summary(summary, folder)}")
+    if results is not None:
+        from udbench.campaigns.classification import export_cell_results
+
+        n_rows, notes = export_cell_results(folder, results, units)
+        for note in notes:
+            console.print(f"left out: {note}")
+        console.print(
+            f"results: {n_rows} cell rows in {results} (udbench analyze {results} --out DIR)"
+        )
 
 
 def register(app: typer.Typer) -> None:
