@@ -225,6 +225,24 @@ def test_au_columns_say_how_many_instances_they_average():
     assert "means over the" not in _render(leaderboard(plain, n_resamples=100))
 
 
+def test_classification_au_note_says_where_the_correlations_are_defined():
+    from _classification_results import classification_rows
+
+    df = classification_rows()
+    df["task_type"] = "classification"
+    df["cell_key"] = df["task_id"] + "|" + df["method"]
+    # one classifier's estimates constant on one instance: no ρ there (as on clf-small)
+    first = df.index[(df["task_id"] == df["task_id"].iloc[0]) & (df["method"] == "A")]
+    df.loc[first, ["rho_au", "delta_ent_risk"]] = np.nan
+    board = leaderboard(df, n_resamples=100)
+    assert board.set_index("method").loc["A", "rho_au_n"] == 3
+    cols = ["rho_eu_risk", "rho_au", "delta_ent_risk", "n"]
+    text = " ".join(_render(board, width=200, columns=cols).split())
+    assert "means over the 3–4 valid instance(s) where they are defined" in text
+    # homoscedastic temperature modes are not left out of a classification board
+    assert "heteroscedastic noise only" not in text
+
+
 def test_half_width_and_precision_are_honest_and_one_per_column():
     board = leaderboard(_au_frame(), n_resamples=400).set_index("method")
     half = (board.loc["blr", "rho_eu_risk_high"] - board.loc["blr", "rho_eu_risk_low"]) / 2

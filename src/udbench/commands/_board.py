@@ -301,7 +301,9 @@ def _au_counts_note(board: Any, cols: list[str]) -> str | None:
 
     ρ(AU, AU*) and Δ_ent are means over the instances with heteroscedastic noise only
     (SPEC §10): with homoscedastic instances in the results they rest on fewer instances
-    than the ``valid`` column counts, and the note says on how many.
+    than the ``valid`` column counts, and the note says on how many. On a classification
+    board (``board.attrs["task_type"]``) every instance counts (AU* varies in x whatever the
+    temperature mode), and the counts differ only where a method's estimate is constant.
     """
     shown = [c for c in cols if c in _AU_COLUMNS]
     rows = board[~board["constant_aleatoric"].astype(bool)]
@@ -318,6 +320,13 @@ def _au_counts_note(board: Any, cols: list[str]) -> str | None:
     if not differs:
         return None
     names = " and ".join(BOARD_COLUMNS[c][0] for c in shown)
+    if board.attrs.get("task_type") == "classification":  # AU* varies whatever τ(x) is
+        low, high = min(counts), max(counts)
+        many = f"{high}" if low == high else f"{low}–{high}"
+        return (
+            f"{names}: means over the {many} valid instance(s) where they are defined (a "
+            "method whose AU or EU is constant on an instance has no rank correlation there)"
+        )
     if counts == {0}:
         return (
             f"{names}: undefined here, no valid instance has heteroscedastic noise "
