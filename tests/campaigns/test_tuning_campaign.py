@@ -202,3 +202,16 @@ def test_suite_passes_a_shipped_name_to_run(tmp_path):
     argv = stage_commands(load_suite("gp-small"), tmp_path, tuned=Path("gp-small"))
     run = argv["run"]
     assert run[run.index("--tuned") + 1] == "gp-small" and "--fallback" in run
+
+
+def test_generated_pages_name_the_records_folder_relative_to_the_repository(
+    tmp_path, monkeypatch
+) -> None:
+    from udbench.commands.campaign import _shown
+
+    inside = tmp_path / "src" / "udbench" / "tuning" / "shipped" / "gp-small"
+    inside.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    assert _shown(inside) == "src/udbench/tuning/shipped/gp-small"
+    outside = tmp_path.parent / "elsewhere"
+    assert _shown(outside) == str(outside)
