@@ -215,3 +215,30 @@ def test_generated_pages_name_the_records_folder_relative_to_the_repository(
     assert _shown(inside) == "src/udbench/tuning/shipped/gp-small"
     outside = tmp_path.parent / "elsewhere"
     assert _shown(outside) == str(outside)
+
+
+def test_auto_pruner_keeps_the_pruner_of_a_methods_existing_records(tmp_path) -> None:
+    from udbench.campaigns.tuning import pruner_of_records
+
+    records = tmp_path / "records"
+    assert pruner_of_records(records, "ngboost-nig") is None  # no folder: no records
+    folder = records / "ngboost-nig"
+    folder.mkdir(parents=True)
+    rec = {"unit_id": f"ngboost-nig/{COND}", "status": "done", "settings": {"pruner": "none"}}
+    (folder / f"{COND}.json").write_text(json.dumps(rec))
+    (folder / "broken.json").write_text("{not json")  # unreadable: not counted
+    assert pruner_of_records(records, "ngboost-nig") == "none"
+
+    def pruners(**kw):
+        units = tuning_units(
+            "gp-small", work_dir=tmp_path, methods=["ngboost-nig", "catboost-ps"], **kw
+        )
+        return {u.settings["method"]: u.settings["pruner"] for u in units}
+
+    # auto without records: udbench tune's per-method default (both pruned by sha)
+    assert pruners(pruner="auto") == {"ngboost-nig": "sha", "catboost-ps": "sha"}
+    # with them: ngboost-nig's unpruned records stay current; catboost-ps has none, so sha
+    assert pruners(pruner="auto", records=records) == {"ngboost-nig": "none", "catboost-ps": "sha"}
+    # an explicit pruner is what it says, records or not
+    assert pruners(pruner="sha", records=records) == {"ngboost-nig": "sha", "catboost-ps": "sha"}
+    assert pruners(pruner="none") == {"ngboost-nig": "none", "catboost-ps": "none"}

@@ -12,9 +12,10 @@ conditions), one :class:`~udbench.campaigns.engine.Unit` per (method, condition)
    (``workers=0``, ``in_flight=1``: trials one after the other, so a seeded sweep gives the
    same record on any machine up to floating point): its training sample split 80/20 by the
    condition's seed, ``trials`` trials (SPEC §9: 30) of Optuna's TPE sampler, the held-out
-   Gaussian NLL, with the pruner asked for (``none`` by default, ``sha``/``hyperband``/
-   ``median``, or ``auto`` resolved per method into the unit's settings:
-   :mod:`udbench.tuning.pruning`). Its Optuna journal lives in the work folder
+   Gaussian NLL, with the pruner asked for (``udbench campaign``'s default ``auto``: each
+   method's default pruner of :mod:`udbench.tuning.pruning`, or the pruner of the method's
+   existing records, :func:`pruner_of_records`; or ``none``/``sha``/``hyperband``/
+   ``median``), stored resolved in the unit's settings. Its Optuna journal lives in the work folder
    (``WORK/sweeps/<settings hash>/``), so a unit killed mid-sweep resumes its finished trials;
 3. the unit's record (:mod:`udbench.campaigns.engine`) holds, as ``result``, the sweep's tuned
    record (:mod:`udbench.tuning.records`: best configuration, its validation NLL, trial
@@ -72,6 +73,7 @@ __all__ = [
     "DEFAULT_TRIALS",
     "compact_record",
     "condition_task",
+    "pruner_of_records",
     "suite_conditions",
     "tuning_summary",
     "tuning_units",
@@ -228,20 +230,51 @@ def _sweep_seconds(method: str, dataset: str, trials: int, pruner: str, table: A
     return float(total)
 
 
+def pruner_of_records(records: str | Path, method: str) -> str | None:
+    """The pruner that ``method``'s existing records in ``records`` were made with.
+
+    Reads the ``settings["pruner"]`` of every readable record in ``records/<method>/``
+    (done and failed ones). Returns None when there is none; with records of more than one
+    pruner (a campaign switched pruners half-way), the one most records hold, ties to the
+    name first in alphabetical order.
+
+    Parameters
+    ----------
+    records : str or Path
+        A tuning campaign's records folder (``<method>/<condition>.json``).
+    method : str
+        The method's name.
+    """
+    from collections import Counter
+
+    from udbench.campaigns.engine import read_record
+    from udbench.tuning.records import _slug
+
+    folder = Path(records) / _slug(method)
+    counts: Counter[str] = Counter()
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        rec = read_record(path)
+        settings = rec.get("settings") if isinstance(rec, dict) else None
+        if isinstance(settings, dict) and isinstance(settings.get("pruner"), str):
+            counts[settings["pruner"]] += 1
+    if not counts:
+        return None
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+
+
 def tuning_units(
     suite: str | dict[str, Any] = "gp-small",
     *,
     work_dir: str | Path,
     methods: Sequence[str] | None = None,
-    # Pinned to "none", not udbench tune's "auto": the committed (shipped) records were made
-    # unpruned and a unit's pruner is one of its settings, so "auto" would make the records of
-    # the methods it prunes (catboost-ps, dkl, ngboost-bag, ngboost-nig) stale, and mix pruned and
-    # unpruned sweeps of one method across conditions while a campaign is under way.
+    # "none" here (the function's callers pass records= with "auto"): without the records, an
+    # "auto" pruner would make the unpruned records of a method it prunes stale.
     pruner: str = "none",
     trials: int = DEFAULT_TRIALS,
     sampler: str = "tpe",
     seed: int = 0,
     data_dir: str | None = None,
+    records: str | Path | None = None,
 ) -> list[Unit]:
     """The units of the tuning campaign of ``suite``: one per (method, condition).
 
@@ -258,8 +291,10 @@ def tuning_units(
     pruner : {"none", "auto", "sha", "hyperband", "median"}, default "none"
         The sweeps' pruner; ``"auto"`` is resolved per method
         (:func:`udbench.tuning.pruning.resolve_pruner`) and the unit's settings hold the
-        resolved one. The default stays ``"none"`` (unlike ``udbench tune``'s ``"auto"``): the
-        shipped records were made unpruned, and the pruner is one of a unit's settings.
+        resolved one — except for a method that already has records in ``records``, which
+        keeps the pruner they were made with (:func:`pruner_of_records`), so one method's
+        sweeps are never half pruned and half not, and finished records never turn stale
+        (as ``udbench tune --pruner auto`` resumes a journal with its own pruner).
     trials : int, default 30
         Trials per sweep (SPEC §9).
     sampler : {"tpe", "random"}, default "tpe"
@@ -267,6 +302,8 @@ def tuning_units(
         Seeds every sweep's sampler (with the method and condition).
     data_dir : str, optional
         Raw-data folder.
+    records : str or Path, optional
+        The campaign's records folder, read only by ``pruner="auto"`` (above).
 
     Returns
     -------
@@ -322,6 +359,8 @@ def tuning_units(
         # a classifier reports no intermediate values: its sweep is never pruned, and its
         # settings say so whatever ``pruner`` asks (one record per sweep as made)
         kind = "none" if clf else resolve_pruner(pruner, name)
+        if pruner == "auto" and not clf and records is not None:
+            kind = pruner_of_records(records, name) or kind
         for spec in conditions:
             cond = Condition.of(spec)
             settings = {

@@ -44,8 +44,8 @@ _TUNE_METHODS_HELP = (
     "comma list of classifier specs for the clf-small cells (default: the suite's)."
 )
 _PRUNER_HELP = (
-    "tuning: none (default: the shipped records are unpruned), auto, sha, hyperband or median "
-    "(udbench tune --pruner)."
+    "tuning: auto (default: each method's default pruner of udbench tune, except that a method "
+    "with records keeps the pruner they were made with), none, sha, hyperband or median."
 )
 _TRIALS_HELP = "tuning: trials per sweep (SPEC §9: 30)."
 _WORK_HELP = "Folder for big artefacts such as task files (not committed)."
@@ -99,6 +99,7 @@ def _tuning_units(  # type: ignore[no-untyped-def]
     data_dir: Path | None,
     parts: str,
     layouts: str | None,
+    records: Path | None = None,
 ):
     from udbench.campaigns.tuning import tuning_units
     from udbench.recipes.suites import SUITES
@@ -118,6 +119,7 @@ def _tuning_units(  # type: ignore[no-untyped-def]
         pruner=pruner,
         trials=trials,
         data_dir=None if data_dir is None else str(data_dir),
+        records=records,
     )
 
 
@@ -175,7 +177,7 @@ def run_command(
     ),
     suite: str | None = typer.Option(None, "--suite", help=_SUITE_HELP),
     methods: str | None = typer.Option(None, "--methods", "-m", help=_TUNE_METHODS_HELP),
-    pruner: str = typer.Option("none", "--pruner", help=_PRUNER_HELP),
+    pruner: str = typer.Option("auto", "--pruner", help=_PRUNER_HELP),
     trials: int = typer.Option(30, "--trials", help=_TRIALS_HELP),
     records: Path | None = typer.Option(None, "--records", help=_RECORDS_HELP),
     work: Path | None = typer.Option(None, "--work", help=_WORK_HELP),
@@ -220,7 +222,15 @@ def run_command(
     folder = _records(campaign, records, suite)
     if campaign == "tuning":
         units = _tuning_units(
-            suite, methods, pruner, trials, _work(campaign, work, suite), data_dir, parts, layouts
+            suite,
+            methods,
+            pruner,
+            trials,
+            _work(campaign, work, suite),
+            data_dir,
+            parts,
+            layouts,
+            folder,
         )
     elif campaign == "classification":
         units = _classification_units(
@@ -285,7 +295,7 @@ def status_command(
     layouts: str | None = typer.Option(None, "--layouts", help="HBART layouts (default all)."),
     suite: str | None = typer.Option(None, "--suite", help=_SUITE_HELP),
     methods: str | None = typer.Option(None, "--methods", "-m", help=_TUNE_METHODS_HELP),
-    pruner: str = typer.Option("none", "--pruner", help=_PRUNER_HELP),
+    pruner: str = typer.Option("auto", "--pruner", help=_PRUNER_HELP),
     trials: int = typer.Option(30, "--trials", help=_TRIALS_HELP),
     records: Path | None = typer.Option(None, "--records", help=_RECORDS_HELP),
     work: Path | None = typer.Option(None, "--work", help=_WORK_HELP),
@@ -300,7 +310,15 @@ def status_command(
     folder = _records(campaign, records, suite)
     if campaign == "tuning":
         units = _tuning_units(
-            suite, methods, pruner, trials, _work(campaign, work, suite), None, parts, layouts
+            suite,
+            methods,
+            pruner,
+            trials,
+            _work(campaign, work, suite),
+            None,
+            parts,
+            layouts,
+            folder,
         )
     elif campaign == "classification":
         units = _classification_units(suite, methods, parts, layouts, _work(campaign, work), None)
@@ -358,7 +376,7 @@ def summarise_command(
     campaign: str = typer.Argument(..., help="Campaign name: mcmc, tuning or classification."),
     suite: str | None = typer.Option(None, "--suite", help=_SUITE_HELP),
     methods: str | None = typer.Option(None, "--methods", "-m", help=_TUNE_METHODS_HELP),
-    pruner: str = typer.Option("none", "--pruner", help=_PRUNER_HELP),
+    pruner: str = typer.Option("auto", "--pruner", help=_PRUNER_HELP),
     trials: int = typer.Option(30, "--trials", help=_TRIALS_HELP),
     records: Path | None = typer.Option(None, "--records", help=_RECORDS_HELP),
     write: bool = typer.Option(
@@ -399,7 +417,7 @@ def summarise_command(
         from udbench.campaigns.tuning import tuning_summary
 
         units = _tuning_units(
-            suite, methods, pruner, trials, _work(campaign, None, suite), None, "all", None
+            suite, methods, pruner, trials, _work(campaign, None, suite), None, "all", None, folder
         )
         tsummary = tuning_summary(folder, units)
         if as_json:
