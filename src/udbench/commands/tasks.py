@@ -312,7 +312,11 @@ def check_tasks(
         ``{"families": {family: stats}, "invalid": [{"path", "error"[, "unreadable":
         True]}, ...] (``unreadable``: the file's permissions, not its content), "approximate":
         [{"task_id", "path", "note"}, ...], "before_nugget": [{"task_id", "path",
-        "mc_agree"}, ...]}``; ``before_nugget`` lists the GP task files made before the exact
+        "mc_agree"}, ...], "degenerate": [{"task_id", "path", "missing_classes",
+        "n_classes"}, ...]}``; ``degenerate`` lists the classification tasks whose training
+        labels lack a class (:func:`udbench.tasks.checks.missing_training_classes`: valid,
+        pooled as usual, but their classifiers see fewer than K classes);
+        ``before_nugget`` lists the GP task files made before the exact
         moments included the prior's nugget (no ``sampler.nugget``; docs/tasks.md, "Jitter
         and the nugget"): valid, but their moments differ from a fresh file's by about the
         nugget, which fails MC = exact where the targets are nearly noise-free. ``stats`` is
@@ -339,7 +343,7 @@ def check_tasks(
     """
     from udbench.priors import MCMC_FAMILIES, preset_validation_status, prior_capabilities
     from udbench.tasks import Task, gate_verdicts, pool_checks
-    from udbench.tasks.checks import coverage_summary, mcmc_summary
+    from udbench.tasks.checks import coverage_summary, mcmc_summary, missing_training_classes
     from udbench.tasks.discovery import find_task_files
     from udbench.tasks.taskfile import TaskFileUnreadable
 
@@ -350,6 +354,7 @@ def check_tasks(
     approximate: list[dict[str, str]] = []
     presets: dict[str, dict[str, dict[str, Any]]] = {}  # family -> fidelity -> sampler
     before_nugget: list[dict[str, Any]] = []
+    degenerate: list[dict[str, Any]] = []
     for path in paths:
         try:
             task = Task.load(path).verify()
@@ -360,6 +365,17 @@ def check_tasks(
             invalid.append(entry)
             continue
         group = task.spec.family
+        if task.spec.task_type == "classification" and task.spec.n_classes is not None:
+            absent = missing_training_classes(task.y_train, task.spec.n_classes)
+            if absent:
+                degenerate.append(
+                    {
+                        "task_id": task.spec.task_id,
+                        "path": str(path),
+                        "missing_classes": absent,
+                        "n_classes": task.spec.n_classes,
+                    }
+                )
         if not task.reference_exact:  # kept apart: its calibration is not expected to hold
             group = f"{task.spec.family}{APPROXIMATE_SUFFIX}"
             note = str((task.diagnostics.get("reference") or {}).get("note", ""))
@@ -429,6 +445,7 @@ def check_tasks(
         "invalid": invalid,
         "approximate": approximate,
         "before_nugget": before_nugget,
+        "degenerate": degenerate,
     }
 
 
@@ -494,6 +511,18 @@ def check_command(
             f"{len(approx)} task file(s) have an APPROXIMATE reference posterior (rows marked "
             f"'{APPROXIMATE_SUFFIX.strip()}'): {approx[0]['note']}. Their calibration "
             "figures measure the misspecification, not a sampler fault.",
+            highlight=False,
+            markup=False,
+        )
+    degenerate = report.get("degenerate") or []
+    if degenerate:
+        first = degenerate[0]
+        console.print(
+            f"{len(degenerate)} classification task(s) have training labels of fewer than K "
+            f"classes (e.g. {first['task_id']}: no label of class(es) "
+            f"{', '.join(map(str, first['missing_classes']))} of {first['n_classes']}): valid and "
+            "pooled above, but their classifiers see fewer classes and their rank correlations "
+            "say little (docs/classification.md, 'Degenerate instances'; --json lists them all).",
             highlight=False,
             markup=False,
         )

@@ -270,6 +270,7 @@ def _score(cell: Any, task: Task, pred: ClassPrediction) -> tuple[dict[str, Any]
     from udbench.evaluation.classification import classification_instance_metrics
     from udbench.evaluation.selective import selective_columns
     from udbench.risk import classification_oracle_targets
+    from udbench.tasks.checks import missing_training_classes
 
     pred, floored = _floor_probs(pred)
     draws = np.asarray(task.draws_prob, dtype=np.float64)
@@ -295,6 +296,10 @@ def _score(cell: Any, task: Task, pred: ClassPrediction) -> tuple[dict[str, Any]
     metrics.update(selective_columns(pred.probs, task.y_eval, pred.aleatoric, eu))
     brier, notes = brier_metrics(pred, draws, task.pi_star_eval, shell, constant_aleatoric=const)
     metrics.update(brier)
+    k = int(np.asarray(task.pi_star_eval).shape[1])
+    absent = missing_training_classes(np.asarray(task.y_train), k)
+    if absent:  # a degenerate instance (docs/classification.md): said in every cell's row
+        notes = [*notes, f"training labels hold {k - len(absent)} of {k} classes"]
     return metrics, "; ".join(r for r in (floored, *reasons, *notes) if r) or None
 
 

@@ -53,6 +53,7 @@ __all__ = [
     "coverage_summary",
     "expected_coverage",
     "mcmc_summary",
+    "missing_training_classes",
     "sbc_expected_shares",
     "sbc_histogram",
     "sbc_ranks",
@@ -392,3 +393,45 @@ def mcmc_summary(diagnostics: dict[str, Any]) -> dict[str, Any]:
         out["n_seed_replacements"] = len(record.get("log", []))
         out["seed_replaced"] = bool(record.get("used_seed") != record.get("requested_seed"))
     return out
+
+
+def missing_training_classes(y_train: np.ndarray, n_classes: int) -> list[int]:
+    """The classes of a classification task that no training label holds.
+
+    A ``gpc`` instance whose latent functions put one class far above the others at every
+    training input (the prior allows it: an f* shift latent drawn far out) has training
+    labels of fewer than K classes; its classifiers then learn nothing about the others, its
+    evaluation labels are nearly all one class, and rank correlations on it measure noise.
+    Such an instance is valid (its oracle is still exact) but degenerate: ``udbench check``
+    lists it and every classifier cell on it notes it (docs/classification.md, "Degenerate
+    instances").
+
+    Parameters
+    ----------
+    y_train : ndarray of int, shape (n_train,)
+        Training labels in ``0 … n_classes − 1``.
+    n_classes : int
+        K.
+
+    Returns
+    -------
+    list of int
+        The absent classes, ascending (empty for an ordinary instance).
+
+    Raises
+    ------
+    UdbenchError
+        ``n_classes`` < 2, or a label outside ``0 … n_classes − 1``.
+    """
+    if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) or n_classes < 2:
+        raise param_error("missing_training_classes", "n_classes", "be an integer >= 2", n_classes)
+    y = np.asarray(y_train).astype(np.int64, copy=False).ravel()
+    if y.size and (y.min() < 0 or y.max() >= n_classes):
+        raise param_error(
+            "missing_training_classes",
+            "y_train",
+            f"hold labels in 0 … {n_classes - 1}",
+            f"labels {int(y.min())} … {int(y.max())}",
+        )
+    counts = np.bincount(y, minlength=int(n_classes))
+    return [int(k) for k in np.flatnonzero(counts == 0)]
