@@ -270,3 +270,12 @@ def test_a_single_method_is_ranked_on_its_own_instances():
     assert ranking == (
         "rank: a single ranked method (blr), mean ρ(EU, EU*_risk) over its 3 valid instance(s)"
     )
+
+
+def test_leaderboard_is_the_same_for_the_rows_in_any_order():
+    frame = _frame({"a": [0.1, 0.5, 0.3, 0.9, 0.2], "b": [0.2, 0.3, 0.4, 0.1, 0.6]})
+    board = leaderboard(frame, n_resamples=300)
+    shuffled = frame.sample(frac=1.0, random_state=3)
+    assert list(shuffled.index) != list(frame.index)
+    again = leaderboard(shuffled, n_resamples=300)
+    pd.testing.assert_frame_equal(board, again, check_exact=False, rtol=1e-12)

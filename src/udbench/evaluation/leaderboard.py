@@ -11,7 +11,9 @@ Per method (one entry per method configuration, labelled as given to ``udbench r
   constant);
 - ``rmse``: mean RMSE of the point prediction against f*;
 - each with a percentile bootstrap interval resampling instances
-  (:func:`udbench.evaluation.metrics.bootstrap_ci`), and the number of instances behind it;
+  (:func:`udbench.evaluation.metrics.bootstrap_ci`, on the values sorted, so that the same
+  rows in any order give the same interval; before 2026-12-03 they were resampled in row
+  order), and the number of instances behind it;
 - ``n_valid`` / ``n_failed`` cells, ``mean_rank`` and ``rank``;
 - on request (``metrics=``), any proxy metric of :mod:`udbench.evaluation.proxies` (NLL,
   CRPS, PICP/MPIW/Winkler at 50/90/95 %, miscalibration area, ENCE, sharpness, ρ(|err|, SD),
@@ -238,7 +240,10 @@ def _au_mask(df: pd.DataFrame) -> pd.Series:
 def _interval(values: np.ndarray, seed: str, confidence: float, n_resamples: int):
     from udbench.evaluation.metrics import bootstrap_ci
 
-    vals = values[np.isfinite(values)]
+    # sorted: the interval is a function of the values alone, not of the rows' order (a
+    # results frame is a set; the bootstrap's resampled indices would otherwise pick other
+    # values for another order of the same rows)
+    vals = np.sort(values[np.isfinite(values)])
     if vals.size == 0:
         return math.nan, math.nan, math.nan, 0
     if vals.size == 1 or np.all(vals == vals[0]):
