@@ -15,7 +15,7 @@ import pytest
 
 from _fakes import make_fake_task, save_fake_task
 from udbench.campaigns import run_campaign, unit_status
-from udbench.campaigns.tuning import compact_record, tuning_units
+from udbench.campaigns.tuning import compact_record, condition_task_folder, tuning_units
 from udbench.cli import main
 from udbench.evaluation.store import read_results
 from udbench.tuning.records import load_records
@@ -38,7 +38,7 @@ def shipped(tmp_path, monkeypatch):
     monkeypatch.setattr("udbench.tuning.shipped.SHIPPED_ROOT", tmp_path / "shipped")
     work = tmp_path / "work"
     task = make_fake_task(0, n_train=40, dataset="concrete", noise="homoscedastic")
-    save_fake_task(task, work / "tasks")
+    save_fake_task(task, condition_task_folder(work, "gp"))
     args = [*CAMPAIGN, "--max-units", "1", "--nice", "0", "--work", str(work)]
     assert main(args) == 0
     path = tmp_path / "shipped" / "gp-small" / "blr" / f"{COND}.json"
@@ -78,9 +78,9 @@ def test_a_unit_records_the_sweep_of_plain_tune(shipped, tmp_path, capsys):
     values = [h["value"] for h in res["history"]]
     assert res["score"] == min(values) and len(values) == 3
     # the same sweep run by `udbench tune` (sequential, same seed) gives the same record
+    task_file = condition_task_folder(work, "gp") / f"{COND}__s0.npz"
     summary = tune(
-        [work / "tasks" / f"{COND}__s0.npz"], ["blr"], tmp_path / "plain", trials=3,
-        in_flight=1, workers=0,
+        [task_file], ["blr"], tmp_path / "plain", trials=3, in_flight=1, workers=0,
     )  # fmt: skip
     plain = compact_record(json.loads(summary.records[0].read_text()))
     assert plain["tuned_params"] == res["tuned_params"]
@@ -242,3 +242,14 @@ def test_auto_pruner_keeps_the_pruner_of_a_methods_existing_records(tmp_path) ->
     # an explicit pruner is what it says, records or not
     assert pruners(pruner="sha", records=records) == {"ngboost-nig": "sha", "catboost-ps": "sha"}
     assert pruners(pruner="none") == {"ngboost-nig": "none", "catboost-ps": "none"}
+
+
+def test_condition_task_folder_carries_the_numerics_version(tmp_path, monkeypatch) -> None:
+    from udbench.priors import family_numerics_version
+    from udbench.priors.gp import GPPrior
+
+    now = family_numerics_version("gp")
+    assert condition_task_folder(tmp_path, "gp") == tmp_path / f"gp-v{now}" / "tasks"
+    # a bump points at a new folder: a file made under the old draws is never reused
+    monkeypatch.setattr(GPPrior, "numerics_version", now + 1)
+    assert condition_task_folder(tmp_path, "gp") == tmp_path / f"gp-v{now + 1}" / "tasks"

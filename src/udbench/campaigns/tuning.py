@@ -5,7 +5,8 @@ condition of the suite's grid (gp-small: 3 datasets × GP × 4 noise modes × 2 
 conditions), one :class:`~udbench.campaigns.engine.Unit` per (method, condition):
 
 1. the condition's task is that of the suite's lowest seed (seed 0), at the suite's fidelity
-   and D; it is generated into the work folder (``WORK/tasks/<task id>.npz``), or reused from
+   and D; it is generated into the work folder (``WORK/<family>-v<N>/tasks/<task id>.npz``,
+   N the family's numerics version: :func:`condition_task_folder`), or reused from
    there when a file of that task id exists (the training sample does not depend on the
    fidelity or D, and the sweep reads nothing else);
 2. the sweep runs through :func:`udbench.tuning.sweep.tune`, inline in the campaign's process
@@ -73,6 +74,7 @@ __all__ = [
     "DEFAULT_TRIALS",
     "compact_record",
     "condition_task",
+    "condition_task_folder",
     "pruner_of_records",
     "suite_conditions",
     "tuning_summary",
@@ -117,13 +119,28 @@ def suite_conditions(suite: dict[str, Any], data_dir: str | None = None) -> list
     return list(lowest.values())
 
 
-def condition_task(spec: Any, work_dir: str | Path, data_dir: str | None = None) -> Path:
-    """``WORK/tasks/<task id>.npz``: generated unless a file of that task id is there.
+def condition_task_folder(work_dir: str | Path, family: str) -> Path:
+    """``WORK/<family>-v<N>/tasks``: the condition task files of ``family`` made under its
+    current numerics version N (:func:`udbench.priors.family_numerics_version`).
 
-    A classification task's file is in ``WORK/gpc-v<N>/tasks/`` instead
-    (:func:`udbench.campaigns.classification.task_folder`, N the ``gpc`` numerics version):
-    the classification campaign's layout, so a ``--work`` shared with it reuses its seed-0
-    files, and a numerics bump never reuses an older file.
+    The version is in the path because a task file does not record it: a numerics bump
+    (which changes the draws, hence the training targets a sweep reads) must never reuse a
+    file made before it. (Until 2026-12-03 regression files were in ``WORK/tasks/``; such a
+    folder is no longer read, and its files are made again in the new place.)
+    """
+    from udbench.priors import family_numerics_version
+
+    return Path(work_dir) / f"{family}-v{family_numerics_version(family)}" / "tasks"
+
+
+def condition_task(spec: Any, work_dir: str | Path, data_dir: str | None = None) -> Path:
+    """The condition's task file, generated unless a file of that task id is there.
+
+    A regression task's file is ``<condition_task_folder(work, family)>/<task id>.npz``.
+    A classification task's file is in ``WORK/gpc-v<N>/tasks/``
+    (:func:`udbench.campaigns.classification.task_folder`, the same rule): the
+    classification campaign's layout, so a ``--work`` shared with it reuses its seed-0
+    files. In both, a numerics bump never reuses an older file.
 
     Raises
     ------
@@ -132,7 +149,7 @@ def condition_task(spec: Any, work_dir: str | Path, data_dir: str | None = None)
     """
     from udbench.campaigns._taskfiles import ensure_task_file
 
-    folder = Path(work_dir) / "tasks"
+    folder = condition_task_folder(work_dir, spec.family)
     if spec.task_type == "classification":
         from udbench.campaigns.classification import task_folder
 
