@@ -279,3 +279,14 @@ def test_leaderboard_is_the_same_for_the_rows_in_any_order():
     assert list(shuffled.index) != list(frame.index)
     again = leaderboard(shuffled, n_resamples=300)
     pd.testing.assert_frame_equal(board, again, check_exact=False, rtol=1e-12)
+
+
+def test_a_wide_table_written_to_a_pipe_keeps_every_column_whole():
+    board = leaderboard(_au_frame(), n_resamples=100)
+    cols = parse_columns(
+        "rho_eu_risk,rho_eu_var,rho_eu_point,rho_au,delta_ent_risk,rmse,nll,crps,n"
+    )
+    text = _render(board, width=60, columns=cols)  # a StringIO file: not a terminal
+    assert "…" not in text
+    header = next(line for line in text.splitlines() if "method" in line)
+    assert header.split()[:2] == ["#", "method"] and "valid" in header

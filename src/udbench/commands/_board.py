@@ -424,8 +424,25 @@ def board_table(
 def print_board(
     board: Any, console: Console, columns: list[str] | None = None, *, intervals: bool = False
 ) -> None:
-    """Print :func:`board_table` and its notes (soft-wrapped lines, never cut)."""
+    """Print :func:`board_table` and its notes (soft-wrapped lines, never cut).
+
+    Written to a terminal, the table fits its width (Rich shrinks the columns); written to
+    a file or a pipe, it is printed at its own full width, so that no column is dropped or
+    cut whatever ``--columns`` asks for (a pipe has no width to fit).
+    """
+    from rich.measure import Measurement
+
     table, notes = board_table(board, columns, intervals=intervals)
-    console.print(table)
+    if console.is_terminal:
+        console.print(table)
+    else:
+        wide = console.options.update_width(10_000)
+        natural = Measurement.get(console, wide, table).maximum
+        width = console.width
+        console.width = max(width, natural)
+        try:
+            console.print(table)
+        finally:
+            console.width = width
     for line in notes:
         console.print(line, highlight=False, markup=False, style="dim")

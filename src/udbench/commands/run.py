@@ -70,7 +70,8 @@ def _tuned_configure(tuned: Path, fallback: str, task_args: list[str], specs: li
 
 
 def _console() -> Console:
-    """A console; when not writing to a terminal, 100 columns (the table never needs more)."""
+    """A console; when not writing to a terminal, 100 columns for the notes (a leaderboard
+    table is printed at its own full width there: :func:`udbench.commands._board.print_board`)."""
     console = make_console()
     return console if console.is_terminal else make_console(width=100)
 
