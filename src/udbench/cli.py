@@ -53,8 +53,9 @@ COMMAND_MODULES: tuple[str, ...] = (
 app = typer.Typer(
     name="udbench",
     help=(
-        "Score uncertainty-quantification methods for regression against ground-truth "
-        "aleatoric and epistemic uncertainty (reference posteriors correct by construction)."
+        "Score uncertainty-quantification methods for regression and classification against "
+        "ground-truth aleatoric and epistemic uncertainty (reference posteriors correct by "
+        "construction)."
     ),
     no_args_is_help=True,
     add_completion=True,

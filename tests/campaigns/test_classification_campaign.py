@@ -299,3 +299,16 @@ def test_summarise_results_option_is_for_the_classification_campaign(
     err = " ".join(capsys.readouterr().err.split())
     assert "--results" in err and "classification campaign" in err and "mcmc" in err
     assert not out.exists()
+
+
+def test_summarise_results_refuses_a_folder_with_results_before_writing(tmp_path, capsys) -> None:
+    from udbench.cli import main
+
+    out = tmp_path / "res"
+    (out / "cells").mkdir(parents=True)
+    records = tmp_path / "records"
+    args = ["campaign", "summarise", "classification", "--records", str(records)]
+    assert main([*args, "--write", "--results", str(out)]) != 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "'--results'" in err and "without results" in err
+    assert not (tmp_path / "records.md").exists()  # refused before the page was written

@@ -455,6 +455,16 @@ def _summarise_classification(
         write_classification_summary,
     )
 
+    if results is not None:
+        from udbench.evaluation.store import COMPACTED_FILE
+
+        if (results / COMPACTED_FILE).exists() or (results / "cells").is_dir():
+            raise param_error(
+                "udbench campaign summarise",
+                "--results",
+                "be a new folder or one without results (no results.parquet, no cells/)",
+                str(results),
+            )
     units = _classification_units(suite, methods, "all", None, _work("classification", None), None)
     summary = classification_summary(folder, units)
     console = make_console(highlight=False)

@@ -483,7 +483,9 @@ def check_command(
     Every task file is verified (checksums of its metadata and arrays) first. Each family
     gets a verdict per check with its threshold beside the figure (pass / FAIL, or "too few
     instances to judge"), judged against what a correct posterior gives at the tasks' D; the
-    figures SPEC §7 records without a threshold are marked "not gated". Exit status 1 if
+    figures SPEC §7 records without a threshold are marked "not gated". Classification tasks
+    whose training labels hold fewer than K classes are listed as degenerate (valid and
+    pooled; --json: "degenerate"). Exit status 1 if
     any file is invalid (listed with the reason, left out of the tables), 2 for a bad
     argument, 4 with --strict when a verdict is FAIL.
     """

@@ -105,8 +105,12 @@ def _cell(r: Mapping[Hashable, Any], m: str) -> str:
     return text
 
 
-def classification_board_html(board: pd.DataFrame, confidence: float) -> list[str]:
-    """The "Classification" part's heading, notes and leaderboard table (HTML pieces)."""
+def classification_board_html(
+    board: pd.DataFrame, confidence: float, *, with_regression: bool = True
+) -> list[str]:
+    """The "Classification" part's heading, notes and leaderboard table (HTML pieces);
+    ``with_regression``: whether the page has a regression part above it (its note says the
+    leaderboard and figures above use the regression rows only then)."""
     heads = [
         "rank",
         "method",
@@ -117,8 +121,13 @@ def classification_board_html(board: pd.DataFrame, confidence: float) -> list[st
     ]
     parts = [
         "<h2>Classification</h2>",
-        "<p class='note'>The classifiers, on the classification rows only (the leaderboard "
-        "and figures above use the regression rows). Means over instances with "
+        "<p class='note'>The classifiers, on the classification rows only"
+        + (
+            " (the leaderboard and figures above use the regression rows)"
+            if with_regression
+            else ""
+        )
+        + ". Means over instances with "
         f"{confidence:.0%} percentile bootstrap intervals (resampling instances). ρ(AU, AU*) "
         "and Δ_ent use every temperature mode (AU* varies with x at a constant temperature "
         "too) and heteroscedastic-AU classifiers only; NLL, Brier and ECE: lower is better. "

@@ -266,7 +266,7 @@ def write_report(
             parts += [f"<h2>{html.escape(section.title)}</h2>", section.body]
     if len(classification):
         board = classification_board(classification, confidence=confidence, n_resamples=n_resamples)
-        parts += classification_board_html(board, confidence)
+        parts += classification_board_html(board, confidence, with_regression=bool(len(regression)))
     for section in sections:
         if section.task_type == CLASSIFICATION:
             parts += [f"<h2>{html.escape(section.title)}</h2>", section.body]
