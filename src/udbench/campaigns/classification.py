@@ -540,10 +540,10 @@ def export_cell_results(
         ``out`` already holds results (``results.parquet`` or ``cells/``), or no record
         holds a row.
     """
-    from udbench.evaluation.store import COMPACTED_FILE, ResultsStore
+    from udbench.evaluation.store import ResultsStore
 
-    out = Path(out)
-    if (out / COMPACTED_FILE).exists() or (out / "cells").is_dir():
+    store = ResultsStore(out)
+    if store.has_results:
         raise param_error(
             "export_cell_results",
             "out",
@@ -559,7 +559,6 @@ def export_cell_results(
             f"hold {CELL_KIND} records with a results row",
             str(records),
         )
-    store = ResultsStore(out)
     for row in rows:
         store.write_cell(row)
     return store.compact(), notes

@@ -456,9 +456,9 @@ def _summarise_classification(
     )
 
     if results is not None:
-        from udbench.evaluation.store import COMPACTED_FILE
+        from udbench.evaluation.store import ResultsStore
 
-        if (results / COMPACTED_FILE).exists() or (results / "cells").is_dir():
+        if ResultsStore(results).has_results:
             raise param_error(
                 "udbench campaign summarise",
                 "--results",

@@ -191,6 +191,11 @@ class ResultsStore:
 
     # -- paths ------------------------------------------------------------------------
     @property
+    def has_results(self) -> bool:
+        """Whether the folder already holds results (a compacted table or a cells folder)."""
+        return (self.root / COMPACTED_FILE).exists() or self.cells_dir.is_dir()
+
+    @property
     def cells_dir(self) -> Path:
         """Folder of per-cell part files."""
         return self.root / _CELLS
