@@ -15,6 +15,7 @@ from udbench.campaigns import classification as clf
 from udbench.campaigns import run_campaign
 from udbench.campaigns.classification_report import (
     classification_summary,
+    export_cell_results,
     write_classification_summary,
 )
 from udbench.campaigns.engine import record_file
@@ -123,7 +124,7 @@ def test_exported_results_folder_gives_the_summary_leaderboard(tmp_path: Path, w
     units = _units(work, _Generate())
     records = tmp_path / "records"
     run_campaign(units, records)
-    n_rows, notes = clf.export_cell_results(records, tmp_path / "res", units)
+    n_rows, notes = export_cell_results(records, tmp_path / "res", units)
     assert (n_rows, notes) == (4, [])
     df = read_results(tmp_path / "res")
     cells = {
@@ -140,9 +141,9 @@ def test_exported_results_folder_gives_the_summary_leaderboard(tmp_path: Path, w
             rtol=1e-12,
         )
     with pytest.raises(UdbenchError, match=r"out.*without results"):
-        clf.export_cell_results(records, tmp_path / "res", units)
+        export_cell_results(records, tmp_path / "res", units)
     with pytest.raises(UdbenchError, match=r"records.*clf-small records"):
-        clf.export_cell_results(tmp_path / "empty", tmp_path / "res2", units)
+        export_cell_results(tmp_path / "empty", tmp_path / "res2", units)
 
 
 def test_a_failing_cell_is_recorded_and_the_run_goes_on(

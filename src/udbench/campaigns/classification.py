@@ -64,7 +64,6 @@ __all__ = [
     "check_units",
     "clf_small_summary",
     "expected_max_share_excess",
-    "export_cell_results",
     "gpc_check_summary",
     "instance_specs",
     "task_folder",
@@ -506,62 +505,6 @@ def clf_small_summary(
     if not rows:
         return None, notes
     return leaderboard(pd.DataFrame(rows)), notes
-
-
-def export_cell_results(
-    records: str | Path, out: str | Path, units: Sequence[Unit] | None = None
-) -> tuple[int, list[str]]:
-    """Write the cells' rows as the results folder ``udbench run`` would have written.
-
-    The same rows as :func:`clf_small_summary` (current numerics; the unit's settings when
-    ``units`` are given; done cells, then failed ones, each by unit id) go through
-    :class:`udbench.evaluation.store.ResultsStore` (one part per cell, then compacted), so
-    ``udbench leaderboard``, ``udbench analyze`` and ``udbench report`` read the committed
-    campaign as they read a run. Per-point predictions are not in the records, so analyses
-    that need them (transfer) are not possible on the folder.
-
-    Parameters
-    ----------
-    records : str or Path
-        The campaign's records folder.
-    out : str or Path
-        The results folder; it must not hold results already.
-    units : sequence of Unit, optional
-        The campaign's units (records made with other settings are left out and noted).
-
-    Returns
-    -------
-    (n_rows, notes) : tuple
-        Rows written and the records left out.
-
-    Raises
-    ------
-    UdbenchError
-        ``out`` already holds results (``results.parquet`` or ``cells/``), or no record
-        holds a row.
-    """
-    from udbench.evaluation.store import ResultsStore
-
-    store = ResultsStore(out)
-    if store.has_results:
-        raise param_error(
-            "export_cell_results",
-            "out",
-            "be a folder without results (no results.parquet, no cells/)",
-            str(out),
-        )
-    recs, notes = _current(records, CELL_KIND, units, with_failed=True)
-    rows = [r["result"]["row"] for r in recs if isinstance(r.get("result"), dict)]
-    if not rows:
-        raise param_error(
-            "export_cell_results",
-            "records",
-            f"hold {CELL_KIND} records with a results row",
-            str(records),
-        )
-    for row in rows:
-        store.write_cell(row)
-    return store.compact(), notes
 
 
 # ---------------------------------------------------------------- the whole campaign

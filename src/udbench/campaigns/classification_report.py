@@ -9,7 +9,7 @@ from typing import Any
 
 from udbench.campaigns.engine import Unit
 
-__all__ = ["classification_summary", "write_classification_summary"]
+__all__ = ["classification_summary", "export_cell_results", "write_classification_summary"]
 
 #: Leaderboard columns of the page: (leaderboard metric, header).
 _BOARD_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -154,3 +154,61 @@ def write_classification_summary(summary: dict[str, Any], records: str | Path) -
     )
     page.write_text(head + summary["markdown"] + "\n", encoding="utf-8")
     return page
+
+
+def export_cell_results(
+    records: str | Path, out: str | Path, units: Sequence[Unit] | None = None
+) -> tuple[int, list[str]]:
+    """Write the cells' rows as the results folder ``udbench run`` would have written.
+
+    The same rows as :func:`clf_small_summary` (current numerics; the unit's settings when
+    ``units`` are given; done cells, then failed ones, each by unit id) go through
+    :class:`udbench.evaluation.store.ResultsStore` (one part per cell, then compacted), so
+    ``udbench leaderboard``, ``udbench analyze`` and ``udbench report`` read the committed
+    campaign as they read a run. Per-point predictions are not in the records, so analyses
+    that need them (transfer) are not possible on the folder.
+
+    Parameters
+    ----------
+    records : str or Path
+        The campaign's records folder.
+    out : str or Path
+        The results folder; it must not hold results already.
+    units : sequence of Unit, optional
+        The campaign's units (records made with other settings are left out and noted).
+
+    Returns
+    -------
+    (n_rows, notes) : tuple
+        Rows written and the records left out.
+
+    Raises
+    ------
+    UdbenchError
+        ``out`` already holds results (``results.parquet`` or ``cells/``), or no record
+        holds a row.
+    """
+    from udbench._validation import param_error
+    from udbench.campaigns.classification import CELL_KIND, _current
+    from udbench.evaluation.store import ResultsStore
+
+    store = ResultsStore(out)
+    if store.has_results:
+        raise param_error(
+            "export_cell_results",
+            "out",
+            "be a folder without results (no results.parquet, no cells/)",
+            str(out),
+        )
+    recs, notes = _current(records, CELL_KIND, units, with_failed=True)
+    rows = [r["result"]["row"] for r in recs if isinstance(r.get("result"), dict)]
+    if not rows:
+        raise param_error(
+            "export_cell_results",
+            "records",
+            f"hold {CELL_KIND} records with a results row",
+            str(records),
+        )
+    for row in rows:
+        store.write_cell(row)
+    return store.compact(), notes

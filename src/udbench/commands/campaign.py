@@ -475,7 +475,7 @@ def _summarise_classification(
     if write:
         console.print(f"written: {write_classification_summary(summary, folder)}")
     if results is not None:
-        from udbench.campaigns.classification import export_cell_results
+        from udbench.campaigns.classification_report import export_cell_results
 
         n_rows, notes = export_cell_results(folder, results, units)
         for note in notes:
