@@ -120,3 +120,24 @@ def test_unit_lists() -> None:
         mcmc.campaign_units(["nope"], work_dir="w")
     with pytest.raises(UdbenchError, match="overrides"):
         mcmc.bnn_sweep_units({"x": {"no_such_setting": 1}})
+
+
+def test_bnn_sweep_keeps_its_baseline_when_the_standard_preset_changes(monkeypatch) -> None:
+    from udbench.campaigns import mcmc
+    from udbench.priors import bnn
+
+    def by_name():
+        return {u.settings["setting"]: u for u in mcmc.bnn_sweep_units()}
+
+    before = by_name()
+    assert before["d9"].settings["sampler"] == mcmc.BNN_SWEEP_BASE
+    # a new standard preset (depth 8, acceptance 0.8): the units' settings are unchanged, so
+    # their records stay current, and each unit's work still runs its own absolute setting
+    new = {**bnn.FIDELITY_SETTINGS["standard"], "max_tree_depth": 8, "target_accept": 0.8}
+    monkeypatch.setitem(bnn.FIDELITY_SETTINGS, "standard", new)
+    after = by_name()
+    for name, unit in after.items():
+        assert unit.settings == before[name].settings
+    assert after["d9"].work.args[0] == {"max_tree_depth": 9, "target_accept": 0.9}
+    assert after["accept0.8-d8"].work.args[0] == {}
+    assert after["d7"].work.args[0] == {"max_tree_depth": 7, "target_accept": 0.9}
