@@ -136,14 +136,15 @@ _VALIDATION_DATASETS = ("kin8nm", "protein")
 
 #: Projected wall seconds per unit on the idle 2-core reference machine, before a record of
 #: the same shape exists (from docs/priors-mcmc.md: 490 HBART chain-iterations per second at
-#: full size; BNN `standard` 7.1 min at kin8nm size; concrete's n = 348 about a tenth).
+#: full size; BNN `standard` 7.1 min at kin8nm size at depth 9, about 0.35 of that at the
+#: preset of 2026-12-03 (its sweep's sampler CPU); concrete's n = 348 about a tenth).
 _VALIDATION_SECONDS = {
     "lean": {"base": 290.0, "long": 410.0, "floor": 290.0},
     "standard": {"base": 560.0, "long": 740.0, "floor": 560.0},
 }
 _MULTI_SECONDS = {
     "gp": {"concrete": 20.0, "kin8nm": 60.0},
-    "bnn": {"concrete": 60.0, "kin8nm": 450.0},
+    "bnn": {"concrete": 25.0, "kin8nm": 160.0},  # the 2026-12-03 preset: 0.35× the former CPU
     "hbart": {"concrete": 60.0, "kin8nm": 560.0},
 }
 
