@@ -80,7 +80,8 @@ BNN_SWEEP_TASK: tuple[str, str, str, int] = ("kin8nm", "smooth-monotone", "balan
 #: measure; d7 then failed the R̂ rule, max 1.0525), and the other knobs at depth 8, the
 #: best setting that passes (a lower target acceptance, a longer warm-up, a dense mass
 #: matrix), before the dearer depths 10 and 11 and the same knobs at depth 9; then, after
-#: ``accept0.8-d8`` passed at 2.59× d9, a lower acceptance at depth 7 and 8.
+#: ``accept0.8-d8`` passed at 1.82× d9's ESS per leapfrog step, a lower acceptance at
+#: depths 7 and 8.
 #: The baseline the BNN sweep's settings override at ``standard`` fidelity: the ``standard``
 #: preset as it was when the sweep began (max tree depth 9, diagonal mass), fixed here so that
 #: a later change of the preset neither makes the sweep's records stale nor moves its
@@ -136,15 +137,16 @@ _VALIDATION_DATASETS = ("kin8nm", "protein")
 
 #: Projected wall seconds per unit on the idle 2-core reference machine, before a record of
 #: the same shape exists (from docs/priors-mcmc.md: 490 HBART chain-iterations per second at
-#: full size; BNN `standard` 7.1 min at kin8nm size at depth 9, about 0.35 of that at the
-#: preset of 2026-12-03 (its sweep's sampler CPU); concrete's n = 348 about a tenth).
+#: full size; BNN `standard` 7.1 min at kin8nm size at depth 9, about half of that at the
+#: preset of 2026-12-03 (trajectories of 255 leapfrog steps instead of 511); concrete's
+#: n = 348 about a tenth).
 _VALIDATION_SECONDS = {
     "lean": {"base": 290.0, "long": 410.0, "floor": 290.0},
     "standard": {"base": 560.0, "long": 740.0, "floor": 560.0},
 }
 _MULTI_SECONDS = {
     "gp": {"concrete": 20.0, "kin8nm": 60.0},
-    "bnn": {"concrete": 25.0, "kin8nm": 160.0},  # the 2026-12-03 preset: 0.35× the former CPU
+    "bnn": {"concrete": 30.0, "kin8nm": 225.0},  # the 2026-12-03 preset: half the steps
     "hbart": {"concrete": 60.0, "kin8nm": 560.0},
 }
 

@@ -54,11 +54,11 @@ N_HIDDEN: int = 50
 #: Number R of reference inputs for the centring (SPEC §5).
 N_REFERENCE: int = 65
 
-#: NUTS settings per fidelity. ``paper`` is SPEC §5; ``standard`` is the setting with the
-#: best effective sample size of f per CPU second that passed the SPEC §7 R̂ rule in the
-#: full-size sweep of issue 34 (target acceptance 0.8, max tree depth 8: 2.59× the ESS/s of
-#: the former 0.9 / depth 9, the same model, coverage and SBC alike; docs/priors-mcmc.md,
-#: "BNN NUTS settings at full size"; until 2026-12-03 it was 0.9 / depth 9);
+#: NUTS settings per fidelity. ``paper`` is SPEC §5; ``standard`` is the setting chosen by
+#: the full-size sweep of issue 34 among those that passed the SPEC §7 R̂ rule (target
+#: acceptance 0.8, max tree depth 8: 1.82× the ESS of f per leapfrog step of the former
+#: 0.9 / depth 9, the same model, coverage and SBC alike; docs/priors-mcmc.md, "BNN NUTS
+#: settings at full size"; until 2026-12-03 it was 0.9 / depth 9);
 #: ``smoke`` is for tests (not a reference posterior). D = n_chains × draws per chain.
 FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
     "paper": {
