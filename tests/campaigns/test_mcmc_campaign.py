@@ -141,3 +141,29 @@ def test_bnn_sweep_keeps_its_baseline_when_the_standard_preset_changes(monkeypat
     assert after["d9"].work.args[0] == {"max_tree_depth": 9, "target_accept": 0.9}
     assert after["accept0.8-d8"].work.args[0] == {}
     assert after["d7"].work.args[0] == {"max_tree_depth": 7, "target_accept": 0.9}
+
+
+def test_bnn_sweep_table_ratios_by_hand(tmp_path) -> None:
+    from udbench.campaigns import mcmc
+    from udbench.campaigns.engine import _write_atomic
+
+    version = {"bnn": mcmc.numerics_versions()["bnn"]}
+    units = {u.settings["setting"]: u for u in mcmc.bnn_sweep_units()}
+    figures = {"d9": (0.5, 2.0), "d8": (1.5, 3.0)}  # (ESS per CPU-s, ESS per 1000 steps)
+    for name, (per_cpu, per_step) in figures.items():
+        unit = units[name]
+        _write_atomic(
+            tmp_path / f"{unit.unit_id}.json",
+            {
+                "schema": 1, "unit_id": unit.unit_id, "kind": "bnn-sweep", "status": "done",
+                "settings": unit.settings, "numerics": version,
+                "result": {"ess_median_per_cpu_second": per_cpu,
+                           "ess_median_per_kgrad_kept": per_step},
+            },
+        )  # fmt: skip
+    rows, notes = mcmc.bnn_sweep_table(tmp_path)
+    by = {r["setting"]: r for r in rows}
+    assert [r["setting"] for r in rows] == ["d9", "d8"] and notes == []
+    assert by["d8"]["ess_per_cpu_ratio_vs_d9"] == pytest.approx(3.0)
+    assert by["d8"]["ess_per_step_ratio_vs_d9"] == pytest.approx(1.5)
+    assert by["d9"]["ess_per_step_ratio_vs_d9"] == pytest.approx(1.0)

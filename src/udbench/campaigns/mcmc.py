@@ -298,9 +298,11 @@ def bnn_sweep_units(
 def bnn_sweep_table(records: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows of the BNN sweep from its records (one per setting, baseline ``d9`` first).
 
-    Each row: ``setting``, the figures of the unit's result, and
-    ``ess_per_cpu_ratio_vs_d9`` (ESS median per CPU second over the baseline's; None without
-    a baseline record).
+    Each row: ``setting``, the figures of the unit's result, ``ess_per_cpu_ratio_vs_d9``
+    (ESS median per CPU second over the baseline's) and ``ess_per_step_ratio_vs_d9`` (ESS
+    median per leapfrog step of the kept phase over the baseline's: the ESS-per-second ratio
+    at a common cost per step, which records made under different loads do not share); None
+    without a baseline record.
 
     Returns
     -------
@@ -315,6 +317,11 @@ def bnn_sweep_table(records: str | Path) -> tuple[list[dict[str, Any]], list[str
             None
             if base is None
             else r["ess_median_per_cpu_second"] / base["ess_median_per_cpu_second"]
+        )
+        r["ess_per_step_ratio_vs_d9"] = (
+            None
+            if base is None
+            else r["ess_median_per_kgrad_kept"] / base["ess_median_per_kgrad_kept"]
         )
     order = list(BNN_SWEEP)
     rows.sort(key=lambda r: order.index(r["setting"]) if r["setting"] in order else len(order))
