@@ -73,19 +73,9 @@ PARTS: tuple[str, ...] = ("bnn-sweep", "hbart-validation", "multi-family")
 #: The real task of the BNN sweep: (dataset, noise, coverage, seed).
 BNN_SWEEP_TASK: tuple[str, str, str, int] = ("kin8nm", "smooth-monotone", "balanced", 0)
 
-#: BNN NUTS settings swept (name -> overrides of the ``standard`` preset), run in this order.
-#: ``d9`` is the preset itself (the baseline of the ratio). Added on 2026-12-03: ``d7`` and
-#: ``d6`` after ``d8`` (every iteration of d9 and d8 ends at the maximum depth, and d8's ESS
-#: per 1000 leapfrog steps was 1.7× d9's, so shorter trajectories were the direction to
-#: measure; d7 then failed the R̂ rule, max 1.0525), and the other knobs at depth 8, the
-#: best setting that passes (a lower target acceptance, a longer warm-up, a dense mass
-#: matrix), before the dearer depths 10 and 11 and the same knobs at depth 9; then, after
-#: ``accept0.8-d8`` passed at 1.82× d9's ESS per leapfrog step, a lower acceptance at
-#: depths 7 and 8.
-#: The baseline the BNN sweep's settings override at ``standard`` fidelity: the ``standard``
-#: preset as it was when the sweep began (max tree depth 9, diagonal mass), fixed here so that
-#: a later change of the preset neither makes the sweep's records stale nor moves its
-#: baseline (``d9`` stays depth 9 and the ratio stays "new vs old").
+#: The baseline the BNN sweep overrides at ``standard``: the ``standard`` preset the sweep
+#: began with (depth 9, diagonal mass), fixed so that a preset change neither stales the
+#: sweep's records nor moves ``d9``, the baseline of the ratio.
 BNN_SWEEP_BASE: dict[str, Any] = {
     "n_chains": 4,
     "n_warmup": 400,
@@ -94,6 +84,9 @@ BNN_SWEEP_BASE: dict[str, Any] = {
     "dense_mass": False,
 }
 
+#: BNN NUTS settings swept (name -> overrides of :data:`BNN_SWEEP_BASE`), in run order. On
+#: 2026-12-03 depths 7, 6 and the knobs at depth 8 were put first (d9 and d8 end every
+#: iteration at the maximum depth; docs/priors-mcmc.md, "BNN NUTS settings at full size").
 BNN_SWEEP: dict[str, dict[str, Any]] = {
     "d9": {},
     "d8": {"max_tree_depth": 8},
