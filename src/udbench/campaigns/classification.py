@@ -60,6 +60,7 @@ __all__ = [
     "MIN_INSTANCES",
     "PARTS",
     "campaign_units",
+    "cell_rows",
     "cell_units",
     "check_units",
     "clf_small_summary",
@@ -495,6 +496,18 @@ def clf_small_summary(
 
     from udbench.evaluation.leaderboard import leaderboard
 
+    rows, notes = cell_rows(records, units)
+    if not rows:
+        return None, notes
+    return leaderboard(pd.DataFrame(rows)), notes
+
+
+def cell_rows(
+    records: str | Path, units: Sequence[Unit] | None = None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The results rows of the current cell records (done cells, then failed ones, each by
+    unit id: the leaderboard's bootstrap follows row order) and the notes on the records
+    left out (other numerics or settings; failed without a row)."""
     recs, notes = _current(records, CELL_KIND, units, with_failed=True)
     rows = [r["result"]["row"] for r in recs if isinstance(r.get("result"), dict)]
     notes += [
@@ -502,9 +515,7 @@ def clf_small_summary(
         for r in recs
         if not isinstance(r.get("result"), dict)
     ]
-    if not rows:
-        return None, notes
-    return leaderboard(pd.DataFrame(rows)), notes
+    return rows, notes
 
 
 # ---------------------------------------------------------------- the whole campaign

@@ -161,8 +161,8 @@ def export_cell_results(
 ) -> tuple[int, list[str]]:
     """Write the cells' rows as the results folder ``udbench run`` would have written.
 
-    The same rows as :func:`clf_small_summary` (current numerics; the unit's settings when
-    ``units`` are given; done cells, then failed ones, each by unit id) go through
+    The rows of :func:`udbench.campaigns.classification.cell_rows`, as
+    :func:`clf_small_summary` reads them, go through
     :class:`udbench.evaluation.store.ResultsStore` (one part per cell, then compacted), so
     ``udbench leaderboard``, ``udbench analyze`` and ``udbench report`` read the committed
     campaign as they read a run. Per-point predictions are not in the records, so analyses
@@ -189,7 +189,7 @@ def export_cell_results(
         holds a row.
     """
     from udbench._validation import param_error
-    from udbench.campaigns.classification import CELL_KIND, _current
+    from udbench.campaigns.classification import CELL_KIND, cell_rows
     from udbench.evaluation.store import ResultsStore
 
     store = ResultsStore(out)
@@ -200,8 +200,7 @@ def export_cell_results(
             "be a folder without results (no results.parquet, no cells/)",
             str(out),
         )
-    recs, notes = _current(records, CELL_KIND, units, with_failed=True)
-    rows = [r["result"]["row"] for r in recs if isinstance(r.get("result"), dict)]
+    rows, notes = cell_rows(records, units)
     if not rows:
         raise param_error(
             "export_cell_results",
