@@ -237,8 +237,8 @@ def register(app: typer.Typer) -> None:
             "rho_eu_point, rho_au, delta_ent_risk, rmse, n; for classification results also "
             "accuracy, nll, brier, ece and, against the Brier-score oracle targets, "
             "rho_eu_risk_brier, rho_eu_var_brier, rho_eu_point_brier, rho_au_brier, "
-            "delta_ent_risk_brier (default rho_eu_risk,rho_au,delta_ent_risk,rmse,n; "
-            "classification: rho_eu_risk,rho_au,delta_ent_risk,accuracy,nll,n).",
+            "delta_ent_risk_brier (default: rho_eu_risk, rho_au, delta_ent_risk, rmse, n; "
+            "classification: rho_eu_risk, rho_au, delta_ent_risk, accuracy, nll, n).",
         ),
         intervals: bool = typer.Option(
             False, "--intervals", help="Show \\[low, high] intervals instead of ±half-width."
