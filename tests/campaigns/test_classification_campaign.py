@@ -298,7 +298,7 @@ def test_summarise_results_option_is_for_the_classification_campaign(
         != 0
     )
     err = " ".join(capsys.readouterr().err.split())
-    assert "--results" in err and "classification campaign" in err and "mcmc" in err
+    assert "--results" in err and "classification or runs campaign" in err and "mcmc" in err
     assert not out.exists()
 
 

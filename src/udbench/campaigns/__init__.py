@@ -6,8 +6,10 @@ is the MCMC reference-posterior campaign (BNN NUTS settings, HBART preset valida
 size, the multi-family task set); :mod:`udbench.campaigns.tuning` the tuning campaign (SPEC
 §9's sweeps of a suite, whose records are udbench's shipped tuned configurations);
 :mod:`udbench.campaigns.classification` the classification campaign (the reference
-posteriors' checks over the ``clf-small`` instances, and its (instance, classifier) cells).
-``udbench campaign`` is the command line.
+posteriors' checks over the ``clf-small`` instances, and its (instance, classifier) cells);
+:mod:`udbench.campaigns.runs` the suite-run campaign (a regression suite's cells with default
+and with shipped tuned configurations: the tuned leaderboard). ``udbench campaign`` is the
+command line.
 """
 
 from udbench.campaigns.engine import (

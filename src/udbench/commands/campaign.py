@@ -29,19 +29,22 @@ campaign_app = typer.Typer(
     no_args_is_help=True,
 )
 
-_CAMPAIGNS = ("mcmc", "tuning", "classification")
+_CAMPAIGNS = ("mcmc", "tuning", "classification", "runs")
 _RECORDS_HELP = (
     "Records folder (committed; mcmc, classification: docs/validation/<campaign> from the repo "
-    "root; tuning: the package's shipped records of the suite, udbench/tuning/shipped/<suite>)."
+    "root; tuning: the package's shipped records of the suite, udbench/tuning/shipped/<suite>; "
+    "runs: docs/validation/runs/<suite>)."
 )
 _SUITE_HELP = (
     "tuning: the preset suite whose conditions are tuned (default gp-small; clf-small for the "
     "classifiers); classification: "
-    "the classification suite whose instances and cells are run (default clf-small)."
+    "the classification suite whose instances and cells are run (default clf-small); runs: the "
+    "regression suite whose cells are run untuned and tuned (default gp-small)."
 )
 _TUNE_METHODS_HELP = (
     "tuning: comma list of the suite's methods to tune (default: all of them); classification: "
-    "comma list of classifier specs for the clf-small cells (default: the suite's)."
+    "comma list of classifier specs for the clf-small cells (default: the suite's); runs: comma "
+    "list of the suite's method specs (default: all of them)."
 )
 _PRUNER_HELP = (
     "tuning: auto (default: each method's default pruner of udbench tune, except that a method "
@@ -70,6 +73,8 @@ def _records(campaign: str, records: Path | None, suite: str = "gp-small") -> Pa
         from udbench.tuning.shipped import shipped_folder
 
         return shipped_folder(suite)
+    if campaign == "runs":
+        return Path("docs") / "validation" / "runs" / suite
     return Path("docs") / "validation" / campaign
 
 
@@ -87,7 +92,7 @@ def _work(campaign: str, work: Path | None, suite: str = "gp-small") -> Path:
         return work
     base = os.environ.get("UDBENCH_CACHE_DIR") or str(Path.home() / ".cache" / "udbench")
     folder = Path(base) / "campaigns" / campaign
-    return folder / suite if campaign == "tuning" else folder
+    return folder / suite if campaign in ("tuning", "runs") else folder
 
 
 def _tuning_units(  # type: ignore[no-untyped-def]
@@ -149,6 +154,33 @@ def _classification_units(  # type: ignore[no-untyped-def]
     )
 
 
+def _runs_units(
+    suite: str,
+    methods: str | None,
+    parts: str,
+    layouts: str | None,
+    work: Path,
+    data_dir: Path | None,
+):  # type: ignore[no-untyped-def]
+    from udbench.campaigns import runs
+    from udbench.recipes.suites import SUITES
+
+    comp = "udbench campaign runs"
+    if layouts is not None:
+        raise param_error(comp, "layouts", "be left out (an mcmc option)", layouts)
+    if suite not in SUITES:  # the tuned cells read a preset suite's shipped records
+        raise param_error(comp, "suite", f"be a preset suite ({sorted(SUITES)})", suite)
+    chosen = parse_choice_list(comp, "parts", parts, list(runs.PARTS))
+    specs = None if methods is None else [m.strip() for m in methods.split(",") if m.strip()]
+    return runs.campaign_units(
+        chosen,
+        work_dir=work,
+        data_dir=None if data_dir is None else str(data_dir),
+        suite=suite,
+        methods=specs,
+    )
+
+
 def _units(campaign: str, parts: str, layouts: str | None, work: Path, data_dir: Path | None):  # type: ignore[no-untyped-def]
     from udbench.campaigns import mcmc
 
@@ -165,12 +197,14 @@ def _units(campaign: str, parts: str, layouts: str | None, work: Path, data_dir:
 
 
 def run_command(
-    campaign: str = typer.Argument(..., help="Campaign name: mcmc, tuning or classification."),
+    campaign: str = typer.Argument(
+        ..., help="Campaign name: mcmc, tuning, classification or runs."
+    ),
     parts: str = typer.Option(
         "all",
         "--parts",
         help="Comma list of parts, or 'all' (mcmc: bnn-sweep, hbart-validation, multi-family; "
-        "classification: gpc-check, clf-small).",
+        "classification: gpc-check, clf-small; runs: untuned, tuned).",
     ),
     layouts: str | None = typer.Option(
         None, "--layouts", help="HBART layouts to validate (default all, cheapest first)."
@@ -197,7 +231,10 @@ def run_command(
     method first; its records are the package's shipped tuned configurations.
     classification: the gpc-check part (one unit per instance of --suite, default clf-small:
     generate the task into --work, record its udbench check figures), then the clf-small part
-    (one unit per (instance, classifier) cell, its results row).
+    (one unit per (instance, classifier) cell, its results row). runs: every (instance,
+    method) cell of the regression --suite (default gp-small), with the suite's configuration
+    (untuned) and with its shipped tuning record's (tuned, where the record exists), method by
+    method; records hold the results rows, --work the predictions.
     Kill it at any time: the unit in progress leaves no record and is redone by the next
     run; finished units are skipped. A failed unit is recorded and the run goes on.
     """
@@ -236,6 +273,8 @@ def run_command(
         units = _classification_units(
             suite, methods, parts, layouts, _work(campaign, work), data_dir
         )
+    elif campaign == "runs":
+        units = _runs_units(suite, methods, parts, layouts, _work(campaign, work, suite), data_dir)
     else:
         units = _units(campaign, parts, layouts, _work(campaign, work), data_dir)
     counts = run_campaign(
@@ -290,7 +329,9 @@ def _shape(kind: str, settings: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def status_command(
-    campaign: str = typer.Argument(..., help="Campaign name: mcmc, tuning or classification."),
+    campaign: str = typer.Argument(
+        ..., help="Campaign name: mcmc, tuning, classification or runs."
+    ),
     parts: str = typer.Option("all", "--parts", help="Comma list of parts, or 'all'."),
     layouts: str | None = typer.Option(None, "--layouts", help="HBART layouts (default all)."),
     suite: str | None = typer.Option(None, "--suite", help=_SUITE_HELP),
@@ -322,6 +363,8 @@ def status_command(
         )
     elif campaign == "classification":
         units = _classification_units(suite, methods, parts, layouts, _work(campaign, work), None)
+    elif campaign == "runs":
+        units = _runs_units(suite, methods, parts, layouts, _work(campaign, work, suite), None)
     else:
         units = _units(campaign, parts, layouts, _work(campaign, work), None)
     done, _ = load_done_records(folder)
@@ -370,10 +413,18 @@ def status_command(
             left,
         )
     make_console(highlight=False, width=120).print(table)
+    if campaign == "runs":
+        from udbench.campaigns.runs import waiting_cells
+
+        chosen = None if methods is None else [m.strip() for m in methods.split(",") if m.strip()]
+        for line in waiting_cells(suite, chosen):
+            make_console(highlight=False, width=120).print(f"tuned: {line}", markup=False)
 
 
 def summarise_command(
-    campaign: str = typer.Argument(..., help="Campaign name: mcmc, tuning or classification."),
+    campaign: str = typer.Argument(
+        ..., help="Campaign name: mcmc, tuning, classification or runs."
+    ),
     suite: str | None = typer.Option(None, "--suite", help=_SUITE_HELP),
     methods: str | None = typer.Option(None, "--methods", "-m", help=_TUNE_METHODS_HELP),
     pruner: str = typer.Option("auto", "--pruner", help=_PRUNER_HELP),
@@ -392,7 +443,12 @@ def summarise_command(
         None,
         "--results",
         help="classification: also write the clf-small cells' rows to this new folder as the "
-        "results folder udbench run writes (for udbench analyze, report and leaderboard).",
+        "results folder udbench run writes (for udbench analyze, report and leaderboard); runs: "
+        "write RESULTS/untuned and RESULTS/tuned, with the predictions found in --work (for "
+        "udbench transfer too).",
+    ),
+    work: Path | None = typer.Option(
+        None, "--work", help="runs: the run's work folder, where --results finds predictions."
     ),
 ) -> None:
     """Figures and verdicts rebuilt from the records alone."""
@@ -403,13 +459,18 @@ def summarise_command(
     _check_campaign(campaign)
     suite = _suite(campaign, suite)
     folder = _records(campaign, records, suite)
-    if results is not None and campaign != "classification":
+    if results is not None and campaign not in ("classification", "runs"):
         raise param_error(
             "udbench campaign summarise",
             "--results",
-            "go with the classification campaign",
+            "go with the classification or runs campaign",
             campaign,
         )
+    if campaign == "runs":
+        _summarise_runs(
+            folder, suite, methods, write, as_json, results, _work(campaign, work, suite)
+        )
+        return
     if campaign == "classification":
         _summarise_classification(folder, suite, methods, write, as_json, results)
         return
@@ -443,6 +504,47 @@ def summarise_command(
     if write:
         for path in write_mcmc_summary(summary, folder):
             console.print(f"written: {path}")
+
+
+def _summarise_runs(
+    folder: Path,
+    suite: str,
+    methods: str | None,
+    write: bool,
+    as_json: bool,
+    results: Path | None,
+    work: Path,
+) -> None:
+    import json
+
+    from udbench.campaigns.runs import export_results, runs_summary
+
+    units = _runs_units(suite, methods, "all", None, work, None)
+    summary = runs_summary(folder, units)
+    console = make_console(highlight=False)
+    if as_json:
+        out = {k: v for k, v in summary.items() if k not in ("markdown", "comparison")}
+        typer.echo(json.dumps(out, indent=1, default=str))
+    else:  # plain lines: a table row is not wrapped at the terminal's width
+        typer.echo(summary["markdown"])
+    if write:
+        page = folder.parent / f"{folder.name}.md"
+        head = (
+            f"# Suite runs, untuned and tuned: {suite}\n\nGenerated by `udbench campaign "
+            f"summarise runs --suite {suite} --write` from the records in `{_shown(folder)}`; "
+            "do not edit.\n\n"
+        )
+        page.write_text(head + summary["markdown"], encoding="utf-8")
+        console.print(f"written: {page}", markup=False)
+    if results is not None:
+        done = export_results(folder, results, work, units)
+        for part in ("untuned", "tuned"):
+            d = done[part]
+            console.print(
+                f"{results / part}: {d['rows']} rows, {d['without_predictions']} without "
+                f"predictions (not in {work})",
+                markup=False,
+            )
 
 
 def _summarise_classification(

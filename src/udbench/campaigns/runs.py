@@ -1,0 +1,516 @@
+"""The suite-run campaign (issue 36, items 3–4): a regression suite's cells, with default and
+with tuned configurations, as resumable units.
+
+Two parts, each one unit per (instance, method) cell of the suite (default ``gp-small``: 240
+instances × 19 methods), run **method-major** (cheapest method first; a method's untuned
+cells, then its tuned ones), so that the tuned leaderboard grows one complete method at a
+time:
+
+``untuned``
+    The cell with the suite's method configuration (``udbench suite``'s defaults).
+``tuned``
+    The cell with the configuration of the suite's shipped tuning record of the cell's
+    condition (:mod:`udbench.tuning.shipped`, made by ``udbench campaign run tuning``): the
+    configuration ``udbench run --tuned <suite>`` uses, labelled ``<label>[tuned]``. A
+    (method, condition) without a usable record (not tuned yet, its sweep failed, or stale:
+    :func:`udbench.tuning.records.shipped_staleness`) has no units yet; it is listed by
+    :func:`tuned_configurations` as waiting, and a later run, after the tuning campaign has
+    committed the record, adds them. The record's tuned values are among the unit's settings,
+    so a re-tuned record makes its cells stale.
+
+A unit evaluates its cell exactly as ``udbench run`` does
+(:func:`udbench.evaluation.cell.evaluate_cell` on the instance's task file, generated into
+``WORK/<family>-v<N>/tasks``, the tuning campaign's folder layout, or reused there; the same
+seed, :func:`udbench.evaluation.runner.method_seed`) and records the cell's results row as
+JSON. The per-point predictions (needed by ``udbench transfer``) are big artefacts: they are
+written to ``WORK/predictions/<part>/<task id>/<method>.parquet``, not into the record.
+:func:`export_results` writes both parts as the results folders ``udbench run`` would have
+written (with the predictions found in the work folder), and :func:`runs_summary` compares
+the methods complete in both parts with :func:`udbench.evaluation.tuned_compare.
+tuned_vs_untuned`.
+
+Numerics versions: a unit depends on its task family's prior numerics
+(:func:`udbench.priors.family_numerics_version`); a cell's settings hold its configuration and
+its hash (a changed default makes the untuned cells stale).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from udbench._validation import check_choice, param_error
+from udbench.campaigns.engine import Unit, UnitFailed, load_done_records
+
+__all__ = [
+    "PARTS",
+    "campaign_units",
+    "export_results",
+    "instance_specs",
+    "predictions_path",
+    "runs_summary",
+    "tuned_configurations",
+    "waiting_cells",
+]
+
+#: The parts of the campaign (per method, in this order).
+PARTS: tuple[str, ...] = ("untuned", "tuned")
+
+Generate = Callable[[Any, str | None], Any]
+
+
+def instance_specs(
+    suite: str | dict[str, Any] = "gp-small", data_dir: str | None = None
+) -> list[Any]:
+    """The task specs of a regression suite's grid (:func:`udbench.recipes.suites.suite_grid`).
+
+    Raises
+    ------
+    UdbenchError
+        Not a regression suite; what ``suite_grid`` refuses.
+    """
+    from udbench.recipes.suites import load_suite, suite_grid, suite_task_type
+
+    cfg = load_suite(suite) if isinstance(suite, str) else dict(suite)
+    if suite_task_type(cfg) != "regression":
+        raise param_error("campaign runs", "suite", "be a regression suite", cfg.get("name"))
+    return suite_grid(cfg, data_dir)
+
+
+def predictions_path(work_dir: str | Path, part: str, task_id: str, method: str) -> Path:
+    """``WORK/predictions/<part>/<task id>/<method>.parquet``: a cell's per-point predictions."""
+    return Path(work_dir) / "predictions" / part / task_id / f"{method}.parquet"
+
+
+def _numerics(family: str) -> dict[str, int]:
+    from udbench.priors import family_numerics_version
+
+    return {family: family_numerics_version(family)}
+
+
+def _cell_work(
+    spec: Any,
+    mc: Any,
+    extra: dict[str, Any],
+    part: str,
+    work_dir: str,
+    data_dir: str | None,
+    generate: Generate | None,
+) -> dict[str, Any]:
+    from udbench._threads import cell_threads
+    from udbench.campaigns._taskfiles import ensure_task_file
+    from udbench.campaigns.classification import _jsonable
+    from udbench.campaigns.tuning import condition_task_folder
+    from udbench.evaluation.cell import evaluate_cell
+    from udbench.evaluation.runner import plan_cells
+
+    path = condition_task_folder(work_dir, spec.family) / f"{spec.task_id}.npz"
+    with cell_threads():
+        ensure_task_file(path, spec, data_dir, component="udbench campaign runs", generate=generate)
+    cells, _ = plan_cells([path], [mc], configure=lambda _spec, _mc: (mc, dict(extra)))
+    outcome = evaluate_cell(cells[0], keep_predictions=True)
+    row = _jsonable(outcome.row)
+    if row["status"] != "ok":
+        raise UnitFailed(f"cell failed: {row['error']}", {"row": row})
+    if outcome.predictions is not None:
+        out = predictions_path(work_dir, part, spec.task_id, mc.name)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".tmp")
+        outcome.predictions.to_parquet(tmp, index=False)
+        tmp.replace(out)
+    return {"row": row, "fit_time_s": row["fit_time_s"], "predict_time_s": row["predict_time_s"]}
+
+
+def tuned_configurations(
+    suite: str, methods: Sequence[Any], specs: Sequence[Any], records: str | Path | None = None
+) -> tuple[dict[tuple[str, str], tuple[Any, dict[str, Any]]], list[str]]:
+    """The tuned configuration of every (method, condition) with a usable shipped record.
+
+    Parameters
+    ----------
+    suite : str
+        The suite whose shipped records are read.
+    methods : sequence of MethodConfig
+        The suite's method configurations.
+    specs : sequence of TaskSpec
+        The suite's instances.
+    records : str or Path, optional
+        Another records folder (default: :func:`udbench.tuning.shipped.shipped_folder`).
+
+    Returns
+    -------
+    (chosen, waiting) : tuple
+        ``chosen[(method, condition key)] = (tuned MethodConfig, row extras)``, as
+        ``udbench run --tuned`` configures the cell; ``waiting``: one line per method whose
+        conditions lack a usable record (how many, and why where a record is stale).
+    """
+    from udbench._validation import UdbenchError
+    from udbench.tuning.records import Condition, tuned_configurer
+    from udbench.tuning.shipped import shipped_folder
+
+    folder = Path(records) if records is not None else shipped_folder(suite)
+    conditions = {Condition.of(s).key: s for s in specs}
+    chosen: dict[tuple[str, str], tuple[Any, dict[str, Any]]] = {}
+    waiting: list[str] = []
+    for mc in methods:
+        try:
+            configure = tuned_configurer(
+                folder,
+                [mc],
+                list(specs),
+                fallback="default",
+                shipped=suite,
+                command="campaign runs",
+            )
+        except UdbenchError as err:  # a stale record: none of the method's cells can run
+            waiting.append(f"{mc.name}: every condition waits ({err})")
+            continue
+        missing = 0
+        for key, spec in conditions.items():
+            tuned, extra = configure(spec, mc)
+            if extra.get("tuned_record") is None:
+                missing += 1
+            else:
+                chosen[(mc.name, key)] = (tuned, extra)
+        if missing:
+            waiting.append(
+                f"{mc.name}: {missing} of {len(conditions)} conditions wait for a tuning record"
+            )
+    return chosen, waiting
+
+
+def waiting_cells(
+    suite: str = "gp-small",
+    methods: Sequence[str] | None = None,
+    data_dir: str | None = None,
+    records: str | Path | None = None,
+) -> list[str]:
+    """Why some ``tuned`` cells have no units yet: per method, the conditions without a usable
+    shipped record (:func:`tuned_configurations`)."""
+    from udbench.methods.configs import resolve_methods
+    from udbench.recipes.suites import load_suite, method_specs
+
+    cfg = load_suite(suite)
+    configs = resolve_methods(list(methods) if methods is not None else method_specs(cfg))
+    return tuned_configurations(suite, configs, instance_specs(cfg, data_dir), records)[1]
+
+
+def _seconds(method: str, dataset: str, table: Any) -> float | None:
+    from udbench.data import get_dataset_spec
+
+    try:
+        spec = get_dataset_spec(dataset)
+        n, points = int(spec.n_train or 0), int(spec.n_eval or 0)
+    except Exception:
+        return None
+    per = table.method_seconds(method, n, points) if n > 0 and points > 0 else None
+    return None if per is None else float(per)
+
+
+def campaign_units(
+    parts: Sequence[str] = PARTS,
+    *,
+    work_dir: str | Path,
+    data_dir: str | None = None,
+    suite: str | dict[str, Any] = "gp-small",
+    methods: Sequence[str] | None = None,
+    records: str | Path | None = None,
+    generate: Generate | None = None,
+) -> list[Unit]:
+    """The units of the named ``parts``, method-major (module docstring).
+
+    Parameters
+    ----------
+    parts : sequence of str
+        Some of :data:`PARTS`.
+    work_dir : str or Path
+        Folder for the task files and predictions (not committed).
+    data_dir : str, optional
+        Raw-data folder.
+    suite : str or dict, default "gp-small"
+        A preset regression suite (its tuned cells use its shipped records), or
+        :func:`udbench.recipes.suites.load_suite`'s dict of one (with ``records``).
+    methods : sequence of str, optional
+        Method specs (default: the suite's, :func:`udbench.recipes.suites.method_specs`).
+    records : str or Path, optional
+        The tuning records of the ``tuned`` part (default: the suite's shipped records).
+    generate : callable, optional
+        Replaces :func:`udbench.tasks.generate_task` (tests).
+
+    Raises
+    ------
+    UdbenchError
+        An unknown part; a suite that is not a regression one; a spec that does not resolve.
+    """
+    from udbench.campaigns.classification import _jsonable
+    from udbench.methods.configs import resolve_methods
+    from udbench.recipes.suites import load_suite, method_specs
+    from udbench.tuning.calibration import load_calibration
+    from udbench.tuning.records import Condition
+
+    for part in parts:
+        check_choice("campaign runs", "parts", part, PARTS)
+    cfg = load_suite(suite) if isinstance(suite, str) else dict(suite)
+    specs = instance_specs(cfg, data_dir)
+    configs = resolve_methods(list(methods) if methods is not None else method_specs(cfg))
+    chosen: dict[tuple[str, str], tuple[Any, dict[str, Any]]] = {}
+    if "tuned" in parts:
+        chosen, _ = tuned_configurations(str(cfg.get("name")), configs, specs, records)
+    try:
+        table = load_calibration()
+    except Exception:  # no table: the status table says the units are unmeasured
+        table = None
+    seconds = {
+        (mc.name, d): (None if table is None else _seconds(mc.name, d, table))
+        for mc in configs
+        for d in {s.dataset for s in specs}
+    }
+    order = sorted(
+        configs, key=lambda mc: sum(v or 0.0 for (m, _), v in seconds.items() if m == mc.name)
+    )
+    units: list[Unit] = []
+    for mc in order:
+        for part in (p for p in PARTS if p in parts):
+            for spec in specs:
+                cell_mc, extra = mc, dict[str, Any]()
+                settings: dict[str, Any] = {
+                    "suite": str(cfg.get("name")),
+                    "part": part,
+                    "task_id": spec.task_id,
+                    "fidelity": str(spec.fidelity),
+                    "n_draws": int(spec.n_draws),
+                    "method": mc.name,
+                }
+                if part == "tuned":
+                    hit = chosen.get((mc.name, Condition.of(spec).key))
+                    if hit is None:
+                        continue
+                    cell_mc, extra = hit
+                    settings["tuned_record"] = extra["tuned_record"]
+                settings.update(
+                    method_label=cell_mc.label,
+                    config=_jsonable(cell_mc.params),
+                    config_hash=cell_mc.config_hash,
+                )
+                units.append(
+                    Unit(
+                        unit_id=f"{part}/{spec.task_id}/{mc.name}",
+                        kind=part,
+                        settings=settings,
+                        numerics=_numerics(spec.family),
+                        work=functools.partial(
+                            _cell_work,
+                            spec,
+                            cell_mc,
+                            extra,
+                            part,
+                            str(work_dir),
+                            data_dir,
+                            generate,
+                        ),
+                        estimate_seconds=seconds[(mc.name, spec.dataset)],
+                        estimate_note=None
+                        if seconds[(mc.name, spec.dataset)]
+                        else "no calibration entry",
+                    )
+                )
+    return units
+
+
+def _rows(
+    records: str | Path, part: str, units: Sequence[Unit] | None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The results rows of ``part``'s current records (done, then failed), and notes."""
+    from udbench.campaigns.engine import _canonical
+
+    recs, notes = load_done_records(records, part, include_failed=True)
+    if units is not None:
+        wanted = {u.unit_id: (_canonical(u.settings), u.numerics) for u in units if u.kind == part}
+        kept = []
+        for rec in recs:
+            want = wanted.get(rec["unit_id"])
+            if want is None:
+                notes.append(f"{rec['unit_id']}: not a unit of this campaign now; left out")
+            elif rec.get("settings") != want[0] or (rec.get("numerics") or {}) != want[1]:
+                notes.append(
+                    f"{rec['unit_id']}: made with other settings or numerics (stale); left out"
+                )
+            else:
+                kept.append(rec)
+        recs = kept
+    recs.sort(key=lambda r: (r["status"] != "done", str(r["unit_id"])))
+    rows = [r["result"]["row"] for r in recs if isinstance(r.get("result"), dict)]
+    notes += [
+        f"{r['unit_id']}: failed without a row ({r.get('error')})"
+        for r in recs
+        if not isinstance(r.get("result"), dict)
+    ]
+    return rows, notes
+
+
+def runs_summary(
+    records: str | Path, units: Sequence[Unit] | None = None, *, n_resamples: int = 2000
+) -> dict[str, Any]:
+    """Progress per method and part, and the tuned leaderboard of the methods complete in both.
+
+    Parameters
+    ----------
+    records : str or Path
+        The campaign's records folder.
+    units : sequence of Unit, optional
+        The campaign's units: records with other settings are left out, and a method is
+        complete when every one of its units in a part has a current record (without units:
+        when its cells cover the same instances in both parts).
+    n_resamples : int, default 2000
+        Bootstrap replicates of the intervals.
+
+    Returns
+    -------
+    dict
+        ``progress`` (method -> part -> {"done", "failed", "units", "cpu_hours"}),
+        ``complete`` (methods in the comparison), ``comparison``
+        (:class:`~udbench.evaluation.tuned_compare.TunedComparison` or None), ``notes`` and
+        ``markdown``.
+    """
+    import pandas as pd
+
+    from udbench.evaluation.tuned_compare import tuned_vs_untuned
+
+    frames: dict[str, pd.DataFrame] = {}
+    notes: list[str] = []
+    for part in PARTS:
+        rows, n = _rows(records, part, units)
+        notes += n
+        frames[part] = pd.DataFrame(rows)
+    cpu: dict[tuple[str, str], float] = {}
+    for part in PARTS:
+        recs, _ = load_done_records(records, part, include_failed=True)
+        for r in recs:
+            key = (str(r["settings"].get("method")), part)
+            cpu[key] = cpu.get(key, 0.0) + float(r.get("cpu_seconds") or 0.0) / 3600
+    progress: dict[str, dict[str, dict[str, Any]]] = {}
+    for part, df in frames.items():
+        for m in [] if df.empty else sorted(df["method"].unique()):
+            sub = df[df["method"] == m]
+            progress.setdefault(m, {})[part] = {
+                "done": int((sub["status"] == "ok").sum()),
+                "failed": int((sub["status"] != "ok").sum()),
+            }
+    if units is not None:
+        for u in units:
+            entry = progress.setdefault(u.settings["method"], {}).setdefault(
+                u.kind, {"done": 0, "failed": 0}
+            )
+            entry["units"] = entry.get("units", 0) + 1
+    for m, parts in progress.items():
+        for part, entry in parts.items():
+            entry["cpu_hours"] = round(cpu.get((m, part), 0.0), 4)
+    complete = []
+    for m, parts in sorted(progress.items()):
+        a, b = parts.get("untuned"), parts.get("tuned")
+        if not a or not b or a["failed"] or b["failed"] or not a["done"]:
+            continue
+        if units is not None and (a["done"] != a.get("units") or b["done"] != b.get("units")):
+            continue
+        if units is None:
+            ids = [set(frames[p].loc[frames[p]["method"] == m, "task_id"]) for p in PARTS]
+            if ids[0] != ids[1]:
+                continue
+        complete.append(m)
+    comparison = None
+    if complete:
+        pick = {p: frames[p][frames[p]["method"].isin(complete)] for p in PARTS}
+        comparison = tuned_vs_untuned(pick["untuned"], pick["tuned"], n_resamples=n_resamples)
+    lines = [
+        "| method | untuned done | tuned done | CPU-h untuned | CPU-h tuned |",
+        "|---|---|---|---|---|",
+    ]
+    for m, parts in sorted(progress.items()):
+        cells, hours = [], []
+        for part in PARTS:
+            e = parts.get(part, {})
+            total = e.get("units")
+            cells.append(
+                f"{e.get('done', 0)}"
+                + (f" / {total}" if total is not None else "")
+                + (f" ({e['failed']} failed)" if e.get("failed") else "")
+            )
+            hours.append(f"{e.get('cpu_hours', 0.0):.2f}")
+        lines.append(f"| `{m}` | {cells[0]} | {cells[1]} | {hours[0]} | {hours[1]} |")
+    md = "## Progress\n\n" + "\n".join(lines) + "\n"
+    if comparison is not None:
+        md += (
+            f"\n## Tuned against untuned (the {len(complete)} method(s) complete in both)\n\n"
+            + comparison.markdown()
+            + "\n"
+        )
+    else:
+        md += "\nNo method is complete in both parts yet: no comparison.\n"
+    if notes:
+        md += "\n## Records left out\n\n" + "\n".join(f"- {n}" for n in notes[:50]) + "\n"
+        if len(notes) > 50:
+            md += f"- … ({len(notes)} in all)\n"
+    return {
+        "progress": progress,
+        "complete": complete,
+        "comparison": comparison,
+        "notes": notes,
+        "markdown": md,
+    }
+
+
+def export_results(
+    records: str | Path, out: str | Path, work_dir: str | Path, units: Sequence[Unit] | None = None
+) -> dict[str, Any]:
+    """Write each part's rows as the results folder ``udbench run`` would have written.
+
+    ``OUT/untuned`` and ``OUT/tuned`` (:class:`udbench.evaluation.store.ResultsStore`), with
+    each cell's per-point predictions where the work folder has them (so ``udbench transfer``
+    can rescore them), for ``udbench leaderboard``, ``analyze``, ``report`` and ``transfer``.
+
+    Returns
+    -------
+    dict
+        Per part: ``rows`` written and ``without_predictions`` (cells whose predictions are
+        not in ``work_dir``: made on another machine); and ``notes`` (records left out).
+
+    Raises
+    ------
+    UdbenchError
+        ``OUT/<part>`` already holds results; no record holds a row.
+    """
+    import pandas as pd
+
+    from udbench.evaluation.store import ResultsStore
+
+    summary: dict[str, Any] = {"notes": []}
+    stores = {p: ResultsStore(Path(out) / p) for p in PARTS}
+    for part, store in stores.items():
+        if store.has_results:
+            raise param_error(
+                "export_results",
+                "out",
+                "be a folder without results in untuned/ and tuned/",
+                str(Path(out) / part),
+            )
+    total = 0
+    for part, store in stores.items():
+        rows, notes = _rows(records, part, units)
+        summary["notes"] += notes
+        missing = 0
+        for row in rows:
+            path = predictions_path(work_dir, part, row["task_id"], row["method"])
+            preds = pd.read_parquet(path) if path.is_file() else None
+            missing += preds is None and row["status"] == "ok"
+            store.write_cell(row, preds)
+        if rows:
+            store.compact()
+        summary[part] = {"rows": len(rows), "without_predictions": int(missing)}
+        total += len(rows)
+    if not total:
+        raise param_error(
+            "export_results", "records", "hold cell records with a results row", str(records)
+        )
+    return summary

@@ -1,0 +1,199 @@
+"""The suite-run campaign (issue 36, items 3–4) on a tiny regression suite of fake tasks:
+units are method-major, tuned cells exist only where a tuning record does, records hold the
+``udbench run`` rows, predictions go to the work folder, a re-tuned record stales its cells,
+and the exported results folders give the summary's figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from _fakes import make_fake_task
+from udbench.campaigns import run_campaign, runs, unit_status
+from udbench.campaigns.engine import record_file
+from udbench.campaigns.tuning import condition_task_folder
+from udbench.priors import family_numerics_version
+
+SUITE = {
+    "name": "tiny-runs",
+    "datasets": "concrete",
+    "families": "gp",
+    "noise": "homoscedastic",
+    "coverage": "balanced",
+    "seeds": "0-2",
+    "fidelity": "smoke",
+    "draws": 40,
+    "methods": "blr,ngboost-nig",
+    "method_params": "smoke",
+    "keep_predictions": False,
+}
+COND = "concrete__gp__homoscedastic__balanced"
+LABEL = "blr:max_iter=100"  # the suite's smoke spec of blr
+
+
+def _generate(spec, data_dir):
+    return make_fake_task(spec.seed, n_train=40, dataset="concrete", noise="homoscedastic")
+
+
+@pytest.fixture(autouse=True)
+def _env(tmp_path, monkeypatch):
+    monkeypatch.setenv("UDBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("UDBENCH_DATA_DIR", raising=False)
+
+
+@pytest.fixture(scope="module")
+def tuning(tmp_path_factory) -> Path:
+    """A tuning folder with blr's record of the condition (3 trials); ngboost-nig untuned."""
+    from udbench.tuning.sweep import tune
+
+    root = tmp_path_factory.mktemp("runs-tuning")
+    task = make_fake_task(0, n_train=40, dataset="concrete", noise="homoscedastic")
+    path = task.save(root / f"{task.spec.task_id}.npz")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("UDBENCH_CACHE_DIR", str(root / "cache"))
+        tune([path], ["blr"], root / "tuning", trials=3, workers=0)
+    return root / "tuning"
+
+
+def _units(work: Path, tuning: Path, **kw):
+    return runs.campaign_units(work_dir=work, suite=SUITE, records=tuning, generate=_generate, **kw)
+
+
+def test_units_are_method_major_and_tuned_cells_wait_for_records(tmp_path, tuning) -> None:
+    units = _units(tmp_path / "work", tuning)
+    ids = [u.unit_id for u in units]
+    blr = [f"{p}/{COND}__s{s}/blr" for p in ("untuned", "tuned") for s in range(3)]
+    # blr (cheaper by the calibration table) first, its untuned then its tuned cells; no tuned
+    # ngboost-nig cell (no record)
+    assert ids == blr + [f"untuned/{COND}__s{s}/ngboost-nig" for s in range(3)]
+    tuned = units[3]
+    assert tuned.kind == "tuned" and tuned.settings["tuned_record"] == f"blr/{COND}"
+    # the suite's smoke spec of blr, labelled as udbench run --tuned labels it
+    assert units[0].settings["method_label"] == LABEL
+    assert tuned.settings["method_label"] == f"{LABEL}[tuned]"
+    assert tuned.numerics == {"gp": family_numerics_version("gp")}
+    rec = json.loads((tuning / "blr" / f"{COND}.json").read_text())
+    for k, v in rec["tuned_params"].items():
+        assert tuned.settings["config"][k] == v
+    assert units[0].settings["config_hash"] != tuned.settings["config_hash"]
+    from udbench.methods.configs import resolve_methods
+
+    _, waiting = runs.tuned_configurations(
+        "tiny-runs", resolve_methods(["blr", "ngboost-nig"]), runs.instance_specs(SUITE), tuning
+    )
+    assert waiting == ["ngboost-nig: 1 of 1 conditions wait for a tuning record"]
+
+
+def test_cells_record_rows_keep_predictions_and_resume(tmp_path, tuning) -> None:
+    from udbench.evaluation.cell import evaluate_cell
+    from udbench.evaluation.runner import plan_cells
+    from udbench.methods.configs import resolve_methods
+
+    work = tmp_path / "work"
+    units = _units(work, tuning, methods=["blr"])
+    records = tmp_path / "records"
+    assert run_campaign(units, records) == {"skipped": 0, "done": 6, "failed": 0, "left": 0}
+    rec = json.loads(record_file(records, units[0].unit_id).read_text())
+    row = rec["result"]["row"]
+    assert row["status"] == "ok" and row["method"] == "blr" and row["method_label"] == "blr"
+    trow = json.loads(record_file(records, units[3].unit_id).read_text())["result"]["row"]
+    assert trow["method_label"] == "blr[tuned]" and trow["tuned_record"] == f"blr/{COND}"
+    # the row is udbench run's: the same cell evaluated directly gives the same figures
+    task = condition_task_folder(work, "gp") / f"{COND}__s0.npz"
+    (cell,), _ = plan_cells([task], resolve_methods(["blr"]))
+    direct = evaluate_cell(cell).row
+    assert row["cell_key"] == direct["cell_key"] and row["method_seed"] == direct["method_seed"]
+    for k in ("rho_eu_risk", "rho_au", "rmse"):
+        assert row[k] == pytest.approx(direct[k], rel=1e-12, nan_ok=True)
+    preds = runs.predictions_path(work, "untuned", f"{COND}__s0", "blr")
+    import pandas as pd
+
+    assert len(pd.read_parquet(preds)) == 60  # the fake's 60 evaluation points
+    assert run_campaign(units, records) == {"skipped": 6, "done": 0, "failed": 0, "left": 0}
+    record_file(records, units[4].unit_id).unlink()
+    said: list[str] = []
+    assert run_campaign(units, records, progress=said.append)["done"] == 1
+    assert said[0] == f"{units[4].unit_id}: started"
+
+
+def test_a_retuned_record_stales_its_tuned_cells(tmp_path, tuning) -> None:
+    import shutil
+
+    folder = tmp_path / "tuning"
+    shutil.copytree(tuning, folder)
+    units = _units(tmp_path / "work", folder, methods=["blr"])
+    records = tmp_path / "records"
+    run_campaign(units, records, max_units=4)
+    path = folder / "blr" / f"{COND}.json"
+    rec = json.loads(path.read_text())
+    key = next(iter(rec["tuned_params"]))
+    rec["tuned_params"][key] = rec["tuned_params"][key] * 1.5
+    path.write_text(json.dumps(rec))
+    again = _units(tmp_path / "work", folder, methods=["blr"])
+    assert [unit_status(u, records)[0] for u in again] == ["done"] * 3 + [
+        "stale",
+        "missing",
+        "missing",
+    ]
+
+
+def test_summary_compares_complete_methods_and_export_gives_the_same_board(
+    tmp_path, tuning
+) -> None:
+    from udbench._validation import UdbenchError
+    from udbench.evaluation.store import read_results
+    from udbench.evaluation.tuned_compare import tuned_vs_untuned
+
+    work = tmp_path / "work"
+    units = _units(work, tuning)
+    records = tmp_path / "records"
+    run_campaign(units, records)
+    summary = runs.runs_summary(records, units, n_resamples=200)
+    assert summary["complete"] == ["blr"]  # ngboost-nig has no tuned cells
+    prog = summary["progress"]
+    assert prog["blr"]["untuned"]["done"] == prog["blr"]["untuned"]["units"] == 3
+    assert prog["ngboost-nig"]["untuned"]["done"] == 3 and "tuned" not in prog["ngboost-nig"]
+    table = summary["comparison"].table.set_index("method")
+    rows = [
+        json.loads(record_file(records, u.unit_id).read_text())["result"]["row"]
+        for u in units
+        if u.settings["method"] == "blr"
+    ]
+    for part, col in (("untuned", "mean_untuned"), ("tuned", "mean_tuned")):
+        label = LABEL + ("[tuned]" if part == "tuned" else "")
+        want = np.mean([r["rho_eu_risk"] for r in rows if r["method_label"] == label])
+        assert table.loc[LABEL, col] == pytest.approx(want, rel=1e-12)
+    assert "| `blr` | 3 / 3 | 3 / 3 |" in summary["markdown"]
+
+    out = tmp_path / "res"
+    done = runs.export_results(records, out, work, units)
+    assert done["untuned"] == {"rows": 6, "without_predictions": 0}
+    assert done["tuned"] == {"rows": 3, "without_predictions": 0}
+    untuned, tuned = read_results(out / "untuned"), read_results(out / "tuned")
+    again = tuned_vs_untuned(
+        untuned[untuned["method"] == "blr"], tuned, n_resamples=200
+    ).table.set_index("method")
+    for col in ("mean_untuned", "mean_tuned", "low_tuned", "high_tuned"):
+        assert again.loc[LABEL, col] == pytest.approx(table.loc[LABEL, col], rel=1e-12)
+    with pytest.raises(UdbenchError, match=r"out.*without results"):
+        runs.export_results(records, out, work, units)
+    # predictions made elsewhere: rows still exported, the missing predictions counted
+    other = runs.export_results(records, tmp_path / "res2", tmp_path / "elsewhere", units)
+    assert other["tuned"] == {"rows": 3, "without_predictions": 3}
+
+
+def test_cli_status_and_summarise_on_gp_small_without_records(tmp_path, monkeypatch, capsys):
+    from udbench.cli import main
+
+    monkeypatch.setattr("udbench.tuning.shipped.SHIPPED_ROOT", tmp_path / "shipped")
+    monkeypatch.setenv("COLUMNS", "200")
+    args = ["--suite", "gp-small", "-m", "blr", "--records", str(tmp_path / "rec")]
+    assert main(["campaign", "status", "runs", *args]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "│ untuned │ 0 │ 0 │ 0 │ 240 │" in out and "│ tuned" not in out
+    assert "tuned: blr: 24 of 24 conditions wait for a tuning record" in out
+    assert main(["campaign", "summarise", "runs", *args, "--work", str(tmp_path / "w")]) == 0
+    assert "No method is complete in both parts yet" in capsys.readouterr().out
