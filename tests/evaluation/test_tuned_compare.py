@@ -81,3 +81,26 @@ def test_bad_input_is_an_error_naming_it():
         tuned_vs_untuned(_frame(UNTUNED), pd.DataFrame())
     with pytest.raises(UdbenchError, match="top"):
         tuned_vs_untuned(_frame(UNTUNED), _frame(TUNED), top=-1)
+
+
+def test_tau_intervals_pooled_and_per_factor_level():
+    # every instance shifts all methods alike, so every bootstrap replicate keeps both
+    # orderings: the interval is the point τ itself, pooled and within each dataset
+    untuned, tuned = _frame(UNTUNED), _frame(TUNED, "[tuned]")
+    for df in (untuned, tuned):
+        df["dataset"] = df["task_id"].map(lambda t: "x" if t in ("t0", "t1", "t2") else "y")
+    out = tuned_vs_untuned(untuned, tuned, n_resamples=300)
+    taus = out.taus.set_index(["factor", "level"])
+    assert list(taus.index) == [("all", "all"), ("dataset", "x"), ("dataset", "y")]
+    for key in taus.index:
+        row = taus.loc[key]
+        assert row["tau"] == pytest.approx(-1.0 / 3.0, abs=1e-12)
+        assert row["tau_low"] == pytest.approx(row["tau"]) == pytest.approx(row["tau_high"])
+        assert row["n_methods"] == 4
+    assert taus.loc[("dataset", "x"), "n_instances"] == 3
+    assert taus.loc[("all", "all"), "n_instances"] == 5
+    assert "| dataset | y | -0.333 [-0.333, -0.333] | 4 | 2 |" in out.markdown()
+    # no factor columns: the pooled row only
+    assert list(tuned_vs_untuned(_frame(UNTUNED), _frame(TUNED, "[tuned]")).taus["factor"]) == [
+        "all"
+    ]

@@ -12,6 +12,7 @@ methods whose rank moved most (issue 36, item 3).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +50,12 @@ class TunedComparison:
         ``{"method", "rank_untuned", "rank_tuned", "rank_move"}``.
     rank_by : str
         The metric of the orderings.
+    taus : DataFrame or None
+        Kendall's τ-b with its bootstrap interval, pooled and per factor level (columns
+        ``factor, level, tau, tau_low, tau_high, n_methods, n_instances, note``): on the
+        instances both runs hold, a method's mean over the scope's instances where both runs
+        have it (:func:`udbench.analyses.proxies.scope_taus`, the τ of ``udbench transfer``);
+        the pooled row can differ from ``tau`` where the runs hold different instances.
     """
 
     table: pd.DataFrame
@@ -56,6 +63,7 @@ class TunedComparison:
     tau_note: str | None
     moves: list[dict[str, Any]] = field(default_factory=list)
     rank_by: str = "rho_eu_risk"
+    taus: pd.DataFrame | None = None
 
     def markdown(self, digits: int = 3) -> str:
         """The table as Markdown, then τ and the largest moves (one line each)."""
@@ -89,6 +97,16 @@ class TunedComparison:
                 for m in self.moves
             )
             lines.append(f"Largest rank moves: {moved}")
+        if self.taus is not None and len(self.taus):
+            lines += ["", "| factor | level | τ-b [95 % interval] | methods | instances |"]
+            lines.append("|---|---|---|---|---|")
+            for t in self.taus.itertuples(index=False):
+                value = f"{num(t.tau)} [{num(t.tau_low)}, {num(t.tau_high)}]"
+                if t.note:
+                    value = f"– ({t.note})"
+                lines.append(
+                    f"| {t.factor} | {t.level} | {value} | {t.n_methods} | {t.n_instances} |"
+                )
         return "\n".join(lines)
 
 
@@ -124,6 +142,7 @@ def tuned_vs_untuned(
     confidence: float = DEFAULT_CONFIDENCE,
     n_resamples: int = DEFAULT_N_RESAMPLES,
     top: int = 5,
+    factors: Sequence[str] = ("dataset", "noise", "coverage"),
 ) -> TunedComparison:
     """The tuned-vs-untuned comparison table of two results tables.
 
@@ -140,6 +159,9 @@ def tuned_vs_untuned(
         Of the bootstrap intervals of the means (resampling instances).
     top : int, default 5
         How many of the largest rank moves to list.
+    factors : sequence of str, default ("dataset", "noise", "coverage")
+        Factors whose levels get a τ-b of their own (``TunedComparison.taus``), besides the
+        pooled one; a factor the results lack is skipped.
 
     Returns
     -------
@@ -177,4 +199,46 @@ def tuned_vs_untuned(
                     "rank_move": float(rec["rank_move"]),
                 }
             )
-    return TunedComparison(table, float(res.value), res.reason, moves, rank_by)
+    taus = _taus(untuned, tuned, rank_by, confidence, n_resamples, factors)
+    return TunedComparison(table, float(res.value), res.reason, moves, rank_by, taus)
+
+
+def _taus(
+    untuned: pd.DataFrame,
+    tuned: pd.DataFrame,
+    rank_by: str,
+    confidence: float,
+    n_resamples: int,
+    factors: Sequence[str],
+) -> pd.DataFrame | None:
+    """τ-b of the two orderings with bootstrap intervals, pooled and per factor level, on the
+    instances and methods both runs hold (None when they share no instance)."""
+    from udbench.analyses._common import prepare, resampling
+    from udbench.analyses.proxies import factor_scopes, scope_taus
+
+    if rank_by not in untuned.columns or rank_by not in tuned.columns:
+        return None
+    strip = tuned.copy()
+    col = "method_label" if "method_label" in strip.columns else "method"
+    strip[col] = [
+        m[: -len(TUNED_SUFFIX)] if str(m).endswith(TUNED_SUFFIX) else m for m in strip[col]
+    ]
+    ok = {str(t) for t in untuned.loc[untuned["status"].astype(str) == "ok", "task_id"]}
+    ok &= {str(t) for t in strip.loc[strip["status"].astype(str) == "ok", "task_id"]}
+    if not ok:
+        return None
+    fu = prepare(untuned[untuned["task_id"].astype(str).isin(ok)], "tuned_vs_untuned")
+    ft = prepare(strip[strip["task_id"].astype(str).isin(ok)], "tuned_vs_untuned")
+    # τ-b of the two orderings is the same whichever direction is better (both flip)
+    wu = fu.wide(rank_by)
+    wt = pd.DataFrame(ft.wide(rank_by), index=ft.instances.index, columns=ft.methods)
+    wt = wt.reindex(index=fu.instances.index, columns=fu.methods).to_numpy(dtype=float)
+    boot = resampling(
+        fu, n_resamples=n_resamples, confidence=confidence, component="tuned_vs_untuned"
+    )
+    rows = []
+    present = [f for f in factors if f in untuned.columns and f in tuned.columns]
+    for factor, level, sel in factor_scopes(fu, present):
+        (out,) = scope_taus([(wt, wu)], sel, boot)
+        rows.append({"factor": factor, "level": level, **out})
+    return pd.DataFrame(rows)
