@@ -100,12 +100,13 @@ class TunedComparison:
         if self.taus is not None and len(self.taus):
             lines += ["", "| factor | level | τ-b [95 % interval] | methods | instances |"]
             lines.append("|---|---|---|---|---|")
-            for t in self.taus.itertuples(index=False):
-                value = f"{num(t.tau)} [{num(t.tau_low)}, {num(t.tau_high)}]"
-                if t.note:
-                    value = f"– ({t.note})"
+            for t in self.taus.to_dict(orient="records"):
+                value = f"{num(t['tau'])} [{num(t['tau_low'])}, {num(t['tau_high'])}]"
+                if t["note"]:
+                    value = f"– ({t['note']})"
                 lines.append(
-                    f"| {t.factor} | {t.level} | {value} | {t.n_methods} | {t.n_instances} |"
+                    f"| {t['factor']} | {t['level']} | {value} | {t['n_methods']} | "
+                    f"{t['n_instances']} |"
                 )
         return "\n".join(lines)
 
@@ -231,8 +232,11 @@ def _taus(
     ft = prepare(strip[strip["task_id"].astype(str).isin(ok)], "tuned_vs_untuned")
     # τ-b of the two orderings is the same whichever direction is better (both flip)
     wu = fu.wide(rank_by)
-    wt = pd.DataFrame(ft.wide(rank_by), index=ft.instances.index, columns=ft.methods)
-    wt = wt.reindex(index=fu.instances.index, columns=fu.methods).to_numpy(dtype=float)
+    wt = (
+        pd.DataFrame(ft.wide(rank_by), index=ft.instances.index, columns=ft.methods)
+        .reindex(index=fu.instances.index, columns=fu.methods)
+        .to_numpy(dtype=float)
+    )
     boot = resampling(
         fu, n_resamples=n_resamples, confidence=confidence, component="tuned_vs_untuned"
     )
