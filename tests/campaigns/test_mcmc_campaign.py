@@ -149,21 +149,30 @@ def test_bnn_sweep_table_ratios_by_hand(tmp_path) -> None:
 
     version = {"bnn": mcmc.numerics_versions()["bnn"]}
     units = {u.settings["setting"]: u for u in mcmc.bnn_sweep_units()}
-    figures = {"d9": (0.5, 2.0), "d8": (1.5, 3.0)}  # (ESS per CPU-s, ESS per 1000 steps)
-    for name, (per_cpu, per_step) in figures.items():
+    # (ESS per CPU-s, ESS per 1000 steps, float64 step cost over the setting's)
+    figures = {"d9": (0.5, 2.0, None), "d8": (1.5, 3.0, None), "f32-accept0.8-d8": (2, 4, 1.8)}
+    for name, (per_cpu, per_step, cost) in figures.items():
         unit = units[name]
+        result = {"ess_median_per_cpu_second": per_cpu, "ess_median_per_kgrad_kept": per_step}
+        if cost is not None:
+            result["step_cost_ratio_f64"] = cost
         _write_atomic(
             tmp_path / f"{unit.unit_id}.json",
             {
                 "schema": 1, "unit_id": unit.unit_id, "kind": "bnn-sweep", "status": "done",
-                "settings": unit.settings, "numerics": version,
-                "result": {"ess_median_per_cpu_second": per_cpu,
-                           "ess_median_per_kgrad_kept": per_step},
+                "settings": unit.settings, "numerics": version, "result": result,
             },
         )  # fmt: skip
     rows, notes = mcmc.bnn_sweep_table(tmp_path)
     by = {r["setting"]: r for r in rows}
-    assert [r["setting"] for r in rows] == ["d9", "d8"] and notes == []
+    assert [r["setting"] for r in rows] == ["d9", "d8", "f32-accept0.8-d8"] and notes == []
     assert by["d8"]["ess_per_cpu_ratio_vs_d9"] == pytest.approx(3.0)
     assert by["d8"]["ess_per_step_ratio_vs_d9"] == pytest.approx(1.5)
     assert by["d9"]["ess_per_step_ratio_vs_d9"] == pytest.approx(1.0)
+    # per second at equal load: per step × the step's cost ratio (1 for float64)
+    assert by["d8"]["ess_per_second_ratio_vs_d9"] == pytest.approx(1.5)
+    assert by["f32-accept0.8-d8"]["ess_per_second_ratio_vs_d9"] == pytest.approx(2.0 * 1.8)
+    f32 = units["f32-accept0.8-d8"]
+    assert f32.settings["sampler"]["dtype"] == "float32"
+    assert f32.work.args[0]["dtype"] == "float32"
+    assert "dtype" not in units["d9"].settings["sampler"]  # the former records stay current

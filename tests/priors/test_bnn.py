@@ -196,6 +196,41 @@ def test_dense_mass_changes_the_run_and_still_conditions() -> None:
     assert np.corrcoef(p_dense.draws_train.mean(0), f[:20])[0, 1] > 0.9
 
 
+def test_float32_runs_nuts_in_single_precision_and_agrees_with_float64() -> None:
+    # issue 34: dtype is a sampler setting (float64 in every preset); float32 samples the
+    # same posterior: its posterior mean agrees with float64's within Monte Carlo error
+    from udbench._validation import UdbenchError
+    from udbench.priors.bnn import gradient_seconds
+
+    assert all(p["dtype"] == "float64" for p in FIDELITY_SETTINGS.values())
+    rng = np.random.default_rng(6)
+    X = rng.uniform(size=(50, 2))
+    kw = {"n_warmup": 100}
+    p64 = BNNPrior(X[:10], 1.0, "smoke", sampler_kwargs=kw)
+    p32 = BNNPrior(X[:10], 1.0, "smoke", sampler_kwargs={**kw, "dtype": "float32"})
+    assert p32.settings["sampler"]["dtype"] == "float32"
+    assert p64.settings["sampler"]["dtype"] == "float64"
+    f = p64.sample(X, key=1)[0]
+    nv = np.full(40, 0.05)
+    y = f[:40] + np.sqrt(nv) * rng.standard_normal(40)
+    a = p64.condition(X[:40], y, nv, X[40:], key=2, n_draws=200)
+    b = p32.condition(X[:40], y, nv, X[40:], key=2, n_draws=200)
+    assert b.draws_eval.dtype == np.float64 and np.isfinite(b.draws_eval).all()
+    assert b.draws_eval.tobytes() != a.draws_eval.tobytes()
+    sd = a.draws_eval.std(axis=0)
+    # ~100 effective draws each: the two means differ by ~0.14 SD per point
+    assert np.median(np.abs(b.draws_eval.mean(0) - a.draws_eval.mean(0)) / sd) < 0.35
+    assert np.median(b.draws_eval.std(0) / sd) == pytest.approx(1.0, abs=0.25)
+    with pytest.raises(UdbenchError, match="dtype"):
+        BNNPrior(X[:10], 1.0, "smoke", sampler_kwargs={"dtype": "float16"}).condition(
+            X[:40], y, nv, X[40:], key=2, n_draws=100
+        )
+    cost = gradient_seconds(X[:40], nv, X[:10], 1.0, calls=3, repeats=2)
+    assert set(cost) == {"float64", "float32"} and all(v > 0 for v in cost.values())
+    with pytest.raises(UdbenchError, match="dtypes"):
+        gradient_seconds(X[:40], nv, X[:10], 1.0, ("float16",))
+
+
 def test_real_dataset_prior_scales_and_reference_rows(data_dir) -> None:
     # both MCMC families on a real table (concrete: d = 8, n_eval = 515), through the loader
     from udbench.data import load_covariates

@@ -97,6 +97,7 @@ BNN_SWEEP: dict[str, dict[str, Any]] = {
     "accept0.7-d8": {"target_accept": 0.7, "max_tree_depth": 8},
     "warmup800-d8": {"n_warmup": 800, "max_tree_depth": 8},
     "dense-d8": {"dense_mass": True, "max_tree_depth": 8},
+    "f32-accept0.8-d8": {"dtype": "float32", "target_accept": 0.8, "max_tree_depth": 8},
     "d10": {"max_tree_depth": 10},
     "d11": {"max_tree_depth": 11},
     "dense-d9": {"dense_mass": True},
@@ -105,13 +106,10 @@ BNN_SWEEP: dict[str, dict[str, Any]] = {
     "dense-d10": {"dense_mass": True, "max_tree_depth": 10},
 }
 
-#: HBART layouts validated (name -> overrides of the ``standard`` preset), cheapest first.
-#: Throughput at full kin8nm size is about 490 chain-iterations per second from 20 chains on
-#: (docs/priors-mcmc.md), so a run costs chains × (warm-up + draws × thin) / 490 s:
-#: ``lean`` 20 × (1000 + 50 × 120) = 140 000 (≈ 4.8 min; 4× warm-up ≈ 6.8 min), ``standard``
-#: 20 × (1500 + 50 × 240) = 270 000 (≈ 9.3 min; ≈ 12.3 min). Kept window per chain 6000 /
-#: 12 000 iterations, i.e. a bulk ESS of roughly 600 / 1200 at the measured autocorrelation
-#: time of 150–240 iterations.
+#: HBART layouts validated (name -> overrides of the ``standard`` preset), cheapest first. At
+#: ≈ 490 chain-iterations/s (kin8nm, 20 chains; docs/priors-mcmc.md) a run costs chains ×
+#: (warm-up + draws × thin) / 490 s: ``lean`` ≈ 4.8 min (4× warm-up 6.8), ``standard`` ≈ 9.3
+#: (12.3); kept windows of 6000 / 12 000 iterations per chain ≈ bulk ESS 600 / 1200.
 HBART_LAYOUTS: dict[str, dict[str, Any]] = {
     "lean": {"n_warmup": 1000, "thin": 120},
     "standard": {},
@@ -128,11 +126,8 @@ MULTI_FAMILY: dict[str, Any] = {
 
 _VALIDATION_DATASETS = ("kin8nm", "protein")
 
-#: Projected wall seconds per unit on the idle 2-core reference machine, before a record of
-#: the same shape exists (from docs/priors-mcmc.md: 490 HBART chain-iterations per second at
-#: full size; BNN `standard` 7.1 min at kin8nm size at depth 9, about half of that at the
-#: preset of 2026-12-03 (trajectories of 255 leapfrog steps instead of 511); concrete's
-#: n = 348 about a tenth).
+#: Projected wall seconds per unit (idle reference machine) until a record of the same shape
+#: exists: docs/priors-mcmc.md's throughputs (BNN at the 2026-12-03 preset: half of depth 9's).
 _VALIDATION_SECONDS = {
     "lean": {"base": 290.0, "long": 410.0, "floor": 290.0},
     "standard": {"base": 560.0, "long": 740.0, "floor": 560.0},
@@ -218,7 +213,14 @@ def _bnn_sweep_work(
     wall = float(diag["wall_seconds"])
     med, p5 = float(np.median(ess)), float(np.quantile(ess, 0.05))
     leapfrog = float(diag["leapfrog_steps_mean"]) * n_chains * int(diag["draws_per_chain"])
+    cost = {}  # a float32 run's cost per step against float64's, timed in this process
+    if prior.sampler_settings.get("dtype", "float64") != "float64":
+        from udbench.priors.bnn import gradient_seconds
+
+        cost["gradient_seconds"] = g = gradient_seconds(X_train, nv, prior.X_ref, prior.scale)
+        cost["step_cost_ratio_f64"] = g["float64"] / g[prior.sampler_settings["dtype"]]
     return {
+        **cost,
         "task_id": spec.task_id,
         "sampler_settings": dict(prior.sampler_settings),
         "ess_bulk_f_median": med,
@@ -294,8 +296,9 @@ def bnn_sweep_table(records: str | Path) -> tuple[list[dict[str, Any]], list[str
     Each row: ``setting``, the figures of the unit's result, ``ess_per_cpu_ratio_vs_d9``
     (ESS median per CPU second over the baseline's) and ``ess_per_step_ratio_vs_d9`` (ESS
     median per leapfrog step of the kept phase over the baseline's: the ESS-per-second ratio
-    at a common cost per step, which records made under different loads do not share); None
-    without a baseline record.
+    at a common cost per step, which records made under different loads do not share) and
+    ``ess_per_second_ratio_vs_d9`` (the latter × the float32 step's measured cost ratio to
+    float64, ``step_cost_ratio_f64``; 1 for float64); None without a baseline record.
 
     Returns
     -------
@@ -305,16 +308,12 @@ def bnn_sweep_table(records: str | Path) -> tuple[list[dict[str, Any]], list[str
     done, notes = load_done_records(records, "bnn-sweep", {"bnn": numerics_versions()["bnn"]})
     rows = [{"setting": r["settings"]["setting"], **r["result"]} for r in done]
     base = next((r for r in rows if r["setting"] == "d9"), None)
-    for r in rows:
-        r["ess_per_cpu_ratio_vs_d9"] = (
-            None
-            if base is None
-            else r["ess_median_per_cpu_second"] / base["ess_median_per_cpu_second"]
-        )
-        r["ess_per_step_ratio_vs_d9"] = (
-            None
-            if base is None
-            else r["ess_median_per_kgrad_kept"] / base["ess_median_per_kgrad_kept"]
+    for r in rows:  # per step × the step's cost ratio to float64: ESS/s at a common load
+        cpu, step = "ess_median_per_cpu_second", "ess_median_per_kgrad_kept"
+        r["ess_per_cpu_ratio_vs_d9"] = None if base is None else r[cpu] / base[cpu]
+        r["ess_per_step_ratio_vs_d9"] = None if base is None else r[step] / base[step]
+        r["ess_per_second_ratio_vs_d9"] = (
+            None if base is None else r[step] / base[step] * r.get("step_cost_ratio_f64", 1.0)
         )
     order = list(BNN_SWEEP)
     rows.sort(key=lambda r: order.index(r["setting"]) if r["setting"] in order else len(order))

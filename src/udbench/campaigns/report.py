@@ -27,14 +27,17 @@ def _bnn_markdown(rows: list[dict[str, Any]]) -> list[str]:
         "changed per row. ESS: bulk effective sample size of f at the evaluation inputs "
         "(ArviZ), per CPU second of the sampler (one thread) and per 1000 leapfrog steps of "
         "the kept phase. The records come from sessions under different loads (CPU seconds "
-        "per leapfrog step differ between them), so the settings compare at equal cost by "
-        "the ratio of ESS per leapfrog step (diagonal mass: every step costs one gradient); "
-        "the ratio per CPU second is as measured.",
+        "per leapfrog step differ between them), so the settings compare at equal load by "
+        "the ratio of ESS per leapfrog step (diagonal mass: every step costs one gradient) "
+        "times the step's cost relative to a float64 step, timed in the unit's own process "
+        "(`udbench.priors.bnn.gradient_seconds`; 1 for float64, the dense mass matrix's "
+        "extra product is left out); the ratio per CPU second is as measured.",
         "",
         "| setting | ESS median / p5 | ESS/CPU-s (median) | ratio vs d9, per CPU-s | ESS per "
-        "1000 leapfrog | ratio vs d9, per step | CPU min | max R̂ (gate ≤ 1.05) | tree depth "
-        "mean / at max | divergent | coverage 90 % | SBC max dev. |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "1000 leapfrog | ratio vs d9, per step | step cost vs float64 | ratio vs d9, per second "
+        "at equal load | CPU min | max R̂ (gate ≤ 1.05) | tree depth mean / at max | "
+        "divergent | coverage 90 % | SBC max dev. |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
@@ -43,6 +46,8 @@ def _bnn_markdown(rows: list[dict[str, Any]]) -> list[str]:
             f"{_f(r['ess_per_cpu_ratio_vs_d9'], '.2f')} | "
             f"{_f(r['ess_median_per_kgrad_kept'], '.2f')} | "
             f"{_f(r['ess_per_step_ratio_vs_d9'], '.2f')} | "
+            f"{_f(1 / r.get('step_cost_ratio_f64', 1.0), '.2f')} | "
+            f"{_f(r['ess_per_second_ratio_vs_d9'], '.2f')} | "
             f"{_f(r['sampler_cpu_seconds'] / 60, '.1f')} | {_f(r['rhat_max'], '.3f')} | "
             f"{_f(r['tree_depth_mean'], '.2f')} / {_f(r['share_at_max_tree_depth'], '.0%')} | "
             f"{_f(r['n_divergent'], 'd')} | {_f(r['coverage_90'], '.3f')} | "

@@ -16,7 +16,9 @@ chains (several GPUs, or CPU cores exposed as devices with
 chains in one program on one device). NumPyro's ``parallel`` method silently runs the
 chains one after another when there are fewer devices than chains, so asking for it
 explicitly then is an error.
-Float64 is switched on only inside :meth:`BNNPrior.condition` (``jax.enable_x64(True)``).
+Float64 is switched on only inside :meth:`BNNPrior.condition` (``jax.enable_x64(True)``),
+for the presets' ``dtype = "float64"``; ``"float32"`` runs NUTS in single precision
+(half the CPU per gradient at kin8nm size, :func:`gradient_seconds`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ CHAIN_METHODS: tuple[str, ...] = ("auto", "parallel", "vectorized", "sequential"
 
 __all__ = [
     "CHAIN_METHODS",
+    "DTYPES",
     "FIDELITY_SETTINGS",
     "N_HIDDEN",
     "N_REFERENCE",
@@ -45,6 +48,7 @@ __all__ = [
     "BNNPrior",
     "build_prior",
     "choose_reference_rows",
+    "gradient_seconds",
     "network_u",
     "resolve_chain_method",
 ]
@@ -60,6 +64,7 @@ N_REFERENCE: int = 65
 #: 0.9 / depth 9, the same model, coverage and SBC alike; docs/priors-mcmc.md, "BNN NUTS
 #: settings at full size"; until 2026-12-03 it was 0.9 / depth 9);
 #: ``smoke`` is for tests (not a reference posterior). D = n_chains × draws per chain.
+#: ``dtype`` is NUTS's arithmetic (:data:`DTYPES`; float32 is a sweep point of issue 34).
 FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
     "paper": {
         "n_chains": 4,
@@ -67,6 +72,7 @@ FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
         "target_accept": 0.9,
         "max_tree_depth": 10,
         "dense_mass": False,
+        "dtype": "float64",
     },
     "standard": {
         "n_chains": 4,
@@ -74,6 +80,7 @@ FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
         "target_accept": 0.8,
         "max_tree_depth": 8,
         "dense_mass": False,
+        "dtype": "float64",
     },
     "smoke": {
         "n_chains": 2,
@@ -81,8 +88,12 @@ FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
         "target_accept": 0.9,
         "max_tree_depth": 8,
         "dense_mass": False,
+        "dtype": "float64",
     },
 }
+#: Floating-point types NUTS can run in (``dtype`` of :data:`FIDELITY_SETTINGS`): the
+#: sampler's arithmetic (weights, gradient, energy); stored draws are float64 either way.
+DTYPES: tuple[str, ...] = ("float64", "float32")
 
 
 def network_u(
@@ -144,6 +155,81 @@ def _model(X: Any, X_r: Any, sd: Any, y_obs: Any, scale: Any, n_hidden: int = N_
     b = numpyro.sample("b", dist.Normal(0.0, 1.0).expand([R]).to_event(1))
     f = _f(X, X_r, v, w, c, b, scale, xp=jnp)
     numpyro.sample("y", dist.Normal(f, sd).to_event(2), obs=y_obs)
+
+
+def gradient_seconds(
+    X_train: np.ndarray,
+    noise_var_train: np.ndarray,
+    X_ref: np.ndarray,
+    scale: float,
+    dtypes: tuple[str, ...] = DTYPES,
+    *,
+    n_chains: int = 4,
+    n_hidden: int = N_HIDDEN,
+    calls: int = 50,
+    repeats: int = 5,
+) -> dict[str, float]:
+    """CPU seconds of one gradient of the BNN's potential energy, per dtype, in one process.
+
+    The cost of one NUTS leapfrog step with a diagonal mass matrix: NumPyro's potential
+    energy of :func:`_model` (:func:`numpyro.infer.util.initialize_model`) differentiated
+    and vectorised over ``n_chains`` chains as the ``vectorized`` chain method runs them,
+    compiled once per dtype, then timed as the fastest of ``repeats`` blocks of ``calls``
+    calls (process CPU seconds per call, divided by ``n_chains``: per chain-step). The
+    dtypes are timed in turn within each repeat, so a load change affects them alike: their
+    ratio is the load-robust cost ratio of one step (issue 34).
+
+    Parameters
+    ----------
+    X_train : ndarray, shape (n, d); noise_var_train : ndarray, shape (n,)
+    X_ref : ndarray, shape (R, d)
+    scale : float
+        The scale constant a.
+    dtypes : tuple of str, default :data:`DTYPES`
+
+    Returns
+    -------
+    dict
+        dtype -> seconds per chain-step.
+
+    Raises
+    ------
+    UdbenchError
+        An unknown dtype.
+    """
+    import jax
+    import jax.numpy as jnp
+    from numpyro.infer.util import initialize_model
+
+    for dt in dtypes:
+        check_choice("gradient_seconds", "dtypes", dt, DTYPES)
+    y = np.zeros(X_train.shape[0])
+    sd = np.sqrt(np.asarray(noise_var_train, dtype=np.float64))
+    grads: dict[str, tuple[Any, Any]] = {}
+    for dt in dtypes:
+        with jax.enable_x64(dt == "float64"):
+            args = [jnp.asarray(np.asarray(v, dtype=dt)[None]) for v in (X_train, sd, y)]
+            ref, a = jnp.asarray(np.asarray(X_ref, dtype=dt)), jnp.asarray(np.asarray(scale, dt))
+            info = initialize_model(
+                jax.random.split(jax.random.PRNGKey(0), n_chains),
+                functools.partial(_model, n_hidden=n_hidden),
+                model_args=(args[0], ref, args[1], args[2], a),
+            )
+            fn = jax.jit(jax.vmap(jax.grad(info.potential_fn)))
+            z = info.param_info.z
+            jax.block_until_ready(fn(z))
+            grads[dt] = (fn, z)
+    best = {dt: np.inf for dt in dtypes}
+    for _ in range(int(repeats)):
+        for dt in dtypes:
+            fn, z = grads[dt]
+            with jax.enable_x64(dt == "float64"):
+                c0 = time.process_time()
+                for _ in range(int(calls)):
+                    out = fn(z)
+                jax.block_until_ready(out)
+                best[dt] = min(best[dt], (time.process_time() - c0) / calls / n_chains)
+    return {dt: float(v) for dt, v in best.items()}
 
 
 def resolve_chain_method(chain_method: str, n_chains: int, n_devices: int) -> str:
@@ -447,9 +533,12 @@ class BNNPrior(MCMCPrior):
         H, a = int(self.n_hidden), float(self.scale)
         X_ref = np.asarray(self.X_ref, dtype=np.float64)
         max_depth = int(cfg["max_tree_depth"])
+        dtype = str(cfg.get("dtype", "float64"))
+        check_choice(comp, "dtype", dtype, DTYPES)
+        cast = functools.partial(np.asarray, dtype=np.dtype(dtype))
         seed = self._sampler_seed(key)
         t0 = time.perf_counter()
-        with jax.enable_x64(True):
+        with jax.enable_x64(dtype == "float64"):
             mcmc = _nuts_runner(
                 H,
                 d,
@@ -463,11 +552,11 @@ class BNNPrior(MCMCPrior):
             )
             mcmc.run(
                 jax.random.PRNGKey(seed),
-                jnp.asarray(X_train),
-                jnp.asarray(X_ref),
-                jnp.asarray(np.sqrt(noise_var)),
-                jnp.asarray(y),
-                jnp.asarray(a),
+                jnp.asarray(cast(X_train)),
+                jnp.asarray(cast(X_ref)),
+                jnp.asarray(cast(np.sqrt(noise_var))),
+                jnp.asarray(cast(y)),
+                jnp.asarray(cast(a)),
                 extra_fields=("diverging", "num_steps", "accept_prob", "adapt_state.step_size"),
             )
             samples = {
