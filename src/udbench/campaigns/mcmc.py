@@ -213,7 +213,9 @@ def _bnn_sweep_work(
     wall = float(diag["wall_seconds"])
     med, p5 = float(np.median(ess)), float(np.quantile(ess, 0.05))
     leapfrog = float(diag["leapfrog_steps_mean"]) * n_chains * int(diag["draws_per_chain"])
-    cost = {}  # a float32 run's cost per step against float64's, timed in this process
+    cost: dict[
+        str, Any
+    ] = {}  # a float32 run's cost per step against float64's, timed in this process
     if prior.sampler_settings.get("dtype", "float64") != "float64":
         from udbench.priors.bnn import gradient_seconds
 

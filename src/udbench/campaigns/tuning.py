@@ -441,7 +441,8 @@ def tuning_summary(records: str | Path, units: Sequence[Unit] | None = None) -> 
         ``methods``: method -> ``{"sweeps_done", "sweeps" (None without units), "trials",
         "complete", "pruned", "failed", "cpu_hours"}``; ``sweeps``: one row per done record
         (method, condition, validation NLL, best trial, counts, tuned parameters, CPU
-        seconds); ``notes``: records left out; ``markdown``: the tables.
+        seconds); ``choices``: :func:`udbench.tuning.choices.tuned_choices` of those
+        records; ``notes``: records left out; ``markdown``: the tables.
     """
     from udbench.campaigns.engine import _canonical
     from udbench.priors import family_numerics_version, list_prior_families
@@ -450,6 +451,7 @@ def tuning_summary(records: str | Path, units: Sequence[Unit] | None = None) -> 
     done, notes = load_done_records(records, CAMPAIGN_KIND, numerics)
     wanted = None if units is None else {u.unit_id: _canonical(u.settings) for u in units}
     rows: list[dict[str, Any]] = []
+    kept: set[str] = set()
     for rec in done:
         if wanted is not None:
             if rec["unit_id"] not in wanted:
@@ -457,6 +459,7 @@ def tuning_summary(records: str | Path, units: Sequence[Unit] | None = None) -> 
             if rec.get("settings") != wanted[rec["unit_id"]]:
                 notes.append(f"{rec['unit_id']}: made with other settings (stale); left out")
                 continue
+        kept.add(rec["unit_id"])
         res = rec["result"]
         rows.append(
             {
@@ -504,6 +507,19 @@ def tuning_summary(records: str | Path, units: Sequence[Unit] | None = None) -> 
             f"| {m} | {s['sweeps_done']}{of} | {s['trials']} | {s['complete']} | "
             f"{s['pruned']} | {s['failed']} | {s['cpu_hours']:.2f} |"
         )
+    from udbench.tuning.choices import tuned_choices, tuned_choices_markdown
+
+    choices = tuned_choices(r["result"] for r in done if r["unit_id"] in kept)
+    if len(choices):
+        lines += ["", "What the tuner chose, over each method's done sweeps (the default is",
+                  "the suite's configuration; 'at an edge': within 2 % of a search-space bound):",
+                  "", tuned_choices_markdown(choices)]  # fmt: skip
     if notes:
         lines += ["", "Left out:", *(f"- {n}" for n in notes)]
-    return {"methods": methods, "sweeps": rows, "notes": notes, "markdown": "\n".join(lines)}
+    return {
+        "methods": methods,
+        "sweeps": rows,
+        "choices": choices,
+        "notes": notes,
+        "markdown": "\n".join(lines),
+    }

@@ -482,7 +482,9 @@ def summarise_command(
         )
         tsummary = tuning_summary(folder, units)
         if as_json:
-            typer.echo(json.dumps({k: v for k, v in tsummary.items() if k != "markdown"}, indent=1))
+            out = {k: v for k, v in tsummary.items() if k != "markdown"}
+            out["choices"] = out["choices"].to_dict(orient="records")
+            typer.echo(json.dumps(out, indent=1))
         else:
             make_console(highlight=False).print(tsummary["markdown"], markup=False)
         if write:

@@ -1,0 +1,132 @@
+"""What the tuner chose: per method and hyperparameter, the tuned values across conditions
+against the default (issue 36, item 3: why a method's rank moved when tuned).
+
+:func:`tuned_choices` reads tuning records (``udbench tune`` records, or the tuning
+campaign's results: both hold ``tuned_params``, ``base_config`` and ``search_space``) and
+summarises each tuned hyperparameter over the sweeps: the method's default, the median (a
+categorical one: the most frequent choice and its share), the range, and the share of sweeps
+whose value lies at an edge of the search space (within 2 % of the range, on the log scale
+for a log-uniform parameter): a tuner that keeps choosing an edge says the range cuts off
+the optimum.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["EDGE_FRACTION", "tuned_choices", "tuned_choices_markdown"]
+
+#: A tuned value within this fraction of the search range from a bound counts as at the edge.
+EDGE_FRACTION = 0.02
+
+
+def _default(rec: dict[str, Any], name: str) -> Any:
+    base = rec.get("base_config")
+    if isinstance(base, str):
+        try:
+            base = json.loads(base)
+        except ValueError:
+            return None
+    params = (base or {}).get("params") if isinstance(base, dict) else None
+    return None if params is None else params.get(name)
+
+
+def _at_edge(value: float, space: dict[str, Any]) -> bool:
+    low, high = float(space["low"]), float(space["high"])
+    if space.get("log") and low > 0 and value > 0:
+        low, high, value = math.log(low), math.log(high), math.log(value)
+    span = high - low
+    return span > 0 and min(value - low, high - value) <= EDGE_FRACTION * span
+
+
+def tuned_choices(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """The tuned values of every (method, hyperparameter) over the sweeps.
+
+    Parameters
+    ----------
+    records : iterable of dict
+        Tuning records with ``method``, ``status``, ``tuned_params``, ``search_space`` and
+        ``base_config`` (:func:`udbench.tuning.records.load_records`, or the ``result`` of a
+        tuning-campaign record). Records without a complete trial (``tuned_params`` None) are
+        skipped.
+
+    Returns
+    -------
+    DataFrame
+        One row per (method, param), sorted: ``method, param, kind`` (``numeric`` or
+        ``categorical``), ``default``, ``n`` (sweeps), ``median`` (numeric; the most frequent
+        choice for a categorical one), ``low``, ``high`` (range of the tuned values; None for
+        a categorical one), ``share_mode`` (categorical: the share of the most frequent
+        choice), ``share_at_edge`` (numeric: the share of sweeps at an edge of the search
+        space, :data:`EDGE_FRACTION`).
+    """
+    values: dict[tuple[str, str], list[Any]] = {}
+    info: dict[tuple[str, str], tuple[dict[str, Any], Any]] = {}
+    for rec in records:
+        tuned = rec.get("tuned_params")
+        if rec.get("status") != "ok" or not tuned:
+            continue
+        space = rec.get("search_space") or {}
+        for name, value in tuned.items():
+            key = (str(rec["method"]), str(name))
+            values.setdefault(key, []).append(value)
+            info.setdefault(key, (dict(space.get(name) or {}), _default(rec, name)))
+    rows = []
+    for (method, name), vals in sorted(values.items()):
+        space, default = info[(method, name)]
+        row: dict[str, Any] = {"method": method, "param": name, "default": default, "n": len(vals)}
+        if space.get("type") in ("int", "float") and all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in vals
+        ):
+            arr = np.asarray(vals, dtype=float)
+            row.update(
+                kind="numeric",
+                median=float(np.median(arr)),
+                low=float(arr.min()),
+                high=float(arr.max()),
+                share_mode=None,
+                share_at_edge=float(np.mean([_at_edge(float(v), space) for v in arr])),
+            )
+        else:
+            counts = pd.Series([json.dumps(v) for v in vals]).value_counts()
+            row.update(
+                kind="categorical",
+                median=json.loads(str(counts.index[0])),
+                low=None,
+                high=None,
+                share_mode=float(counts.iloc[0] / len(vals)),
+                share_at_edge=None,
+            )
+        rows.append(row)
+    cols = ["method", "param", "kind", "default", "n", "median", "low", "high"]
+    return pd.DataFrame(rows, columns=[*cols, "share_mode", "share_at_edge"])
+
+
+def tuned_choices_markdown(table: pd.DataFrame) -> str:
+    """:func:`tuned_choices`' table as Markdown (3 significant digits)."""
+
+    def g(v: Any) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "–"
+        return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+    lines = [
+        "| method | hyperparameter | default | tuned: median or most chosen | range | at an edge |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in table.to_dict(orient="records"):
+        if r["kind"] == "numeric":
+            tuned, rng = g(r["median"]), f"{g(r['low'])}–{g(r['high'])}"
+            edge = f"{r['share_at_edge']:.0%}"
+        else:
+            tuned, rng, edge = f"{g(r['median'])} ({r['share_mode']:.0%})", "–", "–"
+        lines.append(
+            f"| {r['method']} | {r['param']} | {g(r['default'])} | {tuned} | {rng} | {edge} |"
+        )
+    return "\n".join(lines)
