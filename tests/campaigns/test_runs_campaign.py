@@ -25,7 +25,7 @@ SUITE = {
     "coverage": "balanced",
     "seeds": "0-2",
     "fidelity": "smoke",
-    "draws": 40,
+    "draws": 40,  # the fakes' draws: a task file of another D is refused
     "methods": "blr,ngboost-nig",
     "method_params": "smoke",
     "keep_predictions": False,
@@ -108,10 +108,13 @@ def test_cells_record_rows_keep_predictions_and_resume(tmp_path, tuning) -> None
     assert row["cell_key"] == direct["cell_key"] and row["method_seed"] == direct["method_seed"]
     for k in ("rho_eu_risk", "rho_au", "rmse"):
         assert row[k] == pytest.approx(direct[k], rel=1e-12, nan_ok=True)
-    preds = runs.predictions_path(work, "untuned", f"{COND}__s0", "blr")
+    preds = runs.predictions_path(work, "untuned", f"{COND}__s0", "blr", row["config_hash"])
+    import hashlib
+
     import pandas as pd
 
     assert len(pd.read_parquet(preds)) == 60  # the fake's 60 evaluation points
+    assert rec["result"]["predictions_sha256"] == hashlib.sha256(preds.read_bytes()).hexdigest()
     assert run_campaign(units, records) == {"skipped": 6, "done": 0, "failed": 0, "left": 0}
     record_file(records, units[4].unit_id).unlink()
     said: list[str] = []
@@ -143,6 +146,8 @@ def test_a_retuned_record_stales_its_tuned_cells(tmp_path, tuning) -> None:
 def test_summary_compares_complete_methods_and_export_gives_the_same_board(
     tmp_path, tuning
 ) -> None:
+    import pandas as pd
+
     from udbench._validation import UdbenchError
     from udbench.evaluation.store import read_results
     from udbench.evaluation.tuned_compare import tuned_vs_untuned
@@ -183,6 +188,50 @@ def test_summary_compares_complete_methods_and_export_gives_the_same_board(
     # predictions made elsewhere: rows still exported, the missing predictions counted
     other = runs.export_results(records, tmp_path / "res2", tmp_path / "elsewhere", units)
     assert other["tuned"] == {"rows": 3, "without_predictions": 3}
+    # a predictions file that is not the one its record names is not attached
+    row = json.loads(record_file(records, units[3].unit_id).read_text())["result"]["row"]
+    path = runs.predictions_path(work, "tuned", row["task_id"], "blr", row["config_hash"])
+    pd.read_parquet(path).assign(mean=0.0).to_parquet(path, index=False)
+    third = runs.export_results(records, tmp_path / "res3", work, units, tuning=tuning)
+    assert third["tuned"] == {"rows": 3, "without_predictions": 1}
+    # the tuning records the tuned cells used, as run --tuned keeps them
+    assert (tmp_path / "res3" / "tuned" / "tuned" / "blr" / f"{COND}.json").is_file()
+
+
+def test_a_method_with_waiting_conditions_is_not_compared(tmp_path, tuning) -> None:
+    # blr tuned on one of two conditions: its tuned cells cover half the instances, so it is
+    # not complete (a comparison would pair different instance sets)
+    suite = {**SUITE, "coverage": "all"}
+    units = runs.campaign_units(
+        work_dir=tmp_path / "work", suite=suite, records=tuning, generate=_generate,
+        methods=["blr"],
+    )  # fmt: skip
+    kinds = [u.kind for u in units]
+    assert kinds.count("untuned") == 6 and kinds.count("tuned") == 3
+    records = tmp_path / "records"
+    run_campaign(units, records)
+    summary = runs.runs_summary(records, units, n_resamples=100)
+    assert summary["complete"] == [] and summary["comparison"] is None
+    tuned = summary["progress"]["blr"]["tuned"]
+    assert (tuned["done"], tuned["units"], summary["progress"]["blr"]["untuned"]["done"]) == (
+        3,
+        3,
+        6,
+    )
+
+
+def test_a_task_file_of_another_fidelity_is_refused(tmp_path, tuning) -> None:
+    from udbench._validation import UdbenchError
+
+    work = tmp_path / "work"
+    units = _units(work, tuning, methods=["blr"])
+    run_campaign(units[:1], tmp_path / "records")
+    other = runs.campaign_units(
+        work_dir=work, suite={**SUITE, "draws": 80}, records=tuning, generate=_generate,
+        methods=["blr"],
+    )  # fmt: skip
+    with pytest.raises(UdbenchError, match=r"40 draws, not .* with 80.*another --work"):
+        other[0].work()
 
 
 def test_cli_status_and_summarise_on_gp_small_without_records(tmp_path, monkeypatch, capsys):

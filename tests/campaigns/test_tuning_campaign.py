@@ -100,7 +100,13 @@ def test_a_unit_records_the_sweep_of_plain_tune(shipped, tmp_path, capsys):
     assert cells[:5] == ["blr", "1", "0", "0", "23"]
     summ = ["campaign", "summarise", "tuning", "--suite", "gp-small", "-m", "blr"]
     assert main([*summ, "--trials", "3", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+
+    def strict(token):
+        raise AssertionError(f"not JSON: {token}")
+
+    out = json.loads(capsys.readouterr().out, parse_constant=strict)  # no NaN tokens
+    choices = {c["param"]: c for c in out["choices"]}
+    assert set(choices) == set(res["tuned_params"]) and choices["alpha_1"]["share_mode"] is None
     assert out["methods"]["blr"] | {"cpu_hours": 0} == {
         "sweeps_done": 1, "sweeps": 24, "trials": 3, "complete": 3, "pruned": 0, "failed": 0,
         "cpu_hours": 0,

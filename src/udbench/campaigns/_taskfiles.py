@@ -18,6 +18,7 @@ def ensure_task_file(
     *,
     component: str,
     generate: Callable[[Any, str | None], Any] | None = None,
+    strict: bool = False,
 ) -> bool:
     """Make the task file of ``spec`` at ``path`` unless it is there; whether it was made now.
 
@@ -33,6 +34,10 @@ def ensure_task_file(
         Named in the error message.
     generate : callable, optional
         ``generate(spec, data_dir) -> Task``; default :func:`udbench.tasks.generate_task`.
+    strict : bool, default False
+        Also require the file's fidelity and number of draws to be ``spec``'s (the task id
+        names neither: two suites of other fidelities sharing a work folder would otherwise
+        reuse each other's files).
 
     Raises
     ------
@@ -42,10 +47,20 @@ def ensure_task_file(
     from udbench.tasks import Task, generate_task
 
     if path.is_file():
-        found = Task.load(path).spec.task_id
+        have = Task.load(path).spec
+        found = have.task_id
         if found != spec.task_id:
             raise UdbenchError(
                 f"{component}: {str(path)!r} holds task {found!r}, not {spec.task_id!r}; delete it"
+            )
+        if strict and (str(have.fidelity), int(have.n_draws)) != (
+            str(spec.fidelity),
+            int(spec.n_draws),
+        ):
+            raise UdbenchError(
+                f"{component}: {str(path)!r} holds {found} at fidelity {have.fidelity} with "
+                f"{have.n_draws} draws, not {spec.fidelity} with {spec.n_draws}; use another "
+                "--work folder (one per suite), or delete the file"
             )
         return False
     path.parent.mkdir(parents=True, exist_ok=True)

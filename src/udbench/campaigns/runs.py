@@ -79,9 +79,18 @@ def instance_specs(
     return suite_grid(cfg, data_dir)
 
 
-def predictions_path(work_dir: str | Path, part: str, task_id: str, method: str) -> Path:
-    """``WORK/predictions/<part>/<task id>/<method>.parquet``: a cell's per-point predictions."""
-    return Path(work_dir) / "predictions" / part / task_id / f"{method}.parquet"
+def predictions_path(
+    work_dir: str | Path, part: str, task_id: str, method: str, config_hash: str
+) -> Path:
+    """``WORK/predictions/<part>/<task id>/<method>-<config hash[:12]>.parquet``: a cell's
+    per-point predictions (the record holds the file's checksum)."""
+    return Path(work_dir) / "predictions" / part / task_id / f"{method}-{config_hash[:12]}.parquet"
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _numerics(family: str) -> dict[str, int]:
@@ -108,19 +117,29 @@ def _cell_work(
 
     path = condition_task_folder(work_dir, spec.family) / f"{spec.task_id}.npz"
     with cell_threads():
-        ensure_task_file(path, spec, data_dir, component="udbench campaign runs", generate=generate)
+        ensure_task_file(
+            path, spec, data_dir, component="udbench campaign runs", generate=generate, strict=True
+        )
     cells, _ = plan_cells([path], [mc], configure=lambda _spec, _mc: (mc, dict(extra)))
+    out = predictions_path(work_dir, part, spec.task_id, mc.name, mc.config_hash)
+    out.unlink(missing_ok=True)  # a failed redo leaves no stale predictions
     outcome = evaluate_cell(cells[0], keep_predictions=True)
     row = _jsonable(outcome.row)
     if row["status"] != "ok":
         raise UnitFailed(f"cell failed: {row['error']}", {"row": row})
+    sha = None
     if outcome.predictions is not None:
-        out = predictions_path(work_dir, part, spec.task_id, mc.name)
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(".tmp")
         outcome.predictions.to_parquet(tmp, index=False)
         tmp.replace(out)
-    return {"row": row, "fit_time_s": row["fit_time_s"], "predict_time_s": row["predict_time_s"]}
+        sha = _sha256(out)
+    return {
+        "row": row,
+        "fit_time_s": row["fit_time_s"],
+        "predict_time_s": row["predict_time_s"],
+        "predictions_sha256": sha,
+    }
 
 
 def tuned_configurations(
@@ -319,10 +338,11 @@ def campaign_units(
     return units
 
 
-def _rows(
+def _current(
     records: str | Path, part: str, units: Sequence[Unit] | None
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """The results rows of ``part``'s current records (done, then failed), and notes."""
+    """``part``'s current records (done, then failed; with ``units``: those whose settings and
+    numerics are their unit's), and notes on the rest (stale, failed without a row)."""
     from udbench.campaigns.engine import _canonical
 
     recs, notes = load_done_records(records, part, include_failed=True)
@@ -341,13 +361,12 @@ def _rows(
                 kept.append(rec)
         recs = kept
     recs.sort(key=lambda r: (r["status"] != "done", str(r["unit_id"])))
-    rows = [r["result"]["row"] for r in recs if isinstance(r.get("result"), dict)]
     notes += [
         f"{r['unit_id']}: failed without a row ({r.get('error')})"
         for r in recs
         if not isinstance(r.get("result"), dict)
     ]
-    return rows, notes
+    return [r for r in recs if isinstance(r.get("result"), dict)], notes
 
 
 def runs_summary(
@@ -361,8 +380,10 @@ def runs_summary(
         The campaign's records folder.
     units : sequence of Unit, optional
         The campaign's units: records with other settings are left out, and a method is
-        complete when every one of its units in a part has a current record (without units:
-        when its cells cover the same instances in both parts).
+        complete when every one of its units has a current record and it has as many tuned
+        as untuned units (no condition waits for a tuning record). Without units every
+        record counts, stale ones included, and a method is complete when its cells cover
+        the same instances in both parts.
     n_resamples : int, default 2000
         Bootstrap replicates of the intervals.
 
@@ -380,14 +401,12 @@ def runs_summary(
 
     frames: dict[str, pd.DataFrame] = {}
     notes: list[str] = []
-    for part in PARTS:
-        rows, n = _rows(records, part, units)
-        notes += n
-        frames[part] = pd.DataFrame(rows)
     cpu: dict[tuple[str, str], float] = {}
     for part in PARTS:
-        recs, _ = load_done_records(records, part, include_failed=True)
-        for r in recs:
+        recs, n = _current(records, part, units)
+        notes += n
+        frames[part] = pd.DataFrame([r["result"]["row"] for r in recs])
+        for r in recs:  # the records summarised, stale ones left out
             key = (str(r["settings"].get("method")), part)
             cpu[key] = cpu.get(key, 0.0) + float(r.get("cpu_seconds") or 0.0) / 3600
     progress: dict[str, dict[str, dict[str, Any]]] = {}
@@ -412,7 +431,9 @@ def runs_summary(
         a, b = parts.get("untuned"), parts.get("tuned")
         if not a or not b or a["failed"] or b["failed"] or not a["done"]:
             continue
-        if units is not None and (a["done"] != a.get("units") or b["done"] != b.get("units")):
+        # every unit done, and as many tuned as untuned units: no condition waits for a
+        # tuning record, so both parts cover the same instances
+        if units is not None and not (a["done"] == a.get("units") == b["done"] == b.get("units")):
             continue
         if units is None:
             ids = [set(frames[p].loc[frames[p]["method"] == m, "task_id"]) for p in PARTS]
@@ -461,14 +482,36 @@ def runs_summary(
     }
 
 
+def _copy_tuning_records(tuning: str | Path, ids: set[str], folder: Path) -> None:
+    """Copy the tuning records ``<method>/<condition>`` named in ``ids`` from ``tuning`` to
+    ``folder`` (``udbench run --tuned`` keeps the records it used in ``OUT/tuned``)."""
+    from udbench.tuning.records import read_tuned_record, write_record
+
+    for rid in sorted(i for i in ids if i and i != "None"):
+        path = Path(tuning) / f"{rid}.json"
+        if path.is_file():
+            rec = read_tuned_record(path)
+            rec.pop("_campaign", None)
+            write_record(folder, rec)
+
+
 def export_results(
-    records: str | Path, out: str | Path, work_dir: str | Path, units: Sequence[Unit] | None = None
+    records: str | Path,
+    out: str | Path,
+    work_dir: str | Path,
+    units: Sequence[Unit] | None = None,
+    *,
+    tuning: str | Path | None = None,
 ) -> dict[str, Any]:
     """Write each part's rows as the results folder ``udbench run`` would have written.
 
     ``OUT/untuned`` and ``OUT/tuned`` (:class:`udbench.evaluation.store.ResultsStore`), with
-    each cell's per-point predictions where the work folder has them (so ``udbench transfer``
-    can rescore them), for ``udbench leaderboard``, ``analyze``, ``report`` and ``transfer``.
+    each ok cell's per-point predictions where the work folder has the very file its record
+    names (its checksum; so ``udbench transfer`` can rescore them), for ``udbench
+    leaderboard``, ``analyze``, ``report`` and ``transfer``. With ``tuning`` (the tuning records
+    the tuned cells used, e.g. the suite's shipped folder) they are copied to
+    ``OUT/tuned/tuned`` as ``udbench run --tuned`` does. Without ``units`` every record counts
+    (stale ones included): pass the campaign's units.
 
     Returns
     -------
@@ -497,18 +540,31 @@ def export_results(
             )
     total = 0
     for part, store in stores.items():
-        rows, notes = _rows(records, part, units)
+        recs, notes = _current(records, part, units)
         summary["notes"] += notes
         missing = 0
-        for row in rows:
-            path = predictions_path(work_dir, part, row["task_id"], row["method"])
-            preds = pd.read_parquet(path) if path.is_file() else None
+        for rec in recs:
+            row, res = rec["result"]["row"], rec["result"]
+            path = predictions_path(
+                work_dir, part, row["task_id"], row["method"], row["config_hash"]
+            )
+            # only an ok cell's own predictions: the checksum its record holds
+            ok = row["status"] == "ok" and path.is_file()
+            preds = None
+            if ok and res.get("predictions_sha256") == _sha256(path):
+                preds = pd.read_parquet(path)
             missing += preds is None and row["status"] == "ok"
             store.write_cell(row, preds)
-        if rows:
+        if recs:
             store.compact()
-        summary[part] = {"rows": len(rows), "without_predictions": int(missing)}
-        total += len(rows)
+        if part == "tuned" and tuning is not None:  # the configurations, as run --tuned keeps them
+            _copy_tuning_records(
+                tuning,
+                {str(r["result"]["row"].get("tuned_record")) for r in recs},
+                store.root / "tuned",
+            )
+        summary[part] = {"rows": len(recs), "without_predictions": int(missing)}
+        total += len(recs)
     if not total:
         raise param_error(
             "export_results", "records", "hold cell records with a results row", str(records)

@@ -483,8 +483,9 @@ def summarise_command(
         tsummary = tuning_summary(folder, units)
         if as_json:
             out = {k: v for k, v in tsummary.items() if k != "markdown"}
-            out["choices"] = out["choices"].to_dict(orient="records")
-            typer.echo(json.dumps(out, indent=1))
+            choices = out["choices"].astype(object)  # NaN (not applicable) as JSON null
+            out["choices"] = choices.where(choices.notna(), None).to_dict(orient="records")
+            typer.echo(json.dumps(out, indent=1, allow_nan=False))
         else:
             make_console(highlight=False).print(tsummary["markdown"], markup=False)
         if write:
@@ -539,7 +540,9 @@ def _summarise_runs(
         page.write_text(head + summary["markdown"], encoding="utf-8")
         console.print(f"written: {page}", markup=False)
     if results is not None:
-        done = export_results(folder, results, work, units)
+        from udbench.tuning.shipped import shipped_folder
+
+        done = export_results(folder, results, work, units, tuning=shipped_folder(suite))
         for part in ("untuned", "tuned"):
             d = done[part]
             console.print(
