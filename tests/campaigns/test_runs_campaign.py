@@ -246,3 +246,12 @@ def test_cli_status_and_summarise_on_gp_small_without_records(tmp_path, monkeypa
     assert "tuned: blr: 24 of 24 conditions wait for a tuning record" in out
     assert main(["campaign", "summarise", "runs", *args, "--work", str(tmp_path / "w")]) == 0
     assert "No method is complete in both parts yet" in capsys.readouterr().out
+    assert main(["campaign", "summarise", "runs", *args, "--json", "--work", str(tmp_path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["complete"] == [] and "comparison" not in out
+    assert out["progress"]["blr"]["untuned"] == {
+        "done": 0,
+        "failed": 0,
+        "units": 240,
+        "cpu_hours": 0.0,
+    }
