@@ -13,13 +13,6 @@ import typer
 from udbench.commands._console import make_console
 
 
-def _shown(folder: Path) -> str:
-    try:
-        return Path(folder).resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return str(folder)
-
-
 def _plain(value: Any) -> Any:
     """NaN as None, for strict JSON."""
     return None if isinstance(value, float) and math.isnan(value) else value
@@ -38,6 +31,7 @@ def summarise_runs(
     ``results`` (:func:`udbench.campaigns.runs.runs_summary`, :func:`~udbench.campaigns.runs.
     export_results`)."""
     from udbench.campaigns.runs import export_results, runs_summary
+    from udbench.commands.campaign import _shown
     from udbench.tuning.shipped import shipped_folder
 
     summary = runs_summary(folder, units)

@@ -128,7 +128,8 @@ def _tuning_units(  # type: ignore[no-untyped-def]
     )
 
 
-def _classification_units(  # type: ignore[no-untyped-def]
+def _suite_units(  # type: ignore[no-untyped-def]
+    campaign: str,
     suite: str,
     methods: str | None,
     parts: str,
@@ -136,43 +137,20 @@ def _classification_units(  # type: ignore[no-untyped-def]
     work: Path,
     data_dir: Path | None,
 ):
-    from udbench.campaigns import classification
+    """The units of the classification or runs campaign (``campaign_units`` of its module)."""
+    import importlib
 
-    comp = "udbench campaign classification"
-    if layouts is not None:
-        raise param_error(comp, "layouts", "be left out (an mcmc option)", layouts)
-    chosen = parse_choice_list(comp, "parts", parts, list(classification.PARTS))
-    specs = None
-    if methods is not None:
-        specs = [m.strip() for m in methods.split(",") if m.strip()]
-    return classification.campaign_units(
-        chosen,
-        work_dir=work,
-        data_dir=None if data_dir is None else str(data_dir),
-        suite=suite,
-        methods=specs,
-    )
-
-
-def _runs_units(
-    suite: str,
-    methods: str | None,
-    parts: str,
-    layouts: str | None,
-    work: Path,
-    data_dir: Path | None,
-):  # type: ignore[no-untyped-def]
-    from udbench.campaigns import runs
     from udbench.recipes.suites import SUITES
 
-    comp = "udbench campaign runs"
+    module = importlib.import_module(f"udbench.campaigns.{campaign}")
+    comp = f"udbench campaign {campaign}"
     if layouts is not None:
         raise param_error(comp, "layouts", "be left out (an mcmc option)", layouts)
-    if suite not in SUITES:  # the tuned cells read a preset suite's shipped records
+    if campaign == "runs" and suite not in SUITES:  # tuned cells read a preset's shipped records
         raise param_error(comp, "suite", f"be a preset suite ({sorted(SUITES)})", suite)
-    chosen = parse_choice_list(comp, "parts", parts, list(runs.PARTS))
+    chosen = parse_choice_list(comp, "parts", parts, list(module.PARTS))
     specs = None if methods is None else [m.strip() for m in methods.split(",") if m.strip()]
-    return runs.campaign_units(
+    return module.campaign_units(
         chosen,
         work_dir=work,
         data_dir=None if data_dir is None else str(data_dir),
@@ -270,11 +248,13 @@ def run_command(
             folder,
         )
     elif campaign == "classification":
-        units = _classification_units(
-            suite, methods, parts, layouts, _work(campaign, work), data_dir
+        units = _suite_units(
+            "classification", suite, methods, parts, layouts, _work(campaign, work), data_dir
         )
     elif campaign == "runs":
-        units = _runs_units(suite, methods, parts, layouts, _work(campaign, work, suite), data_dir)
+        units = _suite_units(
+            "runs", suite, methods, parts, layouts, _work(campaign, work, suite), data_dir
+        )
     else:
         units = _units(campaign, parts, layouts, _work(campaign, work), data_dir)
     counts = run_campaign(
@@ -362,9 +342,13 @@ def status_command(
             folder,
         )
     elif campaign == "classification":
-        units = _classification_units(suite, methods, parts, layouts, _work(campaign, work), None)
+        units = _suite_units(
+            "classification", suite, methods, parts, layouts, _work(campaign, work), None
+        )
     elif campaign == "runs":
-        units = _runs_units(suite, methods, parts, layouts, _work(campaign, work, suite), None)
+        units = _suite_units(
+            "runs", suite, methods, parts, layouts, _work(campaign, work, suite), None
+        )
     else:
         units = _units(campaign, parts, layouts, _work(campaign, work), None)
     done, _ = load_done_records(folder)
@@ -470,7 +454,7 @@ def summarise_command(
         from udbench.commands._campaign_runs import summarise_runs
 
         runs_work = _work(campaign, work, suite)
-        units = _runs_units(suite, methods, "all", None, runs_work, None)
+        units = _suite_units("runs", suite, methods, "all", None, runs_work, None)
         summarise_runs(folder, suite, units, write, as_json, results, runs_work)
         return
     if campaign == "classification":
@@ -531,7 +515,9 @@ def _summarise_classification(
                 "be a new folder or one without results (no results.parquet, no cells/)",
                 str(results),
             )
-    units = _classification_units(suite, methods, "all", None, _work("classification", None), None)
+    units = _suite_units(
+        "classification", suite, methods, "all", None, _work("classification", None), None
+    )
     summary = classification_summary(folder, units)
     console = make_console(highlight=False)
     if as_json:
