@@ -278,14 +278,18 @@ def summarise(rows: list[dict], pruner: str = "sha") -> dict:
         conds = sorted({r["condition"] for r in rows if r["method"] == m})
         seeds = sorted({r["seed"] for r in rows if r["method"] == m})
         for c in conds:
+            paired = False
             for s in seeds:
                 a, b = by.get((m, c, s, "none")), by.get((m, c, s, pruner))
                 if a is None or b is None:
                     continue
+                paired = True
                 acc["cpu_none"] += a["cpu_s"]
                 acc["cpu_pruned"] += b["cpu_s"]
                 acc["dnll"].append(abs(b["best_nll"] - a["best_nll"]))
                 acc["drho"].append(abs(b["rho_eu_risk"] - a["rho_eu_risk"]))
+            if not paired:  # the spread of the conditions this pruner was measured on only
+                continue
             for s1, s2 in itertools.pairwise(seeds):
                 a, b = by.get((m, c, s1, "none")), by.get((m, c, s2, "none"))
                 if a is not None and b is not None:
