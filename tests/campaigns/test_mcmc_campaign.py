@@ -138,9 +138,12 @@ def test_bnn_sweep_keeps_its_baseline_when_the_standard_preset_changes(monkeypat
     after = by_name()
     for name, unit in after.items():
         assert unit.settings == before[name].settings
-    assert after["d9"].work.args[0] == {"max_tree_depth": 9, "target_accept": 0.9}
-    assert after["accept0.8-d8"].work.args[0] == {}
-    assert after["d7"].work.args[0] == {"max_tree_depth": 7, "target_accept": 0.9}
+    # (the standard preset runs in float32 since 2026-12-03: the float64 settings say so)
+    f64 = {"dtype": "float64"}
+    assert after["d9"].work.args[0] == {"max_tree_depth": 9, "target_accept": 0.9, **f64}
+    assert after["accept0.8-d8"].work.args[0] == f64
+    assert after["d7"].work.args[0] == {"max_tree_depth": 7, "target_accept": 0.9, **f64}
+    assert after["f32-accept0.8-d8"].work.args[0] == {}
 
 
 def test_bnn_sweep_table_ratios_by_hand(tmp_path) -> None:
@@ -174,5 +177,5 @@ def test_bnn_sweep_table_ratios_by_hand(tmp_path) -> None:
     assert by["f32-accept0.8-d8"]["ess_per_second_ratio_vs_d9"] == pytest.approx(2.0 * 1.8)
     f32 = units["f32-accept0.8-d8"]
     assert f32.settings["sampler"]["dtype"] == "float32"
-    assert f32.work.args[0]["dtype"] == "float32"
+    assert f32.work.args[0] == {}  # the standard preset since 2026-12-03
     assert "dtype" not in units["d9"].settings["sampler"]  # the former records stay current

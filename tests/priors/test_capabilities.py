@@ -86,9 +86,12 @@ def test_instance_work_is_the_presets_iteration_count() -> None:
         expect = s["n_chains"] * s["n_warmup"] + 1000 * s["thin"]
         assert hb.instance_work(fid) == pytest.approx(expect, rel=1e-15)
     bn = prior_class("bnn")
-    for fid, s in BN.items():  # n_chains × (n_warmup + 1000 / n_chains) × 2^depth
-        expect = (s["n_chains"] * s["n_warmup"] + 1000) * 2 ** s["max_tree_depth"]
+    # n_chains × (n_warmup + 1000 / n_chains) × 2^depth × the step's cost in the dtype
+    for fid, s in BN.items():
+        cost = {"float64": 1.0, "float32": 0.51}[s["dtype"]]
+        expect = (s["n_chains"] * s["n_warmup"] + 1000) * 2 ** s["max_tree_depth"] * cost
         assert bn.instance_work(fid) == pytest.approx(expect, rel=1e-15)
+    assert BN["paper"]["dtype"] == "float64" and BN["standard"]["dtype"] == "float32"
 
 
 def test_synthetic_priors_have_scale_one() -> None:

@@ -127,16 +127,14 @@ MULTI_FAMILY: dict[str, Any] = {
 _VALIDATION_DATASETS = ("kin8nm", "protein")
 
 #: Projected wall seconds per unit (idle reference machine) until a record of the same shape
-#: exists: docs/priors-mcmc.md's throughputs (BNN at the 2026-12-03 preset: half of depth 9's).
+#: exists: docs/priors-mcmc.md's throughputs (BNN `standard` since 2026-12-03: a quarter of
+#: depth 9's, half the steps at half the cost in float32).
 _VALIDATION_SECONDS = {
     "lean": {"base": 290.0, "long": 410.0, "floor": 290.0},
     "standard": {"base": 560.0, "long": 740.0, "floor": 560.0},
 }
-_MULTI_SECONDS = {
-    "gp": {"concrete": 20.0, "kin8nm": 60.0},
-    "bnn": {"concrete": 30.0, "kin8nm": 225.0},  # the 2026-12-03 preset: half the steps
-    "hbart": {"concrete": 60.0, "kin8nm": 560.0},
-}
+_MULTI_SECONDS = {"gp": {"concrete": 20.0, "kin8nm": 60.0}, "hbart": {"concrete": 60.0,
+                  "kin8nm": 560.0}, "bnn": {"concrete": 15.0, "kin8nm": 115.0}}  # fmt: skip
 
 
 def numerics_versions() -> dict[str, int]:
@@ -270,7 +268,8 @@ def bnn_sweep_units(
         _preset("bnn", fidelity, overrides)  # unknown keys are refused
         sampler = {**base, **overrides}
         # the work applies its settings to the fidelity's current preset: pass what differs
-        delta = {k: v for k, v in sampler.items() if current.get(k) != v}
+        # (a setting without a dtype ran in float64, which the presets then did not name)
+        delta = {k: v for k, v in {"dtype": "float64", **sampler}.items() if current.get(k) != v}
         units.append(
             Unit(
                 unit_id=f"bnn-sweep/{name}",

@@ -45,6 +45,7 @@ __all__ = [
     "N_HIDDEN",
     "N_REFERENCE",
     "PRIOR_CLASS",
+    "STEP_COST",
     "BNNPrior",
     "build_prior",
     "choose_reference_rows",
@@ -58,13 +59,14 @@ N_HIDDEN: int = 50
 #: Number R of reference inputs for the centring (SPEC §5).
 N_REFERENCE: int = 65
 
-#: NUTS settings per fidelity. ``paper`` is SPEC §5; ``standard`` is the setting chosen by
-#: the full-size sweep of issue 34 among those that passed the SPEC §7 R̂ rule (target
-#: acceptance 0.8, max tree depth 8: 1.82× the ESS of f per leapfrog step of the former
-#: 0.9 / depth 9, the same model, coverage and SBC alike; docs/priors-mcmc.md, "BNN NUTS
-#: settings at full size"; until 2026-12-03 it was 0.9 / depth 9);
+#: NUTS settings per fidelity. ``paper`` is SPEC §5 (float64); ``standard`` is the setting
+#: chosen by the full-size sweep of issue 34 among those that passed the SPEC §7 R̂ rule
+#: (target acceptance 0.8, max tree depth 8, in float32: 1.81× the ESS of f per leapfrog step
+#: of the former 0.9 / depth 9 at 0.51 of its CPU per step, 3.5× its ESS per second at equal
+#: load; the same model, coverage and SBC alike; docs/priors-mcmc.md, "BNN NUTS settings at
+#: full size"; until 2026-12-03 it was 0.9 / depth 9 in float64);
 #: ``smoke`` is for tests (not a reference posterior). D = n_chains × draws per chain.
-#: ``dtype`` is NUTS's arithmetic (:data:`DTYPES`; float32 is a sweep point of issue 34).
+#: ``dtype`` is NUTS's arithmetic (:data:`DTYPES`).
 FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
     "paper": {
         "n_chains": 4,
@@ -80,7 +82,7 @@ FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
         "target_accept": 0.8,
         "max_tree_depth": 8,
         "dense_mass": False,
-        "dtype": "float64",
+        "dtype": "float32",
     },
     "smoke": {
         "n_chains": 2,
@@ -94,6 +96,10 @@ FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
 #: Floating-point types NUTS can run in (``dtype`` of :data:`FIDELITY_SETTINGS`): the
 #: sampler's arithmetic (weights, gradient, energy); stored draws are float64 either way.
 DTYPES: tuple[str, ...] = ("float64", "float32")
+#: CPU of one leapfrog step relative to float64 (:func:`gradient_seconds` at kin8nm size,
+#: n = 3136, 4 chains, in the process of the sweep unit ``f32-accept0.8-d8``, 2026-12-03:
+#: 0.98 ms against 0.50 ms per chain-step); read by :meth:`BNNPrior.instance_work`.
+STEP_COST: dict[str, float] = {"float64": 1.0, "float32": 0.51}
 
 
 def network_u(
@@ -337,11 +343,11 @@ class BNNPrior(MCMCPrior):
         """NUTS leapfrog steps of one instance at ``fidelity``, up to a constant: n_chains ×
         (n_warmup + D / n_chains) × 2^max_tree_depth, D = ``n_draws`` (trajectories mostly
         reach the maximum depth at the suite's sizes, docs/priors-mcmc.md; an upper bound
-        where they stop earlier). Read by :func:`udbench.tuning.calibration.work_ratio`."""
+        where they stop earlier), times the step's relative CPU in the preset's dtype
+        (:data:`STEP_COST`). Read by :func:`udbench.tuning.calibration.work_ratio`."""
         s = FIDELITY_SETTINGS[str(fidelity)]
-        return float(s["n_chains"] * (s["n_warmup"] + n_draws / s["n_chains"])) * 2.0 ** int(
-            s["max_tree_depth"]
-        )
+        steps = float(s["n_chains"] * (s["n_warmup"] + n_draws / s["n_chains"]))
+        return steps * 2.0 ** int(s["max_tree_depth"]) * STEP_COST[str(s.get("dtype", "float64"))]
 
     @classmethod
     def synthetic(cls, fidelity: str, X_eval: np.ndarray) -> BNNPrior:
