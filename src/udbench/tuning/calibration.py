@@ -154,7 +154,8 @@ def work_ratio(family: str, fidelity: str, measured_fidelity: str) -> float:
     - BNN: the ratio of NUTS iterations, n_chains × (n_warmup + D / n_chains), times
       2^(max_tree_depth difference): the leapfrog steps of trajectories that reach the
       maximum depth, as they mostly do at the suite's sizes (docs/priors-mcmc.md); an upper
-      bound where trajectories stop earlier (:meth:`udbench.priors.bnn.BNNPrior.instance_work`).
+      bound where trajectories stop earlier; times the step's relative cost in the preset's
+      dtype, float32 0.51 of float64 (:meth:`udbench.priors.bnn.BNNPrior.instance_work`).
 
     Raises
     ------
