@@ -36,7 +36,7 @@ def tasks(tmp_path):
 def test_the_auto_methods_are_those_the_measurement_passed():
     summary = json.loads(SUMMARY.read_text())
     assert methods_within_spread(summary, "sha") == AUTO_SHA_METHODS
-    assert AUTO_SHA_METHODS == {"catboost-ps", "dkl", "ngboost-nig"}
+    assert AUTO_SHA_METHODS == {"catboost-ps", "dkl", "ngboost-bag", "ngboost-nig"}
     # the rule: |d| <= spread on both measures (equal passes; the sign does not matter)
     fake = {
         "sha": {
@@ -55,11 +55,10 @@ def test_the_auto_methods_are_those_the_measurement_passed():
 def test_auto_resolves_per_method():
     from udbench.methods import make_method
 
-    for name in ("catboost-ps", "dkl", "ngboost-nig"):
+    for name in ("catboost-ps", "dkl", "ngboost-bag", "ngboost-nig"):
         assert resolve_pruner("auto", name) == "sha"
-    # methods that failed the rule (a network; ngboost-bag on the second condition), a method
-    # with no steps, a classifier, an unknown name
-    for name in ("nn-ens", "ngboost-bag", "gp", "logreg-lap", "fake-step-quad"):
+    # a network that failed the rule, a method with no steps, a classifier, an unknown name
+    for name in ("nn-ens", "gp", "logreg-lap", "fake-step-quad"):
         assert resolve_pruner("auto", name) == "none"
     for kind in ("none", "sha", "hyperband", "median"):
         assert resolve_pruner(kind, "nn-ens") == kind

@@ -73,8 +73,8 @@ def register(app: typer.Typer) -> None:
             "--pruner",
             help="auto (default), none, sha (successive halving), hyperband or median (median "
             "stopping rule): stop unpromising trials of iterative methods early (their "
-            "intermediate held-out NLL). auto: sha for catboost-ps, dkl and ngboost-nig "
-            "(measured to lose no more than the seed-to-seed spread), none for "
+            "intermediate held-out NLL). auto: sha for catboost-ps, dkl, ngboost-bag and "
+            "ngboost-nig (measured to lose no more than the seed-to-seed spread), none for "
             "every other method; records and journals hold the resolved pruner.",
         ),
         workers: WorkersOpt = None,
@@ -240,7 +240,7 @@ def register(app: typer.Typer) -> None:
             "auto",
             "--pruner",
             help="Project tuning as udbench tune --pruner (default auto: sha for "
-            "catboost-ps, dkl and ngboost-nig, none for the others): a pruned "
+            "catboost-ps, dkl, ngboost-bag and ngboost-nig, none for the others): a pruned "
             "method's trials cost the measured pruned/unpruned CPU ratio of the table's "
             "tune-pruning entry for that pruner, where it has one.",
         ),

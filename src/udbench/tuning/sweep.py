@@ -349,8 +349,8 @@ def tune(
         Hyperband pruner, or the median stopping rule, on the held-out NLL at intermediate
         steps, :mod:`udbench.tuning.pruning`); a pruned trial counts as one of ``trials`` and
         is never the best. ``"auto"``: ``"sha"`` for the methods of
-        :data:`udbench.tuning.pruning.AUTO_SHA_METHODS` (catboost-ps, dkl and ngboost-nig:
-        measured to lose no more than the seed-to-seed spread), ``"none"`` for
+        :data:`udbench.tuning.pruning.AUTO_SHA_METHODS` (catboost-ps, dkl, ngboost-bag and
+        ngboost-nig: measured to lose no more than the seed-to-seed spread), ``"none"`` for
         every other method; journals and records hold the resolved pruner, and under
         ``"auto"`` an existing journal resumes with the pruner it was made with (an unpruned
         journal of ngboost-nig stays unpruned; its record says so). Methods with no
