@@ -150,7 +150,7 @@ def test_summary_compares_complete_methods_and_export_gives_the_same_board(
 
     from udbench._validation import UdbenchError
     from udbench.evaluation.store import read_results
-    from udbench.evaluation.tuned_compare import tuned_vs_untuned
+    from udbench.analyses.tuned_compare import tuned_vs_untuned
 
     work = tmp_path / "work"
     units = _units(work, tuning)

@@ -200,7 +200,7 @@ def test_float32_runs_nuts_in_single_precision_and_agrees_with_float64() -> None
     # issue 34: dtype is a sampler setting; float32 samples the same posterior: its
     # posterior mean agrees with float64's within Monte Carlo error
     from udbench._validation import UdbenchError
-    from udbench.priors.bnn import gradient_seconds
+    from udbench.priors.bnn_cost import gradient_seconds
 
     # paper is SPEC §5's float64; standard runs in float32 since the sweep (issue 34)
     assert {k: p["dtype"] for k, p in FIDELITY_SETTINGS.items()} == {

@@ -215,7 +215,7 @@ def _bnn_sweep_work(
         str, Any
     ] = {}  # a float32 run's cost per step against float64's, timed in this process
     if prior.sampler_settings.get("dtype", "float64") != "float64":
-        from udbench.priors.bnn import gradient_seconds
+        from udbench.priors.bnn_cost import gradient_seconds
 
         cost["gradient_seconds"] = g = gradient_seconds(X_train, nv, prior.X_ref, prior.scale)
         cost["step_cost_ratio_f64"] = g["float64"] / g[prior.sampler_settings["dtype"]]

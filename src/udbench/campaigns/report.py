@@ -30,7 +30,7 @@ def _bnn_markdown(rows: list[dict[str, Any]]) -> list[str]:
         "per leapfrog step differ between them), so the settings compare at equal load by "
         "the ratio of ESS per leapfrog step (diagonal mass: every step costs one gradient) "
         "times the step's cost relative to a float64 step, timed in the unit's own process "
-        "(`udbench.priors.bnn.gradient_seconds`; 1 for float64, the dense mass matrix's "
+        "(`udbench.priors.bnn_cost.gradient_seconds`; 1 for float64, the dense mass matrix's "
         "extra product is left out); the ratio per CPU second is as measured.",
         "",
         "| setting | ESS median / p5 | ESS/CPU-s (median) | ratio vs d9, per CPU-s | ESS per "

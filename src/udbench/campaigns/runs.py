@@ -26,7 +26,7 @@ JSON. The per-point predictions (needed by ``udbench transfer``) are big artefac
 written to ``WORK/predictions/<part>/<task id>/<method>.parquet``, not into the record.
 :func:`export_results` writes both parts as the results folders ``udbench run`` would have
 written (with the predictions found in the work folder), and :func:`runs_summary` compares
-the methods complete in both parts with :func:`udbench.evaluation.tuned_compare.
+the methods complete in both parts with :func:`udbench.analyses.tuned_compare.
 tuned_vs_untuned`.
 
 Numerics versions: a unit depends on its task family's prior numerics
@@ -392,12 +392,12 @@ def runs_summary(
     dict
         ``progress`` (method -> part -> {"done", "failed", "units", "cpu_hours"}),
         ``complete`` (methods in the comparison), ``comparison``
-        (:class:`~udbench.evaluation.tuned_compare.TunedComparison` or None), ``notes`` and
+        (:class:`~udbench.analyses.tuned_compare.TunedComparison` or None), ``notes`` and
         ``markdown``.
     """
     import pandas as pd
 
-    from udbench.evaluation.tuned_compare import tuned_vs_untuned
+    from udbench.analyses.tuned_compare import tuned_vs_untuned
 
     frames: dict[str, pd.DataFrame] = {}
     notes: list[str] = []

@@ -13,6 +13,15 @@ import typer
 from udbench.commands._console import make_console
 
 
+def _shown(folder: Path) -> str:
+    """``folder`` as a generated page names it: relative to the working directory (the
+    repository root) when it lies below it, so the page does not carry a machine's path."""
+    try:
+        return Path(folder).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(folder)
+
+
 def _plain(value: Any) -> Any:
     """NaN as None, for strict JSON."""
     return None if isinstance(value, float) and math.isnan(value) else value
@@ -31,7 +40,6 @@ def summarise_runs(
     ``results`` (:func:`udbench.campaigns.runs.runs_summary`, :func:`~udbench.campaigns.runs.
     export_results`)."""
     from udbench.campaigns.runs import export_results, runs_summary
-    from udbench.commands.campaign import _shown
     from udbench.tuning.shipped import shipped_folder
 
     summary = runs_summary(folder, units)

@@ -17,6 +17,7 @@ import typer
 from rich.table import Table
 
 from udbench._validation import param_error
+from udbench.commands._campaign_runs import _shown
 from udbench.commands._console import make_console
 from udbench.commands._options import DATA_DIR_HELP, check_data_dir, parse_choice_list
 
@@ -76,15 +77,6 @@ def _records(campaign: str, records: Path | None, suite: str = "gp-small") -> Pa
     if campaign == "runs":
         return Path("docs") / "validation" / "runs" / suite
     return Path("docs") / "validation" / campaign
-
-
-def _shown(folder: Path) -> str:
-    """``folder`` as a generated page names it: relative to the working directory (the
-    repository root) when it lies below it, so the page does not carry a machine's path."""
-    try:
-        return Path(folder).resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return str(folder)
 
 
 def _work(campaign: str, work: Path | None, suite: str = "gp-small") -> Path:

@@ -18,7 +18,7 @@ chains one after another when there are fewer devices than chains, so asking for
 explicitly then is an error.
 Float64 is switched on only inside :meth:`BNNPrior.condition` (``jax.enable_x64(True)``),
 for the presets' ``dtype = "float64"``; ``"float32"`` runs NUTS in single precision
-(half the CPU per gradient at kin8nm size, :func:`gradient_seconds`).
+(half the CPU per gradient at kin8nm size, :func:`udbench.priors.bnn_cost.gradient_seconds`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ __all__ = [
     "BNNPrior",
     "build_prior",
     "choose_reference_rows",
-    "gradient_seconds",
     "network_u",
     "resolve_chain_method",
 ]
@@ -96,9 +95,10 @@ FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
 #: Floating-point types NUTS can run in (``dtype`` of :data:`FIDELITY_SETTINGS`): the
 #: sampler's arithmetic (weights, gradient, energy); stored draws are float64 either way.
 DTYPES: tuple[str, ...] = ("float64", "float32")
-#: CPU of one leapfrog step relative to float64 (:func:`gradient_seconds` at kin8nm size,
-#: n = 3136, 4 chains, in the process of the sweep unit ``f32-accept0.8-d8``, 2026-12-03:
-#: 0.98 ms against 0.50 ms per chain-step); read by :meth:`BNNPrior.instance_work`.
+#: CPU of one leapfrog step relative to float64 (:func:`udbench.priors.bnn_cost.
+#: gradient_seconds` at kin8nm size, n = 3136, 4 chains, in the process of the sweep unit
+#: ``f32-accept0.8-d8``, 2026-12-03: 0.98 ms against 0.50 ms per chain-step); read by
+#: :meth:`BNNPrior.instance_work`.
 STEP_COST: dict[str, float] = {"float64": 1.0, "float32": 0.51}
 
 
@@ -161,81 +161,6 @@ def _model(X: Any, X_r: Any, sd: Any, y_obs: Any, scale: Any, n_hidden: int = N_
     b = numpyro.sample("b", dist.Normal(0.0, 1.0).expand([R]).to_event(1))
     f = _f(X, X_r, v, w, c, b, scale, xp=jnp)
     numpyro.sample("y", dist.Normal(f, sd).to_event(2), obs=y_obs)
-
-
-def gradient_seconds(
-    X_train: np.ndarray,
-    noise_var_train: np.ndarray,
-    X_ref: np.ndarray,
-    scale: float,
-    dtypes: tuple[str, ...] = DTYPES,
-    *,
-    n_chains: int = 4,
-    n_hidden: int = N_HIDDEN,
-    calls: int = 50,
-    repeats: int = 5,
-) -> dict[str, float]:
-    """CPU seconds of one gradient of the BNN's potential energy, per dtype, in one process.
-
-    The cost of one NUTS leapfrog step with a diagonal mass matrix: NumPyro's potential
-    energy of :func:`_model` (:func:`numpyro.infer.util.initialize_model`) differentiated
-    and vectorised over ``n_chains`` chains as the ``vectorized`` chain method runs them,
-    compiled once per dtype, then timed as the fastest of ``repeats`` blocks of ``calls``
-    calls (process CPU seconds per call, divided by ``n_chains``: per chain-step). The
-    dtypes are timed in turn within each repeat, so a load change affects them alike: their
-    ratio is the load-robust cost ratio of one step (issue 34).
-
-    Parameters
-    ----------
-    X_train : ndarray, shape (n, d); noise_var_train : ndarray, shape (n,)
-    X_ref : ndarray, shape (R, d)
-    scale : float
-        The scale constant a.
-    dtypes : tuple of str, default :data:`DTYPES`
-
-    Returns
-    -------
-    dict
-        dtype -> seconds per chain-step.
-
-    Raises
-    ------
-    UdbenchError
-        An unknown dtype.
-    """
-    import jax
-    import jax.numpy as jnp
-    from numpyro.infer.util import initialize_model
-
-    for dt in dtypes:
-        check_choice("gradient_seconds", "dtypes", dt, DTYPES)
-    y = np.zeros(X_train.shape[0])
-    sd = np.sqrt(np.asarray(noise_var_train, dtype=np.float64))
-    grads: dict[str, tuple[Any, Any]] = {}
-    for dt in dtypes:
-        with jax.enable_x64(dt == "float64"):
-            args = [jnp.asarray(np.asarray(v, dtype=dt)[None]) for v in (X_train, sd, y)]
-            ref, a = jnp.asarray(np.asarray(X_ref, dtype=dt)), jnp.asarray(np.asarray(scale, dt))
-            info = initialize_model(
-                jax.random.split(jax.random.PRNGKey(0), n_chains),
-                functools.partial(_model, n_hidden=n_hidden),
-                model_args=(args[0], ref, args[1], args[2], a),
-            )
-            fn = jax.jit(jax.vmap(jax.grad(info.potential_fn)))
-            z = info.param_info.z
-            jax.block_until_ready(fn(z))
-            grads[dt] = (fn, z)
-    best = {dt: np.inf for dt in dtypes}
-    for _ in range(int(repeats)):
-        for dt in dtypes:
-            fn, z = grads[dt]
-            with jax.enable_x64(dt == "float64"):
-                c0 = time.process_time()
-                for _ in range(int(calls)):
-                    out = fn(z)
-                jax.block_until_ready(out)
-                best[dt] = min(best[dt], (time.process_time() - c0) / calls / n_chains)
-    return {dt: float(v) for dt, v in best.items()}
 
 
 def resolve_chain_method(chain_method: str, n_chains: int, n_devices: int) -> str:

@@ -215,7 +215,7 @@ def _taus(
     """τ-b of the two orderings with bootstrap intervals, pooled and per factor level, on the
     instances and methods both runs hold (None when they share no instance)."""
     from udbench.analyses._common import prepare, resampling
-    from udbench.analyses.proxies import factor_scopes, scope_taus
+    from udbench.analyses.proxies import factor_scopes, scope_taus  # the same layer
 
     if rank_by not in untuned.columns or rank_by not in tuned.columns:
         return None
