@@ -149,8 +149,8 @@ def test_summary_compares_complete_methods_and_export_gives_the_same_board(
     import pandas as pd
 
     from udbench._validation import UdbenchError
-    from udbench.evaluation.store import read_results
     from udbench.analyses.tuned_compare import tuned_vs_untuned
+    from udbench.evaluation.store import read_results
 
     work = tmp_path / "work"
     units = _units(work, tuning)

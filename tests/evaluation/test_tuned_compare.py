@@ -8,8 +8,8 @@ import pytest
 from scipy import stats
 
 from udbench._validation import UdbenchError
-from udbench.evaluation.metrics import bootstrap_ci
 from udbench.analyses.tuned_compare import tuned_vs_untuned
+from udbench.evaluation.metrics import bootstrap_ci
 
 OFFSETS = np.array([-0.1, -0.05, 0.0, 0.05, 0.1])  # mean 0: each method's mean is exact
 TASKS = [f"t{i}" for i in range(len(OFFSETS))]
