@@ -1,5 +1,5 @@
 """The CPU cost of one BNN NUTS step per floating-point type (issue 34): the gradient of the
-potential energy of :func:`udbench.priors.bnn._model`, timed in one process, so that the
+potential energy of ``udbench.priors.bnn._model``, timed in one process, so that the
 ratio of two dtypes is robust to the machine's load."""
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ def gradient_seconds(
     """CPU seconds of one gradient of the BNN's potential energy, per dtype, in one process.
 
     The cost of one NUTS leapfrog step with a diagonal mass matrix: NumPyro's potential
-    energy of :func:`_model` (:func:`numpyro.infer.util.initialize_model`) differentiated
-    and vectorised over ``n_chains`` chains as the ``vectorized`` chain method runs them,
-    compiled once per dtype, then timed as the fastest of ``repeats`` blocks of ``calls``
-    calls (process CPU seconds per call, divided by ``n_chains``: per chain-step). The
-    dtypes are timed in turn within each repeat, so a load change affects them alike: their
-    ratio is the load-robust cost ratio of one step (issue 34).
+    energy of ``udbench.priors.bnn._model`` (:func:`numpyro.infer.util.initialize_model`)
+    differentiated and vectorised over ``n_chains`` chains as the ``vectorized`` chain
+    method runs them, compiled once per dtype, then timed as the fastest of ``repeats``
+    blocks of ``calls`` calls (process CPU seconds per call, divided by ``n_chains``: per
+    chain-step). The dtypes are timed in turn within each repeat, so a load change affects
+    them alike: their ratio is the load-robust cost ratio of one step (issue 34).
 
     Parameters
     ----------
