@@ -179,3 +179,52 @@ def test_compiled_programs_are_dropped_between_units(tmp_path: Path) -> None:
     run_campaign(units, tmp_path)
     assert seen == [0, 0, 0]
     assert step._cache_size() == 0
+
+
+def test_current_records_leave_out_stale_other_and_rowless_failed_records(tmp_path: Path) -> None:
+    from udbench.campaigns.engine import UnitFailed, current_records
+
+    def failing(result: dict | None):
+        def work() -> dict:
+            if result is None:
+                raise RuntimeError("no result")
+            raise UnitFailed("cell failed", result)
+
+        return work
+
+    units = [
+        _unit("b", 2),
+        _unit("a", 1),
+        Unit("c-failed", "toy", {}, {"toy": 1}, failing({"row": {"status": "failed"}})),
+        Unit("d-failed", "toy", {}, {"toy": 1}, failing(None)),
+        _unit("e", 5),
+    ]
+    run_campaign(units, tmp_path)
+    # all done records first, each group by unit id; the failed one with a result kept
+    recs, notes = current_records(tmp_path, "toy", units, include_failed=True)
+    assert [r["unit_id"] for r in recs] == ["a", "b", "e", "c-failed"]
+    assert notes == [
+        "d-failed: failed without a result (RuntimeError: no result); retried by the next run"
+    ]
+    # now: unit "a" has other settings, "b" another numerics version, "e" is not selected
+    now = [_unit("a", 7), _unit("b", 2, numerics=3), units[2]]
+    recs, notes = current_records(tmp_path, "toy", now)
+    assert [r["unit_id"] for r in recs] == []  # the failed one only with include_failed
+    assert "a: made with other settings or numerics (stale); left out" in notes
+    assert "b: made with other settings or numerics (stale); left out" in notes
+    assert any(n.startswith("1 toy record(s) of units not selected now") for n in notes)
+    assert sum("failed" in n for n in notes) == 2  # c and d, named by load_done_records
+    # without units every done record counts
+    assert [r["unit_id"] for r in current_records(tmp_path, "toy")[0]] == ["a", "b", "e"]
+
+
+def test_jsonable_turns_numpy_values_into_json_ready_python() -> None:
+    import numpy as np
+
+    from udbench.campaigns.engine import jsonable
+
+    value = {1: (np.float32(0.5), np.arange(2)), "k": [np.int64(3), np.bool_(True), "s", None]}
+    out = jsonable(value)
+    assert out == {"1": [0.5, [0, 1]], "k": [3, True, "s", None]}
+    assert json.loads(json.dumps(out)) == out
+    assert type(out["k"][0]) is int and type(out["k"][1]) is bool

@@ -15,6 +15,7 @@ command line.
 from udbench.campaigns.engine import (
     Unit,
     UnitFailed,
+    current_records,
     load_done_records,
     read_record,
     record_file,
@@ -25,6 +26,7 @@ from udbench.campaigns.engine import (
 __all__ = [
     "Unit",
     "UnitFailed",
+    "current_records",
     "load_done_records",
     "read_record",
     "record_file",

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from udbench._validation import check_choice, param_error
-from udbench.campaigns.engine import Unit, UnitFailed, load_done_records
+from udbench.campaigns.engine import Unit, current_records, jsonable
 from udbench.campaigns.mcmc import _single_threaded
 
 __all__ = [
@@ -314,28 +314,6 @@ def _pool(results: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _current(
-    records: str | Path, kind: str, units: Sequence[Unit] | None, with_failed: bool = False
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Records of ``kind`` under the current numerics (done, and failed ones on request) whose
-    settings are their unit's (when ``units`` are given), and the notes on the rest."""
-    from udbench.campaigns.engine import _canonical
-
-    recs, notes = load_done_records(records, kind, _version(), include_failed=with_failed)
-    # done first, then failed (each by unit id): the leaderboard's bootstrap follows row order
-    done = sorted(recs, key=lambda r: r["status"] != "done")
-    if units is None:
-        return done, notes
-    wanted = {u.unit_id: _canonical(u.settings) for u in units}
-    kept = []
-    for rec in done:
-        if rec["unit_id"] in wanted and rec.get("settings") != wanted[rec["unit_id"]]:
-            notes.append(f"{rec['unit_id']}: made with other settings (stale); left out")
-            continue
-        kept.append(rec)
-    return kept, notes
-
-
 def gpc_check_summary(
     records: str | Path, units: Sequence[Unit] | None = None
 ) -> tuple[dict[str, Any] | None, list[str]]:
@@ -355,7 +333,7 @@ def gpc_check_summary(
         ``rhat_pass_fraction`` and ``n_rhat_failed``; and ``replaced`` (task id → used
         seed, reasons), ``cpu_hours``, ``wall_seconds_median``. ``notes``: records left out.
     """
-    done, notes = _current(records, CHECK_KIND, units)
+    done, notes = current_records(records, CHECK_KIND, units, _version())
     if not done:
         return None, notes
     results = [r["result"] for r in done]
@@ -381,24 +359,11 @@ def gpc_check_summary(
 # ---------------------------------------------------------------- clf-small cells
 
 
-def _jsonable(value: Any) -> Any:
-    """``value`` with numpy scalars and arrays as Python numbers and lists."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 def _cell_work(
     spec: Any, method_spec: str, work_dir: str, data_dir: str | None, generate: Generate | None
 ) -> dict[str, Any]:
     from udbench._threads import cell_threads
-    from udbench.evaluation.cell import evaluate_cell
+    from udbench.campaigns._cells import cell_unit_result
     from udbench.evaluation.runner import classifiers_as_instances, plan_cells
     from udbench.methods.configs import resolve_methods
 
@@ -406,10 +371,7 @@ def _cell_work(
         path, _ = _ensure_task(spec, work_dir, data_dir, generate)
     mc = resolve_methods(classifiers_as_instances([method_spec]))[0]
     cells, _ = plan_cells([path], [mc])
-    row = _jsonable(evaluate_cell(cells[0]).row)
-    if row["status"] != "ok":
-        raise UnitFailed(f"cell failed: {row['error']}", {"row": row})
-    return {"row": row, "fit_time_s": row["fit_time_s"], "predict_time_s": row["predict_time_s"]}
+    return cell_unit_result(cells[0])[0]
 
 
 def _cell_name(method_spec: str, mc: Any) -> str:
@@ -462,7 +424,7 @@ def cell_units(
                         "method": mc.name,
                         "method_label": mc.label,
                         "method_spec": mspec,
-                        "config": _jsonable(mc.config),
+                        "config": jsonable(mc.config),
                         "config_hash": mc.config_hash,
                     },
                     numerics=version,
@@ -508,14 +470,8 @@ def cell_rows(
     """The results rows of the current cell records (done cells, then failed ones, each by
     unit id: the leaderboard's bootstrap follows row order) and the notes on the records
     left out (other numerics or settings; failed without a row)."""
-    recs, notes = _current(records, CELL_KIND, units, with_failed=True)
-    rows = [r["result"]["row"] for r in recs if isinstance(r.get("result"), dict)]
-    notes += [
-        f"{r['unit_id']}: failed without a row ({r.get('error')})"
-        for r in recs
-        if not isinstance(r.get("result"), dict)
-    ]
-    return rows, notes
+    recs, notes = current_records(records, CELL_KIND, units, _version(), include_failed=True)
+    return [r["result"]["row"] for r in recs], notes
 
 
 # ---------------------------------------------------------------- the whole campaign

@@ -56,6 +56,8 @@ __all__ = [
     "Unit",
     "UnitFailed",
     "code_version",
+    "current_records",
+    "jsonable",
     "load_done_records",
     "machine_facts",
     "read_record",
@@ -383,3 +385,87 @@ def load_done_records(
         done.append(record)
     done.sort(key=lambda r: str(r["unit_id"]))
     return done, notes
+
+
+def current_records(
+    records: str | Path,
+    kind: str,
+    units: Sequence[Unit] | None = None,
+    numerics: Mapping[str, int] | None = None,
+    *,
+    include_failed: bool = False,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The records of ``kind`` a summary may use, and a note on each one left out.
+
+    The one rule every campaign summary applies (module docstring, "Which records count"):
+    :func:`load_done_records` under ``numerics``; then, with ``units``, only the records of
+    those units made with their unit's settings and numerics versions.
+
+    Parameters
+    ----------
+    records : str or Path
+        The campaign's records folder.
+    kind : str
+        The units' kind (:attr:`Unit.kind`).
+    units : sequence of Unit, optional
+        The units selected now (e.g. one suite's, or some methods' only). A record of a unit
+        not among them (another method, or a unit the campaign no longer has) is left out,
+        and one note counts them; a record whose settings or numerics differ from its unit's
+        is stale: left out and named in a note.
+    numerics : mapping, optional
+        Current numerics versions (:func:`load_done_records`).
+    include_failed : bool, default False
+        Keep failed records that hold a result (:class:`UnitFailed`, e.g. a benchmark cell's
+        failed row); a failed record without one is named in a note.
+
+    Returns
+    -------
+    (records, notes) : tuple
+        ``records``: the done records, then the failed ones, each group by unit id (row
+        order matters to the bootstraps downstream); ``notes``: one line per record left out.
+    """
+    recs, notes = load_done_records(records, kind, numerics, include_failed=include_failed)
+    recs.sort(key=lambda r: r["status"] != "done")  # stable: unit-id order within each group
+    if units is not None:
+        wanted = {u.unit_id: (_canonical(u.settings), u.numerics) for u in units if u.kind == kind}
+        kept, n_other = [], 0
+        for rec in recs:
+            want = wanted.get(rec["unit_id"])
+            if want is None:
+                n_other += 1
+            elif rec.get("settings") != want[0] or (rec.get("numerics") or {}) != want[1]:
+                notes.append(
+                    f"{rec['unit_id']}: made with other settings or numerics (stale); left out"
+                )
+            else:
+                kept.append(rec)
+        if n_other:
+            notes.append(
+                f"{n_other} {kind} record(s) of units not selected now (other methods or "
+                "conditions, or units the campaign no longer has); left out"
+            )
+        recs = kept
+    notes += [
+        f"{r['unit_id']}: failed without a result ({r.get('error')}); retried by the next run"
+        for r in recs
+        if not isinstance(r.get("result"), dict)
+    ]
+    return [r for r in recs if isinstance(r.get("result"), dict)], notes
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with NumPy scalars and arrays as Python numbers and lists (for records).
+
+    Dict keys become strings and tuples lists; other values are returned as they are.
+    """
+    import numpy as np
+
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

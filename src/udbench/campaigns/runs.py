@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from udbench._validation import check_choice, param_error
-from udbench.campaigns.engine import Unit, UnitFailed, load_done_records
+from udbench.campaigns.engine import Unit, current_records, jsonable
 
 __all__ = [
     "PARTS",
@@ -109,10 +109,9 @@ def _cell_work(
     generate: Generate | None,
 ) -> dict[str, Any]:
     from udbench._threads import cell_threads
+    from udbench.campaigns._cells import cell_unit_result
     from udbench.campaigns._taskfiles import ensure_task_file
-    from udbench.campaigns.classification import _jsonable
     from udbench.campaigns.tuning import condition_task_folder
-    from udbench.evaluation.cell import evaluate_cell
     from udbench.evaluation.runner import plan_cells
 
     path = condition_task_folder(work_dir, spec.family) / f"{spec.task_id}.npz"
@@ -123,23 +122,15 @@ def _cell_work(
     cells, _ = plan_cells([path], [mc], configure=lambda _spec, _mc: (mc, dict(extra)))
     out = predictions_path(work_dir, part, spec.task_id, mc.name, mc.config_hash)
     out.unlink(missing_ok=True)  # a failed redo leaves no stale predictions
-    outcome = evaluate_cell(cells[0], keep_predictions=True)
-    row = _jsonable(outcome.row)
-    if row["status"] != "ok":
-        raise UnitFailed(f"cell failed: {row['error']}", {"row": row})
+    result, predictions = cell_unit_result(cells[0], keep_predictions=True)
     sha = None
-    if outcome.predictions is not None:
+    if predictions is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(".tmp")
-        outcome.predictions.to_parquet(tmp, index=False)
+        predictions.to_parquet(tmp, index=False)
         tmp.replace(out)
         sha = _sha256(out)
-    return {
-        "row": row,
-        "fit_time_s": row["fit_time_s"],
-        "predict_time_s": row["predict_time_s"],
-        "predictions_sha256": sha,
-    }
+    return {**result, "predictions_sha256": sha}
 
 
 def tuned_configurations(
@@ -263,7 +254,6 @@ def campaign_units(
     UdbenchError
         An unknown part; a suite that is not a regression one; a spec that does not resolve.
     """
-    from udbench.campaigns.classification import _jsonable
     from udbench.methods.configs import resolve_methods
     from udbench.recipes.suites import load_suite, method_specs
     from udbench.tuning.calibration import load_calibration
@@ -310,7 +300,7 @@ def campaign_units(
                     settings["tuned_record"] = extra["tuned_record"]
                 settings.update(
                     method_label=cell_mc.label,
-                    config=_jsonable(cell_mc.params),
+                    config=jsonable(cell_mc.params),
                     config_hash=cell_mc.config_hash,
                 )
                 units.append(
@@ -336,37 +326,6 @@ def campaign_units(
                     )
                 )
     return units
-
-
-def _current(
-    records: str | Path, part: str, units: Sequence[Unit] | None
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """``part``'s current records (done, then failed; with ``units``: those whose settings and
-    numerics are their unit's), and notes on the rest (stale, failed without a row)."""
-    from udbench.campaigns.engine import _canonical
-
-    recs, notes = load_done_records(records, part, include_failed=True)
-    if units is not None:
-        wanted = {u.unit_id: (_canonical(u.settings), u.numerics) for u in units if u.kind == part}
-        kept = []
-        for rec in recs:
-            want = wanted.get(rec["unit_id"])
-            if want is None:
-                notes.append(f"{rec['unit_id']}: not a unit of this campaign now; left out")
-            elif rec.get("settings") != want[0] or (rec.get("numerics") or {}) != want[1]:
-                notes.append(
-                    f"{rec['unit_id']}: made with other settings or numerics (stale); left out"
-                )
-            else:
-                kept.append(rec)
-        recs = kept
-    recs.sort(key=lambda r: (r["status"] != "done", str(r["unit_id"])))
-    notes += [
-        f"{r['unit_id']}: failed without a row ({r.get('error')})"
-        for r in recs
-        if not isinstance(r.get("result"), dict)
-    ]
-    return [r for r in recs if isinstance(r.get("result"), dict)], notes
 
 
 def runs_summary(
@@ -403,7 +362,7 @@ def runs_summary(
     notes: list[str] = []
     cpu: dict[tuple[str, str], float] = {}
     for part in PARTS:
-        recs, n = _current(records, part, units)
+        recs, n = current_records(records, part, units, include_failed=True)
         notes += n
         frames[part] = pd.DataFrame([r["result"]["row"] for r in recs])
         for r in recs:  # the records summarised, stale ones left out
@@ -540,7 +499,7 @@ def export_results(
             )
     total = 0
     for part, store in stores.items():
-        recs, notes = _current(records, part, units)
+        recs, notes = current_records(records, part, units, include_failed=True)
         summary["notes"] += notes
         missing = 0
         for rec in recs:

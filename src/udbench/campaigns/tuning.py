@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 from udbench._validation import UdbenchError, check_choice, param_error
-from udbench.campaigns.engine import Unit, load_done_records
+from udbench.campaigns.engine import Unit, current_records
 from udbench.tuning.shipped import CAMPAIGN_KIND
 
 __all__ = [
@@ -432,8 +432,10 @@ def tuning_summary(records: str | Path, units: Sequence[Unit] | None = None) -> 
     records : str or Path
         The campaign's records folder.
     units : sequence of Unit, optional
-        The campaign's units: records whose settings differ from their unit's (stale) are
-        then left out and counted, and each method's number of sweeps is known.
+        The campaign's units: records whose settings differ from their unit's (stale), and
+        records of units not among them, are then left out with a note
+        (:func:`udbench.campaigns.engine.current_records`), and each method's number of
+        sweeps is known.
 
     Returns
     -------
@@ -444,22 +446,12 @@ def tuning_summary(records: str | Path, units: Sequence[Unit] | None = None) -> 
         seconds); ``choices``: :func:`udbench.tuning.choices.tuned_choices` of those
         records; ``notes``: records left out; ``markdown``: the tables.
     """
-    from udbench.campaigns.engine import _canonical
     from udbench.priors import family_numerics_version, list_prior_families
 
     numerics = {f: family_numerics_version(f) for f in list_prior_families()}
-    done, notes = load_done_records(records, CAMPAIGN_KIND, numerics)
-    wanted = None if units is None else {u.unit_id: _canonical(u.settings) for u in units}
+    done, notes = current_records(records, CAMPAIGN_KIND, units, numerics)
     rows: list[dict[str, Any]] = []
-    kept: set[str] = set()
     for rec in done:
-        if wanted is not None:
-            if rec["unit_id"] not in wanted:
-                continue
-            if rec.get("settings") != wanted[rec["unit_id"]]:
-                notes.append(f"{rec['unit_id']}: made with other settings (stale); left out")
-                continue
-        kept.add(rec["unit_id"])
         res = rec["result"]
         rows.append(
             {
@@ -509,7 +501,7 @@ def tuning_summary(records: str | Path, units: Sequence[Unit] | None = None) -> 
         )
     from udbench.tuning.choices import tuned_choices, tuned_choices_markdown
 
-    choices = tuned_choices(r["result"] for r in done if r["unit_id"] in kept)
+    choices = tuned_choices(r["result"] for r in done)
     if len(choices):
         lines += ["", "What the tuner chose, over each method's done sweeps (the default is",
                   "the suite's configuration; 'at an edge': within 2 % of a search-space bound):",
