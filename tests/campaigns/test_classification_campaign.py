@@ -313,3 +313,19 @@ def test_summarise_results_refuses_a_folder_with_results_before_writing(tmp_path
     err = " ".join(capsys.readouterr().err.split())
     assert "'--results'" in err and "without results" in err
     assert not (tmp_path / "records.md").exists()  # refused before the page was written
+
+
+def test_a_summary_of_some_methods_leaves_the_other_methods_cells_out(
+    tmp_path: Path, work: Path
+) -> None:
+    units = [u for u in _units(work, None) if u.kind == "clf-small"]
+    records = tmp_path / "records"
+    run_campaign(units, records)
+    some = [u for u in units if "/logreg-lap" in u.unit_id]  # as `--methods` selects them
+    assert len(some) == 2
+    summary = classification_summary(records, some)
+    assert [r["method"].split(":")[0] for r in summary["leaderboard"]] == ["logreg-lap"]
+    assert summary["notes"] == [
+        "2 clf-small record(s) of units not selected now (other methods or conditions, or "
+        "units the campaign no longer has); left out"
+    ]
