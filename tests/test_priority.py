@@ -54,3 +54,24 @@ def test_zero_changes_nothing_and_bad_values_are_one_line_errors(proc):
     for bad in (-1, 20, 2.5, True):
         with pytest.raises(UdbenchError, match=r"'nice'.*0\.\.19"):
             lower_priority(bad)  # type: ignore[arg-type]
+
+
+def test_the_sessions_autogroup_nice_is_put_back_when_the_run_ends(proc, monkeypatch):
+    """The autogroup is the whole session's (the script that started the run too): lowered
+    only while the run lasts, and another process's later change is kept."""
+    from udbench._priority import restore_priority
+
+    _, group, switch = proc
+    monkeypatch.setattr("udbench._priority._has_controlling_terminal", lambda: False)
+    assert lower_priority(19, autogroup_file=group, autogroup_switch=switch) is None
+    assert group.read_text() == "19\n"
+    group.write_text("/autogroup-7 nice 19\n")  # as the kernel shows it
+    restore_priority()
+    assert group.read_text() == "0\n"
+    restore_priority()  # nothing pending: nothing written
+    assert group.read_text() == "0\n"
+    # changed by someone else meanwhile: left as they set it
+    lower_priority(19, autogroup_file=group, autogroup_switch=switch)
+    group.write_text("/autogroup-7 nice 5\n")
+    restore_priority()
+    assert group.read_text() == "/autogroup-7 nice 5\n"

@@ -11,17 +11,23 @@ two ``nice 19`` campaigns held ≈ 60 % of a core each while a CI run's workers 
 :func:`lower_priority` therefore also sets the nice value of the process's autogroup
 (``/proc/self/autogroup``, see ``sched(7)``, "The autogroup feature") — but only when the
 session has no controlling terminal (``setsid``, ``nohup setsid uv run …``, a batch job), so
-that it never lowers the interactive shell session it was typed in.
+that it never lowers the interactive shell session it was typed in — and only while it runs:
+the autogroup is shared by every process of the session (the shell or script that started the
+run among them), so :func:`restore_priority`, registered with :mod:`atexit`, puts the
+session's autogroup nice back to what it was when the process ends, unless something else
+has changed it meanwhile.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import re
 from pathlib import Path
 
 from udbench._validation import param_error
 
-__all__ = ["lower_priority"]
+__all__ = ["lower_priority", "restore_priority"]
 
 #: Where Linux exposes a process's autogroup and whether autogroups are on.
 AUTOGROUP_FILE = Path("/proc/self/autogroup")
@@ -38,6 +44,35 @@ def _has_controlling_terminal() -> bool:
     return True
 
 
+#: (autogroup file, nice value found there before, nice value written) while lowered.
+_LOWERED: list[tuple[Path, int, int]] = []
+
+
+def _autogroup_nice(autogroup_file: Path) -> int | None:
+    """The nice value in ``/proc/self/autogroup`` (``"/autogroup-7 nice 0"``), or None."""
+    try:
+        found = re.search(r"nice\s+(-?\d+)", autogroup_file.read_text())
+    except OSError:
+        return None
+    return int(found.group(1)) if found else None
+
+
+def restore_priority() -> None:
+    """Put the session's autogroup nice back to its value before :func:`lower_priority`.
+
+    Run at exit (registered by :func:`lower_priority`); does nothing when nothing was
+    lowered, or when the autogroup's nice is no longer the value written (another process
+    of the session changed it since: theirs is kept). Never raises.
+    """
+    while _LOWERED:
+        path, before, written = _LOWERED.pop()
+        if _autogroup_nice(path) == written:
+            try:
+                path.write_text(f"{before}\n")
+            except OSError:
+                pass
+
+
 def _autogroup_enabled(switch: Path) -> bool:
     try:
         return switch.read_text().strip() == "1"
@@ -52,7 +87,8 @@ def lower_priority(
     autogroup_switch: Path = AUTOGROUP_SWITCH,
 ) -> str | None:
     """Raise this process's nice value by ``nice`` and, where the kernel groups by session,
-    its session's autogroup nice value to ``nice``.
+    its session's autogroup nice value to ``nice`` until the process ends
+    (:func:`restore_priority`).
 
     Parameters
     ----------
@@ -87,8 +123,13 @@ def lower_priority(
     )
     if _has_controlling_terminal():
         return f"{hint}; start it with setsid to lower it against other sessions too"
+    before = _autogroup_nice(autogroup_file)
     try:
         autogroup_file.write_text(f"{nice}\n")
     except OSError as err:
         return f"{hint}; setting the session's autogroup nice failed ({err.strerror})"
+    if before is not None and before != nice:
+        if not _LOWERED:
+            atexit.register(restore_priority)
+        _LOWERED.append((autogroup_file, before, nice))
     return None

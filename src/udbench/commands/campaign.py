@@ -218,7 +218,7 @@ def run_command(
         raise param_error("udbench campaign run", "max-hours", "be > 0", max_hours)
     if max_units is not None and max_units < 1:
         raise param_error("udbench campaign run", "max-units", "be an integer >= 1", max_units)
-    note = lower_priority(nice)  # the session's autogroup too, where it leads one
+    note = lower_priority(nice)  # the session's autogroup too, until this process ends
     # one XLA compute thread per unit, as every instance and cell (udbench._threads); before
     # the units are built, since importing a sampler library may create JAX's backends
     fix_xla_threads()
