@@ -255,3 +255,36 @@ def test_cli_status_and_summarise_on_gp_small_without_records(tmp_path, monkeypa
         "units": 240,
         "cpu_hours": 0.0,
     }
+
+
+def test_a_stale_record_holds_back_its_own_condition_only(tmp_path, tuning) -> None:
+    import shutil
+
+    from udbench.methods.configs import resolve_methods
+
+    folder = tmp_path / "tuning"
+    shutil.copytree(tuning, folder)
+    other = "concrete__gp__u-shaped__balanced"
+    rec = json.loads((folder / "blr" / f"{COND}.json").read_text())
+    (folder / "blr" / f"{other}.json").write_text(
+        json.dumps(rec).replace(COND, other).replace('"homoscedastic"', '"u-shaped"')
+    )
+    rec["search_space_hash"] = "0" * 16  # tuned over another search space: stale
+    (folder / "blr" / f"{COND}.json").write_text(json.dumps(rec))
+    suite = {**SUITE, "noise": "homoscedastic,u-shaped", "seeds": "0"}
+    specs = runs.instance_specs(suite)
+    chosen, waiting = runs.tuned_configurations(
+        "tiny-runs", resolve_methods(["blr"]), specs, folder
+    )
+    assert [cond for _, cond in chosen] == [other]
+    assert len(waiting) == 1 and waiting[0].startswith(
+        "blr: 1 of 2 conditions wait for a stale record to be re-tuned (campaign runs"
+    )
+    assert "without --tuned" not in waiting[0]
+
+
+def test_a_spec_other_than_the_suites_gets_units_of_its_own(tmp_path, tuning) -> None:
+    units = _units(tmp_path / "work", tuning, methods=[LABEL, "blr:max_iter=50"], parts=["untuned"])
+    names = sorted({u.unit_id.rsplit("/", 1)[1] for u in units})
+    assert len(names) == 2 and names[0] == "blr"  # the suite's (smoke) blr keeps its ids
+    assert names[1].startswith("blr+") and len(names[1]) == len("blr+") + 10

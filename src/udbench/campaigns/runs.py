@@ -152,9 +152,11 @@ def tuned_configurations(
     Returns
     -------
     (chosen, waiting) : tuple
-        ``chosen[(method, condition key)] = (tuned MethodConfig, row extras)``, as
-        ``udbench run --tuned`` configures the cell; ``waiting``: one line per method whose
-        conditions lack a usable record (how many, and why where a record is stale).
+        ``chosen[(config hash, condition key)] = (tuned MethodConfig, row extras)``, as
+        ``udbench run --tuned`` configures the cell; ``waiting``: per method, one line for
+        its conditions without a record (or whose sweep failed) and one for those whose record
+        is stale (:func:`udbench.tuning.records.shipped_staleness`), with how many; each
+        condition waits alone, the method's other conditions are not held back.
     """
     from udbench._validation import UdbenchError
     from udbench.tuning.records import Condition, tuned_configurer
@@ -165,28 +167,28 @@ def tuned_configurations(
     chosen: dict[tuple[str, str], tuple[Any, dict[str, Any]]] = {}
     waiting: list[str] = []
     for mc in methods:
-        try:
-            configure = tuned_configurer(
-                folder,
-                [mc],
-                list(specs),
-                fallback="default",
-                shipped=suite,
-                command="campaign runs",
-            )
-        except UdbenchError as err:  # a stale record: none of the method's cells can run
-            waiting.append(f"{mc.name}: every condition waits ({err})")
-            continue
-        missing = 0
+        missing, stale = 0, []
         for key, spec in conditions.items():
+            try:  # per condition: a stale record holds back its own condition's cells only
+                configure = tuned_configurer(
+                    folder, [mc], [spec], fallback="default", shipped=suite, command="campaign runs"
+                )
+            except UdbenchError as err:
+                stale.append(str(err).split(" or run ")[0])  # "run without --tuned": not here
+                continue
             tuned, extra = configure(spec, mc)
             if extra.get("tuned_record") is None:
                 missing += 1
             else:
-                chosen[(mc.name, key)] = (tuned, extra)
+                chosen[(mc.config_hash, key)] = (tuned, extra)
         if missing:
             waiting.append(
                 f"{mc.name}: {missing} of {len(conditions)} conditions wait for a tuning record"
+            )
+        if stale:
+            waiting.append(
+                f"{mc.name}: {len(stale)} of {len(conditions)} conditions wait for a stale "
+                f"record to be re-tuned ({stale[0]}{'; …' if len(stale) > 1 else ''})"
             )
     return chosen, waiting
 
@@ -219,6 +221,19 @@ def _seconds(method: str, dataset: str, table: Any) -> float | None:
     return None if per is None else float(per)
 
 
+def _unit_names(configs: Sequence[Any], suite_configs: Sequence[Any]) -> dict[str, str]:
+    """Config hash -> the name in its unit ids: the method's name for the suite's own
+    configuration of it, ``<method>+<hash[:10]>`` for any other (so two specs of one method
+    never share records)."""
+    ours = {mc.name: mc.config_hash for mc in suite_configs}
+    return {  # resolve_methods keeps one configuration per hash
+        mc.config_hash: mc.name
+        if ours.get(mc.name) == mc.config_hash
+        else f"{mc.name}+{mc.config_hash[:10]}"
+        for mc in configs
+    }
+
+
 def campaign_units(
     parts: Sequence[str] = PARTS,
     *,
@@ -244,6 +259,8 @@ def campaign_units(
         :func:`udbench.recipes.suites.load_suite`'s dict of one (with ``records``).
     methods : sequence of str, optional
         Method specs (default: the suite's, :func:`udbench.recipes.suites.method_specs`).
+        A spec that is not the suite's configuration of its method has unit ids of its own
+        (``<method>+<config hash[:10]>``), so it never shares records with the suite's.
     records : str or Path, optional
         The tuning records of the ``tuned`` part (default: the suite's shipped records).
     generate : callable, optional
@@ -263,7 +280,9 @@ def campaign_units(
         check_choice("campaign runs", "parts", part, PARTS)
     cfg = load_suite(suite) if isinstance(suite, str) else dict(suite)
     specs = instance_specs(cfg, data_dir)
-    configs = resolve_methods(list(methods) if methods is not None else method_specs(cfg))
+    suite_configs = resolve_methods(method_specs(cfg))
+    configs = suite_configs if methods is None else resolve_methods(list(methods))
+    names = _unit_names(configs, suite_configs)
     chosen: dict[tuple[str, str], tuple[Any, dict[str, Any]]] = {}
     if "tuned" in parts:
         chosen, _ = tuned_configurations(str(cfg.get("name")), configs, specs, records)
@@ -293,7 +312,7 @@ def campaign_units(
                     "method": mc.name,
                 }
                 if part == "tuned":
-                    hit = chosen.get((mc.name, Condition.of(spec).key))
+                    hit = chosen.get((mc.config_hash, Condition.of(spec).key))
                     if hit is None:
                         continue
                     cell_mc, extra = hit
@@ -305,7 +324,7 @@ def campaign_units(
                 )
                 units.append(
                     Unit(
-                        unit_id=f"{part}/{spec.task_id}/{mc.name}",
+                        unit_id=f"{part}/{spec.task_id}/{names[mc.config_hash]}",
                         kind=part,
                         settings=settings,
                         numerics=_numerics(spec.family),

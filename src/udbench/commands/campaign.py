@@ -45,7 +45,8 @@ _SUITE_HELP = (
 _TUNE_METHODS_HELP = (
     "tuning: comma list of the suite's methods to tune (default: all of them); classification: "
     "comma list of classifier specs for the clf-small cells (default: the suite's); runs: comma "
-    "list of the suite's method specs (default: all of them)."
+    "list of method specs (default: the suite's; a spec other than the suite's configuration of "
+    "its method gets units of its own, <method>+<hash>)."
 )
 _PRUNER_HELP = (
     "tuning: auto (default: each method's default pruner of udbench tune, except that a method "

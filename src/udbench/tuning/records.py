@@ -255,7 +255,7 @@ def tuned_configurer(
                     )
             elif rec.get("search_space_hash") != want_hash:
                 raise UdbenchError(
-                    f"udbench run --tuned: record {mc.name}/{cond.key} was tuned over another "
+                    f"{command}: record {mc.name}/{cond.key} was tuned over another "
                     f"search space (hash {rec.get('search_space_hash')}, the method's is now "
                     f"{want_hash}); tune it again"
                 )
