@@ -65,20 +65,31 @@ def test_means_ranks_tau_and_moves_equal_hand_computed_values():
     assert "Kendall's τ-b between the orderings: -0.333" in text and "d 4 → 1" in text
 
 
-def test_a_method_in_one_run_only_is_listed_and_left_out_of_tau():
-    tuned = _frame({"a": 0.7, "b": 0.75}, "[tuned]")
-    out = tuned_vs_untuned(_frame({"a": 0.8, "b": 0.6, "e": 0.1}), tuned, n_resamples=200)
+def test_a_method_in_one_run_only_is_listed_and_moves_no_other_method():
+    tuned = _frame({"a": 0.7, "b": 0.75, "c": 0.3}, "[tuned]")
+    untuned = _frame({"a": 0.8, "b": 0.6, "c": 0.4, "e": 0.7})  # e between a and b
+    out = tuned_vs_untuned(untuned, tuned, n_resamples=200)
     t = out.table.set_index("method")
-    assert list(out.table["method"]) == ["b", "a", "e"] and np.isnan(t.loc["e", "rank_tuned"])
-    assert np.isnan(t.loc["e", "rank_move"])
-    assert out.tau == pytest.approx(-1.0, abs=1e-12)  # a, b swapped
-    one = tuned_vs_untuned(_frame({"a": 0.8}), _frame({"a": 0.7}, "[tuned]"), n_resamples=200)
-    assert np.isnan(one.tau) and "fewer than 2" in (one.tau_note or "")
+    assert list(out.table["method"]) == ["b", "a", "c", "e"]
+    # ranked among a, b, c (both runs): e does not push b to 3 in the untuned run
+    assert t["rank_untuned"].to_dict() == pytest.approx(
+        {"a": 1, "b": 2, "c": 3, "e": np.nan}, nan_ok=True
+    )
+    assert t.loc["b", "rank_move"] == 1 and t.loc["c", "rank_move"] == 0
+    assert np.isnan(t.loc["e", "rank_move"]) and np.isnan(t.loc["e", "rank_tuned"])
+    assert t.loc["e", "mean_untuned"] == pytest.approx(0.7, abs=1e-12)  # still shown
+    assert out.tau == pytest.approx(1.0 / 3.0, abs=1e-12)  # (a, b) swapped
+    # two methods in both: τ would be ±1 whatever the data, so none (as the per-factor τ)
+    two = tuned_vs_untuned(_frame({"a": 0.8, "b": 0.6}), _frame({"a": 0.7, "b": 0.75}, "[tuned]"))
+    assert np.isnan(two.tau) and two.tau_note == "needs >= 3 methods with both values (have 2)"
+    assert "Kendall's τ-b between the orderings: – (needs >= 3" in two.markdown()
 
 
 def test_bad_input_is_an_error_naming_it():
     with pytest.raises(UdbenchError, match="tuned results table is empty"):
         tuned_vs_untuned(_frame(UNTUNED), pd.DataFrame())
+    with pytest.raises(UdbenchError, match="'tuned' must be a results DataFrame"):
+        tuned_vs_untuned(_frame(UNTUNED), "results/tuned")  # type: ignore[arg-type]
     with pytest.raises(UdbenchError, match="top"):
         tuned_vs_untuned(_frame(UNTUNED), _frame(TUNED), top=-1)
 

@@ -20,6 +20,7 @@ import pandas as pd
 
 from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
 from udbench._validation import UdbenchError, param_error
+from udbench.analyses.proxies import MIN_METHODS
 from udbench.evaluation.leaderboard import leaderboard
 from udbench.evaluation.metrics import kendall_tau
 
@@ -39,11 +40,12 @@ class TunedComparison:
         One row per method (label without ``[tuned]``), sorted by tuned rank (methods only in
         the untuned run last): ``method``; per run ``r`` in (``untuned``, ``tuned``): ``mean_r``,
         ``low_r``, ``high_r`` (the ``rank_by`` mean and its interval), ``n_r`` (instances),
-        ``rank_r`` (1 = best); ``rank_move`` = ``rank_untuned − rank_tuned`` (positive: moved
-        up when tuned; NaN where a run lacks the method).
+        ``rank_r`` (1 = best, among the methods both runs hold, so that a method in one run
+        only moves no other method; NaN for that method); ``rank_move`` = ``rank_untuned −
+        rank_tuned`` (positive: moved up when tuned; NaN where a run lacks the method).
     tau : float
         Kendall's τ-b between the two orderings of the methods present in both (NaN with
-        ``tau_note`` when fewer than two methods are).
+        ``tau_note`` when fewer than three are: with two, τ is ±1 whatever the data).
     tau_note : str or None
     moves : list of dict
         The ``top`` largest absolute rank moves, largest first (ties: by method name):
@@ -109,6 +111,15 @@ class TunedComparison:
                     f"{t['n_instances']} |"
                 )
         return "\n".join(lines)
+
+
+def _labels(results: pd.DataFrame, name: str) -> pd.Series:
+    """The rows' method labels as the leaderboard names them, ``[tuned]`` removed."""
+    col = "method_label" if "method_label" in results.columns else "method"
+    labels = results[col].astype(str)
+    if name == "tuned":
+        labels = labels.map(lambda m: m[: -len(TUNED_SUFFIX)] if m.endswith(TUNED_SUFFIX) else m)
+    return labels
 
 
 def _board(results: pd.DataFrame, name: str, rank_by: str, **kw: Any) -> pd.DataFrame:
@@ -177,8 +188,23 @@ def tuned_vs_untuned(
     if isinstance(top, bool) or not isinstance(top, int) or top < 0:
         raise param_error("tuned_vs_untuned", "top", "be an integer >= 0", top)
     kw = {"confidence": confidence, "n_resamples": n_resamples}
+    for name, frame in (("untuned", untuned), ("tuned", tuned)):
+        if not isinstance(frame, pd.DataFrame):
+            raise param_error(
+                "tuned_vs_untuned", name, "be a results DataFrame (read_results(folder))", frame
+            )
     a = _board(untuned, "untuned", rank_by, **kw)
     b = _board(tuned, "tuned", rank_by, **kw)
+    common = a.index.intersection(b.index)
+    if len(common) and (len(common) < len(a) or len(common) < len(b)):
+        # ranks among the methods both runs hold: a method in one run only would shift the
+        # other methods' ranks in that run and show moves that tuning did not make
+        ranked = {
+            n: _board(f[_labels(f, n).isin(common)], n, rank_by, **kw)["rank"]
+            for n, f in (("untuned", untuned), ("tuned", tuned))
+        }
+        a["rank"] = ranked["untuned"].reindex(a.index)
+        b["rank"] = ranked["tuned"].reindex(b.index)
     table = a.add_suffix("_untuned").join(b.add_suffix("_tuned"), how="outer")
     table["rank_move"] = table["rank_untuned"] - table["rank_tuned"]
     table = table.reset_index().rename(columns={"index": "method"})
@@ -186,6 +212,10 @@ def tuned_vs_untuned(
     table = table.reset_index(drop=True)
     both = table.dropna(subset=["rank_untuned", "rank_tuned"])
     res = kendall_tau(both["rank_untuned"].to_numpy(float), both["rank_tuned"].to_numpy(float))
+    tau, tau_note = float(res.value), res.reason
+    if len(both) < MIN_METHODS:  # as the per-factor τ (udbench.analyses.proxies)
+        tau = math.nan
+        tau_note = f"needs >= {MIN_METHODS} methods with both values (have {len(both)})"
     order = both.assign(_abs=both["rank_move"].abs()).sort_values(
         ["_abs", "method"], ascending=[False, True]
     )
@@ -201,7 +231,7 @@ def tuned_vs_untuned(
                 }
             )
     taus = _taus(untuned, tuned, rank_by, confidence, n_resamples, factors)
-    return TunedComparison(table, float(res.value), res.reason, moves, rank_by, taus)
+    return TunedComparison(table, tau, tau_note, moves, rank_by, taus)
 
 
 def _taus(
