@@ -288,3 +288,14 @@ def test_a_spec_other_than_the_suites_gets_units_of_its_own(tmp_path, tuning) ->
     names = sorted({u.unit_id.rsplit("/", 1)[1] for u in units})
     assert len(names) == 2 and names[0] == "blr"  # the suite's (smoke) blr keeps its ids
     assert names[1].startswith("blr+") and len(names[1]) == len("blr+") + 10
+
+
+def test_an_unreadable_record_is_noted_once(tmp_path, tuning) -> None:
+    records = tmp_path / "records"
+    (records / "untuned").mkdir(parents=True)
+    (records / "untuned" / "broken.json").write_text("{not json")
+    summary = runs.runs_summary(records, _units(tmp_path / "work", tuning), n_resamples=50)
+    assert [n for n in summary["notes"] if "unreadable" in n] == [
+        "untuned/broken: unreadable record (JSONDecodeError: Expecting property name enclosed "
+        "in double quotes: line 1 column 2 (char 1))"
+    ]

@@ -382,7 +382,7 @@ def runs_summary(
     cpu: dict[tuple[str, str], float] = {}
     for part in PARTS:
         recs, n = current_records(records, part, units, include_failed=True)
-        notes += n
+        notes += [x for x in n if x not in notes]  # an unreadable file is noted once
         frames[part] = pd.DataFrame([r["result"]["row"] for r in recs])
         for r in recs:  # the records summarised, stale ones left out
             key = (str(r["settings"].get("method")), part)
@@ -519,7 +519,7 @@ def export_results(
     total = 0
     for part, store in stores.items():
         recs, notes = current_records(records, part, units, include_failed=True)
-        summary["notes"] += notes
+        summary["notes"] += [x for x in notes if x not in summary["notes"]]
         missing = 0
         for rec in recs:
             row, res = rec["result"]["row"], rec["result"]

@@ -17,6 +17,7 @@ import typer
 from rich.table import Table
 
 from udbench._validation import param_error
+from udbench.commands._campaign_checks import check_records, check_work, download_note
 from udbench.commands._campaign_runs import _shown
 from udbench.commands._console import make_console
 from udbench.commands._options import DATA_DIR_HELP, check_data_dir, parse_choice_list
@@ -228,6 +229,8 @@ def run_command(
         console.print(f"note: {note}", markup=False)
     suite = _suite(campaign, suite)
     folder = _records(campaign, records, suite)
+    check_records(campaign, folder, writing=True)
+    check_work(campaign, _work(campaign, work, suite))
     if campaign == "tuning":
         units = _tuning_units(
             suite,
@@ -250,6 +253,9 @@ def run_command(
         )
     else:
         units = _units(campaign, parts, layouts, _work(campaign, work), data_dir)
+    needs = download_note(units, data_dir)
+    if needs:
+        console.print(f"note: {needs}", markup=False)
     counts = run_campaign(
         units,
         folder,
@@ -322,6 +328,7 @@ def status_command(
     _check_campaign(campaign)
     suite = _suite(campaign, suite)
     folder = _records(campaign, records, suite)
+    folder_notes = check_records(campaign, folder, writing=False)
     if campaign == "tuning":
         units = _tuning_units(
             suite,
@@ -344,7 +351,7 @@ def status_command(
         )
     else:
         units = _units(campaign, parts, layouts, _work(campaign, work), None)
-    done, _ = load_done_records(folder)
+    done, load_notes = load_done_records(folder)
     table = Table(title=f"campaign {campaign}: {folder}")
     for col in ("part", "done", "stale", "failed", "missing", "CPU-h done", "hours left (est.)"):
         table.add_column(col)
@@ -389,7 +396,10 @@ def status_command(
             f"{r['cpu']:.2f}",
             left,
         )
-    make_console(highlight=False, width=120).print(table)
+    console = make_console(highlight=False, width=120)
+    console.print(table)
+    for line in folder_notes + [n for n in load_notes if "unreadable record" in n]:
+        console.print(f"note: {line}", markup=False)  # corrupt records count as missing
     if campaign == "runs":
         from udbench.campaigns.runs import waiting_cells
 
@@ -436,6 +446,8 @@ def summarise_command(
     _check_campaign(campaign)
     suite = _suite(campaign, suite)
     folder = _records(campaign, records, suite)
+    for line in check_records(campaign, folder, writing=False):
+        typer.echo(f"note: {line}", err=True)
     if results is not None and campaign not in ("classification", "runs"):
         raise param_error(
             "udbench campaign summarise",

@@ -1,0 +1,120 @@
+"""``udbench campaign``: checks of the records and work folders before any unit runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from udbench._validation import UdbenchError, param_error
+
+
+def campaign_kinds(campaign: str) -> frozenset[str]:
+    """Every kind of unit ``campaign`` makes (all its parts), e.g. ``{"untuned", "tuned"}``."""
+    if campaign == "tuning":
+        from udbench.tuning.shipped import CAMPAIGN_KIND
+
+        return frozenset({CAMPAIGN_KIND})
+    import importlib
+
+    return frozenset(importlib.import_module(f"udbench.campaigns.{campaign}").PARTS)
+
+
+def _record_kinds(folder: Path) -> dict[str, int]:
+    """Kind -> number of readable records under ``folder`` (unreadable ones are the
+    summaries' and ``run``'s to report)."""
+    kinds: dict[str, int] = {}
+    for path in folder.rglob("*.json"):
+        try:
+            rec = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(rec, dict) and "unit_id" in rec and "kind" in rec:
+            kinds[str(rec["kind"])] = kinds.get(str(rec["kind"]), 0) + 1
+    return kinds
+
+
+def check_records(campaign: str, folder: Path, *, writing: bool) -> list[str]:
+    """Check ``--records`` for ``campaign``; return notes for the console.
+
+    Parameters
+    ----------
+    campaign : str
+    folder : Path
+        The records folder (``--records`` or the campaign's default).
+    writing : bool
+        ``run`` (records are to be written there) rather than ``status``/``summarise``.
+
+    Returns
+    -------
+    list of str
+        A note that the folder does not exist yet (reading), or that it holds records of
+        other campaigns (reading: they are left out of every count).
+
+    Raises
+    ------
+    UdbenchError
+        ``folder`` is not a folder; or, when ``writing``, it holds records of another
+        campaign's kinds (a run would mix its records in among theirs).
+    """
+    comp = f"udbench campaign {campaign}"
+    if folder.exists() and not folder.is_dir():
+        raise param_error(comp, "--records", "be a folder (of this campaign's records)", folder)
+    if not folder.is_dir():
+        return [] if writing else [f"no records folder at {folder} yet (`run` makes it)"]
+    other = {k: n for k, n in _record_kinds(folder).items() if k not in campaign_kinds(campaign)}
+    if not other:
+        return []
+    found = ", ".join(f"{n} of kind {k!r}" for k, n in sorted(other.items()))
+    if writing:
+        raise param_error(
+            comp,
+            "--records",
+            f"be this campaign's records folder, not one with other campaigns' records ({found})",
+            folder,
+        )
+    return [f"{folder} holds records of other campaigns ({found}); left out of every count"]
+
+
+def check_work(campaign: str, work: Path) -> None:
+    """``--work`` must be a folder, or not exist yet (made by the first unit).
+
+    Raises
+    ------
+    UdbenchError
+        ``work`` exists and is not a folder.
+    """
+    if work.exists() and not work.is_dir():
+        raise param_error(f"udbench campaign {campaign}", "--work", "be a folder", work)
+
+
+def download_note(units: Sequence[Any], data_dir: Path | None) -> str | None:
+    """A note naming the datasets of ``units`` whose raw tables would have to be downloaded
+    (neither in the data folder nor in the cache), or None.
+
+    The datasets are read from the unit ids (the first ``/``-segment holding a task or
+    condition id, ``<dataset>__…``); an unknown dataset key is left to the unit to report.
+    """
+    from udbench.data.sources import availability
+
+    keys: set[str] = set()
+    for unit in units:
+        for seg in unit.unit_id.split("/"):
+            if "__" in seg:
+                keys.add(seg.split("__")[0])
+                break
+    need = []
+    for key in sorted(keys):
+        try:
+            if availability(key, None if data_dir is None else str(data_dir)) == "needs download":
+                need.append(key)
+        except UdbenchError:  # an unknown key: the unit says so
+            continue
+    if not need:
+        return None
+    return (
+        f"the raw tables of {', '.join(need)} are neither in the data folder (--data-dir, "
+        "$UDBENCH_DATA_DIR) nor in the cache: the units that need them download them, and "
+        "fail (recorded) where there is no network"
+    )

@@ -1,0 +1,75 @@
+"""``udbench campaign``: the records and work folders are checked before any unit runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from udbench._validation import UdbenchError
+from udbench.commands._campaign_checks import check_records, check_work, download_note
+
+
+def _record(folder: Path, uid: str, kind: str) -> None:
+    path = folder / f"{uid}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"unit_id": uid, "kind": kind, "status": "done"}))
+
+
+def test_another_campaigns_records_are_refused_for_run_and_noted_for_reading(tmp_path):
+    _record(tmp_path, "blr/airfoil__gp__step__ood", "tuning-sweep")
+    with pytest.raises(UdbenchError, match=r"'--records' must be this campaign's records folder"):
+        check_records("runs", tmp_path, writing=True)
+    (note,) = check_records("runs", tmp_path, writing=False)
+    assert "1 of kind 'tuning-sweep'" in note and "left out of every count" in note
+    assert check_records("tuning", tmp_path, writing=True) == []  # its own
+    _record(tmp_path, "untuned/x__gp/blr", "untuned")
+    assert "1 of kind 'untuned'" in check_records("tuning", tmp_path, writing=False)[0]
+    (tmp_path / "broken.json").write_text("{not json")  # unreadable: the summaries report it
+    (tmp_path / "index.json").write_text("[]")  # not a record
+    assert check_records("tuning", tmp_path, writing=False) == [
+        f"{tmp_path} holds records of other campaigns (1 of kind 'untuned'); left out of "
+        "every count"
+    ]
+
+
+def test_a_missing_folder_is_noted_and_a_file_is_an_error(tmp_path):
+    assert check_records("runs", tmp_path / "new", writing=True) == []
+    assert check_records("runs", tmp_path / "new", writing=False) == [
+        f"no records folder at {tmp_path / 'new'} yet (`run` makes it)"
+    ]
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(UdbenchError, match=r"'--records' must be a folder"):
+        check_records("runs", afile, writing=False)
+    with pytest.raises(UdbenchError, match=r"'--work' must be a folder"):
+        check_work("runs", afile)
+    check_work("runs", tmp_path / "not-yet")  # made by the first unit
+
+
+def test_run_stops_before_any_unit_on_a_bad_records_or_work_folder(tmp_path, capsys):
+    from udbench.cli import main
+
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    base = ["campaign", "run", "runs", "--nice", "0", "--methods", "blr", "--max-units", "1"]
+    assert main([*base, "--records", str(afile), "--work", str(tmp_path / "w")]) == 2
+    assert "'--records' must be a folder" in capsys.readouterr().err
+    records = tmp_path / "records"
+    assert main([*base, "--records", str(records), "--work", str(afile)]) == 2
+    assert "'--work' must be a folder" in capsys.readouterr().err
+    assert not records.exists()  # nothing was recorded
+
+
+def test_the_datasets_to_download_are_named(tmp_path, monkeypatch):
+    from udbench.campaigns import Unit
+
+    monkeypatch.setenv("UDBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    units = [
+        Unit(f"untuned/{d}__gp__step__ood__s0/blr", "untuned", {}, {}, dict)
+        for d in ("concrete", "diabetes", "concrete")
+    ]
+    note = download_note(units, tmp_path / "empty")
+    assert note is not None and note.startswith("the raw tables of concrete are neither")
+    assert download_note(units[1:2], tmp_path / "empty") is None  # diabetes is embedded
