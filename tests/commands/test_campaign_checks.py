@@ -73,3 +73,34 @@ def test_the_datasets_to_download_are_named(tmp_path, monkeypatch):
     note = download_note(units, tmp_path / "empty")
     assert note is not None and note.startswith("the raw tables of concrete are neither")
     assert download_note(units[1:2], tmp_path / "empty") is None  # diabetes is embedded
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--methods", "foo"], "'--methods' must name registered methods"),
+        (["--methods", " , "], "'--methods' must name at least one method spec"),
+        (["--suite", "clf-small"], "must be a regression suite (quickstart, "),
+        (["--trials", "0"], "'--trials' must be left out (a tuning option); got 0"),
+        (["--pruner", "bogus"], "'--pruner' must be left out (a tuning option); got 'bogus'"),
+    ],
+)
+def test_options_of_the_runs_campaign_are_named_in_its_errors(tmp_path, capsys, args, message):
+    from udbench.cli import main
+
+    base = ["campaign", "status", "runs", "--records", str(tmp_path / "r")]
+    assert main([*base, "--work", str(tmp_path / "w"), *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_summarise_runs_refuses_a_results_folder_with_results_before_printing(tmp_path, capsys):
+    from udbench.cli import main
+
+    out = tmp_path / "out"
+    (out / "tuned").mkdir(parents=True)
+    (out / "tuned" / "results.parquet").write_bytes(b"")
+    base = ["campaign", "summarise", "runs", "--methods", "blr", "--records", str(tmp_path / "r")]
+    assert main([*base, "--work", str(tmp_path / "w"), "--results", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert "summarise: parameter '--results' must be a new folder" in captured.err
+    assert "Progress" not in captured.out  # nothing printed before the error

@@ -75,7 +75,12 @@ def instance_specs(
 
     cfg = load_suite(suite) if isinstance(suite, str) else dict(suite)
     if suite_task_type(cfg) != "regression":
-        raise param_error("campaign runs", "suite", "be a regression suite", cfg.get("name"))
+        from udbench.recipes.suites import SUITES
+
+        ours = [n for n in SUITES if suite_task_type(load_suite(n)) == "regression"]
+        raise param_error(
+            "campaign runs", "suite", f"be a regression suite ({', '.join(ours)})", cfg.get("name")
+        )
     return suite_grid(cfg, data_dir)
 
 

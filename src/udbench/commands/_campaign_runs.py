@@ -39,9 +39,19 @@ def summarise_runs(
     """Print the summary (or its JSON), write the page with ``write``, export with
     ``results`` (:func:`udbench.campaigns.runs.runs_summary`, :func:`~udbench.campaigns.runs.
     export_results`)."""
-    from udbench.campaigns.runs import export_results, runs_summary
+    from udbench._validation import param_error
+    from udbench.campaigns.runs import PARTS, export_results, runs_summary
+    from udbench.evaluation.store import ResultsStore
     from udbench.tuning.shipped import shipped_folder
 
+    for part in PARTS if results is not None else ():  # before the summary is printed
+        if ResultsStore(results / part).has_results:
+            raise param_error(
+                "udbench campaign summarise",
+                "--results",
+                "be a new folder, or one without results in untuned/ and tuned/",
+                results,
+            )
     summary = runs_summary(folder, units)
     console = make_console(highlight=False)
     if as_json:

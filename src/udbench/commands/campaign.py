@@ -57,6 +57,16 @@ _TRIALS_HELP = "tuning: trials per sweep (SPEC §9: 30)."
 _WORK_HELP = "Folder for big artefacts such as task files (not committed)."
 
 
+def _tuning_only(campaign: str, pruner: str, trials: int) -> None:
+    """--pruner and --trials belong to the tuning campaign: refused elsewhere."""
+    if campaign != "tuning":
+        for name, value, default in (("--pruner", pruner, "auto"), ("--trials", trials, 30)):
+            if value != default:
+                raise param_error(
+                    f"udbench campaign {campaign}", name, "be left out (a tuning option)", value
+                )
+
+
 def _check_campaign(campaign: str) -> None:
     if campaign not in _CAMPAIGNS:
         raise param_error("udbench campaign", "campaign", f"be one of {list(_CAMPAIGNS)}", campaign)
@@ -144,6 +154,15 @@ def _suite_units(  # type: ignore[no-untyped-def]
         raise param_error(comp, "suite", f"be a preset suite ({sorted(SUITES)})", suite)
     chosen = parse_choice_list(comp, "parts", parts, list(module.PARTS))
     specs = None if methods is None else [m.strip() for m in methods.split(",") if m.strip()]
+    if specs is not None and not specs:
+        raise param_error(comp, "--methods", "name at least one method spec", methods)
+    if campaign == "runs":
+        from udbench.methods.registry import registered_methods
+
+        known = sorted(registered_methods())
+        for spec in specs or []:
+            if spec.split(":", 1)[0].strip() not in known:
+                raise param_error(comp, "--methods", f"name registered methods ({known})", spec)
     return module.campaign_units(
         chosen,
         work_dir=work,
@@ -215,6 +234,7 @@ def run_command(
     from udbench.campaigns import run_campaign
 
     _check_campaign(campaign)
+    _tuning_only(campaign, pruner, trials)
     check_data_dir("campaign run", data_dir)
     if max_hours is not None and not max_hours > 0:
         raise param_error("udbench campaign run", "max-hours", "be > 0", max_hours)
@@ -326,6 +346,7 @@ def status_command(
     from udbench.campaigns.engine import load_done_records
 
     _check_campaign(campaign)
+    _tuning_only(campaign, pruner, trials)
     suite = _suite(campaign, suite)
     folder = _records(campaign, records, suite)
     folder_notes = check_records(campaign, folder, writing=False)
@@ -423,7 +444,8 @@ def summarise_command(
         help="Write the generated page (mcmc: docs/validation/mcmc.md beside the records and, "
         "for an HBART layout equal to a shipped preset, that preset's validation record; "
         "tuning: docs/validation/tuning-<suite>.md, from the repo root; classification: "
-        "<records>.md beside the records, docs/validation/classification.md by default).",
+        "<records>.md beside the records, docs/validation/classification.md by default; runs: "
+        "<records>.md beside the records, docs/validation/runs/<suite>.md by default).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
     results: Path | None = typer.Option(
