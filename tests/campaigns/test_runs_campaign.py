@@ -204,7 +204,7 @@ def test_a_method_with_waiting_conditions_is_not_compared(tmp_path, tuning) -> N
     suite = {**SUITE, "coverage": "all"}
     units = runs.campaign_units(
         work_dir=tmp_path / "work", suite=suite, records=tuning, generate=_generate,
-        methods=["blr"],
+        methods=[LABEL],
     )  # fmt: skip
     kinds = [u.kind for u in units]
     assert kinds.count("untuned") == 6 and kinds.count("tuned") == 3
@@ -288,6 +288,11 @@ def test_a_spec_other_than_the_suites_gets_units_of_its_own(tmp_path, tuning) ->
     names = sorted({u.unit_id.rsplit("/", 1)[1] for u in units})
     assert len(names) == 2 and names[0] == "blr"  # the suite's (smoke) blr keeps its ids
     assert names[1].startswith("blr+") and len(names[1]) == len("blr+") + 10
+    records = tmp_path / "records"
+    assert run_campaign(units, records)["done"] == 6
+    progress = runs.runs_summary(records, units, n_resamples=50)["progress"]
+    assert sorted(progress) == names  # two configurations of blr, never pooled
+    assert [progress[n]["untuned"]["done"] for n in names] == [3, 3]
 
 
 def test_an_unreadable_record_is_noted_once(tmp_path, tuning) -> None:

@@ -388,21 +388,25 @@ def runs_summary(
     for part in PARTS:
         recs, n = current_records(records, part, units, include_failed=True)
         notes += [x for x in n if x not in notes]  # an unreadable file is noted once
-        frames[part] = pd.DataFrame([r["result"]["row"] for r in recs])
+        # "_unit": the unit's method name (the method, or <method>+<hash> for a configuration
+        # other than the suite's), so two configurations of one method are never pooled
+        frames[part] = pd.DataFrame(
+            [{**r["result"]["row"], "_unit": _unit_name(r["unit_id"])} for r in recs]
+        )
         for r in recs:  # the records summarised, stale ones left out
-            key = (str(r["settings"].get("method")), part)
+            key = (_unit_name(r["unit_id"]), part)
             cpu[key] = cpu.get(key, 0.0) + float(r.get("cpu_seconds") or 0.0) / 3600
     progress: dict[str, dict[str, dict[str, Any]]] = {}
     for part, df in frames.items():
-        for m in [] if df.empty else sorted(df["method"].unique()):
-            sub = df[df["method"] == m]
+        for m in [] if df.empty else sorted(df["_unit"].unique()):
+            sub = df[df["_unit"] == m]
             progress.setdefault(m, {})[part] = {
                 "done": int((sub["status"] == "ok").sum()),
                 "failed": int((sub["status"] != "ok").sum()),
             }
     if units is not None:
         for u in units:
-            entry = progress.setdefault(u.settings["method"], {}).setdefault(
+            entry = progress.setdefault(_unit_name(u.unit_id), {}).setdefault(
                 u.kind, {"done": 0, "failed": 0}
             )
             entry["units"] = entry.get("units", 0) + 1
@@ -419,13 +423,15 @@ def runs_summary(
         if units is not None and not (a["done"] == a.get("units") == b["done"] == b.get("units")):
             continue
         if units is None:
-            ids = [set(frames[p].loc[frames[p]["method"] == m, "task_id"]) for p in PARTS]
+            ids = [set(frames[p].loc[frames[p]["_unit"] == m, "task_id"]) for p in PARTS]
             if ids[0] != ids[1]:
                 continue
         complete.append(m)
     comparison = None
     if complete:
-        pick = {p: frames[p][frames[p]["method"].isin(complete)] for p in PARTS}
+        pick = {
+            p: frames[p][frames[p]["_unit"].isin(complete)].drop(columns="_unit") for p in PARTS
+        }
         comparison = tuned_vs_untuned(pick["untuned"], pick["tuned"], n_resamples=n_resamples)
     lines = [
         "| method | untuned done | tuned done | CPU-h untuned | CPU-h tuned |",
@@ -463,6 +469,11 @@ def runs_summary(
         "notes": notes,
         "markdown": md,
     }
+
+
+def _unit_name(unit_id: str) -> str:
+    """The method part of a unit id ``<part>/<task id>/<name>``."""
+    return unit_id.rsplit("/", 1)[-1]
 
 
 def _copy_tuning_records(tuning: str | Path, ids: set[str], folder: Path) -> None:
