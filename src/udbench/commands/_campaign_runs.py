@@ -83,6 +83,9 @@ def summarise_runs(
         done = export_results(folder, results, work, units, tuning=shipped_folder(suite))
         for part in ("untuned", "tuned"):
             d = done[part]
+            if not d["rows"]:
+                console.print(f"{results / part}: no rows, so no folder written", markup=False)
+                continue
             console.print(
                 f"{results / part}: {d['rows']} rows, {d['without_predictions']} without "
                 f"predictions (not in {work})",
