@@ -44,8 +44,8 @@ def summarise_runs(
     from udbench.evaluation.store import ResultsStore
     from udbench.tuning.shipped import shipped_folder
 
-    for part in PARTS if results is not None else ():  # before the summary is printed
-        if ResultsStore(results / part).has_results:
+    for part in PARTS:  # before the summary is printed
+        if results is not None and ResultsStore(results / part).has_results:
             raise param_error(
                 "udbench campaign summarise",
                 "--results",
