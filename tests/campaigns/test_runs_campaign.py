@@ -278,7 +278,8 @@ def test_a_stale_record_holds_back_its_own_condition_only(tmp_path, tuning) -> N
     )
     assert [cond for _, cond in chosen] == [other]
     assert len(waiting) == 1 and waiting[0].startswith(
-        "blr: 1 of 2 conditions wait for a stale record to be re-tuned (campaign runs"
+        "blr: 1 of 2 conditions wait for a stale record to be re-tuned (record "
+        f"blr/{COND} is stale (tuned over another search space (hash 0000000000000000"
     )
     assert "without --tuned" not in waiting[0]
 

@@ -82,6 +82,7 @@ def test_the_datasets_to_download_are_named(tmp_path, monkeypatch):
         (["--methods", " , "], "'--methods' must name at least one method spec"),
         (["--suite", "clf-small"], "must be a regression suite (quickstart, "),
         (["--trials", "0"], "'--trials' must be left out (a tuning option); got 0"),
+        (["--trials", "30"], "'--trials' must be left out (a tuning option); got 30"),
         (["--pruner", "bogus"], "'--pruner' must be left out (a tuning option); got 'bogus'"),
     ],
 )

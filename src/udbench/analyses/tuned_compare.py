@@ -37,8 +37,8 @@ class TunedComparison:
     Attributes
     ----------
     table : DataFrame
-        One row per method (label without ``[tuned]``), sorted by tuned rank (methods only in
-        the untuned run last): ``method``; per run ``r`` in (``untuned``, ``tuned``): ``mean_r``,
+        One row per method (label without ``[tuned]``), sorted by tuned rank (methods in one
+        run only last): ``method``; per run ``r`` in (``untuned``, ``tuned``): ``mean_r``,
         ``low_r``, ``high_r`` (the ``rank_by`` mean and its interval), ``n_r`` (instances),
         ``rank_r`` (1 = best, among the methods both runs hold, so that a method in one run
         only moves no other method; NaN for that method); ``rank_move`` = ``rank_untuned −

@@ -397,7 +397,8 @@ def current_records(
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """The records of ``kind`` a summary may use, and a note on each one left out.
 
-    The one rule every campaign summary applies (module docstring, "Which records count"):
+    The rule of every campaign summary that takes the campaign's units (module docstring,
+    "Which records count"):
     :func:`load_done_records` under ``numerics``; then, with ``units``, only the records of
     those units made with their unit's settings and numerics versions.
 
@@ -446,7 +447,7 @@ def current_records(
             )
         recs = kept
     notes += [
-        f"{r['unit_id']}: failed without a result ({r.get('error')}); retried by the next run"
+        f"{r['unit_id']}: {r['status']} without a result ({r.get('error')}); redone by the next run"
         for r in recs
         if not isinstance(r.get("result"), dict)
     ]

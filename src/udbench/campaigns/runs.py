@@ -148,7 +148,7 @@ def tuned_configurations(
     suite : str
         The suite whose shipped records are read.
     methods : sequence of MethodConfig
-        The suite's method configurations.
+        The method configurations (the suite's, or those of ``--methods``).
     specs : sequence of TaskSpec
         The suite's instances.
     records : str or Path, optional
@@ -163,8 +163,7 @@ def tuned_configurations(
         is stale (:func:`udbench.tuning.records.shipped_staleness`), with how many; each
         condition waits alone, the method's other conditions are not held back.
     """
-    from udbench._validation import UdbenchError
-    from udbench.tuning.records import Condition, tuned_configurer
+    from udbench.tuning.records import Condition, StaleRecordError, tuned_configurer
     from udbench.tuning.shipped import shipped_folder
 
     folder = Path(records) if records is not None else shipped_folder(suite)
@@ -178,8 +177,11 @@ def tuned_configurations(
                 configure = tuned_configurer(
                     folder, [mc], [spec], fallback="default", shipped=suite, command="campaign runs"
                 )
-            except UdbenchError as err:
-                stale.append(str(err).split(" or run ")[0])  # "run without --tuned": not here
+            except StaleRecordError as err:
+                stale.append(
+                    f"record {err.record} is stale ({err.why}); re-tune it (udbench campaign run "
+                    f"tuning --suite {suite} --methods {mc.name})"
+                )
                 continue
             tuned, extra = configure(spec, mc)
             if extra.get("tuned_record") is None:
@@ -362,9 +364,11 @@ def runs_summary(
     records : str or Path
         The campaign's records folder.
     units : sequence of Unit, optional
-        The campaign's units: records with other settings are left out, and a method is
-        complete when every one of its units has a current record and it has as many tuned
-        as untuned units (no condition waits for a tuning record). Without units every
+        The campaign's units: records with other settings or numerics, and records of
+        units not among them, are left out (:func:`udbench.campaigns.engine.current_records`),
+        and a method is complete when every one of its units has a current record and it has
+        as many tuned as untuned units (no condition waits for a tuning record). Without
+        units every
         record counts, stale ones included, and a method is complete when its cells cover
         the same instances in both parts.
     n_resamples : int, default 2000
@@ -373,7 +377,9 @@ def runs_summary(
     Returns
     -------
     dict
-        ``progress`` (method -> part -> {"done", "failed", "units", "cpu_hours"}),
+        ``progress`` (unit name, i.e. the method, or ``<method>+<hash[:10]>`` for a
+        configuration other than the suite's -> part -> {"done", "failed", "units",
+        "cpu_hours"}),
         ``complete`` (methods in the comparison), ``comparison``
         (:class:`~udbench.analyses.tuned_compare.TunedComparison` or None), ``notes`` and
         ``markdown``.

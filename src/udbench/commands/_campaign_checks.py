@@ -80,6 +80,13 @@ def check_records(campaign: str, folder: Path, *, writing: bool) -> list[str]:
 def check_work(campaign: str, work: Path) -> None:
     """``--work`` must be a folder, or not exist yet (made by the first unit).
 
+    Parameters
+    ----------
+    campaign : str
+        The campaign, as the message names it.
+    work : Path
+        The work folder (``--work`` or the campaign's default).
+
     Raises
     ------
     UdbenchError
@@ -95,6 +102,19 @@ def download_note(units: Sequence[Any], data_dir: Path | None) -> str | None:
 
     The datasets are read from the unit ids (the first ``/``-segment holding a task or
     condition id, ``<dataset>__…``); an unknown dataset key is left to the unit to report.
+
+    Parameters
+    ----------
+    units : sequence of Unit
+        The units about to run.
+    data_dir : Path, optional
+        ``--data-dir`` (None: ``$UDBENCH_DATA_DIR``, then the cache,
+        :func:`udbench.data.sources.availability`).
+
+    Returns
+    -------
+    str or None
+        The note, or None when every table is local, cached or embedded.
     """
     from udbench.data.sources import availability
 

@@ -46,25 +46,28 @@ _SUITE_HELP = (
 _TUNE_METHODS_HELP = (
     "tuning: comma list of the suite's methods to tune (default: all of them); classification: "
     "comma list of classifier specs for the clf-small cells (default: the suite's); runs: comma "
-    "list of method specs (default: the suite's; a spec other than the suite's configuration of "
+    "list of registered method specs (default: the suite's; a spec other than the suite's "
+    "configuration of "
     "its method gets units of its own, <method>+<hash>)."
 )
 _PRUNER_HELP = (
-    "tuning: auto (default: each method's default pruner of udbench tune, except that a method "
+    "tuning: auto (the default: each method's default pruner of udbench tune, except that a method "
     "with records keeps the pruner they were made with), none, sha, hyperband or median."
 )
-_TRIALS_HELP = "tuning: trials per sweep (SPEC §9: 30)."
+_TRIALS_HELP = "tuning: trials per sweep (default: SPEC §9's 30)."
 _WORK_HELP = "Folder for big artefacts such as task files (not committed)."
 
 
-def _tuning_only(campaign: str, pruner: str, trials: int) -> None:
-    """--pruner and --trials belong to the tuning campaign: refused elsewhere."""
+def _tuning_only(campaign: str, pruner: str | None, trials: int | None) -> tuple[str, int]:
+    """--pruner and --trials belong to the tuning campaign: refused elsewhere when given;
+    their values (defaults "auto" and SPEC §9's 30) for the tuning campaign."""
     if campaign != "tuning":
-        for name, value, default in (("--pruner", pruner, "auto"), ("--trials", trials, 30)):
-            if value != default:
+        for name, value in (("--pruner", pruner), ("--trials", trials)):
+            if value is not None:
                 raise param_error(
                     f"udbench campaign {campaign}", name, "be left out (a tuning option)", value
                 )
+    return ("auto" if pruner is None else pruner), (30 if trials is None else trials)
 
 
 def _check_campaign(campaign: str) -> None:
@@ -202,8 +205,8 @@ def run_command(
     ),
     suite: str | None = typer.Option(None, "--suite", help=_SUITE_HELP),
     methods: str | None = typer.Option(None, "--methods", "-m", help=_TUNE_METHODS_HELP),
-    pruner: str = typer.Option("auto", "--pruner", help=_PRUNER_HELP),
-    trials: int = typer.Option(30, "--trials", help=_TRIALS_HELP),
+    pruner: str | None = typer.Option(None, "--pruner", help=_PRUNER_HELP),
+    trials: int | None = typer.Option(None, "--trials", help=_TRIALS_HELP),
     records: Path | None = typer.Option(None, "--records", help=_RECORDS_HELP),
     work: Path | None = typer.Option(None, "--work", help=_WORK_HELP),
     max_hours: float | None = typer.Option(
@@ -234,7 +237,7 @@ def run_command(
     from udbench.campaigns import run_campaign
 
     _check_campaign(campaign)
-    _tuning_only(campaign, pruner, trials)
+    pruner, trials = _tuning_only(campaign, pruner, trials)
     check_data_dir("campaign run", data_dir)
     if max_hours is not None and not max_hours > 0:
         raise param_error("udbench campaign run", "max-hours", "be > 0", max_hours)
@@ -335,8 +338,8 @@ def status_command(
     layouts: str | None = typer.Option(None, "--layouts", help="HBART layouts (default all)."),
     suite: str | None = typer.Option(None, "--suite", help=_SUITE_HELP),
     methods: str | None = typer.Option(None, "--methods", "-m", help=_TUNE_METHODS_HELP),
-    pruner: str = typer.Option("auto", "--pruner", help=_PRUNER_HELP),
-    trials: int = typer.Option(30, "--trials", help=_TRIALS_HELP),
+    pruner: str | None = typer.Option(None, "--pruner", help=_PRUNER_HELP),
+    trials: int | None = typer.Option(None, "--trials", help=_TRIALS_HELP),
     records: Path | None = typer.Option(None, "--records", help=_RECORDS_HELP),
     work: Path | None = typer.Option(None, "--work", help=_WORK_HELP),
 ) -> None:
@@ -346,7 +349,7 @@ def status_command(
     from udbench.campaigns.engine import load_done_records
 
     _check_campaign(campaign)
-    _tuning_only(campaign, pruner, trials)
+    pruner, trials = _tuning_only(campaign, pruner, trials)
     suite = _suite(campaign, suite)
     folder = _records(campaign, records, suite)
     folder_notes = check_records(campaign, folder, writing=False)
@@ -435,8 +438,8 @@ def summarise_command(
     ),
     suite: str | None = typer.Option(None, "--suite", help=_SUITE_HELP),
     methods: str | None = typer.Option(None, "--methods", "-m", help=_TUNE_METHODS_HELP),
-    pruner: str = typer.Option("auto", "--pruner", help=_PRUNER_HELP),
-    trials: int = typer.Option(30, "--trials", help=_TRIALS_HELP),
+    pruner: str | None = typer.Option(None, "--pruner", help=_PRUNER_HELP),
+    trials: int | None = typer.Option(None, "--trials", help=_TRIALS_HELP),
     records: Path | None = typer.Option(None, "--records", help=_RECORDS_HELP),
     write: bool = typer.Option(
         False,
@@ -466,6 +469,7 @@ def summarise_command(
     from udbench.campaigns.report import mcmc_summary, write_mcmc_summary
 
     _check_campaign(campaign)
+    pruner, trials = _tuning_only(campaign, pruner, trials)
     suite = _suite(campaign, suite)
     folder = _records(campaign, records, suite)
     for line in check_records(campaign, folder, writing=False):

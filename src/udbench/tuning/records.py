@@ -50,6 +50,7 @@ __all__ = [
     "FALLBACKS",
     "RECORD_FORMAT",
     "Condition",
+    "StaleRecordError",
     "TunedConfigs",
     "load_records",
     "read_tuned_record",
@@ -66,6 +67,26 @@ SCHEMA_VERSION = 1
 #: What ``run --tuned`` does for a condition without a record: ``error`` (default) or use the
 #: method's configuration as given (``default``).
 FALLBACKS: tuple[str, ...] = ("error", "default")
+
+
+class StaleRecordError(UdbenchError):
+    """A tuning record that may not be used: made for another search space, base
+    configuration or prior numerics (:func:`shipped_staleness`).
+
+    Parameters
+    ----------
+    message : str
+        The one-line error, as the command names it.
+    record : str
+        ``"<method>/<condition key>"``.
+    why : str
+        What changed since the record was made.
+    """
+
+    def __init__(self, message: str, record: str, why: str) -> None:
+        super().__init__(message)
+        self.record = record
+        self.why = why
 
 
 @dataclass(frozen=True, order=True)
@@ -248,16 +269,21 @@ def tuned_configurer(
                 why = shipped_staleness(rec, mc.name)
                 if why is not None:
                     suite = shipped or (rec["_campaign"].get("settings") or {}).get("suite")
-                    raise UdbenchError(
+                    raise StaleRecordError(
                         f"{command}: {where}: record {mc.name}/{cond.key} is stale ({why}); "
                         f"re-tune it (udbench campaign run tuning --suite {suite} --methods "
-                        f"{mc.name}) or run {mc.name} without --tuned"
+                        f"{mc.name}) or run {mc.name} without --tuned",
+                        f"{mc.name}/{cond.key}",
+                        why,
                     )
             elif rec.get("search_space_hash") != want_hash:
-                raise UdbenchError(
+                raise StaleRecordError(
                     f"{command}: record {mc.name}/{cond.key} was tuned over another "
                     f"search space (hash {rec.get('search_space_hash')}, the method's is now "
-                    f"{want_hash}); tune it again"
+                    f"{want_hash}); tune it again",
+                    f"{mc.name}/{cond.key}",
+                    f"tuned over another search space (hash {rec.get('search_space_hash')}, "
+                    f"the method's is now {want_hash})",
                 )
             if rec.get("status") != "ok" or rec.get("tuned_params") is None:
                 missing.append(f"{mc.name}/{cond.key} (no complete trial)")
