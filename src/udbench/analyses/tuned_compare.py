@@ -113,13 +113,16 @@ class TunedComparison:
         return "\n".join(lines)
 
 
+def _untuned_label(label: str) -> str:
+    """``label`` without the ``[tuned]`` suffix ``run --tuned`` gives it."""
+    return label[: -len(TUNED_SUFFIX)] if label.endswith(TUNED_SUFFIX) else label
+
+
 def _labels(results: pd.DataFrame, name: str) -> pd.Series:
     """The rows' method labels as the leaderboard names them, ``[tuned]`` removed."""
     col = "method_label" if "method_label" in results.columns else "method"
     labels = results[col].astype(str)
-    if name == "tuned":
-        labels = labels.map(lambda m: m[: -len(TUNED_SUFFIX)] if m.endswith(TUNED_SUFFIX) else m)
-    return labels
+    return labels.map(_untuned_label) if name == "tuned" else labels
 
 
 def _board(results: pd.DataFrame, name: str, rank_by: str, **kw: Any) -> pd.DataFrame:
@@ -137,9 +140,7 @@ def _board(results: pd.DataFrame, name: str, rank_by: str, **kw: Any) -> pd.Data
         }
     )
     if name == "tuned":
-        out["method"] = [
-            m[: -len(TUNED_SUFFIX)] if m.endswith(TUNED_SUFFIX) else m for m in out["method"]
-        ]
+        out["method"] = out["method"].map(_untuned_label)
     if out["method"].duplicated().any():
         dup = sorted(set(out["method"][out["method"].duplicated()]))
         raise param_error("tuned_vs_untuned", name, "hold one configuration per method label", dup)
@@ -251,9 +252,7 @@ def _taus(
         return None
     strip = tuned.copy()
     col = "method_label" if "method_label" in strip.columns else "method"
-    strip[col] = [
-        m[: -len(TUNED_SUFFIX)] if str(m).endswith(TUNED_SUFFIX) else m for m in strip[col]
-    ]
+    strip[col] = _labels(tuned, "tuned")
     ok = {str(t) for t in untuned.loc[untuned["status"].astype(str) == "ok", "task_id"]}
     ok &= {str(t) for t in strip.loc[strip["status"].astype(str) == "ok", "task_id"]}
     if not ok:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,15 +21,14 @@ def campaign_kinds(campaign: str) -> frozenset[str]:
 
 
 def _record_kinds(folder: Path) -> dict[str, int]:
-    """Kind -> number of readable records under ``folder`` (unreadable ones are the
-    summaries' and ``run``'s to report)."""
+    """Kind -> number of readable records under ``folder``, done or failed
+    (:func:`udbench.campaigns.engine.load_done_records`; unreadable ones are the summaries'
+    and ``run``'s to report)."""
+    from udbench.campaigns.engine import load_done_records
+
     kinds: dict[str, int] = {}
-    for path in folder.rglob("*.json"):
-        try:
-            rec = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-            continue
-        if isinstance(rec, dict) and "unit_id" in rec and "kind" in rec:
+    for rec in load_done_records(folder, include_failed=True)[0]:
+        if "kind" in rec:
             kinds[str(rec["kind"])] = kinds.get(str(rec["kind"]), 0) + 1
     return kinds
 

@@ -47,8 +47,7 @@ _TUNE_METHODS_HELP = (
     "tuning: comma list of the suite's methods to tune (default: all of them); classification: "
     "comma list of classifier specs for the clf-small cells (default: the suite's); runs: comma "
     "list of registered method specs (default: the suite's; a spec other than the suite's "
-    "configuration of "
-    "its method gets units of its own, <method>+<hash>)."
+    "configuration of its method gets units of its own, <method>+<hash>)."
 )
 _PRUNER_HELP = (
     "tuning: auto (the default: each method's default pruner of udbench tune, except that a method "

@@ -277,13 +277,14 @@ def tuned_configurer(
                         why,
                     )
             elif rec.get("search_space_hash") != want_hash:
-                raise StaleRecordError(
-                    f"{command}: record {mc.name}/{cond.key} was tuned over another "
-                    f"search space (hash {rec.get('search_space_hash')}, the method's is now "
-                    f"{want_hash}); tune it again",
-                    f"{mc.name}/{cond.key}",
+                why = (
                     f"tuned over another search space (hash {rec.get('search_space_hash')}, "
-                    f"the method's is now {want_hash})",
+                    f"the method's is now {want_hash})"
+                )
+                raise StaleRecordError(
+                    f"{command}: record {mc.name}/{cond.key} was {why}; tune it again",
+                    f"{mc.name}/{cond.key}",
+                    why,
                 )
             if rec.get("status") != "ok" or rec.get("tuned_params") is None:
                 missing.append(f"{mc.name}/{cond.key} (no complete trial)")
