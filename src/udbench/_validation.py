@@ -20,6 +20,7 @@ __all__ = [
     "MAX_SEED",
     "MAX_TIMEOUT_S",
     "MAX_WORKERS_PER_CORE",
+    "InputUnavailableError",
     "UdbenchError",
     "UdbenchWarning",
     "as_list",
@@ -58,6 +59,27 @@ class UdbenchError(ValueError):
     Subclasses :class:`ValueError` so that callers that already catch ``ValueError``
     keep working. The command-line interface prints these without a traceback.
     """
+
+
+class InputUnavailableError(UdbenchError):
+    """An input the work needs is not on this machine (e.g. a dataset's raw table).
+
+    Nothing failed: the work cannot start here until the input is provided. A campaign
+    (:func:`udbench.campaigns.engine.run_campaign`) therefore writes no record for a unit
+    that raises it; the unit stays missing and runs once the input is there.
+
+    Parameters
+    ----------
+    message : str
+        The full message: what is missing, where it was looked for, how to provide it.
+    what : str
+        Short name of the missing input (e.g. ``"the raw table of kin8nm"``), used to say it
+        once per run rather than once per unit.
+    """
+
+    def __init__(self, message: str, what: str) -> None:
+        super().__init__(message)
+        self.what = what
 
 
 class UdbenchWarning(UserWarning):

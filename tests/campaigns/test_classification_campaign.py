@@ -81,7 +81,13 @@ def test_both_parts_write_records_rerun_skips_and_a_deleted_record_is_redone(
     assert units[2].unit_id.startswith("clf-small/diabetes__gpc-k3-medium__u-shaped")
     assert units[2].numerics == {"gpc": family_numerics_version("gpc")}
     records = tmp_path / "records"
-    assert run_campaign(units, records) == {"skipped": 0, "done": 6, "failed": 0, "left": 0}
+    assert run_campaign(units, records) == {
+        "skipped": 0,
+        "done": 6,
+        "failed": 0,
+        "left": 0,
+        "unavailable": 0,
+    }
     assert gen.calls == []  # the cells reused the gpc-check task files
     check = json.loads(record_file(records, units[0].unit_id).read_text())
     res = check["result"]
@@ -93,11 +99,17 @@ def test_both_parts_write_records_rerun_skips_and_a_deleted_record_is_redone(
     assert np.isfinite(row["rho_eu_risk"]) and "rho_eu_risk_brier" in row
     assert row["fit_time_s"] == cell["result"]["fit_time_s"]
 
-    assert run_campaign(units, records) == {"skipped": 6, "done": 0, "failed": 0, "left": 0}
+    assert run_campaign(units, records) == {
+        "skipped": 6,
+        "done": 0,
+        "failed": 0,
+        "left": 0,
+        "unavailable": 0,
+    }
     record_file(records, units[3].unit_id).unlink()
     said: list[str] = []
     counts = run_campaign(units, records, progress=said.append)
-    assert counts == {"skipped": 5, "done": 1, "failed": 0, "left": 0}
+    assert counts == {"skipped": 5, "done": 1, "failed": 0, "left": 0, "unavailable": 0}
     assert said[0] == f"{units[3].unit_id}: started"
 
     summary = classification_summary(records, units)
@@ -160,7 +172,7 @@ def test_a_failing_cell_is_recorded_and_the_run_goes_on(
     with monkeypatch.context() as mp:
         mp.setattr(LogRegLaplace, "fit", boom)
         counts = run_campaign(units, records)
-    assert counts == {"skipped": 0, "done": 2, "failed": 2, "left": 0}
+    assert counts == {"skipped": 0, "done": 2, "failed": 2, "left": 0, "unavailable": 0}
     failed = json.loads(record_file(records, units[0].unit_id).read_text())
     assert failed["status"] == "failed" and "no fit today" in failed["error"]
     assert failed["result"]["row"]["status"] == "failed"
@@ -168,7 +180,13 @@ def test_a_failing_cell_is_recorded_and_the_run_goes_on(
     lr = next(k for k in board if k.startswith("logreg-lap"))
     assert board[lr]["n_failed"] == 2 and board[lr]["n_valid"] == 0
     # the next run retries exactly the failed cells
-    assert run_campaign(units, records) == {"skipped": 2, "done": 2, "failed": 0, "left": 0}
+    assert run_campaign(units, records) == {
+        "skipped": 2,
+        "done": 2,
+        "failed": 0,
+        "left": 0,
+        "unavailable": 0,
+    }
 
 
 def _check_record(uid: str, dataset: str, hist, covered: int, rhat: float, numerics=None):

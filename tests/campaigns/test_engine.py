@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from udbench._validation import UdbenchError
+from udbench._validation import InputUnavailableError, UdbenchError
 from udbench.campaigns import Unit, load_done_records, read_record, run_campaign, unit_status
 from udbench.campaigns.engine import record_file
 
@@ -29,7 +29,13 @@ def _unit(uid: str, value: int, numerics: int = 1, log: list | None = None) -> U
 def test_records_are_written_and_a_rerun_skips_them(tmp_path: Path) -> None:
     log: list[str] = []
     units = [_unit("a/one", 1, log=log), _unit("a/two", 2, log=log)]
-    assert run_campaign(units, tmp_path) == {"skipped": 0, "done": 2, "failed": 0, "left": 0}
+    assert run_campaign(units, tmp_path) == {
+        "skipped": 0,
+        "done": 2,
+        "failed": 0,
+        "left": 0,
+        "unavailable": 0,
+    }
     rec = read_record(record_file(tmp_path, "a/two"))
     assert rec is not None and rec["status"] == "done" and rec["result"] == {"value": 2}
     assert rec["numerics"] == {"toy": 1} and rec["settings"] == {"value": 2}
@@ -66,13 +72,50 @@ def test_a_failed_unit_is_recorded_the_run_goes_on_and_a_rerun_retries(tmp_path:
     log: list[str] = []
     units = [Unit("bad", "toy", {}, {"toy": 1}, boom), _unit("good", 1, log=log)]
     counts = run_campaign(units, tmp_path)
-    assert counts == {"skipped": 0, "done": 1, "failed": 1, "left": 0} and log == ["good"]
+    assert counts == {"skipped": 0, "done": 1, "failed": 1, "left": 0, "unavailable": 0}
+    assert log == ["good"]
     rec = read_record(record_file(tmp_path, "bad"))
     assert rec["status"] == "failed" and "sampler diverged" in rec["error"]
     assert unit_status(units[0], tmp_path)[0] == "failed"
     done, notes = load_done_records(tmp_path)
     assert [r["unit_id"] for r in done] == ["good"] and "bad: failed" in notes[0]
     assert run_campaign(units, tmp_path)["failed"] == 1  # retried
+
+
+def test_a_unit_whose_input_is_missing_writes_no_record_and_runs_once_it_is_there(
+    tmp_path: Path,
+) -> None:
+    """A missing raw table is no failure of the unit: no record (it stays missing), the run
+    goes on, the message is said in full once per missing input, then only named."""
+    table = tmp_path / "table.csv"
+
+    def needs_table(uid: str) -> Unit:
+        def work() -> dict:
+            if not table.is_file():
+                raise InputUnavailableError(f"no file at {table}; put it there", "the table")
+            return {"value": 1}
+
+        return Unit(uid, "toy", {}, {"toy": 1}, work)
+
+    lines: list[str] = []
+    units = [needs_table("a"), _unit("b", 2), needs_table("c")]
+    counts = run_campaign(units, tmp_path / "records", progress=lines.append)
+    assert counts == {"skipped": 0, "done": 1, "failed": 0, "left": 0, "unavailable": 2}
+    assert [unit_status(u, tmp_path / "records")[0] for u in units] == [
+        "missing",
+        "done",
+        "missing",
+    ]
+    assert f"a: not run, no record written: no file at {table}; put it there" in lines
+    assert "c: not run (the table is missing, see above)" in lines
+    table.write_text("x")  # provided: the next run does exactly the two units
+    assert run_campaign(units, tmp_path / "records") == {
+        "skipped": 1,
+        "done": 2,
+        "failed": 0,
+        "left": 0,
+        "unavailable": 0,
+    }
 
 
 def test_corrupt_records_are_reported_and_redone(tmp_path: Path) -> None:
@@ -89,6 +132,7 @@ def test_limits_leave_units_for_later(tmp_path: Path) -> None:
         "done": 1,
         "failed": 0,
         "left": 3,
+        "unavailable": 0,
     }
     assert run_campaign(units, tmp_path, max_seconds=0.0)["left"] == 3  # no new unit starts
 

@@ -95,7 +95,13 @@ def test_cells_record_rows_keep_predictions_and_resume(tmp_path, tuning) -> None
     work = tmp_path / "work"
     units = _units(work, tuning, methods=["blr"])
     records = tmp_path / "records"
-    assert run_campaign(units, records) == {"skipped": 0, "done": 6, "failed": 0, "left": 0}
+    assert run_campaign(units, records) == {
+        "skipped": 0,
+        "done": 6,
+        "failed": 0,
+        "left": 0,
+        "unavailable": 0,
+    }
     rec = json.loads(record_file(records, units[0].unit_id).read_text())
     row = rec["result"]["row"]
     assert row["status"] == "ok" and row["method"] == "blr" and row["method_label"] == "blr"
@@ -115,7 +121,13 @@ def test_cells_record_rows_keep_predictions_and_resume(tmp_path, tuning) -> None
 
     assert len(pd.read_parquet(preds)) == 60  # the fake's 60 evaluation points
     assert rec["result"]["predictions_sha256"] == hashlib.sha256(preds.read_bytes()).hexdigest()
-    assert run_campaign(units, records) == {"skipped": 6, "done": 0, "failed": 0, "left": 0}
+    assert run_campaign(units, records) == {
+        "skipped": 6,
+        "done": 0,
+        "failed": 0,
+        "left": 0,
+        "unavailable": 0,
+    }
     record_file(records, units[4].unit_id).unlink()
     said: list[str] = []
     assert run_campaign(units, records, progress=said.append)["done"] == 1

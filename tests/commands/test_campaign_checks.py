@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -72,7 +73,28 @@ def test_the_datasets_to_download_are_named(tmp_path, monkeypatch):
     ]
     note = download_note(units, tmp_path / "empty")
     assert note is not None and note.startswith("the raw tables of concrete are neither")
+    assert "are not run, and write no record" in note  # units do not download
     assert download_note(units[1:2], tmp_path / "empty") is None  # diabetes is embedded
+
+
+def test_a_run_without_the_raw_tables_writes_no_record_and_exits_1(tmp_path, monkeypatch, capsys):
+    """gp-small's tables neither in --data-dir nor in the cache: the units are not run (a
+    failure record each would be committed with the campaign's records), the table is named
+    once in full, and the exit status asks the user to act."""
+    from udbench.cli import main
+
+    monkeypatch.setenv("UDBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "empty").mkdir()
+    records = tmp_path / "records"
+    args = ["campaign", "run", "runs", "--suite", "gp-small", "--methods", "blr", "--nice", "0"]
+    args += ["--records", str(records), "--work", str(tmp_path / "w")]
+    args += ["--data-dir", str(tmp_path / "empty"), "--max-hours", "0.00001"]
+    assert main(args) == 1
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+    assert "not run, no record written: load_covariates: parameter 'key' must name a" in out
+    assert re.search(r"Run `udbench datasets download (airfoil|concrete|qsar_fish)`", out)
+    assert "not run (an input is missing on this machine, see above)" in out
+    assert not list(records.rglob("*.json"))
 
 
 @pytest.mark.parametrize(

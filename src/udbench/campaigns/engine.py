@@ -25,6 +25,10 @@ Which records count (:func:`unit_status`):
 - ``corrupt``: the file is not a readable record (reported; redone).
 - ``missing``: no record.
 
+A unit whose work raises :class:`udbench._validation.InputUnavailableError` (an input it needs,
+such as a dataset's raw table, is not on this machine) did not fail: it writes no record and
+stays missing, so that it runs once the input is provided, and the run goes on.
+
 A unit that is killed mid-way leaves no record (records are written atomically, after the
 work), so a resumed run redoes exactly the unfinished unit. One writer per records folder:
 :func:`run_campaign` holds the folder's lock (:func:`udbench._lock.folder_lock`; a lock whose
@@ -49,7 +53,7 @@ from typing import Any
 from udbench import __version__
 from udbench._lock import folder_lock
 from udbench._threads import release_compiled_programs
-from udbench._validation import param_error
+from udbench._validation import InputUnavailableError, param_error
 
 __all__ = [
     "RECORD_SCHEMA",
@@ -245,12 +249,14 @@ def run_campaign(
     max_units : int, optional
         Run at most this many units.
     progress : callable, optional
-        Called with one line per unit started, finished, failed or skipped as stale.
+        Called with one line per unit started, finished, failed, not run or skipped as stale.
 
     Returns
     -------
     dict
-        Counts: ``skipped`` (already done), ``done``, ``failed`` (this run), ``left``.
+        Counts: ``skipped`` (already done), ``done``, ``failed`` (this run), ``left``, and
+        ``unavailable``: units that raised :class:`~udbench._validation.InputUnavailableError`
+        (no record written; each missing input is described in full once, then named).
 
     Raises
     ------
@@ -262,7 +268,8 @@ def run_campaign(
         dup = sorted({i for i in ids if ids.count(i) > 1})
         raise param_error("run_campaign", "units", "have unique unit ids", dup)
     say = progress or (lambda line: None)
-    counts = {"skipped": 0, "done": 0, "failed": 0, "left": 0}
+    counts = {"skipped": 0, "done": 0, "failed": 0, "left": 0, "unavailable": 0}
+    missing_inputs: set[str] = set()
     t_start = time.perf_counter()
     with folder_lock(records, "udbench campaign run"):
         for unit in units:
@@ -290,6 +297,16 @@ def run_campaign(
                 error = None
             except KeyboardInterrupt:
                 raise
+            except InputUnavailableError as err:  # nothing failed: no record, stays missing
+                counts["unavailable"] += 1
+                first = err.what not in missing_inputs
+                missing_inputs.add(err.what)
+                say(
+                    f"{unit.unit_id}: not run, no record written: {err}"
+                    if first
+                    else f"{unit.unit_id}: not run ({err.what} is missing, see above)"
+                )
+                continue
             except UnitFailed as err:  # failed, with what it made
                 result, error, partial = None, str(err), err.result
                 tb = traceback.format_exc(limit=8)

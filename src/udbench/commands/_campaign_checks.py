@@ -133,6 +133,8 @@ def download_note(units: Sequence[Any], data_dir: Path | None) -> str | None:
         return None
     return (
         f"the raw tables of {', '.join(need)} are neither in the data folder (--data-dir, "
-        "$UDBENCH_DATA_DIR) nor in the cache: the units that need them download them, and "
-        "fail (recorded) where there is no network"
+        "$UDBENCH_DATA_DIR) nor in the cache: the units that need them (those whose task "
+        "file is not yet in the work folder) are not run, and write no record, until they "
+        "are there (`udbench datasets download KEY` for each, which needs internet, or "
+        "--data-dir)"
     )

@@ -229,7 +229,9 @@ def run_command(
     (untuned) and with its shipped tuning record's (tuned, where the record exists), method by
     method; records hold the results rows, --work the predictions.
     Kill it at any time: the unit in progress leaves no record and is redone by the next
-    run; finished units are skipped. A failed unit is recorded and the run goes on.
+    run; finished units are skipped. A failed unit is recorded and the run goes on. A unit
+    whose dataset's raw table is not on this machine writes no record (it stays missing) and
+    the run ends with exit status 1.
     """
     from udbench._priority import lower_priority
     from udbench._threads import fix_xla_threads
@@ -287,8 +289,16 @@ def run_command(
     )
     console.print(
         f"{counts['done']} unit(s) done, {counts['failed']} failed, {counts['skipped']} "
-        f"already done, {counts['left']} left; records in {folder}"
+        f"already done, {counts['left']} left"
+        + (
+            f", {counts['unavailable']} not run (an input is missing on this machine, see above)"
+            if counts["unavailable"]
+            else ""
+        )
+        + f"; records in {folder}"
     )
+    if counts["unavailable"]:  # the user has to act: not a clean exit
+        raise typer.Exit(1)
 
 
 def _estimate(unit: Any, done: list[dict[str, Any]]) -> tuple[float | None, str | None]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from udbench._cache import CACHE_DIR_ENV, cache_dir
-from udbench._validation import UdbenchError, check_choice, param_error
+from udbench._validation import InputUnavailableError, UdbenchError, check_choice, param_error
 
 if TYPE_CHECKING:  # pandas loads where a table is read: listing sources must stay fast
     import pandas as pd
@@ -75,9 +75,10 @@ def find_raw_table(key: str, data_dir: str | os.PathLike[str] | None = None) -> 
 
     Raises
     ------
-    UdbenchError
-        If the table is nowhere available; the message names the files looked for and
-        how to provide one (``udbench datasets download KEY`` or a data folder).
+    InputUnavailableError
+        If the table is nowhere available (a :class:`UdbenchError`); the message names the
+        files looked for and how to provide one (``udbench datasets download KEY`` or a
+        data folder).
     """
     spec = get_dataset_spec(key, data_dir)
     root = _data_dir(data_dir)
@@ -99,19 +100,21 @@ def find_raw_table(key: str, data_dir: str | os.PathLike[str] | None = None) -> 
     if spec.source == "sklearn":
         return None
     if spec.source == "user":
-        raise UdbenchError(
+        raise InputUnavailableError(
             f"load_covariates: parameter 'key' must name a dataset whose table is available; "
             f"got {key!r}, registered in {spec.registry_file}, but its table is missing "
             f"({' nor '.join(looked)}). Add it again: `udbench datasets add PATH --name {key} "
-            "--force`."
+            "--force`.",
+            what=f"the table of {key}",
         )
     where = "OpenML data id" if spec.source == "openml" else "UCI repository id"
-    raise UdbenchError(
+    raise InputUnavailableError(
         f"load_covariates: parameter 'key' must name a dataset whose raw table is available; "
         f"got {key!r}, but no file exists at {' nor at '.join(looked)}. "
         f"Run `udbench datasets download {key}` (needs internet; {where} {spec.source_id}) "
         f"or put the full {spec.n_rows}-row table at <data folder>/{key}/{key}.csv.gz "
-        f"and set ${DATA_DIR_ENV} to that folder."
+        f"and set ${DATA_DIR_ENV} to that folder.",
+        what=f"the raw table of {key}",
     )
 
 
