@@ -127,3 +127,45 @@ def test_summarise_runs_refuses_a_results_folder_with_results_before_printing(tm
     captured = capsys.readouterr()
     assert "summarise: parameter '--results' must be a new folder" in captured.err
     assert "Progress" not in captured.out  # nothing printed before the error
+
+
+def test_hours_left_use_the_mean_of_finished_units_of_the_same_shape():
+    """One mean per shape (kind, layout, run, dataset, family, method), made once per status
+    call; a unit without finished units of its shape keeps its own estimate and note."""
+    from udbench.campaigns import Unit
+    from udbench.commands._campaign_estimates import _estimate, _shape_means
+
+    def rec(task: str, method: str, wall: float) -> dict:
+        return {
+            "kind": "untuned",
+            "settings": {"task_id": task, "method": method},
+            "wall_seconds": wall,
+        }
+
+    done = [
+        rec("concrete__gp__step__ood__s0", "blr", 10.0),
+        rec("concrete__gp__u-shaped__balanced__s1", "blr", 30.0),  # same dataset and family
+        rec("airfoil__gp__step__ood__s0", "blr", 100.0),
+        rec("concrete__gp__step__ood__s0", "gp", 7.0),
+    ]
+    means = _shape_means(done)
+    unit = Unit(
+        "untuned/concrete__gp__step__ood__s5/blr",
+        "untuned",
+        {"task_id": "concrete__gp__step__ood__s5", "method": "blr"},
+        {},
+        dict,
+        99.0,
+        "guessed",
+    )
+    assert _estimate(unit, means) == (20.0, None)
+    other = Unit(
+        "untuned/qsar_fish__gp__step__ood__s5/blr",
+        "untuned",
+        {"task_id": "qsar_fish__gp__step__ood__s5", "method": "blr"},
+        {},
+        dict,
+        99.0,
+        "guessed",
+    )
+    assert _estimate(other, means) == (99.0, "guessed")

@@ -18,6 +18,7 @@ from rich.table import Table
 
 from udbench._validation import param_error
 from udbench.commands._campaign_checks import check_records, check_work, download_note
+from udbench.commands._campaign_estimates import _estimate, _hours_left, _shape_means
 from udbench.commands._campaign_runs import _shown
 from udbench.commands._console import make_console
 from udbench.commands._options import DATA_DIR_HELP, check_data_dir, parse_choice_list
@@ -301,44 +302,6 @@ def run_command(
         raise typer.Exit(1)
 
 
-def _estimate(unit: Any, done: list[dict[str, Any]]) -> tuple[float | None, str | None]:
-    """Seconds for ``unit``: the mean of finished records of the same shape, else its own
-    estimate; and the unit's note on that estimate (None for a measured mean)."""
-    key = _shape(unit.kind, unit.settings)
-    same = [float(r["wall_seconds"]) for r in done if _shape(r["kind"], r["settings"]) == key]
-    if same:
-        return sum(same) / len(same), None
-    return unit.estimate_seconds, unit.estimate_note
-
-
-def _hours_left(row: dict[str, Any]) -> str:
-    """The status table's hours-left cell: the projection, the units it could not project,
-    and how many of its units' figures are guesses (never a bare 0 for unprojected work)."""
-    if row["?"] and not row["left"]:
-        text = "?"
-    else:
-        text = f"{row['left']:.1f}"
-    if row["?"]:
-        text += f" + {row['?']} unmeasured"
-    for note, n in sorted(row["notes"].items()):
-        text += f" ({n} {note})"
-    return text
-
-
-def _shape(kind: str, settings: dict[str, Any]) -> tuple[Any, ...]:
-    task = str(settings.get("task_id", ""))
-    parts = task.split("__")
-    dataset, family = (parts[0], parts[1]) if len(parts) > 1 else ("", "")
-    return (
-        kind,
-        settings.get("layout"),
-        settings.get("run"),
-        dataset,
-        family,
-        settings.get("method"),
-    )
-
-
 def status_command(
     campaign: str = typer.Argument(
         ..., help="Campaign name: mcmc, tuning, classification or runs."
@@ -385,6 +348,7 @@ def status_command(
     else:
         units = _units(campaign, parts, layouts, _work(campaign, work), None)
     done, load_notes = load_done_records(folder)
+    means = _shape_means(done)
     table = Table(title=f"campaign {campaign}: {folder}")
     for col in ("part", "done", "stale", "failed", "missing", "CPU-h done", "hours left (est.)"):
         table.add_column(col)
@@ -411,7 +375,7 @@ def status_command(
         if status == "done" and rec is not None:
             row["cpu"] += float(rec["cpu_seconds"]) / 3600
             continue
-        est, note = _estimate(unit, done)
+        est, note = _estimate(unit, means)
         if est is None:
             row["?"] += 1
         else:

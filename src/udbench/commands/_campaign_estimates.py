@@ -1,0 +1,55 @@
+"""The hours-left column of ``udbench campaign status``: per unit, the mean wall time of the
+finished records of the same shape, else the unit's own estimate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _shape_means(done: list[dict[str, Any]]) -> dict[tuple[Any, ...], float]:
+    """Mean wall seconds of the finished records per shape (:func:`_shape`), made once per
+    status call (per unit it was units × records shape keys: 16 s on the runs folder)."""
+    sums: dict[tuple[Any, ...], list[float]] = {}
+    for r in done:
+        acc = sums.setdefault(_shape(r["kind"], r["settings"]), [0.0, 0.0])
+        acc[0] += float(r["wall_seconds"])
+        acc[1] += 1
+    return {key: total / n for key, (total, n) in sums.items()}
+
+
+def _estimate(unit: Any, means: dict[tuple[Any, ...], float]) -> tuple[float | None, str | None]:
+    """Seconds for ``unit``: the mean of finished records of the same shape (``means``, from
+    :func:`_shape_means`), else its own estimate; and the unit's note on that estimate (None
+    for a measured mean)."""
+    mean = means.get(_shape(unit.kind, unit.settings))
+    if mean is not None:
+        return mean, None
+    return unit.estimate_seconds, unit.estimate_note
+
+
+def _hours_left(row: dict[str, Any]) -> str:
+    """The status table's hours-left cell: the projection, the units it could not project,
+    and how many of its units' figures are guesses (never a bare 0 for unprojected work)."""
+    if row["?"] and not row["left"]:
+        text = "?"
+    else:
+        text = f"{row['left']:.1f}"
+    if row["?"]:
+        text += f" + {row['?']} unmeasured"
+    for note, n in sorted(row["notes"].items()):
+        text += f" ({n} {note})"
+    return text
+
+
+def _shape(kind: str, settings: dict[str, Any]) -> tuple[Any, ...]:
+    task = str(settings.get("task_id", ""))
+    parts = task.split("__")
+    dataset, family = (parts[0], parts[1]) if len(parts) > 1 else ("", "")
+    return (
+        kind,
+        settings.get("layout"),
+        settings.get("run"),
+        dataset,
+        family,
+        settings.get("method"),
+    )
