@@ -184,6 +184,19 @@ def test_summary_compares_complete_methods_and_export_gives_the_same_board(
         want = np.mean([r["rho_eu_risk"] for r in rows if r["method_label"] == label])
         assert table.loc[LABEL, col] == pytest.approx(want, rel=1e-12)
     assert "| `blr` | 3 / 3 | 3 / 3 |" in summary["markdown"]
+    assert "What the tuner changed" not in summary["markdown"]  # no tuning folder given
+    # with the tuning folder: what the tuner changed, from the records the tuned cells name
+    from udbench.tuning.choices import largest_changes, tuned_choices
+    from udbench.tuning.records import read_tuned_record
+
+    why = runs.runs_summary(records, units, n_resamples=200, tuning=tuning)["markdown"]
+    changes = largest_changes(
+        tuned_choices([read_tuned_record(tuning / "blr" / f"{COND}.json")]), "blr"
+    )
+    assert "## What the tuner changed" in why
+    row = f"| {LABEL} | 1 → 1 | {table.loc[LABEL, 'mean_untuned']:.3f} → "
+    row += f"{table.loc[LABEL, 'mean_tuned']:.3f} | {', '.join(changes) or 'none so large'} |"
+    assert row in why.splitlines()
 
     out = tmp_path / "res"
     done = runs.export_results(records, out, work, units)

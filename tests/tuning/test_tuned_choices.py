@@ -7,7 +7,12 @@ import json
 
 import pytest
 
-from udbench.tuning.choices import tuned_choices, tuned_choices_markdown
+from udbench.tuning.choices import (
+    changes_markdown,
+    largest_changes,
+    tuned_choices,
+    tuned_choices_markdown,
+)
 
 SPACE = {
     "lr": {"type": "float", "low": 1e-4, "high": 1e-1, "log": True},
@@ -49,3 +54,43 @@ def test_median_range_mode_and_edge_shares_by_hand() -> None:
 def test_no_complete_record_gives_an_empty_table() -> None:
     t = tuned_choices([_rec(0.1, 2, "relu", status="failed")])
     assert t.empty and "share_at_edge" in t.columns
+
+
+def test_largest_changes_rank_by_log_ratio_and_skip_small_ones() -> None:
+    """lr's median 0.0255 against 0.01: |log 2.55| = 0.94 first; act: 'tanh' in 3 of 4 sweeps
+    against the default 'relu' ranks by its share, 0.75; depth's median is the default."""
+    recs = [_rec(1e-4, 2, "tanh"), _rec(1e-3, 5, "tanh"), _rec(0.099, 10, "relu")]
+    recs += [_rec(0.05, 7, "tanh")]
+    t = tuned_choices(recs)
+    assert largest_changes(t, "m") == ["lr 0.01 → 0.0255", "act relu → tanh (75%)"]
+    assert largest_changes(t, "m", top=1) == ["lr 0.01 → 0.0255"]
+    assert largest_changes(t, "other") == []
+    # a factor of 1.2 is below the threshold (1.25); a default of 0 moves by the absolute
+    # difference relative to 1e-12, i.e. any change counts
+    base = json.dumps({"method": "m", "params": {"lr": 0.01, "depth": 0, "act": "relu"}})
+    near = [{**_rec(0.012, 1, "relu"), "base_config": base}]
+    assert largest_changes(tuned_choices(near), "m") == ["depth 0 → 1"]
+
+
+def test_changes_markdown_puts_the_largest_rank_move_first() -> None:
+    import math
+
+    import pandas as pd
+
+    t = tuned_choices([_rec(1e-3, 6, "relu"), _rec(1e-3, 6, "relu")])
+    comparison = pd.DataFrame(
+        {
+            "method": ["a", "m", "solo"],
+            "rank_untuned": [1.0, 2.0, math.nan],
+            "rank_tuned": [1.0, 3.0, math.nan],
+            "rank_move": [0.0, -1.0, math.nan],
+            "mean_untuned": [0.5, 0.4, math.nan],
+            "mean_tuned": [0.6, 0.3, 0.2],
+        }
+    )
+    md = changes_markdown(comparison, t, "rho_eu_risk")
+    rows = [line for line in md.splitlines() if line.startswith("| ") and "→" in line]
+    assert rows[0].startswith("| method | rank untuned → tuned | rho_eu_risk untuned → tuned")
+    assert rows[1] == "| m | 2 → 3 | 0.400 → 0.300 | lr 0.01 → 0.001 |"
+    assert rows[2] == "| a | 1 → 1 | 0.500 → 0.600 | none so large |"
+    assert rows[3] == "| solo | – → – | – → 0.200 | none so large |"

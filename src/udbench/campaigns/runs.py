@@ -355,7 +355,11 @@ def campaign_units(
 
 
 def runs_summary(
-    records: str | Path, units: Sequence[Unit] | None = None, *, n_resamples: int = 2000
+    records: str | Path,
+    units: Sequence[Unit] | None = None,
+    *,
+    n_resamples: int = 2000,
+    tuning: str | Path | None = None,
 ) -> dict[str, Any]:
     """Progress per method and part, and the tuned leaderboard of the methods complete in both.
 
@@ -373,6 +377,10 @@ def runs_summary(
         the same instances in both parts.
     n_resamples : int, default 2000
         Bootstrap replicates of the intervals.
+    tuning : str or Path, optional
+        The tuning records folder the tuned cells used (the suite's shipped one): adds, per
+        method compared, what the tuner changed most from the default in the records those
+        cells name (:func:`udbench.tuning.choices.largest_changes`; issue 36, item 3).
 
     Returns
     -------
@@ -462,6 +470,8 @@ def runs_summary(
             + comparison.markdown()
             + "\n"
         )
+        if tuning is not None:
+            md += _changes_markdown(comparison, frames["tuned"], tuning)
     else:
         md += "\nNo method is complete in both parts yet: no comparison.\n"
     if notes:
@@ -475,6 +485,24 @@ def runs_summary(
         "notes": notes,
         "markdown": md,
     }
+
+
+def _changes_markdown(comparison: Any, tuned: Any, tuning: str | Path) -> str:
+    """:func:`udbench.tuning.choices.changes_markdown` over the tuning records the tuned
+    cells name (``tuned_record``)."""
+    from udbench.analyses.tuned_compare import TUNED_SUFFIX
+    from udbench.tuning.choices import changes_markdown, tuned_choices
+    from udbench.tuning.records import read_tuned_record
+
+    ids = {str(i) for i in tuned["tuned_record"].dropna()} if "tuned_record" in tuned else set()
+    paths = [Path(tuning) / f"{i}.json" for i in sorted(ids)]
+    # a udbench tune record, or the tuning campaign's (shipped) record's result
+    choices = tuned_choices(read_tuned_record(p) for p in paths if p.is_file())
+    labels = {  # the comparison's labels are the untuned ones
+        str(lab).removesuffix(TUNED_SUFFIX): str(m)
+        for lab, m in zip(tuned["method_label"], tuned["method"], strict=True)
+    }
+    return changes_markdown(comparison.table, choices, comparison.rank_by, labels)
 
 
 def _unit_name(unit_id: str) -> str:

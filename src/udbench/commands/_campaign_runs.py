@@ -52,7 +52,7 @@ def summarise_runs(
                 "be a new folder, or one without results in untuned/ and tuned/",
                 results,
             )
-    summary = runs_summary(folder, units)
+    summary = runs_summary(folder, units, tuning=shipped_folder(suite))
     console = make_console(highlight=False)
     if as_json:
         out = {k: v for k, v in summary.items() if k not in ("markdown", "comparison")}

@@ -20,10 +20,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["EDGE_FRACTION", "tuned_choices", "tuned_choices_markdown"]
+__all__ = [
+    "EDGE_FRACTION",
+    "MIN_CHANGE",
+    "changes_markdown",
+    "largest_changes",
+    "tuned_choices",
+    "tuned_choices_markdown",
+]
 
 #: A tuned value within this fraction of the search range from a bound counts as at the edge.
 EDGE_FRACTION = 0.02
+#: Smallest change :func:`largest_changes` names: a factor of 1.25 between the tuned median and
+#: the default (|log ratio| >= log 1.25); a categorical choice counts when its most frequent
+#: value is not the default.
+MIN_CHANGE = math.log(1.25)
 
 
 def _default(rec: dict[str, Any], name: str) -> Any:
@@ -130,3 +141,111 @@ def tuned_choices_markdown(table: pd.DataFrame) -> str:
             f"| {r['method']} | {r['param']} | {g(r['default'])} | {tuned} | {rng} | {edge} |"
         )
     return "\n".join(lines)
+
+
+def _change(row: dict[str, Any]) -> float:
+    """How far the tuner moved one hyperparameter from its default: |log(median/default)| for
+    positive numbers, the relative difference otherwise; for a categorical one, the share of
+    sweeps choosing another value than the default when the most frequent choice differs."""
+    default, tuned = row["default"], row["median"]
+    if default is None:
+        return 0.0
+    if row["kind"] == "categorical":
+        return float(row["share_mode"]) if tuned != default else 0.0
+    if isinstance(default, bool) or not isinstance(default, int | float):
+        return 0.0
+    d, t = float(default), float(tuned)
+    if d > 0 and t > 0:
+        return abs(math.log(t / d))
+    return abs(t - d) / max(abs(d), 1e-12) if t != d else 0.0
+
+
+def largest_changes(table: pd.DataFrame, method: str, top: int = 3) -> list[str]:
+    """The hyperparameters the tuner moved most from the default, for one method.
+
+    Numeric ones count when the median tuned value differs from the default by a factor of at
+    least 1.25 (:data:`MIN_CHANGE`), ranked by |log(median/default)| (relative difference
+    where a value is not positive); categorical ones when the most frequent choice is not
+    the default, ranked by that choice's share, on the same scale (a share of 1 ranks as a
+    factor of e). Issue 36, item 3: why a method's rank moved when tuned.
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`tuned_choices`' table.
+    method : str
+        The method (rows of other methods are ignored).
+    top : int, default 3
+        At most this many.
+
+    Returns
+    -------
+    list of str
+        ``"<param> <default> → <tuned>"`` (numeric: the median over the sweeps;
+        categorical: the most frequent choice with its share), largest change first; empty
+        when the tuner kept every default within the threshold, or the method has no rows.
+    """
+    rows = [{str(k): v for k, v in r.items()} for r in table.to_dict(orient="records")]
+    rows = [r for r in rows if r["method"] == method]
+    scored = sorted(((_change(r), r["param"], r) for r in rows), key=lambda t: (-t[0], t[1]))
+
+    def g(v: Any) -> str:
+        return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+    out = []
+    for score, name, r in scored[:top]:
+        if r["kind"] == "categorical" and score > 0:
+            out.append(f"{name} {g(r['default'])} → {g(r['median'])} ({r['share_mode']:.0%})")
+        elif r["kind"] == "numeric" and score >= MIN_CHANGE:
+            out.append(f"{name} {g(r['default'])} → {g(r['median'])}")
+    return out
+
+
+def changes_markdown(
+    comparison: pd.DataFrame,
+    choices: pd.DataFrame,
+    metric: str = "rho_eu_risk",
+    methods: dict[str, str] | None = None,
+) -> str:
+    """Per compared method, largest rank move first: ranks and means untuned → tuned, and what
+    the tuner changed most (:func:`largest_changes`).
+
+    Parameters
+    ----------
+    comparison : DataFrame
+        :attr:`udbench.analyses.tuned_compare.TunedComparison.table` (``method``,
+        ``rank_untuned``, ``rank_tuned``, ``rank_move``, ``mean_untuned``, ``mean_tuned``).
+    choices : DataFrame
+        :func:`tuned_choices` of the tuning records the tuned run used.
+    metric : str, default "rho_eu_risk"
+        The metric of the means (named in the header).
+    methods : dict, optional
+        The registry name of each label in ``comparison`` that is not one (e.g.
+        ``"blr:max_iter=100" -> "blr"``); ``choices`` is keyed by registry name.
+
+    Returns
+    -------
+    str
+        A Markdown section (heading, one sentence, the table).
+    """
+    table = comparison.assign(_abs=comparison["rank_move"].abs())
+    lines = [
+        "\n## What the tuner changed\n",
+        "Per method, the hyperparameters whose tuned value (median over the tuning records "
+        "that the tuned cells used) is farthest from the default (a factor of at least 1.25; "
+        "categorical: the most chosen value, with its share):\n",
+        f"| method | rank untuned → tuned | {metric} untuned → tuned | largest changes |",
+        "|---|---|---|---|",
+    ]
+
+    def f(v: Any, spec: str) -> str:  # a method in one run only has no rank there
+        return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
+
+    for r in table.sort_values(["_abs", "method"], ascending=[False, True]).to_dict("records"):
+        name = (methods or {}).get(str(r["method"]), str(r["method"]))
+        changed = ", ".join(largest_changes(choices, name)) or "none so large"
+        lines.append(
+            f"| {r['method']} | {f(r['rank_untuned'], 'g')} → {f(r['rank_tuned'], 'g')} | "
+            f"{f(r['mean_untuned'], '.3f')} → {f(r['mean_tuned'], '.3f')} | {changed} |"
+        )
+    return "\n".join(lines) + "\n"
