@@ -395,6 +395,7 @@ def runs_summary(
     import pandas as pd
 
     from udbench.analyses.tuned_compare import tuned_vs_untuned
+    from udbench.campaigns._runs_analyses import changes_section, stability_and_proxies_section
 
     frames: dict[str, pd.DataFrame] = {}
     notes: list[str] = []
@@ -471,7 +472,8 @@ def runs_summary(
             + "\n"
         )
         if tuning is not None:
-            md += _changes_markdown(comparison, frames["tuned"], tuning)
+            md += changes_section(comparison, frames["tuned"], tuning)
+        md += stability_and_proxies_section(pick["untuned"], pick["tuned"], n_resamples=n_resamples)
     else:
         md += "\nNo method is complete in both parts yet: no comparison.\n"
     if notes:
@@ -485,24 +487,6 @@ def runs_summary(
         "notes": notes,
         "markdown": md,
     }
-
-
-def _changes_markdown(comparison: Any, tuned: Any, tuning: str | Path) -> str:
-    """:func:`udbench.tuning.choices.changes_markdown` over the tuning records the tuned
-    cells name (``tuned_record``)."""
-    from udbench.analyses.tuned_compare import TUNED_SUFFIX
-    from udbench.tuning.choices import changes_markdown, tuned_choices
-    from udbench.tuning.records import read_tuned_record
-
-    ids = {str(i) for i in tuned["tuned_record"].dropna()} if "tuned_record" in tuned else set()
-    paths = [Path(tuning) / f"{i}.json" for i in sorted(ids)]
-    # a udbench tune record, or the tuning campaign's (shipped) record's result
-    choices = tuned_choices(read_tuned_record(p) for p in paths if p.is_file())
-    labels = {  # the comparison's labels are the untuned ones
-        str(lab).removesuffix(TUNED_SUFFIX): str(m)
-        for lab, m in zip(tuned["method_label"], tuned["method"], strict=True)
-    }
-    return changes_markdown(comparison.table, choices, comparison.rank_by, labels)
 
 
 def _unit_name(unit_id: str) -> str:

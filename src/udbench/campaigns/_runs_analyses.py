@@ -1,0 +1,106 @@
+"""The parts of the runs campaign's summary beyond the tuned leaderboard (issue 36, item 3):
+what the tuner changed, Kendall's W across the factors and the proxies' agreement, each for
+the untuned and the tuned run side by side."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["changes_section", "stability_and_proxies_section"]
+
+
+def changes_section(comparison: Any, tuned: pd.DataFrame, tuning: str | Path) -> str:
+    """:func:`udbench.tuning.choices.changes_markdown` over the tuning records the tuned
+    cells name (``tuned_record``: a ``udbench tune`` record, or the tuning campaign's)."""
+    from udbench.analyses.tuned_compare import TUNED_SUFFIX
+    from udbench.tuning.choices import changes_markdown, tuned_choices
+    from udbench.tuning.records import read_tuned_record
+
+    ids = {str(i) for i in tuned["tuned_record"].dropna()} if "tuned_record" in tuned else set()
+    paths = [Path(tuning) / f"{i}.json" for i in sorted(ids)]
+    choices = tuned_choices(read_tuned_record(p) for p in paths if p.is_file())
+    labels = {  # the comparison's labels are the untuned ones
+        str(lab).removesuffix(TUNED_SUFFIX): str(m)
+        for lab, m in zip(tuned["method_label"], tuned["method"], strict=True)
+    }
+    return changes_markdown(comparison.table, choices, comparison.rank_by, labels)
+
+
+def _interval(value: float, low: float, high: float, note: str = "") -> str:
+    if not math.isfinite(value):
+        return f"– ({note})" if note else "–"
+    return f"{value:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def stability_and_proxies_section(
+    untuned: pd.DataFrame, tuned: pd.DataFrame, *, n_resamples: int
+) -> str:
+    """Kendall's W across each factor's levels (:func:`udbench.analyses.tables.
+    stability_table`) and each proxy's pooled Kendall's τ with the oracle ranking
+    (:func:`udbench.analyses.proxies.proxy_agreement_table`), untuned beside tuned, on the
+    rows of the compared methods (as ``udbench analyze`` computes them on each run).
+
+    Parameters
+    ----------
+    untuned, tuned : DataFrame
+        Long-format results rows of the methods compared, one frame per run.
+    n_resamples : int
+        Bootstrap replicates of the intervals.
+
+    Returns
+    -------
+    str
+        Two Markdown sections.
+    """
+    from udbench.analyses.proxies import proxy_agreement_table
+    from udbench.analyses.tables import stability_table
+
+    runs = {"untuned": untuned, "tuned": tuned}
+    st = {p: stability_table(df, n_resamples=n_resamples) for p, df in runs.items()}
+    px = {
+        p: proxy_agreement_table(df, factors=(), n_resamples=n_resamples) for p, df in runs.items()
+    }
+    lines = [
+        "\n## Ranking stability across the factors\n",
+        "Kendall's W of the method ranking across each factor's levels (1: every level ranks "
+        "the methods alike), with its 95 % bootstrap interval:\n",
+        "| criterion | factor | W untuned | W tuned | methods |",
+        "|---|---|---|---|---|",
+    ]
+    skipped: list[str] = []
+    tuned_w = {(r["criterion"], r["factor"]): r for r in st["tuned"].to_dict("records")}
+    for a in st["untuned"].to_dict("records"):
+        b = tuned_w[(a["criterion"], a["factor"])]
+        if not (math.isfinite(a["W"]) or math.isfinite(b["W"])):
+            skipped.append(f"W of {a['criterion']} across {a['factor']}: {a['note'] or b['note']}")
+            continue
+        cells = [_interval(r["W"], r["W_low"], r["W_high"], r["note"]) for r in (a, b)]
+        lines.append(
+            f"| {a['criterion']} | {a['factor']} | {cells[0]} | {cells[1]} | {a['n_methods']} |"
+        )
+    lines += [
+        "\n## Proxy agreement\n",
+        "Kendall's τ between each label-free proxy's method ranking and the oracle's, pooled, "
+        "with its 95 % bootstrap interval:\n",
+        "| criterion | proxy | τ untuned | τ tuned |",
+        "|---|---|---|---|",
+    ]
+    undefined: dict[tuple[str, str], list[str]] = {}
+    tuned_tau = {(r["criterion"], r["proxy"]): r for r in px["tuned"].to_dict("records")}
+    for a in px["untuned"].to_dict("records"):
+        b = tuned_tau[(a["criterion"], a["proxy"])]
+        if not (math.isfinite(a["tau"]) or math.isfinite(b["tau"])):
+            key = (a["criterion"], a["note"] or b["note"])
+            undefined.setdefault(key, []).append(str(a["proxy_label"]))
+            continue
+        cells = [_interval(r["tau"], r["tau_low"], r["tau_high"], r["note"]) for r in (a, b)]
+        label = str(a["proxy_label"]).replace("|", "\\|")  # ρ(|err|, SD) in a table cell
+        lines.append(f"| {a['criterion']} | {label} | {cells[0]} | {cells[1]} |")
+    skipped += [f"τ of {c} for {', '.join(ps)}: {n}" for (c, n), ps in undefined.items()]
+    if skipped:  # undefined in both runs: said once each, not as rows of dashes
+        lines += ["", "Undefined in both runs:", *(f"- {n}" for n in dict.fromkeys(skipped))]
+    return "\n".join(lines) + "\n"
