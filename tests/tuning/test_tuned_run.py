@@ -43,6 +43,10 @@ def test_run_tuned_uses_each_conditions_record_and_stores_which(grid, capsys):
     assert not (grid / "res").exists()  # nothing ran
 
     assert main([*args, "--tuned", "tuning", "--fallback", "default"]) == 0
+    # the fallback is said, naming the conditions without a record
+    warned = [line for line in capsys.readouterr().err.splitlines() if "no tuned record" in line]
+    assert len(warned) == 1 and warned[0].startswith("warning: udbench run --tuned")
+    assert "blr/toy__gp__homoscedastic__balanced: those cells run with the" in warned[0]
     df = read_results(grid / "res").sort_values("task_id")
     (rec,) = load_records(grid / "tuning")
     tuned = df[df["noise"] == "smooth-monotone"]
@@ -53,7 +57,9 @@ def test_run_tuned_uses_each_conditions_record_and_stores_which(grid, capsys):
     assert json.loads(tuned["config"].iloc[0])["params"] == rec["params"]
     default = df[df["noise"] == "homoscedastic"]
     assert default["tuned_record"].isna().all() and len(default) == 2
-    assert set(df["method_label"]) == {"blr[tuned]"} and (df["status"] == "ok").all()
+    # a [tuned] entry holds tuned cells only: the fallback cells keep the label as given
+    assert set(tuned["method_label"]) == {"blr[tuned]"} and set(default["method_label"]) == {"blr"}
+    assert (df["status"] == "ok").all()
 
     # the results folder carries the records it used; the report shows them and their curves
     assert load_records(grid / "res" / "tuned")[0]["params"] == rec["params"]

@@ -35,12 +35,13 @@ import json
 import os
 import re
 import tempfile
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from udbench._validation import UdbenchError, param_error
+from udbench._validation import UdbenchError, UdbenchWarning, param_error
 from udbench.methods.configs import MethodConfig, config_hash
 from udbench.tasks import TaskSpec
 from udbench.tuning.space import search_space_hash
@@ -207,7 +208,10 @@ def tuned_configurer(
     the method's configuration as given on the command line, with the record's tuned values
     (``tuned_params``) set on top. The cell is labelled ``<label>[tuned]`` (one leaderboard
     entry per method across conditions) and its row gets ``tuned_record`` (``"<method>/
-    <condition>"``, or None where the fallback was used) and ``tuned_score``.
+    <condition>"``) and ``tuned_score``. A cell run with the fallback keeps the configuration
+    and label as given (no ``[tuned]``; ``tuned_record`` None), so a method tuned on only some
+    conditions shows as two partial leaderboard entries rather than one that mixes tuned and
+    default cells.
 
     Parameters
     ----------
@@ -219,7 +223,8 @@ def tuned_configurer(
         The run's tasks (every condition is checked up front).
     fallback : {"error", "default"}
         For a condition without a usable record: a one-line error naming every missing
-        (method, condition), or the method's configuration as given.
+        (method, condition), or the method's configuration as given (with a
+        :class:`~udbench._validation.UdbenchWarning` naming them).
     command, remedy : str
         Who asks (the error's first words) and what the user can do about missing records
         (its last): a caller without ``--fallback`` (``udbench study spectral-norm``) names
@@ -304,9 +309,17 @@ def tuned_configurer(
             extra = {"tuned_record": f"{mc.name}/{cond.key}", "tuned_score": rec.get("score")}
             chosen[(mc.name, mc.config_hash, cond.key)] = (tuned, extra)
             used.append(path)
-    if missing and fallback == "error":
+    if missing:
         shown = ", ".join(missing[:8]) + (f" … ({len(missing)} in all)" if len(missing) > 8 else "")
-        raise UdbenchError(f"{command}: no tuned record in {where} for {shown}; {remedy}")
+        if fallback == "error":
+            raise UdbenchError(f"{command}: no tuned record in {where} for {shown}; {remedy}")
+        # said, and labelled apart: a [tuned] entry made of default cells looks right and is not
+        warnings.warn(
+            f"{command}: no tuned record in {where} for {shown}: those cells run with the "
+            "configuration as given and keep its label (without [tuned])",
+            UdbenchWarning,
+            stacklevel=2,
+        )
 
     return TunedConfigs(chosen, used)
 
@@ -334,10 +347,9 @@ class TunedConfigs:
         hit = self._chosen.get((mc.name, mc.config_hash, Condition.of(spec).key))
         if hit is not None:
             return hit
-        fallback_mc = MethodConfig(
-            f"{mc.label}[tuned]", mc.name, mc.estimator, mc.params, mc.config_hash
-        )
-        return fallback_mc, {"tuned_record": None, "tuned_score": None}
+        # the fallback (--fallback default): the configuration as given, under its own label,
+        # so that a [tuned] leaderboard entry holds tuned cells only
+        return mc, {"tuned_record": None, "tuned_score": None}
 
     def copy_to(self, folder: str | os.PathLike[str]) -> None:
         """Copy the records used to ``folder/<method>/<condition>.json`` (atomically)."""
