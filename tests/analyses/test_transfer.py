@@ -250,9 +250,19 @@ def test_loss_transfer_drops_stale_loss_columns_and_keeps_squared(run_dir, tmp_p
     assert not [c for c in plain.cells["gp:rbf"].columns if str(c).endswith(("_log", "_crps"))]
 
 
-def test_results_without_predictions_is_an_error(run_dir, tmp_path) -> None:
+def test_results_without_predictions_is_an_error_before_any_oracle_is_fitted(
+    run_dir, tmp_path, monkeypatch
+) -> None:
+    """A folder without kept predictions fails at once: fitting every task's oracle first
+    took minutes on a 240-task campaign export before the same error."""
+    import udbench.evaluation.transfer_rescoring as rescoring
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("an oracle was computed for a task with nothing to rescore")
+
+    monkeypatch.setattr(rescoring, "alternative_moments", no_fit)
     run_benchmark([run_dir / "tasks"], METHODS[:1], tmp_path / "res", workers=0)
-    with pytest.raises(UdbenchError, match="keep-predictions"):
+    with pytest.raises(UdbenchError, match=r"keep-predictions.*campaign summarise runs"):
         run_transfer(tmp_path / "res", ["gp:prior"], n_resamples=10)
 
 

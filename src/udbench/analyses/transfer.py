@@ -319,7 +319,9 @@ def run_transfer(
         if (cells["oracle_status"] == "no-predictions").all():
             raise UdbenchError(
                 f"{name}: no cell of {str(root)!r} kept its predictions; run it with "
-                "'udbench run --keep-predictions'"
+                "'udbench run --keep-predictions' (a folder written by 'udbench campaign "
+                "summarise runs --results' takes them from the campaign's --work folder, on "
+                "the machine that ran its cells)"
             )
         tables_dir = folder if base else folder / loss
         tables_dir.mkdir(parents=True, exist_ok=True)

@@ -163,7 +163,11 @@ def rescore_cells(
         moments: OracleMoments | None = None
         task: Task | None = None
         error: str | None = None
+        # no cell of the task kept its predictions: nothing to rescore, so no oracle is fitted
+        kept = any(store.prediction_path(str(k)).is_file() for k in rows["cell_key"])
         try:
+            if not kept:
+                raise _NothingToRescore
             path = _locate(first, by_id)
             if path is None:
                 raise UdbenchError(
@@ -191,6 +195,8 @@ def rescore_cells(
                 )
                 if cpath is not None:
                     _save_cached(cpath, moments)
+        except _NothingToRescore:
+            pass
         except Exception as err:  # recorded: the other tasks go on
             error = f"oracle failed: {type(err).__name__}: {' '.join(str(err).split())}"
         view = None if task is None or moments is None else task_with_moments(task, *_mv(moments))
@@ -209,12 +215,21 @@ def rescore_cells(
                 metric_notes=None,
                 status="failed",
             )
-            if view is not None:
+            if not kept:
+                out.update(oracle_status="no-predictions", oracle_error=_NOT_KEPT)
+            elif view is not None:
                 _score_row(out, row, view, store, loss, own)
             out_rows.append(out)
         if on_task is not None:
             on_task(done, len(groups), str(task_id))
     return pd.DataFrame(out_rows, columns=_columns(results, loss, stale))
+
+
+_NOT_KEPT = "predictions not kept (run with --keep-predictions)"
+
+
+class _NothingToRescore(Exception):
+    """No cell of a task kept its predictions (its oracle is not fitted)."""
 
 
 def _loss_keys(loss: str) -> tuple[str, ...]:
@@ -265,7 +280,7 @@ def _score_row(
     path = store.prediction_path(key)
     if not path.is_file():
         out["oracle_status"] = "no-predictions"
-        out["oracle_error"] = "predictions not kept (run with --keep-predictions)"
+        out["oracle_error"] = _NOT_KEPT
         return
     try:
         pdf = store.read_predictions(key)
