@@ -60,13 +60,20 @@ def _tuned_configure(tuned: Path, fallback: str, task_args: list[str], specs: li
             continue
     from udbench.evaluation.runner import classifiers_as_instances
 
-    return tuned_configurer(
+    configure = tuned_configurer(
         folder,
         resolve_methods(classifiers_as_instances(specs)),
         task_specs,
         fallback=fallback,
         shipped=shipped,
     )
+    if configure.fallback_note:  # --fallback default: the cells run untuned are named
+        import warnings
+
+        from udbench._validation import UdbenchWarning
+
+        warnings.warn(configure.fallback_note, UdbenchWarning, stacklevel=2)
+    return configure
 
 
 def _console() -> Console:

@@ -35,13 +35,12 @@ import json
 import os
 import re
 import tempfile
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from udbench._validation import UdbenchError, UdbenchWarning, param_error
+from udbench._validation import UdbenchError, param_error
 from udbench.methods.configs import MethodConfig, config_hash
 from udbench.tasks import TaskSpec
 from udbench.tuning.space import search_space_hash
@@ -223,8 +222,8 @@ def tuned_configurer(
         The run's tasks (every condition is checked up front).
     fallback : {"error", "default"}
         For a condition without a usable record: a one-line error naming every missing
-        (method, condition), or the method's configuration as given (with a
-        :class:`~udbench._validation.UdbenchWarning` naming them).
+        (method, condition), or the method's configuration as given (named in the result's
+        ``fallback_note``).
     command, remedy : str
         Who asks (the error's first words) and what the user can do about missing records
         (its last): a caller without ``--fallback`` (``udbench study spectral-norm``) names
@@ -313,13 +312,13 @@ def tuned_configurer(
         shown = ", ".join(missing[:8]) + (f" … ({len(missing)} in all)" if len(missing) > 8 else "")
         if fallback == "error":
             raise UdbenchError(f"{command}: no tuned record in {where} for {shown}; {remedy}")
-        # said, and labelled apart: a [tuned] entry made of default cells looks right and is not
-        warnings.warn(
+        # labelled apart, and said by the caller (TunedConfigs.fallback_note): a [tuned] entry
+        # made of default cells looks right and is not
+        note = (
             f"{command}: no tuned record in {where} for {shown}: those cells run with the "
-            "configuration as given and keep its label (without [tuned])",
-            UdbenchWarning,
-            stacklevel=2,
+            "configuration as given and keep its label (without [tuned])"
         )
+        return TunedConfigs(chosen, used, note)
 
     return TunedConfigs(chosen, used)
 
@@ -333,15 +332,20 @@ class TunedConfigs:
     paths : list of Path
         The record files used (``udbench run --tuned`` copies them into ``OUT/tuned/`` so the
         results folder carries its configurations, for the report).
+    fallback_note : str or None
+        With ``fallback="default"`` and conditions without a usable record: one line naming
+        them (``udbench run`` prints it as a warning); None otherwise.
     """
 
     def __init__(
         self,
         chosen: dict[tuple[str, str, str], tuple[MethodConfig, dict[str, Any]]],
         paths: list[Path],
+        fallback_note: str | None = None,
     ) -> None:
         self._chosen = chosen
         self.paths = paths
+        self.fallback_note = fallback_note
 
     def __call__(self, spec: TaskSpec, mc: MethodConfig) -> tuple[MethodConfig, dict[str, Any]]:
         hit = self._chosen.get((mc.name, mc.config_hash, Condition.of(spec).key))
