@@ -169,3 +169,15 @@ def test_hours_left_use_the_mean_of_finished_units_of_the_same_shape():
         "guessed",
     )
     assert _estimate(other, means) == (99.0, "guessed")
+
+
+def test_default_records_folders_are_the_checkouts_from_any_current_folder(tmp_path, monkeypatch):
+    """From another folder, `campaign status runs` showed 0 done: its default was relative."""
+    from udbench.commands.campaign import _records
+
+    monkeypatch.chdir(tmp_path)
+    repo = Path(__file__).resolve().parents[2]
+    assert _records("runs", None) == repo / "docs" / "validation" / "runs" / "gp-small"
+    assert _records("mcmc", None) == repo / "docs" / "validation" / "mcmc"
+    assert _records("mcmc", None).is_dir()  # committed records are there
+    assert _records("runs", tmp_path / "r") == tmp_path / "r"  # --records wins
