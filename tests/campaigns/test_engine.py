@@ -99,6 +99,14 @@ def test_a_unit_whose_input_is_missing_writes_no_record_and_runs_once_it_is_ther
 
     lines: list[str] = []
     units = [needs_table("a"), _unit("b", 2), needs_table("c")]
+    # --max-units bounds the units started, the unavailable ones included
+    assert run_campaign(units, tmp_path / "records", max_units=1) == {
+        "skipped": 0,
+        "done": 0,
+        "failed": 0,
+        "left": 2,
+        "unavailable": 1,
+    }
     counts = run_campaign(units, tmp_path / "records", progress=lines.append)
     assert counts == {"skipped": 0, "done": 1, "failed": 0, "left": 0, "unavailable": 2}
     assert [unit_status(u, tmp_path / "records")[0] for u in units] == [

@@ -247,7 +247,7 @@ def run_campaign(
     max_seconds : float, optional
         Start no new unit after this many wall seconds (the running one finishes).
     max_units : int, optional
-        Run at most this many units.
+        Start at most this many units (those that turn out unavailable included).
     progress : callable, optional
         Called with one line per unit started, finished, failed, not run or skipped as stale.
 
@@ -278,7 +278,8 @@ def run_campaign(
                 counts["skipped"] += 1
                 continue
             out_of_time = max_seconds is not None and time.perf_counter() - t_start > max_seconds
-            out_of_units = max_units is not None and counts["done"] + counts["failed"] >= max_units
+            tried = counts["done"] + counts["failed"] + counts["unavailable"]
+            out_of_units = max_units is not None and tried >= max_units
             if out_of_time or out_of_units:
                 counts["left"] += 1
                 continue

@@ -306,7 +306,7 @@ def run_command(
             if counts["unavailable"]
             else ""
         )
-        + f"; records in {folder}"
+        + (f"; records in {folder}" if folder.is_dir() else "; no record written")
     )
     if counts["unavailable"]:  # the user has to act: not a clean exit
         raise typer.Exit(1)

@@ -113,7 +113,7 @@ def find_raw_table(key: str, data_dir: str | os.PathLike[str] | None = None) -> 
         f"got {key!r}, but no file exists at {' nor at '.join(looked)}. "
         f"Run `udbench datasets download {key}` (needs internet; {where} {spec.source_id}) "
         f"or put the full {spec.n_rows}-row table at <data folder>/{key}/{key}.csv.gz "
-        f"and set ${DATA_DIR_ENV} to that folder.",
+        f"and name that folder as the data folder (--data-dir, or ${DATA_DIR_ENV}).",
         what=f"the raw table of {key}",
     )
 
