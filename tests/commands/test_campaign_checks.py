@@ -181,3 +181,12 @@ def test_default_records_folders_are_the_checkouts_from_any_current_folder(tmp_p
     assert _records("mcmc", None) == repo / "docs" / "validation" / "mcmc"
     assert _records("mcmc", None).is_dir()  # committed records are there
     assert _records("runs", tmp_path / "r") == tmp_path / "r"  # --records wins
+
+
+def test_work_left_that_rounds_to_zero_is_not_shown_as_none():
+    from udbench.commands._campaign_estimates import _hours_left
+
+    assert _hours_left({"?": 0, "left": 0.04, "notes": {}}) == "< 0.1"  # 96 blr sweeps
+    assert _hours_left({"?": 0, "left": 0.0, "notes": {}}) == "0.0"  # nothing left
+    assert _hours_left({"?": 2, "left": 0.0, "notes": {}}) == "? + 2 unmeasured"
+    assert _hours_left({"?": 0, "left": 1.26, "notes": {"guessed": 3}}) == "1.3 (3 guessed)"

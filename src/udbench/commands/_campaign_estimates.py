@@ -32,6 +32,8 @@ def _hours_left(row: dict[str, Any]) -> str:
     and how many of its units' figures are guesses (never a bare 0 for unprojected work)."""
     if row["?"] and not row["left"]:
         text = "?"
+    elif 0 < row["left"] < 0.05:  # work left that rounds to 0.0: never shown as none
+        text = "< 0.1"
     else:
         text = f"{row['left']:.1f}"
     if row["?"]:

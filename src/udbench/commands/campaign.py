@@ -392,8 +392,15 @@ def status_command(
             row["left"] += est / 3600
             if note:
                 row["notes"][note] = row["notes"].get(note, 0) + 1
-    for part, r in rows.items():
-        left = _hours_left(r)
+    keys = ("done", "stale", "failed", "missing", "corrupt", "cpu", "left", "?")
+    total: dict[str, Any] = {k: sum(r.get(k, 0) for r in rows.values()) for k in keys}
+    total["notes"] = {}
+    for r in rows.values():
+        for note, n in r["notes"].items():
+            total["notes"][note] = total["notes"].get(note, 0) + n
+    for part, r in [*rows.items(), *([("total", total)] if len(rows) > 1 else [])]:
+        if part == "total":
+            table.add_section()
         table.add_row(
             part,
             str(r["done"]),
@@ -401,7 +408,7 @@ def status_command(
             str(r["failed"]),
             str(r["missing"] + r.get("corrupt", 0)),
             f"{r['cpu']:.2f}",
-            left,
+            _hours_left(r),
         )
     console = make_console(highlight=False, width=120)
     console.print(table)
