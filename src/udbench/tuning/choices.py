@@ -71,8 +71,9 @@ def tuned_choices(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
     -------
     DataFrame
         One row per (method, param), sorted: ``method, param, kind`` (``numeric`` or
-        ``categorical``), ``default``, ``n`` (sweeps), ``median`` (numeric; the most frequent
-        choice for a categorical one), ``low``, ``high`` (range of the tuned values; None for
+        ``categorical``), ``default``, ``n`` (sweeps), ``median`` (numeric: for an integer
+        hyperparameter the lower middle value of an even count, a value chosen; the most
+        frequent choice for a categorical one), ``low``, ``high`` (range of the tuned values; None for
         a categorical one), ``share_mode`` (categorical: the share of the most frequent
         choice), ``share_at_edge`` (numeric: the share of sweeps at an edge of the search
         space, :data:`EDGE_FRACTION`).
@@ -98,7 +99,13 @@ def tuned_choices(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
             arr = np.asarray(vals, dtype=float)
             row.update(
                 kind="numeric",
-                median=float(np.median(arr)),
+                # an integer hyperparameter's median is a value the tuner chose (the lower
+                # middle one of an even count), never a 5.5 for a layer count
+                median=float(
+                    np.quantile(arr, 0.5, method="lower")
+                    if space.get("type") == "int"
+                    else np.median(arr)
+                ),
                 low=float(arr.min()),
                 high=float(arr.max()),
                 share_mode=None,
