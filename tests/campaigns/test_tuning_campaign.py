@@ -151,6 +151,15 @@ def test_run_tuned_finds_the_shipped_record_on_a_fresh_task(shipped, tmp_path, c
     assert "udbench campaign run tuning --suite gp-small" in err
     assert len(err.splitlines()) == 1 and not (tmp_path / "res2").exists()
 
+    # a condition gp-small's campaign never tunes (another dataset): no campaign suggested
+    outside = make_fake_task(0, n_train=40, dataset="diabetes", noise="homoscedastic")
+    save_fake_task(outside, tmp_path / "outside")
+    run = ["run", "outside", "-m", "blr", "--workers", "0", "--no-progress", "--out", "res3"]
+    assert main([*run, "--tuned", "gp-small"]) == 2
+    err = _err(capsys)
+    assert "gp-small's tuning campaign tunes its own 24 conditions only, not diabetes__gp__" in err
+    assert "udbench campaign run tuning" not in err and "tune those with udbench tune" in err
+
 
 def test_a_stale_shipped_record_is_refused_in_one_line(shipped, tmp_path, monkeypatch, capsys):
     from udbench.methods import get_method_class

@@ -60,12 +60,19 @@ def _tuned_configure(tuned: Path, fallback: str, task_args: list[str], specs: li
             continue
     from udbench.evaluation.runner import classifiers_as_instances
 
+    covered = None
+    if shipped is not None:  # the conditions its campaign tunes (a suite grid reads no data)
+        from udbench.recipes.suites import suite_grid
+        from udbench.tuning.records import Condition
+
+        covered = {Condition.of(s).key for s in suite_grid(SUITES[shipped])}
     configure = tuned_configurer(
         folder,
         resolve_methods(classifiers_as_instances(specs)),
         task_specs,
         fallback=fallback,
         shipped=shipped,
+        suite_conditions=covered,
     )
     if configure.fallback_note:  # --fallback default: the cells run untuned are named
         import warnings

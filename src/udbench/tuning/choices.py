@@ -73,8 +73,8 @@ def tuned_choices(records: Iterable[dict[str, Any]]) -> pd.DataFrame:
         One row per (method, param), sorted: ``method, param, kind`` (``numeric`` or
         ``categorical``), ``default``, ``n`` (sweeps), ``median`` (numeric: for an integer
         hyperparameter the lower middle value of an even count, a value chosen; the most
-        frequent choice for a categorical one), ``low``, ``high`` (range of the tuned values; None for
-        a categorical one), ``share_mode`` (categorical: the share of the most frequent
+        frequent choice for a categorical one), ``low``, ``high`` (range of the tuned values;
+        None for a categorical one), ``share_mode`` (categorical: the share of the most frequent
         choice), ``share_at_edge`` (numeric: the share of sweeps at an edge of the search
         space, :data:`EDGE_FRACTION`).
     """

@@ -35,7 +35,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -200,6 +200,7 @@ def tuned_configurer(
     remedy: str = "run udbench tune on those conditions, or pass --fallback default to use the "
     "configuration as given there",
     shipped: str | None = None,
+    suite_conditions: Collection[str] | None = None,
 ) -> TunedConfigs:
     """Per-task configurations from a tuning folder, checked for every task before a run.
 
@@ -231,6 +232,9 @@ def tuned_configurer(
     shipped : str, optional
         ``folder`` is the shipped record set of this suite (:mod:`udbench.tuning.shipped`):
         the messages say so and name the campaign that makes the records.
+    suite_conditions : collection of str, optional
+        The condition keys of the ``shipped`` suite: a missing record of a condition outside
+        them is one its campaign never makes, and the message says to tune it instead.
 
     Raises
     ------
@@ -310,6 +314,17 @@ def tuned_configurer(
             used.append(path)
     if missing:
         shown = ", ".join(missing[:8]) + (f" … ({len(missing)} in all)" if len(missing) > 8 else "")
+        outside = sorted(
+            {m.split("/", 1)[1].split(" ")[0] for m in missing} - set(suite_conditions or ())
+        )
+        if shipped is not None and suite_conditions is not None and outside:
+            remedy = (
+                f"{shipped}'s tuning campaign tunes its own {len(set(suite_conditions))} "
+                f"conditions only, not {outside[0]}"
+                + (f" and {len(outside) - 1} more" if len(outside) > 1 else "")
+                + ": tune those with udbench tune and pass its folder to --tuned, or pass "
+                "--fallback default to use the configuration as given there"
+            )
         if fallback == "error":
             raise UdbenchError(f"{command}: no tuned record in {where} for {shown}; {remedy}")
         # labelled apart, and said by the caller (TunedConfigs.fallback_note): a [tuned] entry
