@@ -58,13 +58,16 @@ def test_plan_projects_gp_generation_from_the_log(tasks, tmp_path, capsys):
     rows = {(r["stage"], r["key"]): r for r in json.loads(capsys.readouterr().out)["rows"]}
     gen = rows[("generate", "gp")]
     assert gen["n_measured"] == 2 and gen["count"] == 80
-    assert gen["cpu_hours"] == pytest.approx(80 * float(np.median(logged)) / 3600, rel=1e-9)
+    # the log holds wall-clock seconds: wall hours, not CPU-hours
+    assert gen["clock"] == "wall" and gen["cpu_hours"] is None
+    assert gen["wall_hours"] == pytest.approx(80 * float(np.median(logged)) / 3600, rel=1e-9)
     # without the log the same folder measures nothing for the GP: unknown, not guessed
     (tasks / GENERATION_LOG).rename(tmp_path / "log")
     try:
         assert main([*plan, "--measured", str(tasks), "--json"]) == 0
         rows = {(r["stage"], r["key"]): r for r in json.loads(capsys.readouterr().out)["rows"]}
-        assert rows[("generate", "gp")]["cpu_hours"] is None
+        gen = rows[("generate", "gp")]
+        assert gen["cpu_hours"] is None and gen["wall_hours"] is None and gen["basis"] is None
     finally:
         (tmp_path / "log").rename(tasks / GENERATION_LOG)
 

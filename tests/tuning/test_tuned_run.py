@@ -109,12 +109,19 @@ def test_plan_counts_and_projects_from_measurements_only(grid, capsys):
     secs = float((ran["fit_time_s"] + ran["predict_time_s"]).median())
     run_blr = rows[("run", "blr")]
     assert run_blr["n_measured"] == 1 and run_blr["count"] == 48
-    assert run_blr["cpu_hours"] == pytest.approx(48 * secs / 3600, rel=1e-9)
+    # a results folder holds wall-clock seconds: wall hours, never called CPU-hours
+    assert run_blr["clock"] == "wall" and run_blr["cpu_hours"] is None
+    assert run_blr["wall_hours"] == pytest.approx(48 * secs / 3600, rel=1e-9)
     (rec,) = load_records(grid / "tuning")
     trial_s = pd.Series([h["fit_time_s"] + h["predict_time_s"] for h in rec["history"]])
     tune_blr = rows[("tune", "blr")]
     assert tune_blr["n_measured"] == 4 and tune_blr["count"] == 80
-    assert tune_blr["cpu_hours"] == pytest.approx(80 * trial_s.median() / 3600, rel=1e-9)
+    assert tune_blr["clock"] == "wall" and tune_blr["cpu_hours"] is None
+    assert tune_blr["wall_hours"] == pytest.approx(80 * trial_s.median() / 3600, rel=1e-9)
+    assert out["cpu_hours"] == 0.0
+    assert out["wall_clock_hours"] == pytest.approx(
+        run_blr["wall_hours"] + tune_blr["wall_hours"], rel=1e-9
+    )
     # nothing measured: unknown, not guessed
     assert rows[("run", "gp")]["cpu_hours"] is None and rows[("run", "gp")]["n_measured"] == 0
     assert rows[("generate", "gp")]["cpu_hours"] is None

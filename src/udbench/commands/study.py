@@ -76,10 +76,7 @@ def _measurements(folders: list[Path]) -> Any:
             part = collect_measurements([folder])
         except UdbenchError:
             continue  # an empty study folder measures nothing yet
-        for key, secs in part.seconds.items():
-            found.seconds.setdefault(key, []).extend(secs)
-        for key, ds in part.datasets.items():
-            found.datasets.setdefault(key, set()).update(ds)
+        found.merge(part)
     return found
 
 

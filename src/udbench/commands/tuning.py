@@ -209,11 +209,15 @@ def register(app: typer.Typer) -> None:
             "-m",
             help="Comma list of method names, 'registered' or 'paper' (the paper's 19).",
         ),
-        trials: int = typer.Option(30, "--trials", help="Trials per sweep."),
+        trials: int = typer.Option(
+            30, "--trials", help="Trials per sweep (0: no tune stage, as udbench suite)."
+        ),
         measured: list[Path] = typer.Option(
             [],
             "--measured",
-            help="Results, tuning or task folder whose measured times to use (repeatable).",
+            help="Results, tuning or task folder whose measured times to use (repeatable): "
+            "CPU seconds where a record has them (tuning campaign records), else wall-clock "
+            "seconds, shown as wall hours apart from the CPU-hours.",
         ),
         workers: int | None = typer.Option(
             None, "--workers", "-w", help="Workers for the wall time (default: usable cores)."
@@ -249,9 +253,12 @@ def register(app: typer.Typer) -> None:
         """Count instances, sweeps, trials and fits of a grid; project CPU-hours per stage
         and method and the wall time on W workers.
 
-        Figures come from --measured folders, else from the calibration table (seconds
+        Figures come from --measured folders, else from the calibration table (CPU seconds
         measured at a few training-set sizes with a power law in n, evaluated at each
-        dataset's size), else they are unknown (never guessed). --calibrate re-measures the
+        dataset's size), else they are unknown (never guessed). A measured figure is CPU
+        time where the record measured it (tuning campaign records' cpu_seconds), else
+        wall-clock time (fit + predict seconds of cells and trials, generation logs), which
+        is printed as wall hours, apart from the CPU-hours. --calibrate re-measures the
         table on this machine within --budget CPU minutes and stores it in the cache folder.
         """
         from udbench._validation import param_error
@@ -339,18 +346,33 @@ def _calibrate(names: list[str], specs: list[Any], budget_min: float) -> Any:
     return load_calibration(path)
 
 
+def _hours(cpu: float, wall: float, n_unknown: int = 0, fmt: str = ".3g") -> str:
+    """``"1.2 CPU-h"``, with the hours measured as wall-clock time said apart (never CPU)."""
+    parts = [f"{cpu:{fmt}} CPU-h"] if cpu or not wall else []
+    if wall:
+        parts.append(f"{wall:{fmt}} h wall-clock (measured elapsed time, not CPU)")
+    return " + ".join(parts) + (f" + {n_unknown} unknown" if n_unknown else "")
+
+
 def _print_plan(proj: Any, trials: int, unregistered: list[str], table: Any) -> None:
     counts = proj.counts
     console = make_console(width=200 if not sys.stdout.isatty() else None)
+    tuning = (
+        f"{counts['sweeps']} sweeps × {trials} trials = {counts['trials']} trials"
+        if trials
+        else "no tune stage (--trials 0)"
+    )
     console.print(
         f"{counts['instances']} instances in {counts['conditions']} conditions; "
-        f"{counts['methods']} methods → {counts['sweeps']} sweeps × {trials} trials = "
-        f"{counts['trials']} trials; {counts['fits']} fits",
+        f"{counts['methods']} methods → {tuning}; {counts['fits']} fits",
         highlight=False,
     )
-    title = "projected CPU-hours (measured: count × median; calibrated: power law at each n)"
+    title = (
+        "projected hours: CPU-h, or wall-clock hours where the basis says wall "
+        "(measured: count × median; calibrated: power law at each n, CPU)"
+    )
     tab = Table(title=title)
-    for head in ("stage", "method / family / dataset", "count", "basis", "s / unit", "CPU-h"):
+    for head in ("stage", "method / family / dataset", "count", "basis", "s / unit", "hours"):
         tab.add_column(head, justify="left" if head[0] in "smb" and head != "s / unit" else "right")
     totals: dict[str, list[float]] = {}
     for r in proj.rows:
@@ -358,28 +380,26 @@ def _print_plan(proj: Any, trials: int, unregistered: list[str], table: Any) -> 
         per = r.seconds_per_unit
         basis = "unknown" if r.basis is None else r.basis
         if r.basis == "measured":
-            basis += f" ({r.n_measured})"
+            basis += f" {'wall' if r.clock == 'wall' else 'CPU'} ({r.n_measured})"
         if r.pruning_ratio is not None:
             basis += f" × {r.pruning_ratio:.2f} ({r.pruner})"
+        hours = "unknown"
+        if r.cpu_hours is not None:
+            hours = f"{r.cpu_hours:.3g} " + ("h wall" if r.clock == "wall" else "CPU-h")
         tab.add_row(
-            r.stage,
-            r.key + note,
-            str(r.count),
-            basis,
-            "–" if per is None else f"{per:.3g}",
-            "unknown" if r.cpu_hours is None else f"{r.cpu_hours:.3g}",
+            r.stage, r.key + note, str(r.count), basis, "–" if per is None else f"{per:.3g}", hours
         )
-        tot = totals.setdefault(r.stage, [0.0, 0.0])
+        tot = totals.setdefault(r.stage, [0.0, 0.0, 0.0])  # CPU-h, wall-clock h, unknown rows
         if r.cpu_hours is None:
-            tot[1] += 1
+            tot[2] += 1
         else:
-            tot[0] += r.cpu_hours
+            tot[1 if r.clock == "wall" else 0] += r.cpu_hours
     console.print(tab)
-    for stage, (hours, n_unknown) in totals.items():
-        extra = f" + {int(n_unknown)} unknown" if n_unknown else ""
-        console.print(f"{stage}: {hours:.3g} CPU-h{extra}", highlight=False)
+    for stage, (cpu, wall, n_unknown) in totals.items():
+        console.print(f"{stage}: {_hours(cpu, wall, int(n_unknown))}", highlight=False)
     unknown = f" + {len(proj.unknown)} unknown rows" if proj.unknown else ""
-    console.print(f"total: {proj.cpu_hours:.4g} CPU-h{unknown}", highlight=False)
+    total = _hours(proj.cpu_hours, proj.wall_clock_hours, fmt=".4g")
+    console.print(f"total: {total}{unknown}", highlight=False)
     if proj.wall_hours_low is not None:
         console.print(
             f"wall time on {proj.workers} worker(s): {proj.wall_hours_low:.3g}–"

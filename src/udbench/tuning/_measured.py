@@ -2,9 +2,16 @@
 
 Read from the folders that ``udbench plan --measured`` names: results folders of
 ``udbench run`` (fit + predict seconds per ok cell, with the settings that differ from the
-method's defaults), tuning folders of ``udbench tune`` (per finished trial) and folders of
-task files (the generation log, else the MCMC sampler's wall time). The module docstring of
-:mod:`udbench.tuning.plan` says which figure each stage takes.
+method's defaults), tuning folders of ``udbench tune`` or of the tuning campaign (per finished
+trial) and folders of task files (the generation log, else the MCMC sampler's wall time). The
+module docstring of :mod:`udbench.tuning.plan` says which figure each stage takes.
+
+Two clocks are kept apart, never mixed in one figure: **CPU seconds** where a record measured
+them (a tuning campaign's record, :mod:`udbench.tuning.shipped`: the sweep's ``cpu_seconds``,
+process CPU time, over its finished trials) and **wall-clock seconds** everywhere else (a
+cell's or trial's ``fit_time_s + predict_time_s``, the generation log, the sampler's
+``wall_seconds``: elapsed time, longer than the CPU time on a loaded machine, shorter where
+a fit uses several threads). :meth:`Measurements.values` prefers the CPU seconds of a row.
 """
 
 from __future__ import annotations
@@ -19,27 +26,107 @@ from typing import Any
 
 __all__ = ["Measurements", "collect_measurements"]
 
+#: Trial states that count as a finished trial of a sweep.
+_FINISHED = ("complete", "failed", "pruned")
+
 
 @dataclass
 class Measurements:
-    """Measured seconds per unit, by (stage, key): key is a method, or a family for generate."""
+    """Measured seconds per unit, by (stage, key): key is a method, or a family for generate.
+
+    Attributes
+    ----------
+    seconds : dict
+        (stage, key) -> wall-clock seconds per unit.
+    datasets : dict
+        (stage, key) -> datasets of the wall-clock measurements.
+    configs : dict
+        (stage, key) -> settings that differ from the method's defaults -> cells measured so
+        (wall-clock measurements of results folders).
+    cpu_seconds : dict
+        (stage, key) -> CPU seconds per unit (a tuning campaign record: one value per sweep,
+        its ``cpu_seconds`` over its finished trials).
+    cpu_datasets : dict
+        (stage, key) -> datasets of the CPU measurements.
+    """
 
     seconds: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     datasets: dict[tuple[str, str], set[str]] = field(default_factory=dict)
-    #: (stage, key) -> settings that differ from the method's defaults -> cells measured so
     configs: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+    cpu_seconds: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    cpu_datasets: dict[tuple[str, str], set[str]] = field(default_factory=dict)
 
     def add(
-        self, stage: str, key: str, value: float, dataset: str | None, config: str = ""
+        self,
+        stage: str,
+        key: str,
+        value: float,
+        dataset: str | None,
+        config: str = "",
+        *,
+        clock: str = "wall",
     ) -> None:
+        """Record one unit's seconds (``clock``: ``"wall"`` or ``"cpu"``); a value that is
+        not finite and >= 0 is ignored."""
         if value is None or not math.isfinite(value) or value < 0:
             return
-        self.seconds.setdefault((stage, key), []).append(float(value))
+        cpu = clock == "cpu"
+        (self.cpu_seconds if cpu else self.seconds).setdefault((stage, key), []).append(
+            float(value)
+        )
         if dataset:
-            self.datasets.setdefault((stage, key), set()).add(dataset)
-        if config:
+            where = self.cpu_datasets if cpu else self.datasets
+            where.setdefault((stage, key), set()).add(dataset)
+        if config and not cpu:
             counts = self.configs.setdefault((stage, key), {})
             counts[config] = counts.get(config, 0) + 1
+
+    def values(self, stage: str, key: str) -> tuple[list[float], str, set[str], dict[str, int]]:
+        """The measurements of a row: its CPU seconds where any were measured, else its
+        wall-clock seconds.
+
+        Returns
+        -------
+        seconds, clock, datasets, configs
+            The values, ``"cpu"`` or ``"wall"``, the datasets they were measured on and the
+            non-default settings of the measured cells (wall-clock measurements only).
+        """
+        if self.cpu_seconds.get((stage, key)):
+            return (
+                self.cpu_seconds[(stage, key)],
+                "cpu",
+                self.cpu_datasets.get((stage, key), set()),
+                {},
+            )
+        return (
+            self.seconds.get((stage, key), []),
+            "wall",
+            self.datasets.get((stage, key), set()),
+            self.configs.get((stage, key), {}),
+        )
+
+    def measured(self, stage: str, key: str) -> bool:
+        """Whether the row has any measurement (either clock)."""
+        return bool(self.seconds.get((stage, key)) or self.cpu_seconds.get((stage, key)))
+
+    def merge(self, other: Measurements) -> None:
+        """Add ``other``'s measurements (both clocks) to these."""
+        for mine, theirs in (
+            (self.seconds, other.seconds),
+            (self.cpu_seconds, other.cpu_seconds),
+        ):
+            for k, vals in theirs.items():
+                mine.setdefault(k, []).extend(vals)
+        for mine_ds, theirs_ds in (
+            (self.datasets, other.datasets),
+            (self.cpu_datasets, other.cpu_datasets),
+        ):
+            for k, ds in theirs_ds.items():
+                mine_ds.setdefault(k, set()).update(ds)
+        for k, counts in other.configs.items():
+            here = self.configs.setdefault(k, {})
+            for c, n in counts.items():
+                here[c] = here.get(c, 0) + n
 
 
 def collect_measurements(folders: Iterable[str | os.PathLike[str]]) -> Measurements:
@@ -134,13 +221,18 @@ def _from_records(paths: Sequence[Path], found: Measurements) -> None:
             continue
         if rec.get("format") != "udbench-tuned-config":
             continue
-        for h in rec.get("history", []):
-            if (
-                h.get("state") in ("complete", "failed", "pruned")
-                and h.get("fit_time_s") is not None
-            ):
+        method, dataset = str(rec["method"]), rec.get("dataset")
+        finished = [h for h in rec.get("history", []) if h.get("state") in _FINISHED]
+        cpu = (rec.get("_campaign") or {}).get("cpu_seconds")
+        if isinstance(cpu, int | float) and finished:
+            # a campaign record: the sweep's process CPU seconds (its interrupted trial and
+            # its overheads included) per finished trial, one value per sweep
+            found.add("tune", method, float(cpu) / len(finished), dataset, clock="cpu")
+            continue
+        for h in finished:  # a udbench tune record: each trial's wall-clock seconds
+            if h.get("fit_time_s") is not None:
                 secs = float(h["fit_time_s"]) + float(h.get("predict_time_s") or 0.0)
-                found.add("tune", str(rec["method"]), secs, rec.get("dataset"))
+                found.add("tune", method, secs, dataset)
 
 
 def _from_tasks(paths: Sequence[Path], found: Measurements) -> None:

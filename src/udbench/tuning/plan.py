@@ -1,4 +1,4 @@
-"""``udbench plan``: how much work a grid is, and its projected CPU-hours and wall time.
+"""``udbench plan``: how much work a grid is, its projected CPU-hours and wall time.
 
 For a grid of task instances (the flags of ``udbench generate``), a list of methods and a
 number of trials per sweep, the plan counts
@@ -6,7 +6,8 @@ number of trials per sweep, the plan counts
 - **prior fits** (stage ``prior-fit``, with a calibration table only): one GP kernel fit per
   dataset with GP instances (SPEC §5; cached, before the dataset's instances);
 - **instances** (stage ``generate``): one per (dataset, family, noise, coverage, seed);
-- **trials** (stage ``tune``): conditions × methods × trials, one sweep per (method,
+- **trials** (stage ``tune``; none when ``trials`` is 0, a grid run at given configurations
+  as ``udbench suite`` runs it): conditions × methods × trials, one sweep per (method,
   condition) (SPEC §9), each method's trials with the pruner ``udbench tune --pruner`` would
   use (default ``auto``: :func:`udbench.tuning.pruning.resolve_pruner`): a calibrated row of
   a pruned method is the unpruned one times the measured pruned/unpruned CPU ratio of its
@@ -16,17 +17,21 @@ number of trials per sweep, the plan counts
 and projects CPU-hours per stage and method. Each row's figure comes from the first of:
 
 1. **measured** times, from folders you name (``--measured``, any number of each kind),
-   as count × the median measured seconds per unit:
+   as count × the median measured seconds per unit, in the row's clock
+   (:attr:`PlanRow.clock`): CPU seconds where a record has them, else wall-clock seconds
+   (the figure is then wall-clock hours of one worker, never reported as CPU-hours):
 
-   - a results folder of ``udbench run``: per ok cell, ``fit_time_s + predict_time_s`` (the
-     method's compute; the first cell on a worker also pays imports and JAX compilation, so
-     the median is used). The plan counts each method at its default configuration;
-     cells run with other settings (``nn-ens:n_members=5`` against the default 10 members,
-     the quickstart's smoke settings) are counted all the same, and
+   - a results folder of ``udbench run``: per ok cell, ``fit_time_s + predict_time_s``
+     (wall; the method's compute; the first cell on a worker also pays imports and JAX
+     compilation, so the median is used). The plan counts each method at its default
+     configuration; cells run with other settings (``nn-ens:n_members=5`` against the
+     default 10 members, the quickstart's smoke settings) are counted all the same, and
      :meth:`PlanRow.config_note` says which settings and how many cells;
+   - a tuning campaign's folder (``tuning/shipped/<suite>``): per sweep, the record's
+     ``cpu_seconds`` (CPU; the whole sweep, overheads included) over its finished trials;
    - a tuning folder of ``udbench tune``: per finished trial, its fit + predict seconds
-     (fitted on 80 % of the training sample);
-   - a folder of task files: per instance, the seconds ``udbench generate`` logged for it
+     (wall; fitted on 80 % of the training sample);
+   - a folder of task files (wall): per instance, the seconds ``udbench generate`` logged
      (the hidden ``.udbench-generate-times.jsonl`` beside the tasks: generation,
      replacements, checks and save, in the worker), else the MCMC sampler's
      ``wall_seconds`` stored in the task (HBART, BNN). GP task files store no timing, so GP
@@ -39,10 +44,10 @@ and projects CPU-hours per stage and method. Each row's figure comes from the fi
    n_eval and (for the kernel fit) fit size, summed over the units;
 3. otherwise **unknown**, never guessed (and never zero).
 
-Wall time on W workers (:class:`Projection`): at least the total CPU time over W and at
-least the longest chain of dependent work, ``prior fit → instance → one tuning trial → one
-cell`` of one (dataset, family); a greedy scheduler needs at most their sum (Graham's bound
-for list scheduling of dependent jobs, Graham 1969).
+Wall time on W workers (:class:`Projection`): at least the total work (CPU-hours plus the
+wall rows' hours) over W and at least the longest chain of dependent work, ``prior fit →
+instance → one tuning trial → one cell`` of one (dataset, family); a greedy scheduler needs
+at most their sum (Graham's bound for list scheduling of dependent jobs, Graham 1969).
 """
 
 from __future__ import annotations
@@ -97,8 +102,9 @@ class PlanRow:
     median_s : float or None
         Median measured seconds per unit (measured rows only).
     cpu_hours : float or None
-        Projected CPU-hours; None where neither a measurement nor a calibration entry
-        exists.
+        Projected hours of work: CPU-hours, or wall-clock hours of one worker where
+        ``clock`` is ``"wall"``; None where neither a measurement nor a calibration entry
+        exists. (``as_dict`` writes it under ``cpu_hours`` or ``wall_hours`` by clock.)
     datasets : list of str
         Datasets the measurements were made on.
     basis : str or None
@@ -116,6 +122,9 @@ class PlanRow:
     pruning_ratio : float or None
         Calibrated ``tune`` rows: the measured pruned/unpruned CPU ratio applied to every
         trial (None: unpruned, or no ratio measured for the pruner).
+    clock : str or None
+        ``"cpu"`` (calibrated rows; measured CPU seconds) or ``"wall"`` (measured wall-clock
+        seconds); None where unknown.
     """
 
     stage: str
@@ -133,6 +142,7 @@ class PlanRow:
     unit_max_s: float | None = None
     pruner: str | None = None
     pruning_ratio: float | None = None
+    clock: str | None = None
 
     @property
     def seconds_per_unit(self) -> float | None:
@@ -148,7 +158,9 @@ class PlanRow:
             "count": self.count,
             "n_measured": self.n_measured,
             "median_s": self.median_s,
-            "cpu_hours": self.cpu_hours,
+            "cpu_hours": None if self.clock == "wall" else self.cpu_hours,
+            "wall_hours": self.cpu_hours if self.clock == "wall" else None,
+            "clock": self.clock,
             "measured_on": self.datasets,
             "measured_non_default": self.measured_configs,
             "basis": self.basis,
@@ -185,7 +197,7 @@ class Projection:
     rows : list of PlanRow
     workers : int
     cpu_hours : float
-        Sum of the known rows.
+        Sum of the known rows measured or calibrated in CPU time.
     unknown : list of str
         ``"stage key"`` of rows with work and no figure (their CPU time is not in the sum).
     chain_hours : float or None
@@ -194,7 +206,11 @@ class Projection:
     chain : str
         Which (dataset, family) it is.
     wall_hours_low, wall_hours_high : float or None
-        ``max(cpu / W, chain)`` and ``cpu / W + chain`` (list scheduling, Graham 1969).
+        ``max(work / W, chain)`` and ``work / W + chain`` (list scheduling, Graham 1969),
+        ``work`` being ``cpu_hours + wall_clock_hours``.
+    wall_clock_hours : float
+        Sum of the known rows measured in wall-clock time (``clock == "wall"``), kept out
+        of ``cpu_hours``.
     """
 
     counts: dict[str, int]
@@ -206,9 +222,10 @@ class Projection:
     chain: str
     wall_hours_low: float | None
     wall_hours_high: float | None
+    wall_clock_hours: float = 0.0
 
     def top(self, k: int = 5) -> list[PlanRow]:
-        """The ``k`` rows with the most CPU-hours."""
+        """The ``k`` rows with the most hours (CPU or, for wall rows, wall-clock)."""
         known = [r for r in self.rows if r.cpu_hours is not None]
         return sorted(known, key=lambda r: -float(r.cpu_hours or 0.0))[:k]
 
@@ -218,6 +235,7 @@ class Projection:
             "rows": [r.as_dict() for r in self.rows],
             "workers": self.workers,
             "cpu_hours": self.cpu_hours,
+            "wall_clock_hours": self.wall_clock_hours,
             "unknown": self.unknown,
             "chain_hours": self.chain_hours,
             "chain": self.chain,
@@ -253,9 +271,10 @@ def plan_grid(
     methods : sequence of str
         Method names.
     trials : int
-        Trials per sweep.
+        Trials per sweep; 0: no tune stage (no ``tune`` rows, no sweeps).
     measured : Measurements
-        From :func:`collect_measurements`; a measured row wins over the calibration.
+        From :func:`collect_measurements`; a measured row wins over the calibration (its
+        CPU seconds where measured, else its wall-clock seconds: :attr:`PlanRow.clock`).
     calibration : CalibrationTable, optional
         :func:`udbench.tuning.calibration.load_calibration`; without it only measured
         figures are shown (and no ``prior-fit`` rows), as before calibration existed.
@@ -292,14 +311,14 @@ def plan_grid(
         "instances": len(specs),
         "conditions": len(conditions),
         "methods": len(methods),
-        "sweeps": len(conditions) * len(methods),
+        "sweeps": len(conditions) * len(methods) if trials else 0,
         "trials": len(conditions) * len(methods) * trials,
         "fits": len(specs) * len(methods),
     }
     workers = max(1, int(workers))
 
     def measured_row(stage: str, key: str, count: int) -> PlanRow | None:
-        secs = measured.seconds.get((stage, key), [])
+        secs, clock, where, configs = measured.values(stage, key)
         if not secs:
             return None
         med = float(np.median(secs))
@@ -310,10 +329,11 @@ def plan_grid(
             len(secs),
             med,
             count * med / 3600.0,
-            sorted(measured.datasets.get((stage, key), set())),
-            dict(measured.configs.get((stage, key), {})),
+            sorted(where),
+            dict(configs),
             basis="measured",
             unit_max_s=med,
+            clock=clock,
         )
 
     def calibrated_row(
@@ -336,6 +356,7 @@ def plan_grid(
             cpu / 3600.0,
             [],
             basis="calibrated",
+            clock="cpu",
             per_dataset=per,
             overhead_s=overhead if total else 0.0,
             unit_max_s=max((sec for _, sec in per.values()), default=None),
@@ -419,7 +440,7 @@ def plan_grid(
 
         return f
 
-    for m in methods:
+    for m in methods if trials else ():  # trials = 0: no tune stage
         tune_row = row(
             "tune", m, dict(cond_units), lambda d, m=m: trial_s(m, d), overhead(m, False)
         )
@@ -464,7 +485,8 @@ def project(
         specs, methods, trials, measured, calibration, workers=workers, pruner=pruner
     )
     known = [r for r in rows if r.cpu_hours is not None]
-    cpu_h = float(sum(r.cpu_hours or 0.0 for r in known))
+    cpu_h = float(sum(r.cpu_hours or 0.0 for r in known if r.clock != "wall"))
+    wall_clock_h = float(sum(r.cpu_hours or 0.0 for r in known if r.clock == "wall"))
     unknown = [f"{r.stage} {r.key}" for r in rows if r.cpu_hours is None and r.count]
     by = {(r.stage, r.key): r for r in rows}
 
@@ -495,11 +517,11 @@ def project(
             best = (total, f"{ds} × {fam}")
     chain_h = None if best is None else best[0] / 3600.0
     w = max(1, int(workers))
-    low = None if chain_h is None else max(cpu_h / w, chain_h)
-    high = None if chain_h is None else cpu_h / w + chain_h
-    return Projection(
-        counts, rows, w, cpu_h, unknown, chain_h, "" if best is None else best[1], low, high
-    )
+    work = cpu_h + wall_clock_h
+    low = None if chain_h is None else max(work / w, chain_h)
+    high = None if chain_h is None else work / w + chain_h
+    chain = "" if best is None else best[1]
+    return Projection(counts, rows, w, cpu_h, unknown, chain_h, chain, low, high, wall_clock_h)
 
 
 def remaining_rows(

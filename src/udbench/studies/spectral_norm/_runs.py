@@ -220,16 +220,14 @@ def project_cost(
             part = collect_measurements([folder])
         except UdbenchError:
             continue
-        for key, vals in part.seconds.items():
-            found.seconds.setdefault(key, []).extend(vals)
-        for key, ds in part.datasets.items():
-            found.datasets.setdefault(key, set()).update(ds)
+        found.merge(part)
     for name in arm_names:
         base, arm = arm_of(name)
         for stage in ("tune", "run"):
-            if arm != "plain" and (stage, name) not in found.seconds:
-                if (stage, base) in found.seconds:
-                    found.seconds[(stage, name)] = list(found.seconds[(stage, base)])
+            if arm != "plain" and not found.measured(stage, name):
+                for clock in (found.seconds, found.cpu_seconds):
+                    if (stage, base) in clock:
+                        clock[(stage, name)] = list(clock[(stage, base)])
     counts, rows = plan_grid(list(specs), list(arm_names), trials, found)
     known = float(sum(r.cpu_hours for r in rows if r.cpu_hours is not None))
     return counts, rows, known, unmeasured(rows)
