@@ -95,6 +95,35 @@ def test_stage_commands_are_the_user_commands(tmp_path) -> None:
     assert all(":" not in s for s in gp_small)  # default hyperparameters
 
 
+def test_the_suite_plan_is_the_run_it_makes(tmp_path, capfd) -> None:
+    """The plan printed before a suite: no tune stage (the suite never tunes; --tuned reads
+    records made before), the suite's fidelity, the wall time on the --workers given."""
+    from udbench.cli import main
+
+    argv = stage_commands(load_suite("gp-small"), tmp_path, workers=1, tuned=Path("gp-small"))
+    plan = argv["plan"]
+    assert plan[plan.index("--trials") + 1] == "0" and plan[plan.index("--workers") + 1] == "1"
+    assert plan[plan.index("--fidelity") + 1] == load_suite("gp-small")["fidelity"]
+    in_process = stage_commands(load_suite("gp-small"), tmp_path, workers=0)["plan"]
+    assert in_process[in_process.index("--workers") + 1] == "1"  # 0: in this process
+    suite_file = tmp_path / "one.toml"
+    suite_file.write_text(
+        TINY.replace('seeds = "0-9"', 'seeds = "0"')
+        .replace('coverage = "all"', 'coverage = "balanced"')
+        .replace('"_fakes:KnnMethod:sleep=0.3"', '"blr"')
+    )
+    out = tmp_path / "out"
+    args = ["suite", str(suite_file), "--out", str(out), "--stages", "generate"]
+    assert main([*args, "--tuned", "gp-small", "--workers", "1"]) == 0
+    printed = capfd.readouterr()
+    text = " ".join((printed.out + printed.err).split())
+    assert "plan: no tune stage (udbench suite does not tune)" in text
+    assert "tuned configurations of --tuned gp-small" in text
+    assert "no tune stage (--trials 0)" in text and "sweeps ×" not in text
+    assert "wall time on 1 worker(s)" in text
+    assert not re.search(r"│ tune ", printed.out) and "\ntune:" not in printed.out
+
+
 def test_bad_stage_list_and_missing_out_are_user_errors(tmp_path) -> None:
     from udbench.cli import main
 

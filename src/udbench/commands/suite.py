@@ -18,7 +18,11 @@ a regression suite's (``udbench report`` writes the classification rows into its
 not printed (said on the console).
 
 ``udbench plan`` for the suite's grid is printed first (with the times measured in DIR, if
-any). Resuming is re-running the same command: every stage relies on its command's own skip
+any): the run the suite makes, at the suite's fidelity, on ``--workers`` workers (where
+given), with no tune stage (``--trials 0``: the suite never tunes; ``--tuned`` reads records
+made before, and the plan says so). Its run rows cost each method's default configuration.
+
+Resuming is re-running the same command: every stage relies on its command's own skip
 logic, there is no second loop. One suite runs in a folder at a time (``DIR/.udbench.lock``,
 :func:`udbench._lock.folder_lock`, the lock of every command that owns a folder);
 temporary files left by a killed stage (``.*.tmp`` task files, ``.tmp-*.parquet`` result
@@ -101,7 +105,7 @@ def stage_commands(
         The suite's folder.
     workers, scheduler, cluster_config, data_dir, timeout
         Passed to ``generate`` and ``run`` as their options of the same names (``timeout``:
-        ``run`` only).
+        ``run`` only); ``workers`` also to ``plan`` (its wall time; 0, in one process: 1).
     tuned : Path, optional
         Tuning folder or a suite's name (its shipped records): ``run --tuned DIR --fallback
         default`` (tuned configuration where a record exists, the default one elsewhere).
@@ -133,7 +137,10 @@ def stage_commands(
     specs = method_specs(suite)
     known = registered_methods()
     names = [n for n in dict.fromkeys(parse_method_spec(s)[0] for s in specs) if n in known]
-    plan = ["plan", *grid, "--methods", ",".join(names) if names else "registered"]
+    plan = ["plan", *grid, "--fidelity", suite["fidelity"], "--trials", "0"]  # never tunes
+    plan += ["--methods", ",".join(names) if names else "registered"]
+    if workers is not None:
+        plan += ["--workers", str(max(1, workers))]
     for folder in (out / "tasks", out / "results"):
         if folder.is_dir():
             plan += ["--measured", str(folder)]
@@ -414,7 +421,12 @@ def register(app: typer.Typer) -> None:
         timeout: float | None = typer.Option(
             None, "--timeout", help="Per-cell limit in seconds for fit + predict."
         ),
-        plan: bool = typer.Option(True, "--plan/--no-plan", help="Print udbench plan first."),
+        plan: bool = typer.Option(
+            True,
+            "--plan/--no-plan",
+            help="Print udbench plan first: the suite's grid with no tune stage (the suite "
+            "never tunes), its wall time on --workers.",
+        ),
     ) -> None:
         """Run a named suite end to end: plan, then generate → check → run → report in --out.
 
@@ -483,6 +495,7 @@ def register(app: typer.Typer) -> None:
                     highlight=False,
                 )
             elif plan:
+                console.print(_plan_note(tuned), highlight=False)
                 _child(argv["plan"], console, "plan")
             status = 0
             for i, stage in enumerate(STAGES, 1):
@@ -518,6 +531,17 @@ def register(app: typer.Typer) -> None:
             console.print(f"suite {suite['name']} done in {out}", highlight=False)
         if status:
             raise typer.Exit(status)
+
+
+def _plan_note(tuned: Path | None) -> str:
+    """The line above the suite's plan: the suite runs no tune stage, and what it runs."""
+    used = (
+        f"the tuned configurations of --tuned {tuned} where a record exists, the defaults "
+        "elsewhere (the run rows cost the defaults)"
+        if tuned is not None
+        else "the methods' default configurations"
+    )
+    return f"plan: no tune stage (udbench suite does not tune); the run stage uses {used}"
 
 
 def _child(
