@@ -78,3 +78,23 @@ def test_cli_compare(tmp_path, capsys):
     assert rec["rho_au_diff"] is None
     assert main(["compare", *args]) == 0
     assert "+0.1 [" in capsys.readouterr().out
+
+
+def test_a_tuned_run_pairs_label_tuned_with_label():
+    """`udbench compare UNTUNED TUNED`: blr[tuned] in B against blr in A (a user found no
+    CLI way to compare a run --tuned folder with a default one); a label both hold still
+    pairs with itself, and a folder with both forms pairs exactly only."""
+    a = pd.DataFrame(_rows("blr", {"t0": 0.1, "t1": 0.4, "t2": 0.3}) + _rows("gp", {"t0": 0.5}))
+    tuned = _rows("blr", {"t0": 0.3, "t1": 0.5, "t2": 0.3}) + _rows("gp", {"t0": 0.6})
+    for r in tuned[:3]:
+        r["method_label"] = "blr[tuned]"
+    rows = compare_results(a, pd.DataFrame(tuned), n_resamples=100).to_dict(orient="records")
+    assert [(r["method_a"], r["method"]) for r in rows] == [("blr", "blr[tuned]"), ("gp", "gp")]
+    assert rows[0]["n_common"] == 3 and rows[0]["rho_eu_risk_diff"] == pytest.approx(0.1)
+    # A holds blr[tuned] itself: exact pairs only, nothing invented
+    both = pd.concat([a, pd.DataFrame(tuned[:3])])
+    rows = compare_results(both, pd.DataFrame(tuned), n_resamples=100).to_dict(orient="records")
+    assert [(r["method_a"], r["method"]) for r in rows] == [
+        ("blr[tuned]", "blr[tuned]"),
+        ("gp", "gp"),
+    ]

@@ -365,7 +365,8 @@ def register(app: typer.Typer) -> None:
         """Per method: mean difference B − A on the cells both hold, with 95% intervals.
 
         Common cells: the same method label on the same task instance with the same task
-        content, valid in both. Paired differences, bootstrap over instances.
+        content, valid in both. Paired differences, bootstrap over instances. A tuned run
+        (labels <label>[tuned]) against a default one pairs <label>[tuned] with <label>.
         """
         check_resamples("udbench compare", n_resamples)
         from rich.table import Table
@@ -385,8 +386,14 @@ def register(app: typer.Typer) -> None:
         view.add_column("common", justify="right")
         for m in COMPARE_METRICS:
             view.add_column("Δ " + METRIC_LABELS.get(m, m), justify="right")
+
+        def name(r: Any) -> str:  # a tuned label against a default one
+            return str(r["method"]) + (
+                "" if r["method_a"] == r["method"] else f" − {r['method_a']}"
+            )
+
         for r in table.to_dict(orient="records"):
-            cells = [str(r["method"]), str(r["n_common"])]
+            cells = [name(r), str(r["n_common"])]
             for m in COMPARE_METRICS:
                 d, lo, hi = r[f"{m}_diff"], r[f"{m}_low"], r[f"{m}_high"]
                 if not (isinstance(d, float) and d == d):
@@ -408,7 +415,7 @@ def register(app: typer.Typer) -> None:
             ]
             if any(extra):
                 console.print(
-                    f"{r['method']}: " + ", ".join(e for e in extra if e),
+                    f"{name(r)}: " + ", ".join(e for e in extra if e),
                     highlight=False,
                     markup=False,
                 )

@@ -8,6 +8,12 @@ on them, per metric, the mean paired difference B − A with a percentile bootst
 that resamples instances (:func:`udbench.evaluation.metrics.bootstrap_ci`). Pairing removes the
 instance-to-instance variation that dominates unpaired intervals: two runs of the same
 configuration differ by exactly 0.
+
+A tuned run against a default one (``udbench run --tuned`` labels its cells ``<label>[tuned]``)
+pairs ``<label>[tuned]`` in one folder with ``<label>`` in the other where the other has no
+``<label>[tuned]`` of its own: the paired difference is then what tuning changed, per
+instance (issue 36; :func:`udbench.analyses.tuned_compare.tuned_vs_untuned` compares the two
+orderings).
 """
 
 from __future__ import annotations
@@ -30,8 +36,27 @@ __all__ = ["COMPARE_METRICS", "compare_results"]
 COMPARE_METRICS: tuple[str, ...] = ("rho_eu_risk", "rho_au", "delta_ent_risk", "rmse")
 
 
+#: Suffix of a tuned cell's label (:func:`udbench.tuning.records.tuned_configurer`).
+_TUNED = "[tuned]"
+
+
 def _label(df: pd.DataFrame) -> str:
     return "method_label" if "method_label" in df.columns else "method"
+
+
+def _pairs(labels_a: set[str], labels_b: set[str]) -> list[tuple[str, str]]:
+    """(label in A, label in B) pairs: the same label, else ``L`` with ``L[tuned]`` where
+    the side with ``L`` has no ``L[tuned]`` (a default run against a tuned one)."""
+    pairs = [(x, x) for x in labels_a & labels_b]
+    for b in labels_b - labels_a:
+        a = b.removesuffix(_TUNED)
+        if b.endswith(_TUNED) and a in labels_a and a not in labels_b:
+            pairs.append((a, b))
+    for a in labels_a - labels_b:
+        b = a.removesuffix(_TUNED)
+        if a.endswith(_TUNED) and b in labels_b and b not in labels_a:
+            pairs.append((a, b))
+    return sorted(pairs, key=lambda ab: (ab[1], ab[0]))
 
 
 def _ok_rows(df: pd.DataFrame, name: str) -> pd.DataFrame:
@@ -81,13 +106,14 @@ def compare_results(
     Returns
     -------
     DataFrame
-        One row per method label present in both, sorted by label: ``method``,
-        ``n_common`` (instances valid in both with the same task content), ``n_only_a``,
-        ``n_only_b`` (valid in one only), ``n_changed_task`` (same task id, other content:
-        not compared), and per metric ``m``: ``m_a``, ``m_b`` (means on the common cells),
-        ``m_diff`` (mean of B − A), ``m_low``, ``m_high`` (interval of the difference) and
-        ``m_n`` (pairs where both values are finite). Differences are in the metric's units
-        (ρ: unitless; RMSE: target units).
+        One row per method label present in both (or ``<label>[tuned]`` in one against
+        ``<label>`` in the other, module docstring), sorted by B's label: ``method`` (B's
+        label), ``method_a`` (A's), ``n_common`` (instances valid in both with the same
+        task content), ``n_only_a``, ``n_only_b`` (valid in one only), ``n_changed_task``
+        (same task id, other content: not compared), and per metric ``m``: ``m_a``,
+        ``m_b`` (means on the common cells), ``m_diff`` (mean of B − A), ``m_low``,
+        ``m_high`` (interval of the difference) and ``m_n`` (pairs where both values are
+        finite). Differences are in the metric's units (ρ: unitless; RMSE: target units).
 
     Raises
     ------
@@ -97,8 +123,8 @@ def compare_results(
     if a is None or len(a) == 0 or b is None or len(b) == 0:
         raise UdbenchError("compare_results: a results table is empty")
     ra, rb = _ok_rows(a, "a"), _ok_rows(b, "b")
-    common_methods = sorted(set(a[_label(a)].astype(str)) & set(b[_label(b)].astype(str)), key=str)
-    if not common_methods:
+    pairs = _pairs(set(a[_label(a)].astype(str)), set(b[_label(b)].astype(str)))
+    if not pairs:
         raise param_error(
             "compare_results",
             "b",
@@ -107,14 +133,15 @@ def compare_results(
             f"b has {sorted(set(b[_label(b)].astype(str)))}",
         )
     rows: list[dict[str, Any]] = []
-    for method in common_methods:
-        ga = ra[ra["_method"] == method].drop_duplicates("task_id").set_index("task_id")
+    for method_a, method in pairs:
+        ga = ra[ra["_method"] == method_a].drop_duplicates("task_id").set_index("task_id")
         gb = rb[rb["_method"] == method].drop_duplicates("task_id").set_index("task_id")
         both = ga.index.intersection(gb.index)
         version_a, version_b = ga["_version"].astype(str), gb["_version"].astype(str)
         same = [t for t in both if version_a[t] == version_b[t]]
         row: dict[str, Any] = {
             "method": method,
+            "method_a": method_a,
             "n_common": len(same),
             "n_only_a": len(ga.index.difference(gb.index)),
             "n_only_b": len(gb.index.difference(ga.index)),
