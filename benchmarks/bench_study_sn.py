@@ -11,8 +11,11 @@ prints its wall time and the fit + predict seconds stored by the tuner and the r
 projection of the full design (13 datasets × gp/hbart/bnn × seeds 0-4, the same methods, 30
 trials per sweep) from those measurements by ``udbench plan``'s machinery.
 
-Last line: ``sn_study_full_design_measured_cpu_hours: <x>`` (the measured part of the projection;
-the lines above say which stages are unmeasured, e.g. generating HBART/BNN instances).
+Last two lines: ``sn_study_full_design_measured_wall_hours: <x>`` and
+``sn_study_full_design_measured_cpu_hours: <y>``, the measured part of the projection in each
+clock (the study's folders hold fit + predict seconds, elapsed time, so the small version's
+figures are wall-clock hours, never CPU-hours: :mod:`udbench.tuning.clocks`); the lines above
+say which stages are unmeasured, e.g. generating HBART/BNN instances.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 from udbench.cli import main
 from udbench.evaluation.store import read_results
 from udbench.studies import spectral_norm as sn
+from udbench.tuning.clocks import row_hours_text
 from udbench.tuning.records import load_records
 
 
@@ -57,12 +61,11 @@ def run(args: argparse.Namespace) -> None:
         f"full design: {plan.counts['instances']} instances, {plan.counts['trials']} trials, "
         f"{plan.counts['fits']} fits"
     )
-    for r in plan.rows:
-        cpu = "unknown" if r.cpu_hours is None else f"{r.cpu_hours:.3g} CPU-h"
-        print(
-            f"  {r.stage:8s} {r.key:12s} {r.count:6d} × {r.median_s or float('nan'):.3g} s = {cpu}"
-        )
+    for r in plan.rows:  # hours in their clock: the study's folders measure wall-clock time
+        med = r.median_s or float("nan")
+        print(f"  {r.stage:8s} {r.key:12s} {r.count:6d} × {med:.3g} s = {row_hours_text(r)}")
     print(f"unmeasured: {', '.join(plan.unknown) or 'none'}")
+    print(f"sn_study_full_design_measured_wall_hours: {plan.known_wall_hours:.4g}")
     print(f"sn_study_full_design_measured_cpu_hours: {plan.known_cpu_hours:.4g}")
 
 

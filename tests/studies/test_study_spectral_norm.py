@@ -495,6 +495,7 @@ def test_cost_projection_uses_measured_times_and_arms_borrow_their_plain_method(
     assert run["nn-ens"].median_s == 20.0 and run["nn-ens"].count == 6
     assert run["nn-ens+sn"].median_s == 20.0  # borrowed from the plain method
     assert run["nn-ens+wd"].median_s == 5.0  # its own measurement wins
-    assert known == pytest.approx(6 * (20.0 + 20.0 + 5.0) / 3600.0, rel=1e-12)
+    # a results folder's cells measure wall-clock seconds: wall hours, no CPU-hours
+    assert known == pytest.approx((0.0, 6 * (20.0 + 20.0 + 5.0) / 3600.0), rel=1e-12)
     assert sorted(unknown) == ["tune nn-ens", "tune nn-ens+sn", "tune nn-ens+wd"]
     assert counts["sweeps"] == 2 * 3 and counts["trials"] == 2 * 3 * 2

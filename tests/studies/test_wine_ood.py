@@ -200,12 +200,19 @@ def test_cli_asks_for_yes_above_an_hour(tmp_path, data_dir, capsys) -> None:
     from udbench.cli import main
 
     measured = tmp_path / "measured"
-    _fake_results_with_time(measured, 3600.0)  # one blr fit: one CPU-hour
+    _fake_results_with_time(measured, 3600.0)  # one blr fit: one wall-clock hour
     args = ["study", "wine-ood", "--out", str(tmp_path / "study"), "--methods", "blr"]
     args += ["--families", "gp", "--seeds", "0-1", "--measured", str(measured)]
     assert main(args) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "projected cost of this run is 2 CPU-hours" in err and "--yes" in err
+    # a results folder's cells measure elapsed time: wall-clock hours, never called CPU time
+    assert "measured wall (1)" in err and "2 h wall" in err
+    assert "this run: 2 instances × 1 methods = 2 fits; measured 2 h wall-clock" in err
+    assert (
+        "projected cost of this run is 2 h wall-clock (measured elapsed time, not CPU), 2 h "
+        "counted against the limit of 1 h (wall-clock hours counted as CPU-hours" in err
+    )
+    assert "--yes" in err and "2 CPU-h" not in err and "CPU-h measured" not in err
     assert not (tmp_path / "study" / "tasks").exists()  # nothing generated
     assert main([*args, "--methods", "nope"]) == 2
     assert "methods" in capsys.readouterr().err
@@ -223,11 +230,11 @@ def test_cli_projection_leaves_out_finished_cells(tmp_path, data_dir, capsys) ->
     from udbench.cli import main
 
     measured = tmp_path / "measured"
-    _fake_results_with_time(measured, 3600.0)  # one blr fit: one CPU-hour
+    _fake_results_with_time(measured, 3600.0)  # one blr fit: one wall-clock hour
     args = ["study", "wine-ood", "--out", str(tmp_path / "study"), "--methods", "blr"]
     args += ["--families", "gp", "--seeds", "0-2", "--measured", str(measured)]
     assert main(args) == 2
-    assert "this run is 3 CPU-hours" in " ".join(capsys.readouterr().err.split())
+    assert "this run is 3 h wall-clock" in " ".join(capsys.readouterr().err.split())
     # seed 0's blr cell is finished (an ok row in the study's results): 2 of 3 fits are left
     ResultsStore(tmp_path / "study" / "results").write_cell(
         {
@@ -242,7 +249,7 @@ def test_cli_projection_leaves_out_finished_cells(tmp_path, data_dir, capsys) ->
     )
     assert main(args) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "this run is 2 CPU-hours" in err and "(to do: 3 instances, 2 fits)" in err
+    assert "this run is 2 h wall-clock" in err and "(to do: 3 instances, 2 fits)" in err
     assert not (tmp_path / "study" / "tasks").exists()  # still nothing generated
 
 

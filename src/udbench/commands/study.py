@@ -3,8 +3,12 @@
 Sub-commands of the ``study`` group: ``wine-ood`` (D.3) and ``spectral-norm`` (D.4,
 :mod:`udbench.studies.spectral_norm`). Each prints the projected cost of
 its full design and of the selection from the measured times of ``udbench plan``
-(:func:`udbench.tuning.plan.plan_grid`) before it starts, and asks for ``--yes`` above one
-hour of projected CPU time.
+(:func:`udbench.tuning.plan.plan_grid`) before it starts, each figure in its clock as
+``udbench plan`` prints it (CPU-hours where the records measured CPU seconds, wall-clock
+hours, labelled so, where they measured elapsed time: :mod:`udbench.tuning.clocks`), and
+asks for ``--yes`` when the CPU-hours plus the wall-clock hours (an upper bracket: a
+single-threaded cell's elapsed time is at least its CPU time) are above one hour, or when a
+stage is not measured (:func:`gate_message`).
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ from udbench.commands._options import (
 )
 from udbench.tasks.spec import MAX_DRAWS, MIN_DRAWS
 
-#: Projected CPU-hours above which a study needs ``--yes``.
+#: Projected hours above which a study needs ``--yes``: CPU-hours + wall-clock hours
+#: (:func:`udbench.tuning.clocks.gate_hours`).
 CONFIRM_CPU_HOURS = 1.0
 
 study_app = typer.Typer(
@@ -88,18 +93,27 @@ def print_projection(
     measured: Any,
     full_methods: list[str] | None = None,
     done: Any = None,
-) -> tuple[float, list[str]]:
+) -> tuple[float, float, list[str]]:
     """Print the projected cost (generate + run) of the selection and of the full design.
 
     The full design runs ``full_methods`` (default: every registered method). ``done``
     (:func:`udbench.tuning.plan.finished_work`) is what a re-run skips: the selection's table
     and the returned hours count only the instances and cells still to make, so resuming a
-    study that was stopped does not ask for ``--yes`` again for work already done. Returns
-    the remaining selection's measured CPU-hours (unknown parts count 0) and its
-    ``"stage key"`` figures with no measurement that hold the ``--yes`` gate
-    (:func:`udbench.tuning.plan.unmeasured`: work left, GP generation excepted).
+    study that was stopped does not ask for ``--yes`` again for work already done. Hours
+    are kept in their clock as ``udbench plan`` keeps them (:mod:`udbench.tuning.clocks`):
+    CPU-hours where the records measured CPU seconds, wall-clock hours (labelled so, never
+    called CPU time) where they measured elapsed seconds (a results folder's cells).
+
+    Returns
+    -------
+    cpu_hours, wall_hours, unknown
+        The remaining selection's measured CPU-hours and wall-clock hours (unknown parts
+        count 0), and its ``"stage key"`` figures with no measurement that hold the
+        ``--yes`` gate (:func:`udbench.tuning.plan.unmeasured`: work left, GP generation
+        excepted).
     """
     from udbench.methods.registry import registered_methods
+    from udbench.tuning.clocks import hours_text, row_basis_text, row_hours_text, split_hours
     from udbench.tuning.plan import FinishedWork, plan_grid, remaining_rows, unmeasured
 
     names = [m.split(":", 1)[0] for m in methods]
@@ -111,27 +125,29 @@ def print_projection(
         rows = [r for r in rows if r.stage != "tune"]  # the study tunes nothing
         if what == "this run" and done:
             rows = remaining_rows(rows, specs, 1, done)
-        hours = sum(r.cpu_hours or 0.0 for r in rows)
         unknown = [f"{r.stage} {r.key}" for r in rows if r.cpu_hours is None and r.count]
-        totals[what] = (hours, unknown, counts, rows)
-    hours, _, counts, rows = totals["this run"]
+        totals[what] = (split_hours(rows), unknown, counts, rows)
+    (cpu, wall), _, counts, rows = totals["this run"]
     table = Table(
-        title="projected CPU-hours of this run (count × median measured seconds)"
+        title="projected hours of this run: CPU-h, or wall-clock hours where the basis says "
+        "wall (count × median measured seconds)"
         + ("; finished instances and cells not counted" if done else "")
     )
-    for head in ("stage", "method / family", "count", "measured", "median s", "CPU-h"):
-        table.add_column(head, justify="left" if head.startswith(("stage", "method")) else "right")
+    for head in ("stage", "method / family", "count", "basis", "median s", "hours"):
+        table.add_column(
+            head, justify="left" if head.startswith(("stage", "method", "basis")) else "right"
+        )
     for r in rows:
         table.add_row(
             r.stage,
             r.key,
             str(r.count),
-            str(r.n_measured),
+            row_basis_text(r),
             "unknown" if r.median_s is None else f"{r.median_s:.3g}",
-            "unknown" if r.cpu_hours is None else f"{r.cpu_hours:.3g}",
+            row_hours_text(r),
         )
     console.print(table)
-    for what, (h, unk, c, rs) in totals.items():
+    for what, ((c_h, w_h), unk, c, rs) in totals.items():
         to_do = ""
         if what == "this run" and done:
             n_gen = sum(r.count for r in rs if r.stage == "generate")
@@ -139,7 +155,7 @@ def print_projection(
             to_do = f" (to do: {n_gen} instances, {n_fit} fits)"
         console.print(
             f"{what}: {c['instances']} instances × {c['methods']} methods = {c['fits']} fits"
-            f"{to_do}; {h:.3g} CPU-h measured"
+            f"{to_do}; measured {hours_text(c_h, w_h)}"
             + (
                 f" + {len(unk)} unknown ({', '.join(unk[:6])}{', …' if len(unk) > 6 else ''})"
                 if unk
@@ -147,7 +163,50 @@ def print_projection(
             ),
             highlight=False,
         )
-    return hours, unmeasured(rows)
+    return cpu, wall, unmeasured(rows)
+
+
+def gate_message(cpu_hours: float, wall_hours: float, unknown: list[str]) -> str | None:
+    """Why a study needs ``--yes``, or None when it does not.
+
+    The gate compares CPU-hours + wall-clock hours (:func:`udbench.tuning.clocks.gate_hours`:
+    an hour of measured elapsed time counts as a CPU-hour, an upper bracket of the work of
+    single-threaded cells) with :data:`CONFIRM_CPU_HOURS`, and asks for ``--yes`` too when a
+    stage is not measured (``unknown``).
+
+    Parameters
+    ----------
+    cpu_hours, wall_hours : float
+        The projection's hours per clock (:func:`udbench.tuning.clocks.split_hours`).
+    unknown : list of str
+        ``"stage key"`` figures with no measurement.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"the projected cost of this run is 0.5 CPU-h + 1.5 h wall-clock (measured
+        elapsed time, not CPU), 2 h counted against the limit of 1 h (wall-clock hours
+        counted as CPU-hours, an upper bracket)"``.
+    """
+    from udbench.tuning.clocks import gate_hours, hours_text
+
+    total = gate_hours(cpu_hours, wall_hours)
+    if total > CONFIRM_CPU_HOURS:
+        why = f"the projected cost of this run is {hours_text(cpu_hours, wall_hours)}"
+        if wall_hours:
+            why += (
+                f", {total:.3g} h counted against the limit of {CONFIRM_CPU_HOURS:g} h "
+                "(wall-clock hours counted as CPU-hours, an upper bracket)"
+            )
+        else:
+            why += f" (> {CONFIRM_CPU_HOURS:g} h)"
+        return why
+    if unknown:
+        return (
+            f"the cost of {len(unknown)} stage(s) is not measured yet "
+            f"({', '.join(unknown[:4])}{' …' if len(unknown) > 4 else ''})"
+        )
+    return None
 
 
 @study_app.command("wine-ood")
@@ -185,7 +244,11 @@ def wine_ood_cmd(
         DEFAULT_N_RESAMPLES, "--n-resamples", help="Bootstrap replicates."
     ),
     yes: bool = typer.Option(
-        False, "--yes", "-y", help="Run even when the projection is above one CPU-hour."
+        False,
+        "--yes",
+        "-y",
+        help="Run even when the projection (CPU-hours + measured wall-clock hours) is above "
+        "one hour or unknown.",
     ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
 ) -> None:
@@ -237,18 +300,13 @@ def wine_ood_cmd(
     from udbench.tuning.plan import finished_work
 
     done = finished_work(out / "tasks", out / "results")
-    hours, unknown = print_projection(
+    cpu_h, wall_h, unknown = print_projection(
         console, design.specs(), full, names, _measurements(folders), done=done
     )
     # as spectral-norm: an unmeasured run stage (or MCMC generation) is not shown to be under
     # the hour; GP generation (seconds per instance once the kernel is fitted) does not count
-    if (hours > CONFIRM_CPU_HOURS or unknown) and not yes:
-        why = (
-            f"the projected cost of this run is {hours:.3g} CPU-hours (> {CONFIRM_CPU_HOURS:g})"
-            if hours > CONFIRM_CPU_HOURS
-            else f"the cost of {len(unknown)} stage(s) is not measured yet "
-            f"({', '.join(unknown[:4])}{' …' if len(unknown) > 4 else ''})"
-        )
+    why = gate_message(cpu_h, wall_h, unknown)
+    if why is not None and not yes:
         raise UdbenchError(
             f"udbench study wine-ood: {why}; pass --yes to run it, or select less with "
             "--seeds/--families/--methods (or measure first: --measured with a results folder)"
@@ -315,6 +373,73 @@ def _fmt(v: float | None) -> str:
     return "unknown" if v is None else f"{v:.3g}"
 
 
+def _print_study_plan(
+    console: Console,
+    plan: Any,
+    sn: Any,
+    specs: list[Any],
+    trials: int,
+    measured: list[Path],
+    out: Path,
+    fidelity: str | None,
+    draws: int | None,
+    data_dir: str | None,
+) -> None:
+    """The spectral-norm study's projection: its rows (hours in their clock, as ``udbench
+    plan``), its totals and, for a selection, the full design's."""
+    from udbench.tuning.clocks import hours_text, row_basis_text, row_hours_text
+
+    table = Table(
+        title="projected hours: CPU-h, or wall-clock hours where the basis says wall "
+        "(udbench plan: count × median measured seconds)"
+    )
+    for col in ("stage", "method / family", "count", "basis", "median s", "hours"):
+        table.add_column(
+            col, justify="left" if col in ("stage", "method / family", "basis") else "right"
+        )
+    for r in plan.rows:
+        table.add_row(
+            r.stage,
+            r.key,  # the console prints table cells as they are
+            str(r.count),
+            row_basis_text(r),
+            _fmt(r.median_s),
+            row_hours_text(r),
+        )
+    c = plan.counts
+    console.print(
+        f"{c['instances']} instances, {len(plan.arms)} arm configurations "
+        f"({len(plan.arms) // 3} methods × 3 arms) → {c['sweeps']} sweeps × {plan.trials} "
+        f"trials = {c['trials']} trials; {c['fits']} fits",
+        highlight=False,
+    )
+    console.print(table)
+    console.print(
+        f"projected: measured {hours_text(plan.known_cpu_hours, plan.known_wall_hours)}"
+        + (
+            f" + {len(plan.unknown)} unmeasured ({', '.join(plan.unknown[:4])} …)"
+            if plan.unknown
+            else ""
+        ),
+        highlight=False,
+    )
+    full = sn.study_specs(
+        "all", sn.FULL_SEEDS, sn.FAMILIES, fidelity=fidelity, draws=draws, data_dir=data_dir
+    )
+    if len(full) != len(specs):
+        _, _, known, unknown = sn.project_cost(
+            full,
+            [str(type(a.estimator).name) for a in plan.arms],
+            trials,
+            [*measured, out / "tasks", out / "tuning", out / "results"],
+        )
+        console.print(
+            f"full design ({len(full)} instances): measured {hours_text(*known)}"
+            + (f" + {len(unknown)} unmeasured" if unknown else ""),
+            highlight=False,
+        )
+
+
 @study_app.command("spectral-norm")
 def spectral_norm_command(
     out: Path = typer.Option(
@@ -353,7 +478,10 @@ def spectral_norm_command(
         DEFAULT_N_RESAMPLES, "--n-resamples", help="Bootstrap replicates."
     ),
     yes: bool = typer.Option(
-        False, "--yes", help="Run even if the projected CPU time is above an hour or unknown."
+        False,
+        "--yes",
+        help="Run even if the projection (CPU-hours + measured wall-clock hours) is above an "
+        "hour or unknown.",
     ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Progress bar."),
@@ -392,60 +520,13 @@ def spectral_norm_command(
     plan = sn.plan_study(
         specs, names, out, trials=trials, measured=measured, plain_tuning=plain_tuning
     )
-    table = Table(title="projected cost (udbench plan: count × median measured seconds)")
-    for col in ("stage", "method / family", "count", "measured", "median s", "CPU-h"):
-        table.add_column(col, justify="left" if col in ("stage", "method / family") else "right")
-    for r in plan.rows:
-        table.add_row(
-            r.stage,
-            r.key,  # the console prints table cells as they are
-            str(r.count),
-            str(r.n_measured),
-            _fmt(r.median_s),
-            _fmt(r.cpu_hours),
-        )
-    c = plan.counts
-    console.print(
-        f"{c['instances']} instances, {len(plan.arms)} arm configurations "
-        f"({len(plan.arms) // 3} methods × 3 arms) → {c['sweeps']} sweeps × {plan.trials} "
-        f"trials = {c['trials']} trials; {c['fits']} fits",
-        highlight=False,
-    )
-    console.print(table)
-    console.print(
-        f"projected: {plan.known_cpu_hours:.3g} CPU-h measured"
-        + (
-            f" + {len(plan.unknown)} unmeasured ({', '.join(plan.unknown[:4])} …)"
-            if plan.unknown
-            else ""
-        ),
-        highlight=False,
-    )
-    full = sn.study_specs(
-        "all", sn.FULL_SEEDS, sn.FAMILIES, fidelity=fidelity, draws=draws, data_dir=dd
-    )
-    if len(full) != len(specs):
-        _, _, known, unknown = sn.project_cost(
-            full,
-            [str(type(a.estimator).name) for a in plan.arms],
-            trials,
-            [*measured, out / "tasks", out / "tuning", out / "results"],
-        )
-        console.print(
-            f"full design ({len(full)} instances): {known:.3g} CPU-h measured"
-            + (f" + {len(unknown)} unmeasured" if unknown else ""),
-            highlight=False,
-        )
-    if not yes and (plan.known_cpu_hours > CONFIRM_CPU_HOURS or plan.unknown):
-        why = (
-            f"{plan.known_cpu_hours:.3g} CPU-h projected"
-            if plan.known_cpu_hours > CONFIRM_CPU_HOURS
-            else f"the cost of {len(plan.unknown)} stage(s) is not measured yet"
-        )
+    _print_study_plan(console, plan, sn, specs, trials, [*measured], out, fidelity, draws, dd)
+    why = gate_message(plan.known_cpu_hours, plan.known_wall_hours, plan.unknown)
+    if why is not None and not yes:
         raise UdbenchError(
-            f"study spectral-norm: {why} (above {CONFIRM_CPU_HOURS:g} h or unknown); pass --yes to "
-            "run it, or measure a small version first (--datasets diabetes --seeds 0 "
-            "--families gp --trials 2) and name its folders with --measured"
+            f"study spectral-norm: {why}; pass --yes to run it, or measure a small version "
+            "first (--datasets diabetes --seeds 0 --families gp --trials 2) and name its "
+            "folders with --measured"
         )
     with folder_lock(out, comp):  # one writer per study folder
         with cell_progress(progress, console) as on_cell:

@@ -346,15 +346,9 @@ def _calibrate(names: list[str], specs: list[Any], budget_min: float) -> Any:
     return load_calibration(path)
 
 
-def _hours(cpu: float, wall: float, n_unknown: int = 0, fmt: str = ".3g") -> str:
-    """``"1.2 CPU-h"``, with the hours measured as wall-clock time said apart (never CPU)."""
-    parts = [f"{cpu:{fmt}} CPU-h"] if cpu or not wall else []
-    if wall:
-        parts.append(f"{wall:{fmt}} h wall-clock (measured elapsed time, not CPU)")
-    return " + ".join(parts) + (f" + {n_unknown} unknown" if n_unknown else "")
-
-
 def _print_plan(proj: Any, trials: int, unregistered: list[str], table: Any) -> None:
+    from udbench.tuning.clocks import hours_text, row_basis_text, row_hours_text
+
     counts = proj.counts
     console = make_console(width=200 if not sys.stdout.isatty() else None)
     tuning = (
@@ -378,14 +372,7 @@ def _print_plan(proj: Any, trials: int, unregistered: list[str], table: Any) -> 
     for r in proj.rows:
         note = " (not registered)" if r.key in unregistered else ""
         per = r.seconds_per_unit
-        basis = "unknown" if r.basis is None else r.basis
-        if r.basis == "measured":
-            basis += f" {'wall' if r.clock == 'wall' else 'CPU'} ({r.n_measured})"
-        if r.pruning_ratio is not None:
-            basis += f" × {r.pruning_ratio:.2f} ({r.pruner})"
-        hours = "unknown"
-        if r.cpu_hours is not None:
-            hours = f"{r.cpu_hours:.3g} " + ("h wall" if r.clock == "wall" else "CPU-h")
+        basis, hours = row_basis_text(r), row_hours_text(r)
         tab.add_row(
             r.stage, r.key + note, str(r.count), basis, "–" if per is None else f"{per:.3g}", hours
         )
@@ -396,9 +383,9 @@ def _print_plan(proj: Any, trials: int, unregistered: list[str], table: Any) -> 
             tot[1 if r.clock == "wall" else 0] += r.cpu_hours
     console.print(tab)
     for stage, (cpu, wall, n_unknown) in totals.items():
-        console.print(f"{stage}: {_hours(cpu, wall, int(n_unknown))}", highlight=False)
+        console.print(f"{stage}: {hours_text(cpu, wall, int(n_unknown))}", highlight=False)
     unknown = f" + {len(proj.unknown)} unknown rows" if proj.unknown else ""
-    total = _hours(proj.cpu_hours, proj.wall_clock_hours, fmt=".4g")
+    total = hours_text(proj.cpu_hours, proj.wall_clock_hours, fmt=".4g")
     console.print(f"total: {total}{unknown}", highlight=False)
     if proj.wall_hours_low is not None:
         console.print(

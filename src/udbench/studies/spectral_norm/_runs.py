@@ -178,7 +178,12 @@ class PairedConfigurer:
 # ------------------------------------------------------------------------------ the study
 @dataclass
 class StudyPlan:
-    """What a run of the study will do (before it starts)."""
+    """What a run of the study will do (before it starts).
+
+    ``known_cpu_hours`` sums the rows measured in CPU seconds, ``known_wall_hours`` the rows
+    measured in wall-clock seconds (a results folder's cells, a ``udbench tune`` folder's
+    trials): kept apart as ``udbench plan`` keeps them (:mod:`udbench.tuning.clocks`).
+    """
 
     specs: list[Any]
     arms: list[ArmConfig]
@@ -188,6 +193,7 @@ class StudyPlan:
     known_cpu_hours: float
     unknown: list[str] = field(default_factory=list)
     plain_tuning: Path | None = None
+    known_wall_hours: float = 0.0
 
 
 def project_cost(
@@ -195,8 +201,8 @@ def project_cost(
     arm_names: Sequence[str],
     trials: int,
     measured: Iterable[str | os.PathLike[str]],
-) -> tuple[dict[str, int], list[Any], float, list[str]]:
-    """Projected CPU-hours of the study, from ``udbench plan``'s machinery.
+) -> tuple[dict[str, int], list[Any], tuple[float, float], list[str]]:
+    """Projected hours of the study, from ``udbench plan``'s machinery.
 
     :func:`udbench.tuning.plan.plan_grid` over the study's instances and its arm methods
     (``<method>``, ``<method>+sn``, ``<method>+wd``) with ``trials`` trials per sweep, times
@@ -208,10 +214,13 @@ def project_cost(
 
     Returns
     -------
-    counts, rows, known_cpu_hours, unknown
-        ``plan_grid``'s counts and rows, the sum of the measured CPU-hours, and the
-        ``"stage method"`` figures that have no measurement.
+    counts, rows, known_hours, unknown
+        ``plan_grid``'s counts and rows, ``(cpu_hours, wall_hours)``: the sums of the rows
+        measured in CPU seconds and of those measured in wall-clock seconds
+        (:func:`udbench.tuning.clocks.split_hours`), and the ``"stage method"`` figures that
+        have no measurement.
     """
+    from udbench.tuning.clocks import split_hours
     from udbench.tuning.plan import Measurements, collect_measurements, plan_grid, unmeasured
 
     found = Measurements()
@@ -229,8 +238,7 @@ def project_cost(
                     if (stage, base) in clock:
                         clock[(stage, name)] = list(clock[(stage, base)])
     counts, rows = plan_grid(list(specs), list(arm_names), trials, found)
-    known = float(sum(r.cpu_hours for r in rows if r.cpu_hours is not None))
-    return counts, rows, known, unmeasured(rows)
+    return counts, rows, split_hours(rows), unmeasured(rows)
 
 
 def plan_study(
@@ -263,6 +271,7 @@ def plan_study(
             COMPONENT, "plain-tuning", "be a tuning folder (udbench tune --out)", plain_tuning
         )
     arms = arm_configs(methods)
+    from udbench.tuning.clocks import split_hours
     from udbench.tuning.plan import collect_measurements, finished_work, remaining_rows
 
     for folder in measured:  # a folder the user names must hold measurements (as plan)
@@ -271,14 +280,13 @@ def plan_study(
     folders = [*measured, root / "tasks", root / "tuning", root / "results"]
     if plain_tuning is not None:
         folders.append(Path(plain_tuning))
-    counts, rows, known, unknown = project_cost(
+    counts, rows, _, unknown = project_cost(
         specs, [str(type(a.estimator).name) for a in arms], trials, folders
     )
     if plain_tuning is not None:  # the plain arms' sweeps are already done
         plain = {a.base for a in arms}
         dropped = [r for r in rows if r.stage == "tune" and r.key in plain]
         rows = [r for r in rows if r not in dropped]
-        known -= sum(r.cpu_hours for r in dropped if r.cpu_hours is not None)
         unknown = [u for u in unknown if u not in {f"tune {r.key}" for r in dropped}]
         n_cond = counts["sweeps"] // max(1, counts["methods"])
         counts = {
@@ -291,9 +299,11 @@ def plan_study(
     done = finished_work(root / "tasks", root / "results", root / "tuning")
     if done:
         rows = remaining_rows(rows, specs, trials, done)
-        known = float(sum(r.cpu_hours for r in rows if r.cpu_hours is not None))
         unknown = [u for u in unknown if any(f"{r.stage} {r.key}" == u and r.count for r in rows)]
-    plan = StudyPlan(list(specs), arms, trials, counts, rows, known, unknown)
+    cpu_h, wall_h = split_hours(rows)
+    plan = StudyPlan(
+        list(specs), arms, trials, counts, rows, cpu_h, unknown, known_wall_hours=wall_h
+    )
     plan.plain_tuning = None if plain_tuning is None else Path(plain_tuning)
     return plan
 
