@@ -111,3 +111,45 @@ def test_spectral_norm_cli_labels_wall_hours_and_gates_on_the_sum(tmp_path, caps
     )
     assert "--yes" in err and not (out / "tasks").exists()
 
+
+def test_wine_ood_reads_runs_campaign_records_as_cpu_beside_wall_cells(
+    tmp_path, data_dir, capsys, monkeypatch
+):
+    """blr measured by runs campaign records (CPU), gp by a results folder (wall)."""
+    from udbench.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+    runs = tmp_path / "runs" / "gp-small"
+    for seed, cpu in ((0, 900.0), (1, 900.0)):  # 900 CPU s (and 2000 wall s) per blr cell
+        task = f"white_wine__gp__smooth-monotone__balanced__s{seed}"
+        path = runs / "untuned" / task / "blr.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(
+            json.dumps(
+                {"unit_id": f"untuned/{task}/blr", "kind": "untuned", "status": "done",
+                 "settings": {"task_id": task, "method": "blr"},
+                 "cpu_seconds": cpu, "wall_seconds": 2000.0,
+                 "result": {"row": {"dataset": "white_wine", "method": "blr", "status": "ok"}}}
+            )
+        )  # fmt: skip
+    bench = tmp_path / "bench"
+    ResultsStore(bench).write_cell(
+        {"cell_key": "x|gp", "status": "ok", "method": "gp", "dataset": "white_wine",
+         "fit_time_s": 1000.0, "predict_time_s": 80.0}
+    )  # fmt: skip
+    args = ["study", "wine-ood", "--out", str(tmp_path / "study"), "--methods", "blr,gp"]
+    args += ["--families", "gp", "--seeds", "0-1", "--measured", str(runs)]
+    args += ["--measured", str(bench)]
+    assert main(args) == 2  # 0.5 CPU-h + 0.6 h wall = 1.1 h > 1 h
+    err = " ".join(capsys.readouterr().err.split())
+    assert "measured CPU (2)" in err and "0.5 CPU-h" in err  # run blr: 2 × 900 CPU s
+    assert "measured wall (1)" in err and "0.6 h wall" in err  # run gp: 2 × 1080 wall s
+    assert (
+        "this run: 2 instances × 2 methods = 4 fits; measured 0.5 CPU-h + 0.6 h wall-clock "
+        "(measured elapsed time, not CPU)" in err
+    )
+    assert (
+        "the projected cost of this run is 0.5 CPU-h + 0.6 h wall-clock (measured elapsed "
+        "time, not CPU), 1.1 h counted against the limit of 1 h" in err
+    )
+    assert not (tmp_path / "study" / "tasks").exists()

@@ -96,3 +96,54 @@ def test_no_trials_means_no_tune_stage(capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "no tune stage (--trials 0)" in out and "tune" not in out.replace("no tune stage", "")
+
+
+def _run_record(root: Path, kind: str, task_id: str, method: str, cpu: float, wall: float,
+                status: str = "done", params: dict | None = None) -> None:  # fmt: skip
+    """A runs campaign cell record (``<root>/<kind>/<task id>/<method>.json``)."""
+    config = json.dumps({"method": method, "params": params or {}})
+    rec = {
+        "schema": 1, "unit_id": f"{kind}/{task_id}/{method}", "kind": kind, "status": status,
+        "settings": {"task_id": task_id, "method": method, "suite": "gp-small", "part": kind},
+        "cpu_seconds": cpu, "wall_seconds": wall,
+        "result": {"row": {"dataset": task_id.split("__")[0], "method": method,
+                           "config": config, "status": "ok"}},
+    }  # fmt: skip
+    path = root / kind / task_id / f"{method}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rec))
+
+
+def test_runs_campaign_records_give_cpu_seconds_per_cell(tmp_path, capsys):
+    specs = _specs()  # 8 instances of airfoil
+    root = tmp_path / "runs" / "gp-small"
+    for s in specs:  # blr: 2 CPU s (5 wall s) per untuned cell; their sum is 16 CPU s
+        _run_record(root, "untuned", s.task_id, "blr", 2.0, 5.0)
+    for s in specs[:2]:  # tuned cells, another configuration, the same CPU seconds
+        _run_record(root, "tuned", s.task_id, "blr", 2.0, 7.0, params={"alpha_1": 0.5})
+    for s, cpu in zip(specs[:3], (1.0, 3.0, 8.0), strict=True):  # nn-lap: median 3 CPU s
+        _run_record(root, "untuned", s.task_id, "nn-lap", cpu, 60.0)
+    _run_record(root, "untuned", "airfoil__gp__step__ood__s9", "nn-lap", 500.0, 9.0, "failed")
+    found = collect_measurements([root])
+    secs, clock, where, configs = found.values("run", "blr")
+    assert clock == "cpu" and secs == [2.0] * 10 and where == {"airfoil"}
+    assert configs == {"alpha_1=0.5 (default 1e-06)": 2}  # the tuned cells' settings
+    assert found.values("run", "nn-lap")[:2] == ([1.0, 3.0, 8.0], "cpu")  # failed one left out
+    assert not found.seconds  # no wall-clock figure from these records
+    _, rows = plan_grid(specs, ["blr", "nn-lap"], 0, found)
+    run = {r.key: r for r in rows if r.stage == "run"}
+    assert run["blr"].clock == "cpu" and run["blr"].n_measured == 10
+    assert run["blr"].cpu_hours == pytest.approx(16.0 / 3600)  # = the records' sum
+    assert run["nn-lap"].cpu_hours == pytest.approx(8 * 3.0 / 3600)
+    assert run["blr"].as_dict()["wall_hours"] is None
+    # a part folder named directly reads the same records
+    assert collect_measurements([root / "untuned"]).values("run", "blr")[0] == [2.0] * 8
+    args = ["plan", "--datasets", "airfoil", "--families", "gp", "--noise", "homoscedastic,step"]
+    args += ["--coverage", "all", "--seeds", "0-1", "--fidelity", "smoke", "-m", "blr,nn-lap"]
+    args += ["--trials", "0", "--no-calibration", "--measured", str(root)]
+    assert main(args) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "measured CPU (10)" in text and "0.00444 CPU-h" in text  # blr: 8 × 2 s
+    assert "measured CPU (3)" in text and "0.00667 CPU-h" in text  # nn-lap: 8 × 3 s
+    assert "run: 0.0111 CPU-h" in text and "h wall" not in text
+    assert "run blr: 2 of the 10 measured cells ran other settings" in text

@@ -236,7 +236,10 @@ def wine_ood_cmd(
         "the study's own rows).",
     ),
     measured: list[Path] = typer.Option(
-        [], "--measured", help="Results/tuning/task folder with measured times (repeatable)."
+        [],
+        "--measured",
+        help="Results, tuning, runs campaign records or task folder with measured times "
+        "(repeatable): CPU seconds where the records have them, else wall-clock seconds.",
     ),
     workers: WorkersOpt = None,
     timeout: float | None = typer.Option(None, "--timeout", help="Per-cell limit in seconds."),
@@ -472,7 +475,10 @@ def spectral_norm_command(
         None, "--timeout", help="Per-trial and per-cell limit of fit + predict, seconds."
     ),
     measured: list[Path] = typer.Option(
-        [], "--measured", help="Results/tuning/task folders whose times project the cost."
+        [],
+        "--measured",
+        help="Results, tuning, runs campaign records or task folders whose times project "
+        "the cost (CPU seconds where the records have them, else wall-clock seconds).",
     ),
     n_resamples: int = typer.Option(
         DEFAULT_N_RESAMPLES, "--n-resamples", help="Bootstrap replicates."

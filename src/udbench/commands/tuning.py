@@ -215,9 +215,10 @@ def register(app: typer.Typer) -> None:
         measured: list[Path] = typer.Option(
             [],
             "--measured",
-            help="Results, tuning or task folder whose measured times to use (repeatable): "
-            "CPU seconds where a record has them (tuning campaign records), else wall-clock "
-            "seconds, shown as wall hours apart from the CPU-hours.",
+            help="Results, tuning, runs campaign records or task folder whose measured times "
+            "to use (repeatable): CPU seconds where a record has them (tuning and runs "
+            "campaign records), else wall-clock seconds, shown as wall hours apart from the "
+            "CPU-hours.",
         ),
         workers: int | None = typer.Option(
             None, "--workers", "-w", help="Workers for the wall time (default: usable cores)."
@@ -256,7 +257,8 @@ def register(app: typer.Typer) -> None:
         Figures come from --measured folders, else from the calibration table (CPU seconds
         measured at a few training-set sizes with a power law in n, evaluated at each
         dataset's size), else they are unknown (never guessed). A measured figure is CPU
-        time where the record measured it (tuning campaign records' cpu_seconds), else
+        time where the record measured it (the cpu_seconds of tuning campaign records, per
+        sweep, and of runs campaign records, per cell: docs/validation/runs/SUITE), else
         wall-clock time (fit + predict seconds of cells and trials, generation logs), which
         is printed as wall hours, apart from the CPU-hours. --calibrate re-measures the
         table on this machine within --budget CPU minutes and stores it in the cache folder.

@@ -3,12 +3,15 @@
 Read from the folders that ``udbench plan --measured`` names: results folders of
 ``udbench run`` (fit + predict seconds per ok cell, with the settings that differ from the
 method's defaults), tuning folders of ``udbench tune`` or of the tuning campaign (per finished
-trial) and folders of task files (the generation log, else the MCMC sampler's wall time). The
-module docstring of :mod:`udbench.tuning.plan` says which figure each stage takes.
+trial), records folders of the runs campaign (per cell) and folders of task files (the
+generation log, else the MCMC sampler's wall time). The module docstring of
+:mod:`udbench.tuning.plan` says which figure each stage takes.
 
 Two clocks are kept apart, never mixed in one figure: **CPU seconds** where a record measured
 them (a tuning campaign's record, :mod:`udbench.tuning.shipped`: the sweep's ``cpu_seconds``,
-process CPU time, over its finished trials) and **wall-clock seconds** everywhere else (a
+process CPU time, over its finished trials; a runs campaign's record,
+``<records>/<suite>/{untuned,tuned}/<task id>/<method>.json``: the cell's ``cpu_seconds``,
+one run-stage value per done record) and **wall-clock seconds** everywhere else (a
 cell's or trial's ``fit_time_s + predict_time_s``, the generation log, the sampler's
 ``wall_seconds``: elapsed time, longer than the CPU time on a loaded machine, shorter where
 a fit uses several threads). :meth:`Measurements.values` prefers the CPU seconds of a row.
@@ -45,9 +48,13 @@ class Measurements:
         (wall-clock measurements of results folders).
     cpu_seconds : dict
         (stage, key) -> CPU seconds per unit (a tuning campaign record: one value per sweep,
-        its ``cpu_seconds`` over its finished trials).
+        its ``cpu_seconds`` over its finished trials; a runs campaign record: one value per
+        cell).
     cpu_datasets : dict
         (stage, key) -> datasets of the CPU measurements.
+    cpu_configs : dict
+        (stage, key) -> settings that differ from the method's defaults -> cells measured so
+        (CPU measurements of runs campaign records: the tuned cells).
     """
 
     seconds: dict[tuple[str, str], list[float]] = field(default_factory=dict)
@@ -55,6 +62,7 @@ class Measurements:
     configs: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
     cpu_seconds: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     cpu_datasets: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    cpu_configs: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
 
     def add(
         self,
@@ -77,8 +85,8 @@ class Measurements:
         if dataset:
             where = self.cpu_datasets if cpu else self.datasets
             where.setdefault((stage, key), set()).add(dataset)
-        if config and not cpu:
-            counts = self.configs.setdefault((stage, key), {})
+        if config:
+            counts = (self.cpu_configs if cpu else self.configs).setdefault((stage, key), {})
             counts[config] = counts.get(config, 0) + 1
 
     def values(self, stage: str, key: str) -> tuple[list[float], str, set[str], dict[str, int]]:
@@ -89,14 +97,15 @@ class Measurements:
         -------
         seconds, clock, datasets, configs
             The values, ``"cpu"`` or ``"wall"``, the datasets they were measured on and the
-            non-default settings of the measured cells (wall-clock measurements only).
+            non-default settings of the measured cells (results folders and runs campaign
+            records).
         """
         if self.cpu_seconds.get((stage, key)):
             return (
                 self.cpu_seconds[(stage, key)],
                 "cpu",
                 self.cpu_datasets.get((stage, key), set()),
-                {},
+                self.cpu_configs.get((stage, key), {}),
             )
         return (
             self.seconds.get((stage, key), []),
@@ -123,19 +132,24 @@ class Measurements:
         ):
             for k, ds in theirs_ds.items():
                 mine_ds.setdefault(k, set()).update(ds)
-        for k, counts in other.configs.items():
-            here = self.configs.setdefault(k, {})
-            for c, n in counts.items():
-                here[c] = here.get(c, 0) + n
+        for mine_cf, theirs_cf in (
+            (self.configs, other.configs),
+            (self.cpu_configs, other.cpu_configs),
+        ):
+            for k, counts in theirs_cf.items():
+                here = mine_cf.setdefault(k, {})
+                for c, n in counts.items():
+                    here[c] = here.get(c, 0) + n
 
 
 def collect_measurements(folders: Iterable[str | os.PathLike[str]]) -> Measurements:
-    """Measured times from results folders, tuning folders and task folders (module docstring).
+    """Measured times from results, tuning, runs campaign records and task folders (module
+    docstring).
 
     Raises
     ------
     UdbenchError
-        A folder that holds none of the three kinds, or does not exist.
+        A folder that holds none of these kinds, or does not exist.
     """
     from udbench._validation import param_error
 
@@ -150,6 +164,9 @@ def collect_measurements(folders: Iterable[str | os.PathLike[str]]) -> Measureme
         if records:
             kinds += 1
             _from_records(records, found)
+        cells = sorted(root.glob("*/*/*.json")) if root.is_dir() else []
+        if cells and _from_run_records(cells, found):
+            kinds += 1
         tasks = sorted(root.rglob("*.npz")) if root.is_dir() else []
         if tasks:
             kinds += 1
@@ -158,7 +175,7 @@ def collect_measurements(folders: Iterable[str | os.PathLike[str]]) -> Measureme
             raise param_error(
                 "udbench plan",
                 "measured",
-                "be a results, tuning or task folder made by udbench",
+                "be a results, tuning, runs campaign records or task folder made by udbench",
                 str(folder),
             )
     return found
@@ -215,6 +232,8 @@ def _from_records(paths: Sequence[Path], found: Measurements) -> None:
     from udbench.tuning.shipped import read_tuned_record
 
     for path in paths:
+        if _from_run_records([path], found):  # a runs campaign part folder named directly
+            continue
         try:  # a tune record, or a tuning campaign's (shipped) record
             rec = read_tuned_record(path)
         except UdbenchError:
@@ -233,6 +252,49 @@ def _from_records(paths: Sequence[Path], found: Measurements) -> None:
             if h.get("fit_time_s") is not None:
                 secs = float(h["fit_time_s"]) + float(h.get("predict_time_s") or 0.0)
                 found.add("tune", method, secs, dataset)
+
+
+#: ``kind`` of a runs campaign record (:mod:`udbench.campaigns.runs`): its two parts.
+_RUN_KINDS = ("untuned", "tuned")
+
+
+def _from_run_records(paths: Sequence[Path], found: Measurements) -> int:
+    """Add the runs campaign's cell records among ``paths`` (others are skipped).
+
+    A done record (``status`` ``"done"``, ``kind`` ``"untuned"`` or ``"tuned"``, ``settings``
+    with ``task_id`` and ``method``, ``result.row`` the results row) gives one CPU
+    measurement of the run stage of its method on its dataset: the cell's ``cpu_seconds``
+    (process CPU time of the whole unit: task read, fit, predict and scoring), with the
+    row's settings that are not the method's defaults (the tuned cells' configurations).
+
+    Returns
+    -------
+    int
+        How many records were read as runs campaign records.
+    """
+    defaults: dict[str, dict[str, Any] | None] = {}
+    n = 0
+    for path in paths:
+        try:
+            rec = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if not isinstance(rec, dict) or rec.get("kind") not in _RUN_KINDS:
+            continue
+        settings, result = rec.get("settings"), rec.get("result")
+        if not isinstance(settings, dict) or not isinstance(result, dict):
+            continue
+        row, method = result.get("row"), settings.get("method")
+        if not isinstance(row, dict) or not method or not settings.get("task_id"):
+            continue
+        n += 1
+        cpu = rec.get("cpu_seconds")
+        if rec.get("status") != "done" or not isinstance(cpu, int | float):
+            continue
+        dataset = row.get("dataset") or str(settings["task_id"]).split("__", 1)[0]
+        config = _non_default(str(method), row.get("config"), defaults)
+        found.add("run", str(method), float(cpu), str(dataset), config, clock="cpu")
+    return n
 
 
 def _from_tasks(paths: Sequence[Path], found: Measurements) -> None:

@@ -29,6 +29,8 @@ and projects CPU-hours per stage and method. Each row's figure comes from the fi
      :meth:`PlanRow.config_note` says which settings and how many cells;
    - a tuning campaign's folder (``tuning/shipped/<suite>``): per sweep, the record's
      ``cpu_seconds`` (CPU; the whole sweep, overheads included) over its finished trials;
+   - a runs campaign's records folder (``docs/validation/runs/<suite>``, or a part of it):
+     per done cell record, its ``cpu_seconds`` (CPU), a ``run`` measurement of its method;
    - a tuning folder of ``udbench tune``: per finished trial, its fit + predict seconds
      (wall; fitted on 80 % of the training sample);
    - a folder of task files (wall): per instance, the seconds ``udbench generate`` logged
@@ -37,8 +39,8 @@ and projects CPU-hours per stage and method. Each row's figure comes from the fi
      ``wall_seconds`` stored in the task (HBART, BNN). GP task files store no timing, so GP
      tasks made before the log existed (or copied without it) are unknown.
 
-   No scaling by data size is attempted for measured figures: the median is over whatever
-   was measured (the plan lists how many, and on which datasets).
+   No scaling by data size: the median is over whatever was measured (the plan lists how
+   many, and on which datasets).
 2. the **calibration table** (:mod:`udbench.tuning.calibration`: seconds measured at a few
    training-set sizes with a power law in n per entry), evaluated at each dataset's own n,
    n_eval and (for the kernel fit) fit size, summed over the units;
@@ -73,8 +75,7 @@ __all__ = [
 ]
 
 #: ``PAPER_METHODS``: the paper's 19 methods (SPEC §8), by registry name, in the paper's order:
-#: :func:`udbench.methods.registry.paper_methods`, derived from the classes' ``paper_index``
-#: (read on first use, from the method sources).
+#: :func:`udbench.methods.registry.paper_methods` (read on first use, from the method sources).
 
 
 def __getattr__(name: str) -> Any:
