@@ -81,6 +81,10 @@ class InputUnavailableError(UdbenchError):
         super().__init__(message)
         self.what = what
 
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        # rebuilt with ``what`` when pickled (an error raised in a worker process)
+        return (type(self), (str(self), self.what))
+
 
 class UdbenchWarning(UserWarning):
     """Something the user should know that does not stop the work (e.g. a skipped file).

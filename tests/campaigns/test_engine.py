@@ -280,3 +280,17 @@ def test_jsonable_turns_numpy_values_into_json_ready_python() -> None:
     assert out == {"1": [0.5, [0, 1]], "k": [3, True, "s", None]}
     assert json.loads(json.dumps(out)) == out
     assert type(out["k"][0]) is int and type(out["k"][1]) is bool
+
+
+def test_input_unavailable_and_stale_record_errors_survive_pickling() -> None:
+    """Errors raised in a worker process come back pickled (execution.isolation): both keep
+    their extra fields instead of failing to unpickle with a TypeError."""
+    import pickle
+
+    from udbench.tuning.records import StaleRecordError
+
+    err = pickle.loads(pickle.dumps(InputUnavailableError("no table at x", "the raw table of k")))
+    assert type(err) is InputUnavailableError and str(err) == "no table at x"
+    assert err.what == "the raw table of k"
+    stale = pickle.loads(pickle.dumps(StaleRecordError("msg", "blr/c", "space changed")))
+    assert (str(stale), stale.record, stale.why) == ("msg", "blr/c", "space changed")

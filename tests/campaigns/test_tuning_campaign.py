@@ -162,6 +162,12 @@ def test_run_tuned_finds_the_shipped_record_on_a_fresh_task(shipped, tmp_path, c
     err = _err(capsys)
     assert "gp-small's tuning campaign tunes its own 24 conditions only, not diabetes__gp__" in err
     assert "udbench campaign run tuning" not in err and "tune those with udbench tune" in err
+    # both kinds missing: both remedies, the campaign for the grid's condition
+    run = ["run", "outside", "other", "-m", "blr", "--workers", "0", "--no-progress"]
+    assert main([*run, "--out", "res4", "--tuned", "gp-small"]) == 2
+    err = _err(capsys)
+    assert "the tuning campaign makes those of gp-small's grid (udbench campaign run tuning" in err
+    assert "not diabetes__gp__homoscedastic__balanced: tune those with udbench tune" in err
 
 
 def test_a_stale_shipped_record_is_refused_in_one_line(shipped, tmp_path, monkeypatch, capsys):

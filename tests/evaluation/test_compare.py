@@ -91,6 +91,15 @@ def test_a_tuned_run_pairs_label_tuned_with_label():
     rows = compare_results(a, pd.DataFrame(tuned), n_resamples=100).to_dict(orient="records")
     assert [(r["method_a"], r["method"]) for r in rows] == [("blr", "blr[tuned]"), ("gp", "gp")]
     assert rows[0]["n_common"] == 3 and rows[0]["rho_eu_risk_diff"] == pytest.approx(0.1)
+    # the tuned run's fallback cells hold plain blr too: both pairs, the tuned one kept
+    fallback = pd.DataFrame(tuned + _rows("blr", {"t3": 0.2}))
+    rows = compare_results(a, fallback, n_resamples=100).to_dict(orient="records")
+    assert [(r["method_a"], r["method"]) for r in rows] == [
+        ("blr", "blr"),
+        ("blr", "blr[tuned]"),
+        ("gp", "gp"),
+    ]
+    assert rows[1]["rho_eu_risk_diff"] == pytest.approx(0.1)
     # A holds blr[tuned] itself: exact pairs only, nothing invented
     both = pd.concat([a, pd.DataFrame(tuned[:3])])
     rows = compare_results(both, pd.DataFrame(tuned), n_resamples=100).to_dict(orient="records")

@@ -23,7 +23,7 @@ CPU_PER_TRIAL = 30.0 / 3
 WALL_PER_TRIAL = 12.0
 
 
-def _records(folder: Path, cpu_seconds: float | None) -> Path:
+def _records(folder: Path, cpu_seconds: float | None, wall_seconds: float = 99.0) -> Path:
     """A real shipped record of nn-lap with the history above: a campaign record with
     ``cpu_seconds`` (or, with None, its result alone: a ``udbench tune`` record)."""
     rec = json.loads((SHIPPED / f"{COND}.json").read_text())
@@ -33,7 +33,7 @@ def _records(folder: Path, cpu_seconds: float | None) -> Path:
     if cpu_seconds is None:
         rec = rec["result"]
     else:
-        rec["cpu_seconds"], rec["wall_seconds"] = cpu_seconds, 99.0
+        rec["cpu_seconds"], rec["wall_seconds"] = cpu_seconds, wall_seconds
     (out / f"{COND}.json").write_text(json.dumps(rec))
     return folder
 
@@ -53,6 +53,14 @@ def test_a_campaign_record_gives_cpu_seconds_per_finished_trial(tmp_path):
     assert tune.clock == "cpu" and found.values("tune", "nn-lap")[:2] == ([CPU_PER_TRIAL], "cpu")
     assert tune.as_dict()["cpu_hours"] == pytest.approx(20 * CPU_PER_TRIAL / 3600)
     assert tune.as_dict()["wall_hours"] is None
+
+
+def test_a_resumed_sweep_gives_its_trials_wall_seconds_not_its_last_processs_cpu(tmp_path):
+    """3 trials of 12 s in a record that timed 10 s of wall: the sweep resumed from its
+    journal, its 30 CPU s cover the last process only; its trials' 12 s are taken, as wall."""
+    found = collect_measurements([_records(tmp_path / "camp", 30.0, wall_seconds=10.0)])
+    assert found.values("tune", "nn-lap")[:2] == ([WALL_PER_TRIAL] * 3, "wall")
+    assert ("tune", "nn-lap") not in found.cpu_seconds
 
 
 def test_wall_seconds_are_reported_as_wall_hours_apart_from_cpu(tmp_path, capsys):

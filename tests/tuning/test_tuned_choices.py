@@ -77,7 +77,8 @@ def test_changes_markdown_puts_the_largest_rank_move_first() -> None:
 
     import pandas as pd
 
-    t = tuned_choices([_rec(1e-3, 6, "relu"), _rec(1e-3, 6, "relu")])
+    kept = [{**_rec(0.011, 6, "relu"), "method": "a"}]  # within a factor 1.25 of every default
+    t = tuned_choices([_rec(1e-3, 6, "relu"), _rec(1e-3, 6, "relu"), *kept])
     comparison = pd.DataFrame(
         {
             "method": ["a", "m", "solo"],
@@ -93,4 +94,5 @@ def test_changes_markdown_puts_the_largest_rank_move_first() -> None:
     assert rows[0].startswith("| method | rank untuned → tuned | rho_eu_risk untuned → tuned")
     assert rows[1] == "| m | 2 → 3 | 0.400 → 0.300 | lr 0.01 → 0.001 |"
     assert rows[2] == "| a | 1 → 1 | 0.500 → 0.600 | none so large |"
-    assert rows[3] == "| solo | – → – | – → 0.200 | none so large |"
+    # no record of the method was read: no claim that the tuner kept its defaults
+    assert rows[3] == "| solo | – → – | – → 0.200 | no tuning record found |"

@@ -26,8 +26,9 @@ Which records count (:func:`unit_status`):
 - ``missing``: no record.
 
 A unit whose work raises :class:`udbench._validation.InputUnavailableError` (an input it needs,
-such as a dataset's raw table, is not on this machine) did not fail: it writes no record and
-stays missing, so that it runs once the input is provided, and the run goes on.
+such as a dataset's raw table, is not on this machine) did not fail: it writes no record (a
+missing unit stays missing; an older stale or failed record stays as it was), so that it runs
+once the input is provided, and the run goes on.
 
 A unit that is killed mid-way leaves no record (records are written atomically, after the
 work), so a resumed run redoes exactly the unfinished unit. One writer per records folder:

@@ -472,7 +472,7 @@ def runs_summary(
             + "\n"
         )
         if tuning is not None:
-            md += changes_section(comparison, frames["tuned"], tuning)
+            md += changes_section(comparison, pick["tuned"], tuning)
         md += stability_and_proxies_section(pick["untuned"], pick["tuned"], n_resamples=n_resamples)
     else:
         md += "\nNo method is complete in both parts yet: no comparison.\n"

@@ -109,7 +109,7 @@ def print_projection(
     cpu_hours, wall_hours, unknown
         The remaining selection's measured CPU-hours and wall-clock hours (unknown parts
         count 0), and its ``"stage key"`` figures with no measurement that hold the
-        ``--yes`` gate (:func:`udbench.tuning.plan.unmeasured`: work left, GP generation
+        ``--yes`` gate (:func:`udbench.tuning.clocks.unmeasured`: work left, GP generation
         excepted).
     """
     from udbench.methods.registry import registered_methods

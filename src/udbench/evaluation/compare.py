@@ -45,16 +45,18 @@ def _label(df: pd.DataFrame) -> str:
 
 
 def _pairs(labels_a: set[str], labels_b: set[str]) -> list[tuple[str, str]]:
-    """(label in A, label in B) pairs: the same label, else ``L`` with ``L[tuned]`` where
-    the side with ``L`` has no ``L[tuned]`` (a default run against a tuned one)."""
+    """(label in A, label in B) pairs: the same label, and ``L`` with ``L[tuned]`` where the
+    side with ``L`` has no ``L[tuned]`` (a default run against a tuned one, whose
+    ``--fallback default`` cells may hold ``L`` too: that pair is kept beside)."""
     pairs = [(x, x) for x in labels_a & labels_b]
+    # a tuned run's fallback cells keep the plain label: L[tuned] pairs with L all the same
     for b in labels_b - labels_a:
         a = b.removesuffix(_TUNED)
-        if b.endswith(_TUNED) and a in labels_a and a not in labels_b:
+        if b.endswith(_TUNED) and a in labels_a:
             pairs.append((a, b))
     for a in labels_a - labels_b:
         b = a.removesuffix(_TUNED)
-        if a.endswith(_TUNED) and b in labels_b and b not in labels_a:
+        if a.endswith(_TUNED) and b in labels_b:
             pairs.append((a, b))
     return sorted(pairs, key=lambda ab: (ab[1], ab[0]))
 

@@ -242,17 +242,30 @@ def _from_records(paths: Sequence[Path], found: Measurements) -> None:
             continue
         method, dataset = str(rec["method"]), rec.get("dataset")
         finished = [h for h in rec.get("history", []) if h.get("state") in _FINISHED]
-        cpu = (rec.get("_campaign") or {}).get("cpu_seconds")
-        if isinstance(cpu, int | float) and finished:
+        meta = rec.get("_campaign") or {}
+        cpu, wall = meta.get("cpu_seconds"), meta.get("wall_seconds")
+        trials_s = sum(
+            float(h.get("fit_time_s") or 0.0) + float(h.get("predict_time_s") or 0.0)
+            for h in finished
+        )
+        # a sweep resumed from its journal: its record times the last process only, far less
+        # than its trials took (6 of 311 gp-small records, up to 27x): no CPU figure from it
+        resumed = isinstance(wall, int | float) and trials_s > _RESUMED_FACTOR * float(wall)
+        if isinstance(cpu, int | float) and finished and not resumed:
             # a campaign record: the sweep's process CPU seconds (its interrupted trial and
             # its overheads included) per finished trial, one value per sweep
             found.add("tune", method, float(cpu) / len(finished), dataset, clock="cpu")
             continue
-        for h in finished:  # a udbench tune record: each trial's wall-clock seconds
+        for h in finished:  # a udbench tune record (or a resumed sweep): trials' wall seconds
             if h.get("fit_time_s") is not None:
                 secs = float(h["fit_time_s"]) + float(h.get("predict_time_s") or 0.0)
                 found.add("tune", method, secs, dataset)
 
+
+#: A campaign sweep whose finished trials took more than this many times its record's wall
+#: seconds was resumed from its journal (the record times the last process only): its
+#: trials' wall-clock seconds are taken instead of its CPU seconds.
+_RESUMED_FACTOR = 1.5
 
 #: ``kind`` of a runs campaign record (:mod:`udbench.campaigns.runs`): its two parts.
 _RUN_KINDS = ("untuned", "tuned")

@@ -152,7 +152,8 @@ def tuned_choices_markdown(table: pd.DataFrame) -> str:
 
 def _change(row: dict[str, Any]) -> float:
     """How far the tuner moved one hyperparameter from its default: |log(median/default)| for
-    positive numbers, the relative difference otherwise; for a categorical one, the share of
+    positive numbers, otherwise |median − default| / max(|median|, |default|) (at most 2; 1
+    for a move away from 0); for a categorical one, the share of
     sweeps choosing another value than the default when the most frequent choice differs."""
     default, tuned = row["default"], row["median"]
     if default is None:
@@ -164,17 +165,19 @@ def _change(row: dict[str, Any]) -> float:
     d, t = float(default), float(tuned)
     if d > 0 and t > 0:
         return abs(math.log(t / d))
-    return abs(t - d) / max(abs(d), 1e-12) if t != d else 0.0
+    # otherwise relative to the larger magnitude: 1 for a move away from a default of 0
+    return abs(t - d) / max(abs(d), abs(t)) if t != d else 0.0
 
 
 def largest_changes(table: pd.DataFrame, method: str, top: int = 3) -> list[str]:
     """The hyperparameters the tuner moved most from the default, for one method.
 
     Numeric ones count when the median tuned value differs from the default by a factor of at
-    least 1.25 (:data:`MIN_CHANGE`), ranked by |log(median/default)| (relative difference
-    where a value is not positive); categorical ones when the most frequent choice is not
-    the default, ranked by that choice's share, on the same scale (a share of 1 ranks as a
-    factor of e). Issue 36, item 3: why a method's rank moved when tuned.
+    least 1.25 (:data:`MIN_CHANGE`), ranked by |log(median/default)| (where a value is not
+    positive: |median − default| / max(|median|, |default|)); categorical ones when the most
+    frequent choice is not the default, ranked by that choice's share, on the same scale (a
+    share of 1 ranks as a factor of e). Issue 36, item 3: why a method's rank moved when
+    tuned.
 
     Parameters
     ----------
@@ -200,12 +203,12 @@ def largest_changes(table: pd.DataFrame, method: str, top: int = 3) -> list[str]
         return f"{v:.3g}" if isinstance(v, float) else str(v)
 
     out = []
-    for score, name, r in scored[:top]:
+    for score, name, r in scored:  # the threshold first, then the top ones
         if r["kind"] == "categorical" and score > 0:
             out.append(f"{name} {g(r['default'])} → {g(r['median'])} ({r['share_mode']:.0%})")
         elif r["kind"] == "numeric" and score >= MIN_CHANGE:
             out.append(f"{name} {g(r['default'])} → {g(r['median'])}")
-    return out
+    return out[:top]
 
 
 def changes_markdown(
@@ -250,7 +253,10 @@ def changes_markdown(
 
     for r in table.sort_values(["_abs", "method"], ascending=[False, True]).to_dict("records"):
         name = (methods or {}).get(str(r["method"]), str(r["method"]))
-        changed = ", ".join(largest_changes(choices, name)) or "none so large"
+        if not (choices["method"] == name).any():  # nothing read: no claim about defaults
+            changed = "no tuning record found"
+        else:
+            changed = ", ".join(largest_changes(choices, name)) or "none so large"
         lines.append(
             f"| {r['method']} | {f(r['rank_untuned'], 'g')} → {f(r['rank_tuned'], 'g')} | "
             f"{f(r['mean_untuned'], '.3f')} → {f(r['mean_tuned'], '.3f')} | {changed} |"

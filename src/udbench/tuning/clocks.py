@@ -17,10 +17,17 @@ asks for ``--yes`` no later than it would with CPU seconds measured.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["gate_hours", "hours_text", "row_basis_text", "row_hours_text", "split_hours"]
+__all__ = [
+    "gate_hours",
+    "hours_text",
+    "row_basis_text",
+    "row_hours_text",
+    "split_hours",
+    "unmeasured",
+]
 
 
 def split_hours(rows: Iterable[Any]) -> tuple[float, float]:
@@ -124,3 +131,28 @@ def row_basis_text(row: Any) -> str:
     if row.pruning_ratio is not None:
         basis += f" × {row.pruning_ratio:.2f} ({row.pruner})"
     return basis
+
+
+def unmeasured(rows: Sequence[Any]) -> list[str]:
+    """The ``"stage key"`` of every plan row with work left and no measurement, the figures a
+    study's ``--yes`` gate waits for, the generation of a family with quick instances
+    (``PriorCapabilities.quick_instances``) excepted: a GP instance takes seconds
+    (docs/tasks.md), so an unmeasured ``generate gp`` does not hold a study back.
+
+    Parameters
+    ----------
+    rows : sequence of PlanRow
+        :func:`udbench.tuning.plan.plan_grid` (or :func:`~udbench.tuning.plan.remaining_rows`)
+        output.
+
+    Returns
+    -------
+    list of str
+        E.g. ``["run nn-lap", "tune nn-lap+sn"]``, in row order.
+    """
+    from udbench.priors.base import prior_capabilities
+
+    def quick(r: Any) -> bool:  # the generation of a family whose instances are quick
+        return r.stage == "generate" and prior_capabilities(r.key, strict=False).quick_instances
+
+    return [f"{r.stage} {r.key}" for r in rows if r.cpu_hours is None and r.count and not quick(r)]

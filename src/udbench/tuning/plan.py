@@ -60,6 +60,7 @@ from typing import Any
 
 from udbench.tuning._measured import Measurements, collect_measurements
 from udbench.tuning._resume import FinishedWork, finished_work
+from udbench.tuning.clocks import unmeasured
 
 __all__ = [
     "FinishedWork",
@@ -574,27 +575,3 @@ def remaining_rows(
         hours = None if r.median_s is None else n * r.median_s / 3600.0
         out.append(replace(r, count=n, cpu_hours=hours))
     return out
-
-
-def unmeasured(rows: Sequence[PlanRow]) -> list[str]:
-    """The ``"stage key"`` of every plan row with work left and no measurement, the figures a
-    study's ``--yes`` gate waits for, the generation of a family with quick instances
-    (``PriorCapabilities.quick_instances``) excepted: a GP instance takes seconds
-    (docs/tasks.md), so an unmeasured ``generate gp`` does not hold a study back.
-
-    Parameters
-    ----------
-    rows : sequence of PlanRow
-        :func:`plan_grid` (or :func:`remaining_rows`) output.
-
-    Returns
-    -------
-    list of str
-        E.g. ``["run nn-lap", "tune nn-lap+sn"]``, in row order.
-    """
-    from udbench.priors.base import prior_capabilities
-
-    def quick(r: PlanRow) -> bool:  # the generation of a family whose instances are quick
-        return r.stage == "generate" and prior_capabilities(r.key, strict=False).quick_instances
-
-    return [f"{r.stage} {r.key}" for r in rows if r.cpu_hours is None and r.count and not quick(r)]

@@ -88,6 +88,10 @@ class StaleRecordError(UdbenchError):
         self.record = record
         self.why = why
 
+    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:
+        # rebuilt from all three arguments when pickled (e.g. raised in a worker process)
+        return (type(self), (str(self), self.record, self.why))
+
 
 @dataclass(frozen=True, order=True)
 class Condition:
@@ -318,8 +322,15 @@ def tuned_configurer(
             {m.split("/", 1)[1].split(" ")[0] for m in missing} - set(suite_conditions or ())
         )
         if shipped is not None and suite_conditions is not None and outside:
+            inside = len({m.split("/", 1)[1].split(" ")[0] for m in missing}) > len(outside)
             remedy = (
-                f"{shipped}'s tuning campaign tunes its own {len(set(suite_conditions))} "
+                (
+                    f"the tuning campaign makes those of {shipped}'s grid (udbench campaign "
+                    f"run tuning --suite {shipped}); "
+                    if inside
+                    else ""
+                )
+                + f"{shipped}'s tuning campaign tunes its own {len(set(suite_conditions))} "
                 f"conditions only, not {outside[0]}"
                 + (f" and {len(outside) - 1} more" if len(outside) > 1 else "")
                 + ": tune those with udbench tune and pass its folder to --tuned, or pass "
@@ -388,8 +399,8 @@ def read_tuned_record(path: str | os.PathLike[str]) -> dict[str, Any]:
 
     A campaign record (:mod:`udbench.campaigns.engine`) of kind ``tuning-sweep`` gives its
     ``result`` with ``_campaign`` added (its ``status``, ``settings``, ``numerics``,
-    ``cpu_seconds``, ``code``). A failed campaign unit gives ``{"status": "sweep-failed",
-    "error": ..., "_campaign": ...}`` (no configuration).
+    ``cpu_seconds``, ``wall_seconds``, ``code``). A failed campaign unit gives
+    ``{"status": "sweep-failed", "error": ..., "_campaign": ...}`` (no configuration).
 
     Raises
     ------
@@ -405,7 +416,10 @@ def read_tuned_record(path: str | os.PathLike[str]) -> dict[str, Any]:
         return rec
     if not isinstance(rec, dict) or rec.get("kind") != CAMPAIGN_KIND:
         raise UdbenchError(f"{str(path)!r} is not a udbench tuned record")
-    meta = {k: rec.get(k) for k in ("status", "settings", "numerics", "cpu_seconds", "code")}
+    meta = {
+        k: rec.get(k)
+        for k in ("status", "settings", "numerics", "cpu_seconds", "wall_seconds", "code")
+    }
     if rec.get("status") == "done" and isinstance(rec.get("result"), dict):
         inner = rec["result"]
         if inner.get("format") != RECORD_FORMAT:
