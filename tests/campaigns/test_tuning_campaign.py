@@ -277,3 +277,22 @@ def test_condition_task_folder_carries_the_numerics_version(tmp_path, monkeypatc
     # a bump points at a new folder: a file made under the old draws is never reused
     monkeypatch.setattr(GPPrior, "numerics_version", now + 1)
     assert condition_task_folder(tmp_path, "gp") == tmp_path / f"gp-v{now + 1}" / "tasks"
+
+
+def test_summary_names_sweeps_resumed_from_their_journal():
+    """A record times its last process only: a sweep whose finished trials took more than
+    1.5x its wall seconds was resumed, and the summary says its CPU-h undercounts."""
+    from udbench.campaigns.tuning import _resumed_sweeps
+
+    def rec(uid: str, wall: float, trials: list[float]) -> dict:
+        hist = [{"state": "complete", "fit_time_s": t, "predict_time_s": 0.5} for t in trials]
+        hist.append({"state": "interrupted", "fit_time_s": 99.0})  # not a finished trial
+        return {
+            "unit_id": uid,
+            "wall_seconds": wall,
+            "cpu_seconds": wall,
+            "result": {"history": hist},
+        }
+
+    done = [rec("a/c", 20.0, [9.5, 9.5]), rec("b/c", 20.0, [29.5, 9.5])]  # 20 s; 40 s > 30 s
+    assert _resumed_sweeps(done) == [("b/c", 40.0, 20.0)]

@@ -424,6 +424,25 @@ def tuning_units(
     return [u for *_, units in by_method for u in units]
 
 
+def _resumed_sweeps(done: list[dict[str, Any]]) -> list[tuple[str, float, float]]:
+    """(unit id, finished trials' fit + predict seconds, record CPU seconds) of the sweeps
+    whose trials took over 1.5x the record's wall seconds: resumed from the journal, the
+    record timing the last process only (:data:`udbench.tuning._measured._RESUMED_FACTOR`)."""
+    from udbench.tuning._measured import _FINISHED, _RESUMED_FACTOR
+
+    out = []
+    for rec in done:
+        hist = rec["result"].get("history") or []
+        took = sum(
+            float(h.get("fit_time_s") or 0.0) + float(h.get("predict_time_s") or 0.0)
+            for h in hist
+            if h.get("state") in _FINISHED
+        )
+        if took > _RESUMED_FACTOR * float(rec.get("wall_seconds") or 0.0):
+            out.append((str(rec["unit_id"]), took, float(rec.get("cpu_seconds") or 0.0)))
+    return out
+
+
 def tuning_summary(records: str | Path, units: Sequence[Unit] | None = None) -> dict[str, Any]:
     """Per-method and per-sweep figures of a tuning campaign, from its records alone.
 
@@ -506,6 +525,17 @@ def tuning_summary(records: str | Path, units: Sequence[Unit] | None = None) -> 
         lines += ["", "What the tuner chose, over each method's done sweeps (the default is",
                   "the suite's configuration; 'at an edge': within 2 % of a search-space bound):",
                   "", tuned_choices_markdown(choices)]  # fmt: skip
+    resumed = _resumed_sweeps(done)
+    if resumed:
+        trials_s = sum(t for _, t, _ in resumed)
+        cpu_s = sum(c for _, _, c in resumed)
+        lines += [
+            "",
+            f"CPU-h undercounts {len(resumed)} sweep(s) resumed from their journal after a "
+            f"kill ({', '.join(u for u, _, _ in resumed)}): a record times its last process "
+            f"only; their finished trials took {trials_s / 3600:.2f} h of fit + predict "
+            f"against {cpu_s / 3600:.2f} CPU-h recorded.",
+        ]
     if notes:
         lines += ["", "Left out:", *(f"- {n}" for n in notes)]
     return {
