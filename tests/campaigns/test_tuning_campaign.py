@@ -73,6 +73,7 @@ def test_a_unit_records_the_sweep_of_plain_tune(shipped, tmp_path, capsys):
     assert rec["code"]["udbench"] and rec["settings"]["method_spec"] == "blr"
     res = rec["result"]
     assert res["method"] == "blr" and res["condition"] == COND and res["status"] == "ok"
+    assert res["resumed_trials"] == 0  # one process ran the whole sweep
     assert (res["n_trials"], res["n_complete"], res["n_pruned"], res["n_failed"]) == (3, 3, 0, 0)
     assert res["search_space_hash"] == rec["settings"]["search_space_hash"]
     values = [h["value"] for h in res["history"]]
@@ -296,3 +297,6 @@ def test_summary_names_sweeps_resumed_from_their_journal():
 
     done = [rec("a/c", 20.0, [9.5, 9.5]), rec("b/c", 20.0, [29.5, 9.5])]  # 20 s; 40 s > 30 s
     assert _resumed_sweeps(done) == [("b/c", 40.0, 20.0)]
+    # a record that kept its resumed trials' count is read by it, not by the 1.5x rule
+    done[0]["result"]["resumed_trials"], done[1]["result"]["resumed_trials"] = 1, 0
+    assert _resumed_sweeps(done) == [("a/c", 20.0, 20.0)]

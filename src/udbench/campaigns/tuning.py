@@ -221,7 +221,8 @@ def _sweep_work(
             f"udbench campaign tuning: no trial of {settings['method']}/{settings['condition']} "
             f"completed ({record.get('n_failed')} failed); see the journal in {sweeps}"
         )
-    return compact_record(record)
+    # trials finished by an earlier, killed process: this record's CPU seconds miss them
+    return {**compact_record(record), "resumed_trials": int(summary.n_resumed_trials)}
 
 
 def _sweep_seconds(method: str, dataset: str, trials: int, pruner: str, table: Any) -> float | None:
@@ -426,19 +427,27 @@ def tuning_units(
 
 def _resumed_sweeps(done: list[dict[str, Any]]) -> list[tuple[str, float, float]]:
     """(unit id, finished trials' fit + predict seconds, record CPU seconds) of the sweeps
-    whose trials took over 1.5x the record's wall seconds: resumed from the journal, the
-    record timing the last process only (:data:`udbench.tuning._measured._RESUMED_FACTOR`)."""
+    resumed from their journal, whose record times the last process only: those with
+    ``resumed_trials`` > 0 in their result, or, in a record made before that was kept,
+    whose trials took over 1.5x its wall seconds
+    (:data:`udbench.tuning._measured._RESUMED_FACTOR`)."""
     from udbench.tuning._measured import _FINISHED, _RESUMED_FACTOR
 
     out = []
     for rec in done:
         hist = rec["result"].get("history") or []
+        n_resumed = rec["result"].get("resumed_trials")  # recorded since 2026-12-03
         took = sum(
             float(h.get("fit_time_s") or 0.0) + float(h.get("predict_time_s") or 0.0)
             for h in hist
             if h.get("state") in _FINISHED
         )
-        if took > _RESUMED_FACTOR * float(rec.get("wall_seconds") or 0.0):
+        resumed = (
+            n_resumed > 0
+            if isinstance(n_resumed, int)
+            else took > _RESUMED_FACTOR * float(rec.get("wall_seconds") or 0.0)
+        )
+        if resumed:
             out.append((str(rec["unit_id"]), took, float(rec.get("cpu_seconds") or 0.0)))
     return out
 

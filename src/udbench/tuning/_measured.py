@@ -250,7 +250,12 @@ def _from_records(paths: Sequence[Path], found: Measurements) -> None:
         )
         # a sweep resumed from its journal: its record times the last process only, far less
         # than its trials took (6 of 311 gp-small records, up to 27x): no CPU figure from it
-        resumed = isinstance(wall, int | float) and trials_s > _RESUMED_FACTOR * float(wall)
+        n_resumed = rec.get("resumed_trials")  # kept by the campaign since 2026-12-03
+        resumed = (
+            n_resumed > 0
+            if isinstance(n_resumed, int)
+            else isinstance(wall, int | float) and trials_s > _RESUMED_FACTOR * float(wall)
+        )
         if isinstance(cpu, int | float) and finished and not resumed:
             # a campaign record: the sweep's process CPU seconds (its interrupted trial and
             # its overheads included) per finished trial, one value per sweep
