@@ -429,24 +429,13 @@ def _resumed_sweeps(done: list[dict[str, Any]]) -> list[tuple[str, float, float]
     """(unit id, finished trials' fit + predict seconds, record CPU seconds) of the sweeps
     resumed from their journal, whose record times the last process only: those with
     ``resumed_trials`` > 0 in their result, or, in a record made before that was kept,
-    whose trials took over 1.5x its wall seconds
-    (:data:`udbench.tuning._measured._RESUMED_FACTOR`)."""
-    from udbench.tuning._measured import _FINISHED, _RESUMED_FACTOR
+    whose trials took over 1.5x its wall seconds (:func:`udbench.tuning._measured.
+    sweep_resumed`)."""
+    from udbench.tuning._measured import sweep_resumed
 
     out = []
     for rec in done:
-        hist = rec["result"].get("history") or []
-        n_resumed = rec["result"].get("resumed_trials")  # recorded since 2026-12-03
-        took = sum(
-            float(h.get("fit_time_s") or 0.0) + float(h.get("predict_time_s") or 0.0)
-            for h in hist
-            if h.get("state") in _FINISHED
-        )
-        resumed = (
-            n_resumed > 0
-            if isinstance(n_resumed, int)
-            else took > _RESUMED_FACTOR * float(rec.get("wall_seconds") or 0.0)
-        )
+        resumed, took = sweep_resumed(rec["result"], rec.get("wall_seconds"))
         if resumed:
             out.append((str(rec["unit_id"]), took, float(rec.get("cpu_seconds") or 0.0)))
     return out

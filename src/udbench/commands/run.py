@@ -74,12 +74,7 @@ def _tuned_configure(tuned: Path, fallback: str, task_args: list[str], specs: li
         shipped=shipped,
         suite_conditions=covered,
     )
-    if configure.fallback_note:  # --fallback default: the cells run untuned are named
-        import warnings
-
-        from udbench._validation import UdbenchWarning
-
-        warnings.warn(configure.fallback_note, UdbenchWarning, stacklevel=2)
+    configure.warn_fallback()  # --fallback default: the cells run untuned are named
     return configure
 
 

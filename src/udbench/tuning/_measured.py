@@ -243,19 +243,10 @@ def _from_records(paths: Sequence[Path], found: Measurements) -> None:
         method, dataset = str(rec["method"]), rec.get("dataset")
         finished = [h for h in rec.get("history", []) if h.get("state") in _FINISHED]
         meta = rec.get("_campaign") or {}
-        cpu, wall = meta.get("cpu_seconds"), meta.get("wall_seconds")
-        trials_s = sum(
-            float(h.get("fit_time_s") or 0.0) + float(h.get("predict_time_s") or 0.0)
-            for h in finished
-        )
+        cpu = meta.get("cpu_seconds")
         # a sweep resumed from its journal: its record times the last process only, far less
         # than its trials took (6 of 311 gp-small records, up to 27x): no CPU figure from it
-        n_resumed = rec.get("resumed_trials")  # kept by the campaign since 2026-12-03
-        resumed = (
-            n_resumed > 0
-            if isinstance(n_resumed, int)
-            else isinstance(wall, int | float) and trials_s > _RESUMED_FACTOR * float(wall)
-        )
+        resumed, _ = sweep_resumed(rec, meta.get("wall_seconds"))
         if isinstance(cpu, int | float) and finished and not resumed:
             # a campaign record: the sweep's process CPU seconds (its interrupted trial and
             # its overheads included) per finished trial, one value per sweep
@@ -271,6 +262,40 @@ def _from_records(paths: Sequence[Path], found: Measurements) -> None:
 #: seconds was resumed from its journal (the record times the last process only): its
 #: trials' wall-clock seconds are taken instead of its CPU seconds.
 _RESUMED_FACTOR = 1.5
+
+
+def sweep_resumed(result: dict[str, Any], wall_seconds: Any) -> tuple[bool, float]:
+    """Whether a tuning campaign sweep was resumed from its journal by a later process (its
+    record then times that last process only), and its finished trials' fit + predict
+    seconds.
+
+    Parameters
+    ----------
+    result : dict
+        The sweep's tuned record (a campaign record's ``result``): ``history`` and, in a
+        record made since 2026-12-03, ``resumed_trials``.
+    wall_seconds : float or None
+        The campaign record's wall seconds.
+
+    Returns
+    -------
+    resumed : bool
+        ``resumed_trials`` > 0 where the record keeps it; otherwise whether the finished
+        trials took over :data:`_RESUMED_FACTOR` times ``wall_seconds`` (False when that is
+        unknown).
+    trial_seconds : float
+    """
+    took = sum(
+        float(h.get("fit_time_s") or 0.0) + float(h.get("predict_time_s") or 0.0)
+        for h in result.get("history") or []
+        if h.get("state") in _FINISHED
+    )
+    n_resumed = result.get("resumed_trials")
+    if isinstance(n_resumed, int):
+        return n_resumed > 0, took
+    known = isinstance(wall_seconds, int | float)
+    return known and took > _RESUMED_FACTOR * float(wall_seconds), took
+
 
 #: ``kind`` of a runs campaign record (:mod:`udbench.campaigns.runs`): its two parts.
 _RUN_KINDS = ("untuned", "tuned")

@@ -381,6 +381,16 @@ class TunedConfigs:
         # so that a [tuned] leaderboard entry holds tuned cells only
         return mc, {"tuned_record": None, "tuned_score": None}
 
+    def warn_fallback(self) -> None:
+        """Warn (:class:`~udbench._validation.UdbenchWarning`, one line) with
+        :attr:`fallback_note` when cells run with the configuration as given."""
+        if self.fallback_note:
+            import warnings
+
+            from udbench._validation import UdbenchWarning
+
+            warnings.warn(self.fallback_note, UdbenchWarning, stacklevel=3)
+
     def copy_to(self, folder: str | os.PathLike[str]) -> None:
         """Copy the records used to ``folder/<method>/<condition>.json`` (atomically)."""
 

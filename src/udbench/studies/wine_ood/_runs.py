@@ -104,12 +104,7 @@ def run_cells(
             tuned, resolve_methods(list(methods)), specs, fallback="default"
         )
         configure.copy_to(Path(out) / "tuned")
-        if configure.fallback_note:  # the cells run untuned are named, as udbench run does
-            import warnings
-
-            from udbench._validation import UdbenchWarning
-
-            warnings.warn(configure.fallback_note, UdbenchWarning, stacklevel=2)
+        configure.warn_fallback()  # the cells run untuned are named, as udbench run does
     return run_benchmark(
         [str(tasks)], list(methods), out, keep_predictions=True, configure=configure, **run_kwargs
     )
