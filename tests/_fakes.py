@@ -336,8 +336,10 @@ class StepQuadMethod(QuadMethod):
         return Prediction(np.full(n, mean), np.full(n, self.var_ * np.exp(q)), np.zeros(n))
 
 
-#: Record keys that hold wall-clock times or paths (differ between otherwise equal sweeps).
-RECORD_CLOCK_KEYS = ("created_at", "duration_s", "fit_time_s", "predict_time_s", "_path")
+#: Record keys that hold wall-clock or CPU times or paths (differ between otherwise equal sweeps).
+RECORD_CLOCK_KEYS = (
+    "created_at", "duration_s", "fit_time_s", "predict_time_s", "cpu_time_s", "_path"
+)  # fmt: skip
 
 
 def strip_clock(record: dict) -> dict:

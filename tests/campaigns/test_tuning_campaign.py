@@ -74,6 +74,8 @@ def test_a_unit_records_the_sweep_of_plain_tune(shipped, tmp_path, capsys):
     res = rec["result"]
     assert res["method"] == "blr" and res["condition"] == COND and res["status"] == "ok"
     assert res["resumed_trials"] == 0  # one process ran the whole sweep
+    assert res["resumed_trials_cpu_seconds"] == 0.0
+    assert all(h["cpu_time_s"] > 0 for h in res["history"])  # each trial's own CPU clock
     assert (res["n_trials"], res["n_complete"], res["n_pruned"], res["n_failed"]) == (3, 3, 0, 0)
     assert res["search_space_hash"] == rec["settings"]["search_space_hash"]
     values = [h["value"] for h in res["history"]]
@@ -300,3 +302,6 @@ def test_summary_names_sweeps_resumed_from_their_journal():
     # a record that kept its resumed trials' count is read by it, not by the 1.5x rule
     done[0]["result"]["resumed_trials"], done[1]["result"]["resumed_trials"] = 1, 0
     assert _resumed_sweeps(done) == [("a/c", 20.0, 20.0)]
+    # one whose earlier trials kept their CPU clocks is counted in full, not named
+    done[0]["result"]["resumed_trials_cpu_seconds"] = 9.0
+    assert _resumed_sweeps(done) == []

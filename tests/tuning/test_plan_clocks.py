@@ -63,6 +63,27 @@ def test_a_resumed_sweep_gives_its_trials_wall_seconds_not_its_last_processs_cpu
     assert ("tune", "nn-lap") not in found.cpu_seconds
 
 
+def test_a_resumed_sweep_that_kept_its_trials_cpu_adds_it_to_its_last_processs(tmp_path):
+    """The same resumed sweep, made since trials keep their CPU clock: 2 of its 3 trials ran
+    in a killed process (14 CPU s by their own clocks), the last process took 30 CPU s: the
+    sweep's 44 CPU s over its 3 finished trials; without the earlier trials' clocks, no CPU
+    figure (as above)."""
+    from udbench.tuning._measured import sweep_cpu_seconds
+
+    folder = _records(tmp_path / "camp", 30.0, wall_seconds=10.0)
+    path = folder / "nn-lap" / f"{COND}.json"
+    rec = json.loads(path.read_text())
+    rec["result"]["resumed_trials"], rec["result"]["resumed_trials_cpu_seconds"] = 2, 14.0
+    path.write_text(json.dumps(rec))
+    found = collect_measurements([folder])
+    assert found.values("tune", "nn-lap")[:2] == ([44.0 / 3], "cpu")
+    res = rec["result"]
+    assert sweep_cpu_seconds(res, 30.0, 10.0) == 44.0
+    assert sweep_cpu_seconds({**res, "resumed_trials": 0}, 30.0, 10.0) == 30.0  # not resumed
+    assert sweep_cpu_seconds({**res, "resumed_trials_cpu_seconds": None}, 30.0, 10.0) is None
+    assert sweep_cpu_seconds(res, None, 10.0) is None  # a udbench tune record: no CPU clock
+
+
 def test_wall_seconds_are_reported_as_wall_hours_apart_from_cpu(tmp_path, capsys):
     args = ["plan", "--datasets", "airfoil", "--families", "gp", "--noise", "homoscedastic,step"]
     args += ["--coverage", "all", "--seeds", "0-1", "--fidelity", "smoke", "-m", "nn-lap"]

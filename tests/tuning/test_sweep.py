@@ -137,6 +137,13 @@ def test_killed_tuning_run_resumes_with_its_finished_trials(tasks, tmp_path):
     condition = rec["condition"]
     for h in counted:
         assert len(fits[trial_seed(rec["method"], condition, h["number"])]) == 1
+    # each trial kept its own CPU clock (a sleeping fake: some CPU, less than its wall time),
+    # and the resumed run knows what the killed one's finished trials cost
+    assert all(h["cpu_time_s"] > 0.0 for h in counted)
+    cpu = sum(h["cpu_time_s"] for h in counted)
+    assert cpu < sum(h["fit_time_s"] + h["predict_time_s"] for h in counted)
+    earlier = sum(h["cpu_time_s"] for h in counted if h["number"] in kept)
+    assert summary.resumed_cpu_s == pytest.approx(earlier, rel=1e-9)
 
 
 @pytest.mark.slow

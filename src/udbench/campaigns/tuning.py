@@ -22,8 +22,10 @@ conditions), one :class:`~udbench.campaigns.engine.Unit` per (method, condition)
    record (:mod:`udbench.tuning.records`: best configuration, its validation NLL, trial
    counts complete/pruned/failed, search space and its hash, base configuration, sampler
    seed, Optuna and udbench versions) with its trial history compacted (number, state, value,
-   best so far, fit and predict seconds, error, pruning step); the engine adds CPU and wall
-   seconds, the machine and the code version.
+   best so far, fit and predict wall seconds, the trial's CPU seconds, error, pruning step)
+   and, for a sweep resumed from its journal, ``resumed_trials`` and those trials' CPU
+   seconds (``resumed_trials_cpu_seconds``: the engine's clock times the last process only);
+   the engine adds CPU and wall seconds, the machine and the code version.
 
 **A classification suite** (``--suite clf-small``: 3 datasets × ``gpc`` K = 3 ``medium`` ×
 4 temperature modes × 2 coverages = 24 conditions × the 11 classifiers) works the same way:
@@ -89,7 +91,9 @@ DEFAULT_TRIALS = 30
 _FAMILY_TIER = {"linear": 0, "gp": 1, "trees": 2, "nn": 3}
 
 #: History fields kept in a campaign record (the rest of a trial is in the journal).
-_HISTORY_KEYS = ("number", "state", "value", "best_so_far", "fit_time_s", "predict_time_s")
+_HISTORY_KEYS = (
+    "number", "state", "value", "best_so_far", "fit_time_s", "predict_time_s", "cpu_time_s"
+)  # fmt: skip
 
 
 def suite_conditions(suite: dict[str, Any], data_dir: str | None = None) -> list[Any]:
@@ -162,7 +166,8 @@ def condition_task(spec: Any, work_dir: str | Path, data_dir: str | None = None)
 def compact_record(record: dict[str, Any]) -> dict[str, Any]:
     """A tuned record with its trial history cut to the fields the report and ``plan`` read.
 
-    Keeps, per trial, ``number, state, value, best_so_far, fit_time_s, predict_time_s``,
+    Keeps, per trial, ``number, state, value, best_so_far, fit_time_s, predict_time_s,
+    cpu_time_s``,
     plus ``error`` (failed trials) and ``pruned_at`` (pruned ones); every other key of the
     record is kept as it is.
     """
@@ -221,8 +226,13 @@ def _sweep_work(
             f"udbench campaign tuning: no trial of {settings['method']}/{settings['condition']} "
             f"completed ({record.get('n_failed')} failed); see the journal in {sweeps}"
         )
-    # trials finished by an earlier, killed process: this record's CPU seconds miss them
-    return {**compact_record(record), "resumed_trials": int(summary.n_resumed_trials)}
+    # trials finished by an earlier, killed process: this record's CPU seconds miss them, and
+    # their own CPU clocks say what they cost (tuning._measured.sweep_cpu_seconds)
+    return {
+        **compact_record(record),
+        "resumed_trials": int(summary.n_resumed_trials),
+        "resumed_trials_cpu_seconds": summary.resumed_cpu_s,
+    }
 
 
 def _sweep_seconds(method: str, dataset: str, trials: int, pruner: str, table: Any) -> float | None:
@@ -427,17 +437,20 @@ def tuning_units(
 
 def _resumed_sweeps(done: list[dict[str, Any]]) -> list[tuple[str, float, float]]:
     """(unit id, finished trials' fit + predict seconds, record CPU seconds) of the sweeps
-    resumed from their journal, whose record times the last process only: those with
-    ``resumed_trials`` > 0 in their result, or, in a record made before that was kept,
-    whose trials took over 1.5x its wall seconds (:func:`udbench.tuning._measured.
-    sweep_resumed`)."""
-    from udbench.tuning._measured import sweep_resumed
+    resumed from their journal whose CPU seconds are undercounted: the record times the last
+    process only, and the earlier trials' own CPU clocks are not known (a journal made before
+    they were kept). Resumed: ``resumed_trials`` > 0 in the result, or, in a record made
+    before that was kept, trials that took over 1.5x its wall seconds
+    (:func:`udbench.tuning._measured.sweep_resumed`, :func:`~udbench.tuning._measured.
+    sweep_cpu_seconds`)."""
+    from udbench.tuning._measured import sweep_cpu_seconds, sweep_resumed
 
     out = []
     for rec in done:
-        resumed, took = sweep_resumed(rec["result"], rec.get("wall_seconds"))
-        if resumed:
-            out.append((str(rec["unit_id"]), took, float(rec.get("cpu_seconds") or 0.0)))
+        res, cpu, wall = rec["result"], rec.get("cpu_seconds"), rec.get("wall_seconds")
+        resumed, took = sweep_resumed(res, wall)
+        if resumed and sweep_cpu_seconds(res, cpu, wall) is None:
+            out.append((str(rec["unit_id"]), took, float(cpu or 0.0)))
     return out
 
 
@@ -460,16 +473,21 @@ def tuning_summary(records: str | Path, units: Sequence[Unit] | None = None) -> 
         ``methods``: method -> ``{"sweeps_done", "sweeps" (None without units), "trials",
         "complete", "pruned", "failed", "cpu_hours"}``; ``sweeps``: one row per done record
         (method, condition, validation NLL, best trial, counts, tuned parameters, CPU
-        seconds); ``choices``: :func:`udbench.tuning.choices.tuned_choices` of those
-        records; ``notes``: records left out; ``markdown``: the tables.
+        seconds over every process that ran the sweep where known,
+        :func:`udbench.tuning._measured.sweep_cpu_seconds`); ``choices``:
+        :func:`udbench.tuning.choices.tuned_choices` of those records; ``notes``: records
+        left out; ``markdown``: the tables.
     """
     from udbench.priors import family_numerics_version, list_prior_families
+    from udbench.tuning._measured import sweep_cpu_seconds
 
     numerics = {f: family_numerics_version(f) for f in list_prior_families()}
     done, notes = current_records(records, CAMPAIGN_KIND, units, numerics)
     rows: list[dict[str, Any]] = []
     for rec in done:
         res = rec["result"]
+        # every process's CPU where known; else the last process's (named below: too little)
+        cpu = sweep_cpu_seconds(res, rec["cpu_seconds"], rec.get("wall_seconds"))
         rows.append(
             {
                 "method": res["method"],
@@ -481,7 +499,7 @@ def tuning_summary(records: str | Path, units: Sequence[Unit] | None = None) -> 
                 "n_pruned": res.get("n_pruned", 0),
                 "n_failed": res.get("n_failed"),
                 "tuned_params": res.get("tuned_params"),
-                "cpu_seconds": float(rec["cpu_seconds"]),
+                "cpu_seconds": float(rec["cpu_seconds"]) if cpu is None else cpu,
             }
         )
     total: dict[str, int] = {}
@@ -531,8 +549,9 @@ def tuning_summary(records: str | Path, units: Sequence[Unit] | None = None) -> 
             "",
             f"CPU-h undercounts {len(resumed)} sweep(s) resumed from their journal after a "
             f"kill ({', '.join(u for u, _, _ in resumed)}): a record times its last process "
-            f"only; their finished trials took {trials_s / 3600:.2f} h of fit + predict "
-            f"against {cpu_s / 3600:.2f} CPU-h recorded.",
+            f"only, and their journals predate the trials' own CPU clocks (a record with "
+            f"resumed_trials_cpu_seconds adds those); their finished trials took "
+            f"{trials_s / 3600:.2f} h of fit + predict against {cpu_s / 3600:.2f} CPU-h recorded.",
         ]
     if notes:
         lines += ["", "Left out:", *(f"- {n}" for n in notes)]

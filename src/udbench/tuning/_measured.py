@@ -243,14 +243,12 @@ def _from_records(paths: Sequence[Path], found: Measurements) -> None:
         method, dataset = str(rec["method"]), rec.get("dataset")
         finished = [h for h in rec.get("history", []) if h.get("state") in _FINISHED]
         meta = rec.get("_campaign") or {}
-        cpu = meta.get("cpu_seconds")
-        # a sweep resumed from its journal: its record times the last process only, far less
-        # than its trials took (6 of 311 gp-small records, up to 27x): no CPU figure from it
-        resumed, _ = sweep_resumed(rec, meta.get("wall_seconds"))
-        if isinstance(cpu, int | float) and finished and not resumed:
-            # a campaign record: the sweep's process CPU seconds (its interrupted trial and
-            # its overheads included) per finished trial, one value per sweep
-            found.add("tune", method, float(cpu) / len(finished), dataset, clock="cpu")
+        # a campaign record: the sweep's CPU seconds (its overheads included) per finished
+        # trial, one value per sweep; None for a sweep resumed from a journal whose earlier
+        # trials' CPU is unknown (6 of 311 gp-small records, up to 27x too little)
+        cpu = sweep_cpu_seconds(rec, meta.get("cpu_seconds"), meta.get("wall_seconds"))
+        if cpu is not None and finished:
+            found.add("tune", method, cpu / len(finished), dataset, clock="cpu")
             continue
         for h in finished:  # a udbench tune record (or a resumed sweep): trials' wall seconds
             if h.get("fit_time_s") is not None:
@@ -295,6 +293,40 @@ def sweep_resumed(result: dict[str, Any], wall_seconds: Any) -> tuple[bool, floa
         return n_resumed > 0, took
     known = isinstance(wall_seconds, int | float)
     return known and took > _RESUMED_FACTOR * float(wall_seconds), took
+
+
+def sweep_cpu_seconds(result: dict[str, Any], cpu_seconds: Any, wall_seconds: Any) -> float | None:
+    """A tuning campaign sweep's CPU seconds over all the processes that ran it.
+
+    The campaign record's ``cpu_seconds`` times the process that finished the sweep; a sweep
+    resumed from its journal (:func:`sweep_resumed`) adds the CPU seconds of the trials an
+    earlier process finished, as each trial measured them (the result's
+    ``resumed_trials_cpu_seconds``; a record made before that key was kept has none). Not
+    counted: an earlier process's interrupted trial and its overheads outside trials (task
+    generation, imports), so the figure is a lower bound for a resumed sweep.
+
+    Parameters
+    ----------
+    result : dict
+        The sweep's tuned record (a campaign record's ``result``).
+    cpu_seconds, wall_seconds : float or None
+        The campaign record's CPU and wall-clock seconds.
+
+    Returns
+    -------
+    float or None
+        None when ``cpu_seconds`` is unknown, or the sweep was resumed and its earlier trials'
+        CPU seconds are not known (a record or journal made before the per-trial clock).
+    """
+    if not isinstance(cpu_seconds, int | float):
+        return None
+    resumed, _ = sweep_resumed(result, wall_seconds)
+    if not resumed:
+        return float(cpu_seconds)
+    earlier = result.get("resumed_trials_cpu_seconds")
+    if not isinstance(earlier, int | float) or not math.isfinite(earlier):
+        return None
+    return float(cpu_seconds) + float(earlier)
 
 
 #: ``kind`` of a runs campaign record (:mod:`udbench.campaigns.runs`): its two parts.

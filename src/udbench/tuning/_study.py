@@ -9,6 +9,7 @@ driver that asks and tells the trials is :func:`udbench.tuning.sweep.tune`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,7 @@ def sweep_record(study: Any, plan: SweepPlan) -> dict[str, Any]:
                 "finish_index": told.get("finish_index"),
                 "fit_time_s": _finite(told.get("fit_time_s")),
                 "predict_time_s": _finite(told.get("predict_time_s")),
+                "cpu_time_s": _finite(told.get("cpu_time_s")),
                 "duration_s": duration,
                 "intermediate": {str(k): float(v) for k, v in t.intermediate_values.items()},
                 "pruned_at": t.last_step if state == "pruned" else None,
@@ -277,6 +279,14 @@ class _Sweep:
             if t.state.is_finished() and not t.user_attrs.get("interrupted")
         )
         self.n_resumed = self.n_done
+        # what those trials cost, by their own CPU clock (None: a journal without it)
+        cpu = [
+            (t.user_attrs.get("outcome") or {}).get("cpu_time_s")
+            for t in self.study.get_trials(deepcopy=False)
+            if t.state.is_finished() and not t.user_attrs.get("interrupted")
+        ]
+        clocks = [float(c) for c in cpu if isinstance(c, int | float) and math.isfinite(c)]
+        self.resumed_cpu_s: float | None = sum(clocks) if len(clocks) == len(cpu) else None
         # results back so far, in order (interrupted trials included): finish_index
         self.n_finished = sum(
             1 for t in self.study.get_trials(deepcopy=False) if t.state.is_finished()

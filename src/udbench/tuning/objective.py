@@ -219,6 +219,9 @@ class TrialOutcome:
 
     A pruned trial (:mod:`udbench.tuning.pruning`) has ``pruned_at`` (the step), ``value``
     its last intermediate NLL, and ``fit_time_s`` the time until it stopped.
+    ``fit_time_s``/``predict_time_s`` are wall-clock seconds; ``cpu_time_s`` is the CPU time
+    of the process that ran the trial, setup and scoring included (``time.process_time``), so
+    a sweep resumed by another process still knows what its earlier trials cost.
     """
 
     value: float | None = None
@@ -226,6 +229,7 @@ class TrialOutcome:
     traceback: str | None = None
     fit_time_s: float = float("nan")
     predict_time_s: float = float("nan")
+    cpu_time_s: float = float("nan")
     n_fit: int = 0
     n_holdout: int = 0
     pruned_at: int | None = None
@@ -259,6 +263,14 @@ def evaluate_trial(job: TrialJob, *, timeout: float | None = None) -> TrialOutco
     timeout : float, optional
         Wall-clock limit of fit + predict in seconds.
     """
+    c0 = time.process_time()
+    out = _evaluate(job, timeout)
+    out.cpu_time_s = time.process_time() - c0
+    return out
+
+
+def _evaluate(job: TrialJob, timeout: float | None) -> TrialOutcome:
+    """:func:`evaluate_trial` without its CPU clock."""
     out = TrialOutcome()
     try:
         X, y, sha, n_classes = _training_sample(job.task_path)

@@ -21,9 +21,11 @@ Optuna journal it was made from). A record holds:
   complete trial;
 - ``history``: every trial in number order (``number, state`` (``complete``, ``pruned``,
   ``failed``, ``interrupted``), ``value`` (a pruned trial's: its last intermediate NLL),
-  ``best_so_far, params, error, running_at_ask, finish_index, fit_time_s, predict_time_s,
-  duration_s, intermediate`` (step -> held-out NLL reported while it trained), ``pruned_at``):
-  the best-so-far curve of the report and the measured trial times of ``udbench plan``.
+  ``best_so_far, params, error, running_at_ask, finish_index, fit_time_s, predict_time_s``
+  (wall-clock), ``cpu_time_s`` (the trial's process CPU seconds; None in a record made before
+  it was kept), ``duration_s, intermediate`` (step -> held-out NLL reported while it trained),
+  ``pruned_at``): the best-so-far curve of the report and the measured trial times of
+  ``udbench plan``.
 
 :func:`tuned_configurer` turns a folder of records into the per-task configurations of
 ``udbench run --tuned``.

@@ -88,7 +88,12 @@ TrialCallback = Callable[[int, int, str, str], None]
 
 @dataclass
 class TuneSummary:
-    """Counts of a tuning run."""
+    """Counts of a tuning run.
+
+    ``n_resumed_trials`` trials were finished by an earlier run of the same journals;
+    ``resumed_cpu_s`` is their CPU seconds as each trial measured them (None when a journal
+    predates the per-trial CPU clock). ``driver_s`` and ``wall_s`` are wall-clock seconds.
+    """
 
     out: Path
     n_sweeps: int
@@ -96,6 +101,7 @@ class TuneSummary:
     n_trials_failed: int = 0
     n_trials_pruned: int = 0
     n_resumed_trials: int = 0
+    resumed_cpu_s: float | None = 0.0
     n_interrupted: int = 0
     records: list[Path] = field(default_factory=list)
     driver_s: float = 0.0
@@ -279,6 +285,7 @@ def _tell(s: _Sweep, number: int, outcome: TrialOutcome, summary: TuneSummary) -
             "finish_index": s.n_finished,
             "fit_time_s": float(outcome.fit_time_s),
             "predict_time_s": float(outcome.predict_time_s),
+            "cpu_time_s": float(outcome.cpu_time_s),
             "error": outcome.error,
         },
     )
@@ -390,6 +397,8 @@ def tune(
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         sweeps = [_Sweep(p, out) for p in plans]
     summary.n_resumed_trials = sum(s.n_resumed for s in sweeps)
+    earlier = [s.resumed_cpu_s for s in sweeps]
+    summary.resumed_cpu_s = None if None in earlier else sum(c for c in earlier if c is not None)
     summary.n_interrupted = sum(s.n_interrupted for s in sweeps)
     total = sum(s.to_ask for s in sweeps)
     for s in sweeps:
