@@ -266,7 +266,8 @@ def tuned_configurer(
     conditions = sorted({Condition.of(s) for s in specs})
     chosen: dict[tuple[str, str, str], tuple[MethodConfig, dict[str, Any]]] = {}
     used: list[Path] = []
-    missing: list[str] = []
+    missing: list[str] = []  # "<method>/<condition>[ (why)]", for the message
+    missing_conds: set[str] = set()  # their condition keys
     for mc in methods:
         space = type(mc.estimator).search_space
         want_hash = search_space_hash(mc.name, space)
@@ -274,10 +275,12 @@ def tuned_configurer(
             path = record_path(root, mc.name, cond)
             if not path.is_file():
                 missing.append(f"{mc.name}/{cond.key}")
+                missing_conds.add(cond.key)
                 continue
             rec = read_tuned_record(path)
             if rec.get("status") == "sweep-failed":
                 missing.append(f"{mc.name}/{cond.key} (its campaign sweep failed)")
+                missing_conds.add(cond.key)
                 continue
             if "_campaign" in rec:  # a campaign (shipped) record: every way it can be stale
                 why = shipped_staleness(rec, mc.name)
@@ -302,6 +305,7 @@ def tuned_configurer(
                 )
             if rec.get("status") != "ok" or rec.get("tuned_params") is None:
                 missing.append(f"{mc.name}/{cond.key} (no complete trial)")
+                missing_conds.add(cond.key)
                 continue
             from sklearn.base import clone
 
@@ -320,11 +324,9 @@ def tuned_configurer(
             used.append(path)
     if missing:
         shown = ", ".join(missing[:8]) + (f" … ({len(missing)} in all)" if len(missing) > 8 else "")
-        outside = sorted(
-            {m.split("/", 1)[1].split(" ")[0] for m in missing} - set(suite_conditions or ())
-        )
+        outside = sorted(missing_conds - set(suite_conditions or ()))
         if shipped is not None and suite_conditions is not None and outside:
-            inside = len({m.split("/", 1)[1].split(" ")[0] for m in missing}) > len(outside)
+            inside = len(missing_conds) > len(outside)
             remedy = (
                 (
                     f"the tuning campaign makes those of {shipped}'s grid (udbench campaign "
