@@ -129,17 +129,19 @@ def test_summarise_runs_refuses_a_results_folder_with_results_before_printing(tm
     assert "Progress" not in captured.out  # nothing printed before the error
 
 
-def test_hours_left_use_the_mean_of_finished_units_of_the_same_shape():
-    """One mean per shape (kind, layout, run, dataset, family, method), made once per status
-    call; a unit without finished units of its shape keeps its own estimate and note."""
+def test_hours_left_use_the_mean_cpu_of_finished_units_of_the_same_shape():
+    """One mean of CPU seconds per shape (kind, layout, run, dataset, family, method), made
+    once per status call; a unit without finished units of its shape keeps its own estimate
+    and note."""
     from udbench.campaigns import Unit
     from udbench.commands._campaign_estimates import _estimate, _shape_means
 
-    def rec(task: str, method: str, wall: float) -> dict:
+    def rec(task: str, method: str, cpu: float | None) -> dict:
         return {
             "kind": "untuned",
             "settings": {"task_id": task, "method": method},
-            "wall_seconds": wall,
+            "wall_seconds": 3.0 * (cpu or 10.0),  # a loaded machine: wall is not the cost
+            "cpu_seconds": cpu,
         }
 
     done = [
@@ -147,8 +149,10 @@ def test_hours_left_use_the_mean_of_finished_units_of_the_same_shape():
         rec("concrete__gp__u-shaped__balanced__s1", "blr", 30.0),  # same dataset and family
         rec("airfoil__gp__step__ood__s0", "blr", 100.0),
         rec("concrete__gp__step__ood__s0", "gp", 7.0),
+        rec("concrete__gp__step__ood__s0", "nn-lap", None),  # no CPU clock: its wall seconds
     ]
     means = _shape_means(done)
+    assert means[("untuned", None, None, "concrete", "gp", "nn-lap")] == 30.0
     unit = Unit(
         "untuned/concrete__gp__step__ood__s5/blr",
         "untuned",

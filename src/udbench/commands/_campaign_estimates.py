@@ -1,5 +1,11 @@
-"""The hours-left column of ``udbench campaign status``: per unit, the mean wall time of the
-finished records of the same shape, else the unit's own estimate."""
+"""The hours-left column of ``udbench campaign status``: per unit, the mean CPU time of the
+finished records of the same shape, else the unit's own estimate.
+
+CPU time, not wall time: the units of a campaign run single-threaded at low priority beside
+other work, where a unit's wall time grows with the load (HBART validation units: 0.3-1.0 of
+their wall time on CPU) while its CPU time does not; the units' own estimates (calibrated fits,
+sampler timings on an idle core) are CPU-like too, so the column is hours of one idle core.
+A record without ``cpu_seconds`` counts with its wall seconds."""
 
 from __future__ import annotations
 
@@ -7,12 +13,14 @@ from typing import Any
 
 
 def _shape_means(done: list[dict[str, Any]]) -> dict[tuple[Any, ...], float]:
-    """Mean wall seconds of the finished records per shape (:func:`_shape`), made once per
-    status call (per unit it was units × records shape keys: 16 s on the runs folder)."""
+    """Mean CPU seconds (else wall seconds) of the finished records per shape
+    (:func:`_shape`), made once per status call (per unit it was units × records shape keys:
+    16 s on the runs folder)."""
     sums: dict[tuple[Any, ...], list[float]] = {}
     for r in done:
         acc = sums.setdefault(_shape(r["kind"], r["settings"]), [0.0, 0.0])
-        acc[0] += float(r["wall_seconds"])
+        cpu = r.get("cpu_seconds")
+        acc[0] += float(cpu if isinstance(cpu, int | float) else r["wall_seconds"])
         acc[1] += 1
     return {key: total / n for key, (total, n) in sums.items()}
 

@@ -360,7 +360,7 @@ def status_command(
     done, load_notes = load_done_records(folder)
     means = _shape_means(done)
     table = Table(title=f"campaign {campaign}: {folder}")
-    for col in ("part", "done", "stale", "failed", "missing", "CPU-h done", "hours left (est.)"):
+    for col in ("part", "done", "stale", "failed", "missing", "CPU-h done", "CPU-h left (est.)"):
         table.add_column(col)
     rows: dict[str, dict[str, Any]] = {}
     for unit in units:
