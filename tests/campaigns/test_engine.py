@@ -145,6 +145,32 @@ def test_limits_leave_units_for_later(tmp_path: Path) -> None:
     assert run_campaign(units, tmp_path, max_seconds=0.0)["left"] == 3  # no new unit starts
 
 
+def test_finish_within_starts_only_the_units_projected_to_finish_in_time(tmp_path: Path) -> None:
+    """A 60 s budget: a unit projected at 600 s is left for the next run (a killed unit loses
+    its work), the 1 s units after it and one without a projection still run; the first
+    three left are named, the rest counted."""
+    log: list[str] = []
+    units = [_unit(f"u{i}", i, log=log) for i in range(8)]
+    need = {"u1": 600.0, "u3": None, "u4": 61.0, "u5": 70.0, "u6": 80.0, "u7": 90.0}
+    lines: list[str] = []
+    counts = run_campaign(
+        units,
+        tmp_path,
+        finish_within=60.0,
+        projected=lambda u: need.get(u.unit_id, 1.0),
+        progress=lines.append,
+    )
+    assert counts == {"skipped": 0, "done": 3, "failed": 0, "left": 5, "unavailable": 0}
+    assert log == ["u0", "u2", "u3"]
+    said = [line for line in lines if "left for the next run" in line]
+    assert len(said) == 4 and said[0].startswith("u1: left for the next run (projected 10.0 min")
+    assert said[-1] == "… 5 unit(s) in all left for the next run: they would not finish in time"
+    # the default projection is the unit's own estimate; no time left: nothing starts
+    late = Unit("late", "toy", {}, {"toy": 1}, dict, 3600.0)
+    assert run_campaign([late], tmp_path, finish_within=60.0)["left"] == 1
+    assert run_campaign([_unit("v", 1)], tmp_path, finish_within=1e-9)["left"] == 1
+
+
 def test_bad_unit_ids_and_duplicates_are_refused(tmp_path: Path) -> None:
     with pytest.raises(UdbenchError, match="unit_id"):
         _unit("../escape", 1)

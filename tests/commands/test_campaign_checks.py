@@ -116,6 +116,17 @@ def test_options_of_the_runs_campaign_are_named_in_its_errors(tmp_path, capsys, 
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_finish_within_must_be_positive(tmp_path, capsys, value):
+    from udbench.cli import main
+
+    args = ["campaign", "run", "mcmc", "--nice", "0", "--records", str(tmp_path / "r")]
+    assert main([*args, "--work", str(tmp_path / "w"), "--finish-within", value]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"parameter 'finish-within' must be > 0; got {float(value)}" in err
+    assert not (tmp_path / "r").exists()
+
+
 def test_summarise_runs_refuses_a_results_folder_with_results_before_printing(tmp_path, capsys):
     from udbench.cli import main
 
@@ -134,7 +145,7 @@ def test_hours_left_use_the_mean_cpu_of_finished_units_of_the_same_shape():
     once per status call; a unit without finished units of its shape keeps its own estimate
     and note."""
     from udbench.campaigns import Unit
-    from udbench.commands._campaign_estimates import _estimate, _shape_means
+    from udbench.commands._campaign_estimates import _estimate, _shape_means, wall_projection
 
     def rec(task: str, method: str, cpu: float | None) -> dict:
         return {
@@ -163,6 +174,8 @@ def test_hours_left_use_the_mean_cpu_of_finished_units_of_the_same_shape():
         "guessed",
     )
     assert _estimate(unit, means) == (20.0, None)
+    # run --finish-within projects wall time (the deadline is wall-clock): 3x the CPU here
+    assert wall_projection(done)(unit) == 60.0
     other = Unit(
         "untuned/qsar_fish__gp__step__ood__s5/blr",
         "untuned",

@@ -229,12 +229,18 @@ def _write_atomic(path: Path, payload: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+#: Units named one by one when ``finish_within`` leaves them; the rest are counted.
+_SAID_NOT_FITTING = 3
+
+
 def run_campaign(
     units: Sequence[Unit],
     records: str | Path,
     *,
     max_seconds: float | None = None,
     max_units: int | None = None,
+    finish_within: float | None = None,
+    projected: Callable[[Unit], float | None] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, int]:
     """Run every unit of ``units`` that has no valid record, in order, writing records.
@@ -249,6 +255,15 @@ def run_campaign(
         Start no new unit after this many wall seconds (the running one finishes).
     max_units : int, optional
         Start at most this many units (those that turn out unavailable included).
+    finish_within : float, optional
+        Wall seconds from the start by which every started unit should have finished: a
+        unit whose ``projected(unit)`` seconds do not fit in the time left is not started
+        (counted ``left``, for the next run) and shorter units after it still run; a unit
+        without a projection is started while time is left. For a run that must end before
+        the machine is needed (a killed unit loses all its work).
+    projected : callable, optional
+        ``projected(unit)``: the unit's projected wall seconds, or None (with
+        ``finish_within``; default: ``unit.estimate_seconds``).
     progress : callable, optional
         Called with one line per unit started, finished, failed, not run or skipped as stale.
 
@@ -269,7 +284,9 @@ def run_campaign(
         dup = sorted({i for i in ids if ids.count(i) > 1})
         raise param_error("run_campaign", "units", "have unique unit ids", dup)
     say = progress or (lambda line: None)
+    project = projected or (lambda unit: unit.estimate_seconds)
     counts = {"skipped": 0, "done": 0, "failed": 0, "left": 0, "unavailable": 0}
+    n_not_fitting = 0
     missing_inputs: set[str] = set()
     t_start = time.perf_counter()
     with folder_lock(records, "udbench campaign run"):
@@ -284,6 +301,18 @@ def run_campaign(
             if out_of_time or out_of_units:
                 counts["left"] += 1
                 continue
+            if finish_within is not None:
+                left_s = finish_within - (time.perf_counter() - t_start)
+                need = project(unit) if left_s > 0 else None
+                if left_s <= 0 or (need is not None and need > left_s):
+                    counts["left"] += 1
+                    n_not_fitting += 1
+                    if need is not None and n_not_fitting <= _SAID_NOT_FITTING:
+                        say(
+                            f"{unit.unit_id}: left for the next run (projected "
+                            f"{need / 60:.1f} min, {left_s / 60:.1f} min left to finish within)"
+                        )
+                    continue
             if status in ("stale", "corrupt"):
                 why = (old or {}).get("error") or (
                     f"numerics {(old or {}).get('numerics')} / other settings"
@@ -342,6 +371,10 @@ def run_campaign(
                 say(f"{unit.unit_id}: FAILED ({error}); recorded, going on")
             _write_atomic(record_file(records, unit.unit_id), record)
             release_compiled_programs()
+    if n_not_fitting > _SAID_NOT_FITTING:
+        say(
+            f"… {n_not_fitting} unit(s) in all left for the next run: they would not finish in time"
+        )
     return counts
 
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 
-def _shape_means(done: list[dict[str, Any]]) -> dict[tuple[Any, ...], float]:
-    """Mean CPU seconds (else wall seconds) of the finished records per shape
-    (:func:`_shape`), made once per status call (per unit it was units × records shape keys:
-    16 s on the runs folder)."""
+def _shape_means(done: list[dict[str, Any]], clock: str = "cpu") -> dict[tuple[Any, ...], float]:
+    """Mean CPU seconds (else wall seconds; ``clock="wall"``: wall seconds) of the finished
+    records per shape (:func:`_shape`), made once per status call (per unit it was units ×
+    records shape keys: 16 s on the runs folder)."""
     sums: dict[tuple[Any, ...], list[float]] = {}
     for r in done:
         acc = sums.setdefault(_shape(r["kind"], r["settings"]), [0.0, 0.0])
-        cpu = r.get("cpu_seconds")
+        cpu = r.get("cpu_seconds") if clock == "cpu" else None
         acc[0] += float(cpu if isinstance(cpu, int | float) else r["wall_seconds"])
         acc[1] += 1
     return {key: total / n for key, (total, n) in sums.items()}
@@ -63,3 +63,16 @@ def _shape(kind: str, settings: dict[str, Any]) -> tuple[Any, ...]:
         family,
         settings.get("method"),
     )
+
+
+def wall_projection(done: list[dict[str, Any]]) -> Any:
+    """``projected(unit)`` for ``udbench campaign run --finish-within``: the mean wall seconds
+    of the finished records of the unit's shape (they ran on this machine under its usual
+    load), else the unit's own estimate (CPU-like: too short on a loaded machine), else None.
+    """
+    means = _shape_means(done, clock="wall")
+
+    def projected(unit: Any) -> float | None:
+        return _estimate(unit, means)[0]
+
+    return projected

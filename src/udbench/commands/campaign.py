@@ -18,7 +18,12 @@ from rich.table import Table
 
 from udbench._validation import param_error
 from udbench.commands._campaign_checks import check_records, check_work, download_note
-from udbench.commands._campaign_estimates import _estimate, _hours_left, _shape_means
+from udbench.commands._campaign_estimates import (
+    _estimate,
+    _hours_left,
+    _shape_means,
+    wall_projection,
+)
 from udbench.commands._campaign_runs import _shown
 from udbench.commands._console import make_console
 from udbench.commands._options import DATA_DIR_HELP, check_data_dir, parse_choice_list
@@ -223,6 +228,13 @@ def run_command(
         None, "--max-hours", help="Start no new unit after this many hours."
     ),
     max_units: int | None = typer.Option(None, "--max-units", help="Run at most this many units."),
+    finish_within: float | None = typer.Option(
+        None,
+        "--finish-within",
+        help="Start a unit only if it is projected to finish within this many hours of the "
+        "start (the mean wall time of finished units of its shape, else its estimate); the "
+        "others are left for the next run, shorter ones after them still run.",
+    ),
     nice: int = typer.Option(
         19, "--nice", help="Lower this process's priority by this much (0-19) first."
     ),
@@ -255,6 +267,8 @@ def run_command(
         raise param_error("udbench campaign run", "max-hours", "be > 0", max_hours)
     if max_units is not None and max_units < 1:
         raise param_error("udbench campaign run", "max-units", "be an integer >= 1", max_units)
+    if finish_within is not None and not finish_within > 0:
+        raise param_error("udbench campaign run", "finish-within", "be > 0", finish_within)
     note = lower_priority(nice)  # the session's autogroup too, until this process ends
     # one XLA compute thread per unit, as every instance and cell (udbench._threads); before
     # the units are built, since importing a sampler library may create JAX's backends
@@ -291,11 +305,18 @@ def run_command(
     needs = download_note(units, data_dir)
     if needs:
         console.print(f"note: {needs}", markup=False)
+    projected = None
+    if finish_within is not None:
+        from udbench.campaigns.engine import load_done_records
+
+        projected = wall_projection(load_done_records(folder)[0])
     counts = run_campaign(
         units,
         folder,
         max_seconds=None if max_hours is None else max_hours * 3600,
         max_units=max_units,
+        finish_within=None if finish_within is None else finish_within * 3600,
+        projected=projected,
         progress=console.print,
     )
     console.print(
