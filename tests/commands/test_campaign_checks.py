@@ -145,7 +145,12 @@ def test_hours_left_use_the_mean_cpu_of_finished_units_of_the_same_shape():
     once per status call; a unit without finished units of its shape keeps its own estimate
     and note."""
     from udbench.campaigns import Unit
-    from udbench.commands._campaign_estimates import _estimate, _shape_means, wall_projection
+    from udbench.commands._campaign_estimates import (
+        _estimate,
+        _shape_means,
+        record_cpu_seconds,
+        wall_projection,
+    )
 
     def rec(task: str, method: str, cpu: float | None) -> dict:
         return {
@@ -176,6 +181,13 @@ def test_hours_left_use_the_mean_cpu_of_finished_units_of_the_same_shape():
     assert _estimate(unit, means) == (20.0, None)
     # run --finish-within projects wall time (the deadline is wall-clock): 3x the CPU here
     assert wall_projection(done)(unit) == 60.0
+    # a tuning sweep resumed from its journal counts its earlier trials' CPU too
+    sweep = {"kind": "tuning-sweep", "cpu_seconds": 30.0, "wall_seconds": 40.0}
+    sweep["result"] = {"resumed_trials": 2, "resumed_trials_cpu_seconds": 14.0}
+    assert record_cpu_seconds(sweep) == 44.0
+    sweep["result"]["resumed_trials_cpu_seconds"] = None  # unknown: the last process's only
+    assert record_cpu_seconds(sweep) == 30.0
+    assert record_cpu_seconds({"kind": "untuned", "cpu_seconds": None}) is None
     other = Unit(
         "untuned/qsar_fish__gp__step__ood__s5/blr",
         "untuned",

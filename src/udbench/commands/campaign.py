@@ -22,6 +22,7 @@ from udbench.commands._campaign_estimates import (
     _estimate,
     _hours_left,
     _shape_means,
+    record_cpu_seconds,
     wall_projection,
 )
 from udbench.commands._campaign_runs import _shown
@@ -404,7 +405,7 @@ def status_command(
         )
         row["corrupt" if status == "corrupt" else status] = row.get(status, 0) + 1
         if status == "done" and rec is not None:
-            row["cpu"] += float(rec["cpu_seconds"]) / 3600
+            row["cpu"] += (record_cpu_seconds(rec) or 0.0) / 3600
             continue
         est, note = _estimate(unit, means)
         if est is None:
