@@ -122,6 +122,18 @@ def test_unit_lists() -> None:
         mcmc.bnn_sweep_units({"x": {"no_such_setting": 1}})
 
 
+def test_unit_estimates_are_single_thread_cpu_seconds_by_tree_depth_and_layout() -> None:
+    """status projected the 6 missing sweep settings (depths 9-11) at 900 s each, d6's cost
+    (their records took 157-1676 CPU s), and HBART at idle multi-threaded wall times."""
+    units = {u.unit_id: u for u in mcmc.campaign_units(work_dir="w")}
+    sweep = {k.split("/")[1]: u.estimate_seconds for k, u in units.items() if "bnn-sweep" in k}
+    assert sweep["d8"] == 885.0 and sweep["d9"] == 1770.0 and sweep["d11"] == 8 * 885.0
+    assert sweep["d6"] == 885.0 / 4 and sweep["dense-d10"] == 4 * 885.0
+    val = [u for u in units.values() if u.kind == "hbart-validation"]
+    lean = {u.settings["run"]: u.estimate_seconds for u in val if u.settings["layout"] == "lean"}
+    assert lean == {"base": 706.0, "long": 973.0, "floor": 703.0}  # the records' CPU means
+
+
 def test_bnn_sweep_keeps_its_baseline_when_the_standard_preset_changes(monkeypatch) -> None:
     from udbench.campaigns import mcmc
     from udbench.priors import bnn

@@ -168,7 +168,7 @@ def test_hours_left_use_the_mean_cpu_of_finished_units_of_the_same_shape():
         rec("concrete__gp__step__ood__s0", "nn-lap", None),  # no CPU clock: its wall seconds
     ]
     means = _shape_means(done)
-    assert means[("untuned", None, None, "concrete", "gp", "nn-lap")] == 30.0
+    assert means[("untuned", None, None, "concrete", "gp", "nn-lap", None)] == 30.0
     unit = Unit(
         "untuned/concrete__gp__step__ood__s5/blr",
         "untuned",

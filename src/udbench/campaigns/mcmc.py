@@ -24,7 +24,7 @@ Three parts, each a list of :class:`~udbench.campaigns.engine.Unit` (run in this
     :func:`udbench.tasks.validation.combine_validation`, the same function the in-memory
     ``udbench validate-prior`` uses, so both give the same verdict.
 ``multi-family``
-    The 72-instance task set (concrete and kin8nm × gp, hbart, bnn × four noise modes × two
+    The 96-instance task set (concrete and kin8nm × gp, hbart, bnn × four noise modes × two
     coverages × seeds 0–1, ``standard``): one unit per task, which generates the task file
     into the work folder (outside the repository) and records its SPEC §7 checks
     (:func:`udbench.tasks.checks.acceptance_checks` summary, the sampler's
@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from udbench._validation import check_choice, param_error
+from udbench.campaigns._mcmc_costs import MULTI_SECONDS, VALIDATION_SECONDS, bnn_sweep_seconds
 from udbench.campaigns.engine import Unit, load_done_records
 
 __all__ = [
@@ -125,16 +126,6 @@ MULTI_FAMILY: dict[str, Any] = {
 }
 
 _VALIDATION_DATASETS = ("kin8nm", "protein")
-
-#: Projected wall seconds per unit (idle reference machine) until a record of the same shape
-#: exists: docs/priors-mcmc.md's throughputs (BNN `standard` since 2026-12-03: a quarter of
-#: depth 9's, half the steps at half the cost in float32).
-_VALIDATION_SECONDS = {
-    "lean": {"base": 290.0, "long": 410.0, "floor": 290.0},
-    "standard": {"base": 560.0, "long": 740.0, "floor": 560.0},
-}
-_MULTI_SECONDS = {"gp": {"concrete": 20.0, "kin8nm": 60.0}, "hbart": {"concrete": 60.0,
-                  "kin8nm": 560.0}, "bnn": {"concrete": 15.0, "kin8nm": 115.0}}  # fmt: skip
 
 
 def numerics_versions() -> dict[str, int]:
@@ -285,7 +276,7 @@ def bnn_sweep_units(
                 work=functools.partial(
                     _bnn_sweep_work, delta, tuple(task), fidelity, int(n_draws), data_dir
                 ),
-                estimate_seconds=900.0,
+                estimate_seconds=bnn_sweep_seconds(sampler),
             )
         )
     return units
@@ -391,7 +382,7 @@ def hbart_validation_units(
                         },
                         numerics=version,
                         work=functools.partial(_validation_work, spec, run, overrides, kw),
-                        estimate_seconds=_VALIDATION_SECONDS.get(name, {}).get(run),
+                        estimate_seconds=VALIDATION_SECONDS.get(name, {}).get(run),
                     )
                 )
     return units
@@ -512,7 +503,7 @@ def multi_family_units(
                                 work=functools.partial(
                                     _multi_family_work, spec, str(work_dir), data_dir
                                 ),
-                                estimate_seconds=_MULTI_SECONDS.get(family, {}).get(dataset),
+                                estimate_seconds=MULTI_SECONDS.get(family, {}).get(dataset),
                             )
                         )
     return units

@@ -78,6 +78,7 @@ def _shape(kind: str, settings: dict[str, Any]) -> tuple[Any, ...]:
         dataset,
         family,
         settings.get("method"),
+        settings.get("setting"),  # a BNN sweep's settings differ in cost 2x per tree depth
     )
 
 
