@@ -106,6 +106,9 @@ def test_warmup_validation_verdicts() -> None:
         _stats(rhat_max=1.2, preset_validation={"smoke": None, "fast": ok, "standard": bad})
     )
     assert found["warm-up sensitivity (smoke)"]["verdict"] == "not validated"
+    # a family gated per instance by R̂ (BNN) needs no preset record
+    gated = _by_check(_stats(rhat_max=1.01, rhat_gate=True, preset_validation={"smoke": None}))
+    assert gated["warm-up sensitivity (smoke)"]["verdict"] == "not required (R̂ gate per instance)"
     assert found["warm-up sensitivity (fast)"]["verdict"] == "pass"
     assert found["warm-up sensitivity (standard)"]["verdict"] == "FAIL"
     assert found["warm-up sensitivity (standard)"]["figure"] == "Δcov -0.0070, ΔSD 0.020"

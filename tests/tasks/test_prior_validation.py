@@ -228,6 +228,7 @@ def test_preset_validation_status_says_why_a_record_does_not_validate(tmp_path) 
         ({"protocol_issues": ["kin8nm: 3 instances (< 8)"]}, "incomplete: kin8nm: 3"),
         ({"sampler_settings": {**good["sampler_settings"], "thin": 1}}, "other sampler"),
         ({"numerics_version": 0}, "numerics version 0"),
+        ({"numerics_version": None}, "names no numerics version"),  # it applied before
     ]
     for change, expected in cases:
         save_validation({**good, **change}, tmp_path / "hbart-standard.json")
@@ -239,6 +240,12 @@ def test_preset_validation_status_says_why_a_record_does_not_validate(tmp_path) 
             assert not summary["applies"] and expected in warning, (change, warning)
     save_validation({**good}, tmp_path / "hbart-smoke.json")
     assert "never a reference" in preset_validation_status("hbart", "smoke", directory=tmp_path)[1]
+    # BNN is gated per instance by split-R̂ (SPEC §7): no record, no warning; a record shows
+    assert preset_validation_status("bnn", "standard", directory=tmp_path) == (None, None)
+    from udbench.priors import no_record_verdict
+
+    assert no_record_verdict("hbart") == "not validated"
+    assert no_record_verdict("bnn").startswith("not required (split-R̂ gate per instance")
 
 
 def test_the_report_shows_the_preset_validation_of_mcmc_results(tmp_path) -> None:
@@ -251,7 +258,8 @@ def test_the_report_shows_the_preset_validation_of_mcmc_results(tmp_path) -> Non
     )
     page = "\n".join(preset_validation_html(results))
     assert "Reference posteriors: preset validation" in page
-    # hbart smoke has a shipped (reduced, failing) record; bnn standard has none
+    # hbart smoke has a shipped (reduced, failing) record; bnn standard has none (none needed)
     assert "hbart smoke: no passing validation record" in page
-    assert "bnn standard: no validation record" in page
+    assert "bnn standard: no validation record" not in page  # gated per instance by R̂
+    assert "not required (split-R̂ gate per instance, SPEC §7)" in page
     assert preset_validation_html(results[results["family"] == "gp"]) == []

@@ -139,6 +139,8 @@ def _print_mcmc(result: dict[str, Any], console: Console) -> None:
 
 def _print_validation(result: dict[str, Any], console: Console) -> None:
     """The preset validation by warm-up sensitivity, and its warnings (if any family has one)."""
+    from udbench.priors import no_record_verdict
+
     validations = [
         (fam, fid, v)
         for fam, r in result.items()
@@ -159,7 +161,7 @@ def _print_validation(result: dict[str, Any], console: Console) -> None:
             val.add_column(col)
         for fam, fid, v in validations:
             if v is None:
-                val.add_row(fam, fid, "not validated", "–", "–", "–", "–", "–")
+                val.add_row(fam, fid, no_record_verdict(fam), "–", "–", "–", "–", "–")
                 continue
             verdict = "pass" if v["passed"] else "FAIL"
             if not v["settings_match"]:

@@ -60,9 +60,11 @@ __all__ = [
     "VALIDATION_DATASETS",
     "VALIDATION_N_DRAWS",
     "WARMUP_FACTOR",
+    "WARMUP_VALIDATED_FAMILIES",
     "decode_run",
     "encode_run",
     "load_validation",
+    "no_record_verdict",
     "preset_validation_status",
     "protocol_issues",
     "record_path",
@@ -94,6 +96,19 @@ MIN_INSTANCES_PER_DATASET: int = 8
 
 #: Families whose presets have a warm-up to validate (the MCMC families).
 MCMC_FAMILIES: tuple[str, ...] = ("hbart", "bnn")
+#: Families whose presets SPEC §7 accepts by warm-up sensitivity (a preset without a passing
+#: record is not validated); the others (BNN: four long NUTS chains) are gated per instance by
+#: split-R̂, so a record of theirs is information, not a requirement.
+WARMUP_VALIDATED_FAMILIES: tuple[str, ...] = ("hbart",)
+
+
+def no_record_verdict(family: str) -> str:
+    """What ``udbench check`` and the report say of a preset of ``family`` without a
+    validation record: "not validated" (HBART), or that none is required (BNN)."""
+    if family in WARMUP_VALIDATED_FAMILIES:
+        return "not validated"
+    return "not required (split-R̂ gate per instance, SPEC §7)"
+
 
 #: Where the records of the shipped presets are kept (package data).
 RECORD_DIR: Path = Path(__file__).resolve().parent / "validations"
@@ -393,7 +408,8 @@ def validation_summary(
     numerics_version : int, optional
         The family's current :attr:`~udbench.priors.base.Prior.numerics_version`; the
         record applies only if it was made under the same version (``numerics_match``; None
-        when the record or the caller does not say).
+        when the record or the caller does not say: a record without a version then does not
+        apply, since it cannot be shown to hold under this one).
 
     Returns
     -------
@@ -430,7 +446,11 @@ def validation_summary(
         "settings_match": bool(match),
         "numerics_version": theirs,
         "numerics_match": numerics_match,
-        "applies": passed and full and bool(match) and numerics_match is not False,
+        # a record that names no version cannot be shown to hold under the caller's
+        "applies": passed
+        and full
+        and bool(match)
+        and (numerics_match is True or numerics_version is None),
         "datasets": list(record.get("datasets", [])),
         **{k: pooled.get(k) for k in keys},
         "date": record.get("date"),
@@ -460,7 +480,8 @@ def preset_validation_status(
         ``summary``: :func:`validation_summary` of the record, or None without one;
         ``warning``: None when the record validates these tasks (``applies``), else one line
         naming why not (no record, failed, incomplete protocol, other sampler settings, other
-        numerics version).
+        numerics version). A family outside :data:`WARMUP_VALIDATED_FAMILIES` (BNN) without a
+        record gets no warning: SPEC §7 gates its instances by split-R̂ instead.
     """
     import importlib
 
@@ -473,6 +494,8 @@ def preset_validation_status(
     name = f"{family} {fidelity}"
     not_ref = "" if fidelity != "smoke" else " (smoke is for tests, never a reference)"
     if record is None:
+        if family not in WARMUP_VALIDATED_FAMILIES:  # gated per instance: nothing to warn of
+            return None, None
         return None, f"{name}: no validation record for this preset (SPEC §7){not_ref}"
     summary = validation_summary(record, sampler, family_numerics_version(family))
     if summary["applies"]:
@@ -486,4 +509,6 @@ def preset_validation_status(
         why.append("the record was made with other sampler settings")
     if summary["numerics_match"] is False:
         why.append(f"the record was made under numerics version {summary['numerics_version']}")
+    elif summary["numerics_match"] is None:
+        why.append("the record names no numerics version")
     return summary, f"{name}: no passing validation record ({'; '.join(why)}){not_ref}"

@@ -16,7 +16,7 @@ def preset_validation_html(results: Any) -> list[str]:
     (:func:`udbench.priors.preset_validation_status`), and a warning line for every preset
     without a passing record. Empty when the results hold no MCMC family.
     """
-    from udbench.priors import MCMC_FAMILIES, preset_validation_status
+    from udbench.priors import MCMC_FAMILIES, no_record_verdict, preset_validation_status
 
     if "family" not in results or "fidelity" not in results:
         return []
@@ -33,7 +33,7 @@ def preset_validation_html(results: Any) -> list[str]:
     for family, fidelity in pairs:
         summary, warning = preset_validation_status(family, fidelity)
         if summary is None:
-            cells = ["not validated", "–", "–", "–"]
+            cells = [no_record_verdict(family), "–", "–", "–"]
         else:
             cells = [
                 "pass" if summary["applies"] else "no passing record",

@@ -305,7 +305,8 @@ def gate_verdicts(stats: dict[str, Any], *, approximate: bool = False) -> list[d
     list of dict
         One ``{"check", "figure", "threshold", "verdict"}`` per check (all strings);
         ``verdict`` is ``"pass"``, ``"FAIL"``, ``"too few instances to judge"``,
-        ``"not judged (no null counts)"``, ``"not gated"``, ``"not validated"`` or, with
+        ``"not judged (no null counts)"``, ``"not gated"``, ``"not validated"``,
+        ``"not required (R̂ gate per instance)"`` (a BNN preset without a record) or, with
         ``approximate``, ``"not gated (approximate reference)"``.
     """
     out: list[dict[str, str]] = []
@@ -339,8 +340,9 @@ def gate_verdicts(stats: dict[str, Any], *, approximate: bool = False) -> list[d
             add("split-R̂ (function space)", figure, "recorded only (SPEC §7)", "not gated")
     for fidelity, val in (stats.get("preset_validation") or {}).items():
         threshold = f"|Δcov| < {COVERAGE_CHANGE_MAX}, median |ΔSD|/SD ≤ {SD_CHANGE_MEDIAN_MAX:.0%}"
-        if val is None:
-            add(f"warm-up sensitivity ({fidelity})", "–", threshold, "not validated")
+        if val is None:  # a per-instance R̂ gate (BNN) needs no preset record (SPEC §7)
+            none = "not required (R̂ gate per instance)" if stats.get("rhat_gate") else None
+            add(f"warm-up sensitivity ({fidelity})", "–", threshold, none or "not validated")
             continue
         dc, sd = val.get("coverage_change"), val.get("sd_change_median")
         figure = (
