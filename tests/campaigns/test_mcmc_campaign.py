@@ -94,6 +94,11 @@ def test_summary_page_and_preset_record(tmp_path: Path, monkeypatch) -> None:
         path.write_text(json.dumps(r))
     summary = mcmc_summary(records)
     assert "### `standard`" in summary["markdown"] and "incomplete" in summary["markdown"]
+    # the page names the folder it was made from (it said docs/validation/mcmc/ whatever it was)
+    assert f"from the records in {records.resolve()}/;" in summary["markdown"]
+    cpu_min = json.loads(record_file(records, units[0].unit_id).read_text())["cpu_seconds"] / 60
+    line = next(x for x in summary["markdown"].splitlines() if x.startswith("Minutes per"))
+    assert line.startswith(f"Minutes per preset run: {cpu_min:.1f} of CPU (one thread), ")
     written = write_mcmc_summary(summary, records)
     assert written[0] == records.with_suffix(".md") and written[0].read_text().startswith("#")
     saved = json.loads((tmp_path / "validations" / "hbart-standard.json").read_text())

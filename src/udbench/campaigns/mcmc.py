@@ -437,6 +437,8 @@ def hbart_validation_records(
         record["n_units"] = len(recs)
         record["numerics_version"] = numerics_versions()["hbart"]
         record["cpu_hours"] = sum(float(x["cpu_seconds"]) for x in recs) / 3600
+        base_cpu = [float(x["cpu_seconds"]) for x in recs if x["settings"]["run"] == "base"]
+        record["cpu_minutes_per_instance"] = float(np.mean(base_cpu)) / 60 if base_cpu else None
         out[layout] = record
     return out, notes
 
