@@ -98,6 +98,18 @@ def test_rhat_verdict_is_a_gate_only_where_the_family_is_gated(rhat, gate, verdi
     assert ("1.05" in v["threshold"]) is gate
 
 
+def test_an_rhat_failure_that_independent_draws_would_share_says_so() -> None:
+    """A smoke BNN layout fails the gate by estimator noise alone (iid max R̂ 1.119 here):
+    the verdict says so; with enough draws per chain (iid max 1.01) it is a plain FAIL."""
+    short = _by_check(_stats(rhat_max=1.109, rhat_gate=True, rhat_iid_max=1.1187))
+    assert short["split-R̂ (function space)"]["verdict"] == (
+        "FAIL (independent draws in this chain layout give max R̂ ≈ 1.119: too few draws per "
+        "chain to judge)"
+    )
+    long = _by_check(_stats(rhat_max=1.109, rhat_gate=True, rhat_iid_max=1.01))
+    assert long["split-R̂ (function space)"]["verdict"] == "FAIL"
+
+
 def test_warmup_validation_verdicts() -> None:
     ok = {"passed": True, "coverage_change": 0.001, "sd_change_median": 0.02}
     bad = {"passed": False, "coverage_change": -0.007, "sd_change_median": 0.02}

@@ -330,12 +330,15 @@ def gate_verdicts(stats: dict[str, Any], *, approximate: bool = False) -> list[d
         rhat = float(stats["rhat_max"])
         figure = "–" if not np.isfinite(rhat) else f"max {rhat:.4f}"
         if stats.get("rhat_gate"):
-            add(
-                "split-R̂ (function space)",
-                figure,
-                f"≤ {RHAT_THRESHOLD} at every point",
-                _verdict(bool(np.isfinite(rhat) and rhat <= RHAT_THRESHOLD)),
-            )
+            verdict = _verdict(bool(np.isfinite(rhat) and rhat <= RHAT_THRESHOLD))
+            iid = float(stats.get("rhat_iid_max", float("nan")))
+            if verdict == "FAIL" and np.isfinite(iid) and iid > RHAT_THRESHOLD:
+                # too few draws per chain: even independent draws would fail (smoke layouts)
+                verdict += (
+                    f" (independent draws in this chain layout give max R̂ ≈ {iid:.3f}: too "
+                    "few draws per chain to judge)"
+                )
+            add("split-R̂ (function space)", figure, f"≤ {RHAT_THRESHOLD} at every point", verdict)
         else:
             add("split-R̂ (function space)", figure, "recorded only (SPEC §7)", "not gated")
     for fidelity, val in (stats.get("preset_validation") or {}).items():
