@@ -187,6 +187,8 @@ def test_hours_left_use_the_mean_cpu_of_finished_units_of_the_same_shape():
     assert record_cpu_seconds(sweep) == 44.0
     sweep["result"]["resumed_trials_cpu_seconds"] = None  # unknown: the last process's only
     assert record_cpu_seconds(sweep) == 30.0
+    sweep["settings"] = {"method": "nn-lap"}  # ... and not averaged into a projection
+    assert _shape_means([sweep]) == {} and len(_shape_means([sweep], clock="wall")) == 1
     assert record_cpu_seconds({"kind": "untuned", "cpu_seconds": None}) is None
     other = Unit(
         "untuned/qsar_fish__gp__step__ood__s5/blr",
@@ -198,6 +200,9 @@ def test_hours_left_use_the_mean_cpu_of_finished_units_of_the_same_shape():
         "guessed",
     )
     assert _estimate(other, means) == (99.0, "guessed")
+    # --finish-within: a unit without records of its shape has its CPU estimate scaled by
+    # the records' median wall / CPU ratio (3 here), the load they ran under
+    assert wall_projection(done)(other) == 99.0 * 3.0
 
 
 def test_default_records_folders_are_the_checkouts_from_any_current_folder(tmp_path, monkeypatch):

@@ -100,7 +100,8 @@ def test_rhat_verdict_is_a_gate_only_where_the_family_is_gated(rhat, gate, verdi
 
 def test_an_rhat_failure_that_independent_draws_would_share_says_so() -> None:
     """A smoke BNN layout fails the gate by estimator noise alone (iid max R̂ 1.119 here):
-    the verdict says so; with enough draws per chain (iid max 1.01) it is a plain FAIL."""
+    the verdict says so; with enough draws per chain (iid max 1.01), or an R̂ far above the
+    iid figure, it is a plain FAIL."""
     short = _by_check(_stats(rhat_max=1.109, rhat_gate=True, rhat_iid_max=1.1187))
     assert short["split-R̂ (function space)"]["verdict"] == (
         "FAIL (independent draws in this chain layout give max R̂ ≈ 1.119: too few draws per "
@@ -108,6 +109,9 @@ def test_an_rhat_failure_that_independent_draws_would_share_says_so() -> None:
     )
     long = _by_check(_stats(rhat_max=1.109, rhat_gate=True, rhat_iid_max=1.01))
     assert long["split-R̂ (function space)"]["verdict"] == "FAIL"
+    # chains that disagree far beyond what independent draws give: a plain FAIL too
+    apart = _by_check(_stats(rhat_max=1.5, rhat_gate=True, rhat_iid_max=1.06))
+    assert apart["split-R̂ (function space)"]["verdict"] == "FAIL"
 
 
 def test_warmup_validation_verdicts() -> None:
@@ -119,8 +123,24 @@ def test_warmup_validation_verdicts() -> None:
     )
     assert found["warm-up sensitivity (smoke)"]["verdict"] == "not validated"
     # a family gated per instance by R̂ (BNN) needs no preset record
-    gated = _by_check(_stats(rhat_max=1.01, rhat_gate=True, preset_validation={"smoke": None}))
-    assert gated["warm-up sensitivity (smoke)"]["verdict"] == "not required (R̂ gate per instance)"
+    gated = _by_check(
+        _stats(rhat_max=1.01, rhat_gate=True, preset_validation={"smoke": None, "fast": bad})
+    )
+    assert gated["warm-up sensitivity (smoke)"]["verdict"] == (
+        "not required (split-R̂ gate per instance, SPEC §7)"
+    )
+    # and a record of it is information: never a FAIL that --strict would count
+    assert gated["warm-up sensitivity (fast)"]["verdict"] == "not a gate (FAIL)"
+    # a record that names no numerics version (or another) says so beside its verdict
+    unversioned = {**ok, "numerics_match": None, "numerics_version": None}
+    old = {**ok, "numerics_match": False, "numerics_version": 0}
+    versions = _by_check(_stats(preset_validation={"a": unversioned, "b": old}))
+    assert versions["warm-up sensitivity (a)"]["verdict"] == (
+        "pass (record names no numerics version)"
+    )
+    assert versions["warm-up sensitivity (b)"]["verdict"] == (
+        "pass (record made under numerics version 0)"
+    )
     assert found["warm-up sensitivity (fast)"]["verdict"] == "pass"
     assert found["warm-up sensitivity (standard)"]["verdict"] == "FAIL"
     assert found["warm-up sensitivity (standard)"]["figure"] == "Δcov -0.0070, ΔSD 0.020"

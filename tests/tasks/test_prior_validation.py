@@ -185,7 +185,15 @@ def test_cli_validate_prior_writes_the_record(tmp_path, monkeypatch, capsys) -> 
     text = capsys.readouterr().out
     assert "Warm-up sensitivity: hbart standard" in text and "verdict" in text
     assert "not the full SPEC §7 protocol" in text
-    assert json.loads(out.read_text())["family"] == "hbart"
+    rec = json.loads(out.read_text())
+    assert rec["family"] == "hbart"
+    # it names the numerics version it judged: without one it could never validate tasks
+    from udbench.priors import family_numerics_version
+
+    assert rec["numerics_version"] == family_numerics_version("hbart")
+    assert validation_summary(rec, rec["sampler_settings"], rec["numerics_version"])[
+        "numerics_match"
+    ]
     assert main(["validate-prior", "--family", "gp", "--datasets", "diabetes"]) == 2
 
 
@@ -242,6 +250,9 @@ def test_preset_validation_status_says_why_a_record_does_not_validate(tmp_path) 
     assert "never a reference" in preset_validation_status("hbart", "smoke", directory=tmp_path)[1]
     # BNN is gated per instance by split-R̂ (SPEC §7): no record, no warning; a record shows
     assert preset_validation_status("bnn", "standard", directory=tmp_path) == (None, None)
+    save_validation({**good, "passed": False}, tmp_path / "bnn-standard.json")
+    summary, warning = preset_validation_status("bnn", "standard", directory=tmp_path)
+    assert summary is not None and not summary["passed"] and warning is None  # information
     from udbench.priors import no_record_verdict
 
     assert no_record_verdict("hbart") == "not validated"

@@ -9,6 +9,7 @@ A record without ``cpu_seconds`` counts with its wall seconds."""
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 
@@ -18,6 +19,8 @@ def _shape_means(done: list[dict[str, Any]], clock: str = "cpu") -> dict[tuple[A
     records shape keys: 16 s on the runs folder)."""
     sums: dict[tuple[Any, ...], list[float]] = {}
     for r in done:
+        if clock == "cpu" and _undercounted(r):
+            continue  # a resumed sweep whose earlier trials' CPU is unknown: far too low
         acc = sums.setdefault(_shape(r["kind"], r["settings"]), [0.0, 0.0])
         cpu = record_cpu_seconds(r) if clock == "cpu" else None
         acc[0] += float(r["wall_seconds"] if cpu is None else cpu)
@@ -39,6 +42,19 @@ def record_cpu_seconds(record: dict[str, Any]) -> float | None:
         whole = sweep_cpu_seconds(record["result"], cpu, record.get("wall_seconds"))
         return float(cpu) if whole is None else whole
     return float(cpu)
+
+
+def _undercounted(record: dict[str, Any]) -> bool:
+    """A tuning sweep resumed from its journal whose earlier trials' CPU is unknown (its
+    record's CPU seconds time the last process only: up to 27x too little)."""
+    from udbench.tuning._measured import sweep_cpu_seconds, sweep_resumed
+    from udbench.tuning.shipped import CAMPAIGN_KIND
+
+    res = record.get("result")
+    if record.get("kind") != CAMPAIGN_KIND or not isinstance(res, dict):
+        return False
+    cpu, wall = record.get("cpu_seconds"), record.get("wall_seconds")
+    return sweep_resumed(res, wall)[0] and sweep_cpu_seconds(res, cpu, wall) is None
 
 
 def _estimate(unit: Any, means: dict[tuple[Any, ...], float]) -> tuple[float | None, str | None]:
@@ -84,12 +100,25 @@ def _shape(kind: str, settings: dict[str, Any]) -> tuple[Any, ...]:
 
 def wall_projection(done: list[dict[str, Any]]) -> Any:
     """``projected(unit)`` for ``udbench campaign run --finish-within``: the mean wall seconds
-    of the finished records of the unit's shape (they ran on this machine under its usual
-    load), else the unit's own estimate (CPU-like: too short on a loaded machine), else None.
+    of the finished records of the unit's shape (on whatever machines and loads made them),
+    else the unit's own estimate (CPU seconds of one thread) times the median wall / CPU ratio
+    of the finished records (at least 1; 2.4 for the MCMC campaign's HBART units: a unit's
+    wall time grows with the load), else None.
     """
     means = _shape_means(done, clock="wall")
+    ratios = [
+        float(r["wall_seconds"]) / float(r["cpu_seconds"])
+        for r in done
+        if isinstance(r.get("cpu_seconds"), int | float)
+        and isinstance(r.get("wall_seconds"), int | float)
+        and r["cpu_seconds"] > 0
+    ]
+    load = max(1.0, statistics.median(ratios)) if ratios else 1.0
 
     def projected(unit: Any) -> float | None:
-        return _estimate(unit, means)[0]
+        shape = _shape(unit.kind, unit.settings)
+        if shape in means:
+            return means[shape]
+        return None if unit.estimate_seconds is None else unit.estimate_seconds * load
 
     return projected

@@ -139,7 +139,8 @@ def _print_mcmc(result: dict[str, Any], console: Console) -> None:
 
 def _print_validation(result: dict[str, Any], console: Console) -> None:
     """The preset validation by warm-up sensitivity, and its warnings (if any family has one)."""
-    from udbench.priors import no_record_verdict
+    from udbench.priors import WARMUP_VALIDATED_FAMILIES, no_record_verdict
+    from udbench.tasks.pooling import record_verdict
 
     validations = [
         (fam, fid, v)
@@ -163,9 +164,9 @@ def _print_validation(result: dict[str, Any], console: Console) -> None:
             if v is None:
                 val.add_row(fam, fid, no_record_verdict(fam), "–", "–", "–", "–", "–")
                 continue
-            verdict = "pass" if v["passed"] else "FAIL"
-            if not v["settings_match"]:
-                verdict += " (record made with other sampler settings)"
+            verdict = record_verdict(v)
+            if fam not in WARMUP_VALIDATED_FAMILIES:  # BNN: gated per instance by R̂
+                verdict = f"not a gate ({verdict})"
             val.add_row(
                 fam,
                 fid,

@@ -1,7 +1,7 @@
 """``udbench campaign``: long work run as resumable units with committed records.
 
 ``run`` does every unit without a valid record (resumable, one writer per records folder),
-``status`` counts done / stale / failed / missing units and projects the hours left, and
+``status`` counts done / stale / failed / missing units and projects the CPU-hours left, and
 ``summarise`` rebuilds the figures and verdicts from the records alone (and, with
 ``--write``, the generated documentation page and the preset validation records).
 See docs/campaigns.md.
@@ -347,8 +347,9 @@ def status_command(
     records: Path | None = typer.Option(None, "--records", help=_RECORDS_HELP),
     work: Path | None = typer.Option(None, "--work", help=_WORK_HELP),
 ) -> None:
-    """Units done, stale, failed and missing per part (tuning: per method), and the hours
-    left (projected)."""
+    """Units done, stale, failed and missing per part (tuning: per method), and the CPU-hours
+    left (projected: one thread's CPU time of finished units of the same shape, else each
+    unit's estimate)."""
     from udbench.campaigns import unit_status
     from udbench.campaigns.engine import load_done_records
 

@@ -54,6 +54,7 @@ __all__ = [
     "FLOOR_FACTOR",
     "MCMC_FAMILIES",
     "MIN_INSTANCES_PER_DATASET",
+    "NO_RECORD_NEEDED",
     "RECORD_DIR",
     "RUNS",
     "SD_CHANGE_MEDIAN_MAX",
@@ -102,12 +103,15 @@ MCMC_FAMILIES: tuple[str, ...] = ("hbart", "bnn")
 WARMUP_VALIDATED_FAMILIES: tuple[str, ...] = ("hbart",)
 
 
+#: The verdict on a preset of a family outside :data:`WARMUP_VALIDATED_FAMILIES` without a
+#: record; with one, its verdict is shown as ``"not a gate (<verdict>)"``.
+NO_RECORD_NEEDED = "not required (split-R̂ gate per instance, SPEC §7)"
+
+
 def no_record_verdict(family: str) -> str:
     """What ``udbench check`` and the report say of a preset of ``family`` without a
     validation record: "not validated" (HBART), or that none is required (BNN)."""
-    if family in WARMUP_VALIDATED_FAMILIES:
-        return "not validated"
-    return "not required (split-R̂ gate per instance, SPEC §7)"
+    return "not validated" if family in WARMUP_VALIDATED_FAMILIES else NO_RECORD_NEEDED
 
 
 #: Where the records of the shipped presets are kept (package data).
@@ -480,8 +484,9 @@ def preset_validation_status(
         ``summary``: :func:`validation_summary` of the record, or None without one;
         ``warning``: None when the record validates these tasks (``applies``), else one line
         naming why not (no record, failed, incomplete protocol, other sampler settings, other
-        numerics version). A family outside :data:`WARMUP_VALIDATED_FAMILIES` (BNN) without a
-        record gets no warning: SPEC §7 gates its instances by split-R̂ instead.
+        numerics version). A family outside :data:`WARMUP_VALIDATED_FAMILIES` (BNN) gets no
+        warning, with or without a record: SPEC §7 gates its instances by split-R̂ instead,
+        so its record is information.
     """
     import importlib
 
@@ -493,11 +498,15 @@ def preset_validation_status(
     record = load_validation(family, fidelity, directory)
     name = f"{family} {fidelity}"
     not_ref = "" if fidelity != "smoke" else " (smoke is for tests, never a reference)"
-    if record is None:
-        if family not in WARMUP_VALIDATED_FAMILIES:  # gated per instance: nothing to warn of
-            return None, None
+    summary = (
+        None
+        if record is None
+        else validation_summary(record, sampler, family_numerics_version(family))
+    )
+    if family not in WARMUP_VALIDATED_FAMILIES:  # gated per instance: a record is information
+        return summary, None
+    if summary is None:
         return None, f"{name}: no validation record for this preset (SPEC §7){not_ref}"
-    summary = validation_summary(record, sampler, family_numerics_version(family))
     if summary["applies"]:
         return summary, None
     why = []

@@ -27,7 +27,12 @@ from udbench._resampling import (
 )
 from udbench._seeding import make_rng
 from udbench._validation import param_error
-from udbench.priors import COVERAGE_CHANGE_MAX, RHAT_THRESHOLD, SD_CHANGE_MEDIAN_MAX
+from udbench.priors import (
+    COVERAGE_CHANGE_MAX,
+    NO_RECORD_NEEDED,
+    RHAT_THRESHOLD,
+    SD_CHANGE_MEDIAN_MAX,
+)
 from udbench.tasks.checks import (
     GATE_LEVEL,
     MC_AGREE_LEVEL,
@@ -263,6 +268,21 @@ def _coverage_verdict(stats: dict[str, Any]) -> tuple[str, str, str, str]:
     return "coverage 90 %", figure, threshold, verdict
 
 
+def record_verdict(val: dict[str, Any]) -> str:
+    """ "pass" or "FAIL" of a preset validation summary
+    (:func:`udbench.priors.validation_summary`), with why the record may not validate the
+    tasks: other sampler settings, another numerics version, or none named."""
+    caveats = []
+    if not val.get("settings_match", True):
+        caveats.append("record made with other sampler settings")
+    if val.get("numerics_match") is False:
+        caveats.append(f"record made under numerics version {val.get('numerics_version')}")
+    elif "numerics_match" in val and val["numerics_match"] is None:
+        caveats.append("record names no numerics version")
+    verdict = _verdict(bool(val["passed"]))
+    return verdict + (f" ({'; '.join(caveats)})" if caveats else "")
+
+
 def gate_verdicts(stats: dict[str, Any], *, approximate: bool = False) -> list[dict[str, str]]:
     """Verdict per SPEC §7 check of one family's pooled figures, with the threshold beside it.
 
@@ -306,7 +326,8 @@ def gate_verdicts(stats: dict[str, Any], *, approximate: bool = False) -> list[d
         One ``{"check", "figure", "threshold", "verdict"}`` per check (all strings);
         ``verdict`` is ``"pass"``, ``"FAIL"``, ``"too few instances to judge"``,
         ``"not judged (no null counts)"``, ``"not gated"``, ``"not validated"``,
-        ``"not required (R̂ gate per instance)"`` (a BNN preset without a record) or, with
+        :data:`~udbench.priors.NO_RECORD_NEEDED` (a BNN preset without a record; with one,
+        ``"not a gate (…)"``: SPEC §7 gates BNN instances by split-R̂) or, with
         ``approximate``, ``"not gated (approximate reference)"``.
     """
     out: list[dict[str, str]] = []
@@ -332,8 +353,14 @@ def gate_verdicts(stats: dict[str, Any], *, approximate: bool = False) -> list[d
         if stats.get("rhat_gate"):
             verdict = _verdict(bool(np.isfinite(rhat) and rhat <= RHAT_THRESHOLD))
             iid = float(stats.get("rhat_iid_max", float("nan")))
-            if verdict == "FAIL" and np.isfinite(iid) and iid > RHAT_THRESHOLD:
-                # too few draws per chain: even independent draws would fail (smoke layouts)
+            if (
+                verdict == "FAIL"
+                and np.isfinite(iid)
+                and RHAT_THRESHOLD < iid
+                and rhat <= iid + 0.01
+            ):
+                # too few draws per chain: independent draws would fail as much (smoke
+                # layouts); an R̂ above that is chains that disagree, and stays a plain FAIL
                 verdict += (
                     f" (independent draws in this chain layout give max R̂ ≈ {iid:.3f}: too "
                     "few draws per chain to judge)"
@@ -343,18 +370,19 @@ def gate_verdicts(stats: dict[str, Any], *, approximate: bool = False) -> list[d
             add("split-R̂ (function space)", figure, "recorded only (SPEC §7)", "not gated")
     for fidelity, val in (stats.get("preset_validation") or {}).items():
         threshold = f"|Δcov| < {COVERAGE_CHANGE_MAX}, median |ΔSD|/SD ≤ {SD_CHANGE_MEDIAN_MAX:.0%}"
-        if val is None:  # a per-instance R̂ gate (BNN) needs no preset record (SPEC §7)
-            none = "not required (R̂ gate per instance)" if stats.get("rhat_gate") else None
-            add(f"warm-up sensitivity ({fidelity})", "–", threshold, none or "not validated")
+        gated_per_instance = bool(stats.get("rhat_gate"))  # BNN: no preset record needed
+        if val is None:
+            none = NO_RECORD_NEEDED if gated_per_instance else "not validated"
+            add(f"warm-up sensitivity ({fidelity})", "–", threshold, none)
             continue
         dc, sd = val.get("coverage_change"), val.get("sd_change_median")
         figure = (
             f"Δcov {'–' if dc is None else format(dc, '+.4f')}, "
             f"ΔSD {'–' if sd is None else format(sd, '.3f')}"
         )
-        verdict = _verdict(val["passed"])
-        if not val.get("settings_match", True):
-            verdict += " (record made with other sampler settings)"
+        verdict = record_verdict(val)
+        if gated_per_instance:
+            verdict = f"not a gate ({verdict})"
         add(f"warm-up sensitivity ({fidelity})", figure, threshold, verdict)
     add(
         "SBC largest bin deviation",

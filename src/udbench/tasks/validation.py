@@ -28,6 +28,7 @@ from udbench.priors import (
     Prior,
     decode_run,
     encode_run,
+    family_numerics_version,
     protocol_issues,
     summarise_run,
     warmup_figures,
@@ -288,6 +289,8 @@ def combine_validation(
         "instances": rows,
         "incomplete": incomplete,
         "minutes_per_instance": float(np.mean(base_seconds)) / 60 if base_seconds else None,
+        # the draws it judged: a record applies only under the same version (check, report)
+        "numerics_version": family_numerics_version(family),
         "udbench_version": __version__,
         "date": datetime.date.today().isoformat(),
     }

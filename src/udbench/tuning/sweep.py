@@ -92,7 +92,9 @@ class TuneSummary:
 
     ``n_resumed_trials`` trials were finished by an earlier run of the same journals;
     ``resumed_cpu_s`` is their CPU seconds as each trial measured them (None when a journal
-    predates the per-trial CPU clock). ``driver_s`` and ``wall_s`` are wall-clock seconds.
+    predates the per-trial CPU clock, or one of those trials has no clock: a trial whose
+    worker died or overran its timeout in a child process). ``driver_s`` and ``wall_s`` are
+    wall-clock seconds.
     """
 
     out: Path
