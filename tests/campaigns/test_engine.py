@@ -169,6 +169,14 @@ def test_finish_within_starts_only_the_units_projected_to_finish_in_time(tmp_pat
     late = Unit("late", "toy", {}, {"toy": 1}, dict, 3600.0)
     assert run_campaign([late], tmp_path, finish_within=60.0)["left"] == 1
     assert run_campaign([_unit("v", 1)], tmp_path, finish_within=1e-9)["left"] == 1
+    # counted from the caller's start (before it built the units), not from this call's
+    import time as clock
+
+    early = clock.perf_counter() - 50.0  # 50 s spent before the call: 10 s left of 60
+    counts = run_campaign(
+        [_unit("w", 1)], tmp_path, finish_within=60.0, projected=lambda u: 20.0, started=early
+    )
+    assert counts["left"] == 1 and counts["done"] == 0
 
 
 def test_bad_unit_ids_and_duplicates_are_refused(tmp_path: Path) -> None:

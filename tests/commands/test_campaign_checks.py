@@ -88,7 +88,7 @@ def test_a_run_without_the_raw_tables_writes_no_record_and_exits_1(tmp_path, mon
     records = tmp_path / "records"
     args = ["campaign", "run", "runs", "--suite", "gp-small", "--methods", "blr", "--nice", "0"]
     args += ["--records", str(records), "--work", str(tmp_path / "w")]
-    args += ["--data-dir", str(tmp_path / "empty"), "--max-hours", "0.00001"]
+    args += ["--data-dir", str(tmp_path / "empty"), "--max-units", "3"]
     assert main(args) == 1
     out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
     assert "not run, no record written: load_covariates: parameter 'key' must name a" in out

@@ -242,6 +242,7 @@ def run_campaign(
     finish_within: float | None = None,
     projected: Callable[[Unit], float | None] | None = None,
     progress: Callable[[str], None] | None = None,
+    started: float | None = None,
 ) -> dict[str, int]:
     """Run every unit of ``units`` that has no valid record, in order, writing records.
 
@@ -266,6 +267,10 @@ def run_campaign(
         ``finish_within``; default: ``unit.estimate_seconds``).
     progress : callable, optional
         Called with one line per unit started, finished, failed, not run or skipped as stale.
+    started : float, optional
+        ``time.perf_counter()`` at the start that ``max_seconds`` and ``finish_within``
+        count from (default: this call's; a command passes its own start, before it built
+        the units and read the records).
 
     Returns
     -------
@@ -288,7 +293,7 @@ def run_campaign(
     counts = {"skipped": 0, "done": 0, "failed": 0, "left": 0, "unavailable": 0}
     n_not_fitting = 0
     missing_inputs: set[str] = set()
-    t_start = time.perf_counter()
+    t_start = time.perf_counter() if started is None else float(started)
     with folder_lock(records, "udbench campaign run"):
         for unit in units:
             status, old = unit_status(unit, records)

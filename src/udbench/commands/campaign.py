@@ -226,7 +226,9 @@ def run_command(
     records: Path | None = typer.Option(None, "--records", help=_RECORDS_HELP),
     work: Path | None = typer.Option(None, "--work", help=_WORK_HELP),
     max_hours: float | None = typer.Option(
-        None, "--max-hours", help="Start no new unit after this many hours."
+        None,
+        "--max-hours",
+        help="Start no new unit after this many hours (from the command's start).",
     ),
     max_units: int | None = typer.Option(None, "--max-units", help="Run at most this many units."),
     finish_within: float | None = typer.Option(
@@ -257,9 +259,13 @@ def run_command(
     whose dataset's raw table is not on this machine writes no record (it stays missing) and
     the run ends with exit status 1.
     """
+    import time
+
     from udbench._priority import lower_priority
     from udbench._threads import fix_xla_threads
     from udbench.campaigns import run_campaign
+
+    started = time.perf_counter()  # --max-hours and --finish-within count from here
 
     _check_campaign(campaign)
     pruner, trials = _tuning_only(campaign, pruner, trials)
@@ -319,6 +325,7 @@ def run_command(
         finish_within=None if finish_within is None else finish_within * 3600,
         projected=projected,
         progress=console.print,
+        started=started,
     )
     console.print(
         f"{counts['done']} unit(s) done, {counts['failed']} failed, {counts['skipped']} "
