@@ -324,7 +324,7 @@ def run_campaign(
                 )
                 say(f"{unit.unit_id}: record {status} ({why}); redoing it")
             say(f"{unit.unit_id}: started")
-            started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+            began = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
             machine = machine_facts()
             t0, c0 = time.perf_counter(), time.process_time()
             partial: dict[str, Any] | None = None
@@ -357,7 +357,7 @@ def run_campaign(
                 "status": "done" if error is None else "failed",
                 "settings": _canonical(unit.settings),
                 "numerics": dict(unit.numerics),
-                "started": started,
+                "started": began,
                 "wall_seconds": round(wall, 3),
                 "cpu_seconds": round(cpu, 3),
                 "machine": machine,
