@@ -188,7 +188,11 @@ def test_hours_left_use_the_mean_cpu_of_finished_units_of_the_same_shape():
     sweep["result"]["resumed_trials_cpu_seconds"] = None  # unknown: the last process's only
     assert record_cpu_seconds(sweep) == 30.0
     sweep["settings"] = {"method": "nn-lap"}  # ... and not averaged into a projection
-    assert _shape_means([sweep]) == {} and len(_shape_means([sweep], clock="wall")) == 1
+    assert _shape_means([sweep]) == {}
+    # nor into --finish-within's wall means (its wall seconds time the last process too): a
+    # unit of its shape is projected from its estimate, not from 40 s
+    same = Unit("tuning/x", "tuning-sweep", {"method": "nn-lap"}, {}, dict, 500.0)
+    assert wall_projection([sweep])(same) == 500.0 * 40.0 / 30.0
     assert record_cpu_seconds({"kind": "untuned", "cpu_seconds": None}) is None
     other = Unit(
         "untuned/qsar_fish__gp__step__ood__s5/blr",

@@ -259,7 +259,7 @@ def test_preset_validation_status_says_why_a_record_does_not_validate(tmp_path) 
     assert no_record_verdict("bnn").startswith("not required (split-R̂ gate per instance")
 
 
-def test_the_report_shows_the_preset_validation_of_mcmc_results(tmp_path) -> None:
+def test_the_report_shows_the_preset_validation_of_mcmc_results(tmp_path, monkeypatch) -> None:
     import pandas as pd
 
     from udbench.report._validation import preset_validation_html
@@ -273,4 +273,12 @@ def test_the_report_shows_the_preset_validation_of_mcmc_results(tmp_path) -> Non
     assert "hbart smoke: no passing validation record" in page
     assert "bnn standard: no validation record" not in page  # gated per instance by R̂
     assert "not required (split-R̂ gate per instance, SPEC §7)" in page
+    assert "<td>FAIL (record names no numerics version)</td>" in page  # as udbench check
     assert preset_validation_html(results[results["family"] == "gp"]) == []
+    # a BNN record is information, as in udbench check: its verdict, no warning
+    shipped = json.loads((pv.RECORD_DIR / "hbart-smoke.json").read_text())
+    bnn_rec = {**shipped, "family": "bnn", "fidelity": "standard", "passed": False}
+    save_validation(bnn_rec, tmp_path / "bnn-standard.json")
+    monkeypatch.setattr(pv, "RECORD_DIR", tmp_path)
+    page = "\n".join(preset_validation_html(results[results["family"] == "bnn"]))
+    assert "<td>not a gate (FAIL" in page and "Warning" not in page

@@ -102,10 +102,20 @@ def wall_projection(done: list[dict[str, Any]]) -> Any:
     """``projected(unit)`` for ``udbench campaign run --finish-within``: the mean wall seconds
     of the finished records of the unit's shape (on whatever machines and loads made them),
     else the unit's own estimate (CPU seconds of one thread) times the median wall / CPU ratio
-    of the finished records (at least 1; 2.4 for the MCMC campaign's HBART units: a unit's
-    wall time grows with the load), else None.
+    of the finished records (at least 1; about 1.8 for the MCMC campaign's records on
+    2026-12-03: a unit's wall time grows with the load), else None. A resumed tuning sweep's
+    record times its last process only, so it is left out of the per-shape means.
     """
-    means = _shape_means(done, clock="wall")
+    from udbench.tuning._measured import sweep_resumed
+    from udbench.tuning.shipped import CAMPAIGN_KIND
+
+    whole = [
+        r
+        for r in done
+        if r.get("kind") != CAMPAIGN_KIND
+        or not sweep_resumed(r.get("result") or {}, r.get("wall_seconds"))[0]
+    ]
+    means = _shape_means(whole, clock="wall")
     ratios = [
         float(r["wall_seconds"]) / float(r["cpu_seconds"])
         for r in done

@@ -235,7 +235,8 @@ def run_command(
         None,
         "--finish-within",
         help="Start a unit only if it is projected to finish within this many hours of the "
-        "start (the mean wall time of finished units of its shape, else its estimate); the "
+        "start (the mean wall time of finished units of its shape, else its estimate scaled "
+        "by the records' median wall/CPU ratio); the "
         "others are left for the next run, shorter ones after them still run.",
     ),
     nice: int = typer.Option(

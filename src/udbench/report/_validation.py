@@ -16,7 +16,13 @@ def preset_validation_html(results: Any) -> list[str]:
     (:func:`udbench.priors.preset_validation_status`), and a warning line for every preset
     without a passing record. Empty when the results hold no MCMC family.
     """
-    from udbench.priors import MCMC_FAMILIES, no_record_verdict, preset_validation_status
+    from udbench.priors import (
+        MCMC_FAMILIES,
+        WARMUP_VALIDATED_FAMILIES,
+        no_record_verdict,
+        preset_validation_status,
+    )
+    from udbench.tasks.pooling import record_verdict
 
     if "family" not in results or "fidelity" not in results:
         return []
@@ -35,8 +41,13 @@ def preset_validation_html(results: Any) -> list[str]:
         if summary is None:
             cells = [no_record_verdict(family), "–", "–", "–"]
         else:
+            verdict = record_verdict(summary)  # as udbench check says it
+            if family not in WARMUP_VALIDATED_FAMILIES:  # BNN: gated per instance by R̂
+                verdict = f"not a gate ({verdict})"
+            elif not summary["applies"] and verdict == "pass":
+                verdict = "pass, does not apply (see the warning)"
             cells = [
-                "pass" if summary["applies"] else "no passing record",
+                verdict,
                 str(summary["date"] or "–"),
                 "–" if summary["numerics_version"] is None else f"v{summary['numerics_version']}",
                 ", ".join(summary["datasets"]),

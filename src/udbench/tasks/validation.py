@@ -357,8 +357,9 @@ def validate_prior(
         ``n_train``, ``n_eval``), ``pooled`` (all instances), ``instances`` (one row per
         instance: task id, coverages, SD change medians, R̂ maxima, wall seconds per run),
         ``passed`` (every dataset passes), ``failures``, ``protocol_issues``,
-        ``minutes_per_instance`` (mean wall minutes of one preset run),
-        ``udbench_version``, ``date``.
+        ``minutes_per_instance`` (mean wall minutes of one preset run), ``numerics_version``
+        (the family's, :func:`~udbench.priors.family_numerics_version`: the record applies
+        only under it), ``udbench_version``, ``date``.
 
     Raises
     ------
