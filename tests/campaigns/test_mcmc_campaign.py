@@ -64,6 +64,15 @@ def test_an_incomplete_instance_is_left_out_and_named(tmp_path: Path) -> None:
     assert "diabetes: 1 instances (< 8)" in rec["protocol_issues"]
 
 
+def test_a_layout_without_a_complete_instance_is_named_plainly(tmp_path: Path) -> None:
+    """A layout that has just started (one record) said "combine_validation: parameter 'runs'
+    must hold all three runs ..." on the summary page."""
+    run_campaign(_units()[:2], tmp_path)  # base and long of the first instance
+    by_layout, notes = mcmc.hbart_validation_records(tmp_path)
+    assert by_layout == {}
+    assert notes == ["layout lean: 2 record(s), no instance with all 3 runs yet"]
+
+
 def test_a_numerics_change_makes_validation_records_stale(tmp_path: Path, monkeypatch) -> None:
     run_campaign(_units()[:3], tmp_path)
     from udbench.priors.hbart import HBARTPrior

@@ -412,6 +412,12 @@ def hbart_validation_records(
     out: dict[str, dict[str, Any]] = {}
     for layout, recs in by.items():
         first = recs[0]["settings"]
+        runs: dict[str, set[str]] = {}
+        for x in recs:
+            runs.setdefault(str(x["settings"]["task_id"]), set()).add(str(x["settings"]["run"]))
+        if not any(len(r) == 3 for r in runs.values()):  # a layout just started
+            notes.append(f"layout {layout}: {len(recs)} record(s), no instance with all 3 runs yet")
+            continue
         datasets = [
             d for d in _VALIDATION_DATASETS if any(x["result"]["dataset"] == d for x in recs)
         ]
@@ -430,7 +436,7 @@ def hbart_validation_records(
                 max_train=first["max_train"],
                 max_eval=first["max_eval"],
             )
-        except Exception as err:  # no complete instance yet
+        except Exception as err:  # e.g. records of mixed protocols: named, not hidden
             notes.append(f"layout {layout}: {err}")
             continue
         record["layout"] = layout
