@@ -228,3 +228,40 @@ def test_work_left_that_rounds_to_zero_is_not_shown_as_none():
     assert _hours_left({"?": 0, "left": 0.0, "notes": {}}) == "0.0"  # nothing left
     assert _hours_left({"?": 2, "left": 0.0, "notes": {}}) == "? + 2 unmeasured"
     assert _hours_left({"?": 0, "left": 1.26, "notes": {"guessed": 3}}) == "1.3 (3 guessed)"
+
+
+def test_only_selects_units_by_glob_in_campaign_order_and_refuses_a_pattern_matching_none():
+    from types import SimpleNamespace
+
+    from udbench.commands._campaign_checks import select_units
+
+    ids = ["bnn-sweep/d9", "bnn-sweep/d10", "multi-family/concrete__gp__step__ood__s0"]
+    ids += ["multi-family/concrete__bnn__step__ood__s0"]
+    units = [SimpleNamespace(unit_id=i) for i in ids]
+    assert select_units("c", units, None) is units
+    got = select_units("c", units, "multi-family/*__gp__*, bnn-sweep/d10")
+    assert [u.unit_id for u in got] == [ids[1], ids[2]]  # campaign order, not pattern order
+    with pytest.raises(UdbenchError, match=r"'--only' must hold patterns that match unit ids"):
+        select_units("c", units, "bnn-sweep/d1")  # a typo would otherwise run nothing
+    with pytest.raises(UdbenchError, match="at least one glob pattern"):
+        select_units("c", units, " , ")
+
+
+def test_status_with_only_counts_the_selected_units(tmp_path, capsys):
+    from udbench.cli import main
+
+    args = ["campaign", "status", "mcmc", "--records", str(tmp_path / "r")]
+    assert main([*args, "--work", str(tmp_path / "w"), "--only", "multi-family/*__gp__*"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "multi-family" in line)
+    assert row.split("│")[5].strip() == "32"  # missing: 2 datasets x 4 modes x 2 x 2 seeds
+    assert "bnn-sweep" not in out and "hbart" not in out
+
+
+def test_run_with_an_only_pattern_matching_nothing_stops_before_any_unit(tmp_path, capsys):
+    from udbench.cli import main
+
+    args = ["campaign", "run", "mcmc", "--nice", "0", "--records", str(tmp_path / "r")]
+    assert main([*args, "--work", str(tmp_path / "w"), "--only", "multifamily/*"]) == 2
+    assert "'--only' must hold patterns that match unit ids" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()

@@ -138,3 +138,33 @@ def download_note(units: Sequence[Any], data_dir: Path | None) -> str | None:
         "are there (`udbench datasets download KEY` for each, which needs internet, or "
         "--data-dir)"
     )
+
+
+def select_units(command: str, units: list[Any], only: str | None) -> list[Any]:
+    """The units whose ids match one of the comma-separated glob patterns of ``--only``
+    (:func:`fnmatch.fnmatchcase`), in their campaign order; all of them when ``only`` is None.
+
+    Raises
+    ------
+    UdbenchError
+        A pattern that matches no unit id (e.g. a typo would otherwise run nothing and say
+        "0 unit(s) done"), or an empty list of patterns.
+    """
+    if only is None:
+        return units
+    import fnmatch
+
+    patterns = [p.strip() for p in only.split(",") if p.strip()]
+    if not patterns:
+        raise param_error(command, "--only", "name at least one glob pattern of unit ids", only)
+    ids = [u.unit_id for u in units]
+    for pattern in patterns:
+        if not any(fnmatch.fnmatchcase(i, pattern) for i in ids):
+            examples = ", ".join(ids[:2] + ids[-1:]) if ids else "none"
+            raise param_error(
+                command,
+                "--only",
+                f"hold patterns that match unit ids (this campaign's ids look like {examples})",
+                pattern,
+            )
+    return [u for u in units if any(fnmatch.fnmatchcase(u.unit_id, p) for p in patterns)]

@@ -17,13 +17,27 @@ import typer
 from rich.table import Table
 
 from udbench._validation import param_error
-from udbench.commands._campaign_checks import check_records, check_work, download_note
+from udbench.commands._campaign_checks import (
+    check_records,
+    check_work,
+    download_note,
+    select_units,
+)
 from udbench.commands._campaign_estimates import (
     _estimate,
     _hours_left,
     _shape_means,
     record_cpu_seconds,
     wall_projection,
+)
+from udbench.commands._campaign_help import (
+    _ONLY_HELP,
+    _PRUNER_HELP,
+    _RECORDS_HELP,
+    _SUITE_HELP,
+    _TRIALS_HELP,
+    _TUNE_METHODS_HELP,
+    _WORK_HELP,
 )
 from udbench.commands._campaign_runs import _shown
 from udbench.commands._console import make_console
@@ -39,29 +53,6 @@ campaign_app = typer.Typer(
 )
 
 _CAMPAIGNS = ("mcmc", "tuning", "classification", "runs")
-_RECORDS_HELP = (
-    "Records folder (committed; mcmc, classification: docs/validation/<campaign> of the "
-    "checkout udbench runs from, else of the current folder; tuning: the package's shipped "
-    "records of the suite, udbench/tuning/shipped/<suite>; runs: docs/validation/runs/<suite>)."
-)
-_SUITE_HELP = (
-    "tuning: the preset suite whose conditions are tuned (default gp-small; clf-small for the "
-    "classifiers); classification: "
-    "the classification suite whose instances and cells are run (default clf-small); runs: the "
-    "regression suite whose cells are run untuned and tuned (default gp-small)."
-)
-_TUNE_METHODS_HELP = (
-    "tuning: comma list of the suite's methods to tune (default: all of them); classification: "
-    "comma list of classifier specs for the clf-small cells (default: the suite's); runs: comma "
-    "list of registered method specs (default: the suite's; a spec other than the suite's "
-    "configuration of its method gets units of its own, <method>+<hash>)."
-)
-_PRUNER_HELP = (
-    "tuning: auto (the default: each method's default pruner of udbench tune, except that a method "
-    "with records keeps the pruner they were made with), none, sha, hyperband or median."
-)
-_TRIALS_HELP = "tuning: trials per sweep (default: SPEC §9's 30)."
-_WORK_HELP = "Folder for big artefacts such as task files (not committed)."
 
 
 def _tuning_only(campaign: str, pruner: str | None, trials: int | None) -> tuple[str, int]:
@@ -206,6 +197,31 @@ def _units(campaign: str, parts: str, layouts: str | None, work: Path, data_dir:
     )
 
 
+def _campaign_units(  # type: ignore[no-untyped-def]
+    campaign, suite, methods, pruner, trials, work, data_dir, parts, layouts, folder, only
+):
+    """The units of ``campaign`` that ``run`` and ``status`` take (``--only``: those whose ids
+    match one of its patterns)."""
+    if campaign == "tuning":
+        units = _tuning_units(
+            suite,
+            methods,
+            pruner,
+            trials,
+            _work(campaign, work, suite),
+            data_dir,
+            parts,
+            layouts,
+            folder,
+        )
+    elif campaign in ("classification", "runs"):
+        where = _work(campaign, work, suite) if campaign == "runs" else _work(campaign, work)
+        units = _suite_units(campaign, suite, methods, parts, layouts, where, data_dir)
+    else:
+        units = _units(campaign, parts, layouts, _work(campaign, work), data_dir)
+    return select_units(f"udbench campaign {campaign}", units, only)
+
+
 def run_command(
     campaign: str = typer.Argument(
         ..., help="Campaign name: mcmc, tuning, classification or runs."
@@ -243,6 +259,7 @@ def run_command(
         19, "--nice", help="Lower this process's priority by this much (0-19) first."
     ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
+    only: str | None = typer.Option(None, "--only", help=_ONLY_HELP),
 ) -> None:
     """Run every unit that has no valid record, in order; each writes its record when done.
 
@@ -288,28 +305,9 @@ def run_command(
     folder = _records(campaign, records, suite)
     check_records(campaign, folder, writing=True)
     check_work(campaign, _work(campaign, work, suite))
-    if campaign == "tuning":
-        units = _tuning_units(
-            suite,
-            methods,
-            pruner,
-            trials,
-            _work(campaign, work, suite),
-            data_dir,
-            parts,
-            layouts,
-            folder,
-        )
-    elif campaign == "classification":
-        units = _suite_units(
-            "classification", suite, methods, parts, layouts, _work(campaign, work), data_dir
-        )
-    elif campaign == "runs":
-        units = _suite_units(
-            "runs", suite, methods, parts, layouts, _work(campaign, work, suite), data_dir
-        )
-    else:
-        units = _units(campaign, parts, layouts, _work(campaign, work), data_dir)
+    units = _campaign_units(
+        campaign, suite, methods, pruner, trials, work, data_dir, parts, layouts, folder, only
+    )
     needs = download_note(units, data_dir)
     if needs:
         console.print(f"note: {needs}", markup=False)
@@ -354,6 +352,7 @@ def status_command(
     trials: int | None = typer.Option(None, "--trials", help=_TRIALS_HELP),
     records: Path | None = typer.Option(None, "--records", help=_RECORDS_HELP),
     work: Path | None = typer.Option(None, "--work", help=_WORK_HELP),
+    only: str | None = typer.Option(None, "--only", help=_ONLY_HELP),
 ) -> None:
     """Units done, stale, failed and missing per part (tuning: per method), and the CPU-hours
     left (projected: one thread's CPU time of finished units of the same shape, else each
@@ -366,28 +365,9 @@ def status_command(
     suite = _suite(campaign, suite)
     folder = _records(campaign, records, suite)
     folder_notes = check_records(campaign, folder, writing=False)
-    if campaign == "tuning":
-        units = _tuning_units(
-            suite,
-            methods,
-            pruner,
-            trials,
-            _work(campaign, work, suite),
-            None,
-            parts,
-            layouts,
-            folder,
-        )
-    elif campaign == "classification":
-        units = _suite_units(
-            "classification", suite, methods, parts, layouts, _work(campaign, work), None
-        )
-    elif campaign == "runs":
-        units = _suite_units(
-            "runs", suite, methods, parts, layouts, _work(campaign, work, suite), None
-        )
-    else:
-        units = _units(campaign, parts, layouts, _work(campaign, work), None)
+    units = _campaign_units(
+        campaign, suite, methods, pruner, trials, work, None, parts, layouts, folder, only
+    )
     done, load_notes = load_done_records(folder)
     means = _shape_means(done)
     table = Table(title=f"campaign {campaign}: {folder}")

@@ -1,0 +1,30 @@
+"""Help texts of the options that ``udbench campaign run`` and ``status`` share."""
+
+_RECORDS_HELP = (
+    "Records folder (committed; mcmc, classification: docs/validation/<campaign> of the "
+    "checkout udbench runs from, else of the current folder; tuning: the package's shipped "
+    "records of the suite, udbench/tuning/shipped/<suite>; runs: docs/validation/runs/<suite>)."
+)
+_SUITE_HELP = (
+    "tuning: the preset suite whose conditions are tuned (default gp-small; clf-small for the "
+    "classifiers); classification: "
+    "the classification suite whose instances and cells are run (default clf-small); runs: the "
+    "regression suite whose cells are run untuned and tuned (default gp-small)."
+)
+_TUNE_METHODS_HELP = (
+    "tuning: comma list of the suite's methods to tune (default: all of them); classification: "
+    "comma list of classifier specs for the clf-small cells (default: the suite's); runs: comma "
+    "list of registered method specs (default: the suite's; a spec other than the suite's "
+    "configuration of its method gets units of its own, <method>+<hash>)."
+)
+_PRUNER_HELP = (
+    "tuning: auto (the default: each method's default pruner of udbench tune, except that a method "
+    "with records keeps the pruner they were made with), none, sha, hyperband or median."
+)
+_TRIALS_HELP = "tuning: trials per sweep (default: SPEC §9's 30)."
+_WORK_HELP = "Folder for big artefacts such as task files (not committed)."
+_ONLY_HELP = (
+    "Comma list of glob patterns of unit ids (e.g. 'multi-family/*__gp__*' or "
+    "'bnn-sweep/d10'): only the units that match one (each pattern must match a unit), "
+    "e.g. to split a campaign between machines or to run a part's cheap units first."
+)
