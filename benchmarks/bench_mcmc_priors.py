@@ -34,6 +34,16 @@ over the former preset's (max tree depth 9, diagonal mass), at a common cost per
 step, i.e. the ratio of their ESS per leapfrog step (the sweep's records come from sessions
 whose CPU seconds per step differed with the load; the raw per-CPU-second ratio is printed
 on the line before).
+
+``--hbart-paper-cost W1,W2`` measures what the HBART ``paper`` preset (250 chains, 5000
+warm-up iterations, 4 draws per chain thinned by 25) costs on one instance of full kin8nm size
+on this machine, without running it for hours: the preset's layout is run twice with the
+warm-up shortened to W1 and to W2 iterations (each in its own process), the difference of the
+two gives the seconds per iteration of all 250 chains (bartz's cost per iteration is about
+constant at a given n, docs/priors-mcmc.md), and the projection is the fixed part plus that
+slope times the preset's 5100 iterations per chain, and times the 30 300 of a SPEC §7
+validation instance (preset run, 4x warm-up run, equal-warm-up floor run). Last line then:
+``hbart_paper_minutes_per_instance: <x>`` (wall minutes of one preset run on this machine).
 """
 
 from __future__ import annotations
@@ -196,6 +206,43 @@ def _sweep_report(records: str, run: bool) -> None:
     print(f"bnn_ess_per_second_ratio_new_vs_old: {ratio:.2f}")
 
 
+def _paper_cost(warmups: list[int], scale: float) -> None:
+    """Project the HBART ``paper`` preset's cost from two shortened warm-ups (see the module
+    docstring); prints one line per run and the projections."""
+    from udbench.priors.hbart import FIDELITY_SETTINGS
+
+    if len(warmups) != 2 or not 0 < warmups[0] < warmups[1]:
+        raise SystemExit(f"--hbart-paper-cost: need two warm-ups W1 < W2 (> 0), got {warmups}")
+    paper = FIDELITY_SETTINGS["paper"]
+    kept = 1000 // paper["n_chains"] * paper["thin"]  # iterations per chain after warm-up
+    runs = {}
+    for w in warmups:
+        res = _run(_instance, "hbart", "paper", scale, {"n_warmup": w})
+        runs[w] = res
+        print(
+            f"hbart paper layout, warm-up {w} (+{kept} kept): wall {res['wall_s']:.1f} s, "
+            f"CPU {res['cpu_s']:.1f} s, {res['chain_iterations_per_second']:.0f} "
+            f"chain-iterations/s, peak RSS {res['peak_rss_mib']:.0f} MiB",
+            flush=True,
+        )
+    (w1, r1), (w2, r2) = runs.items()
+    full = paper["n_warmup"] + kept
+    validation = full + (4 * paper["n_warmup"] + kept) + full
+    for clock in ("wall_s", "cpu_s"):
+        slope = (r2[clock] - r1[clock]) / (w2 - w1)  # seconds per iteration of all chains
+        fixed = r1[clock] - slope * (w1 + kept)  # compilation, setup, prediction
+        print(
+            f"paper preset, {clock[:-2]} clock: {slope * 1000:.1f} ms per iteration of the "
+            f"{paper['n_chains']} chains, {fixed:.0f} s fixed; one preset run ({full} "
+            f"iterations) {(fixed + slope * full) / 60:.1f} min; a validation instance (3 runs, "
+            f"{validation} iterations) {(3 * fixed + slope * validation) / 3600:.2f} h",
+            flush=True,
+        )
+    slope = (r2["wall_s"] - r1["wall_s"]) / (w2 - w1)
+    fixed = r1["wall_s"] - slope * (w1 + kept)
+    print(f"hbart_paper_minutes_per_instance: {(fixed + slope * full) / 60:.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sweep-records", default=None, help="campaign records folder (issue 34)")
@@ -210,7 +257,15 @@ def main() -> None:
         "--bnn-dense-depths", default="", help="... and with a dense mass matrix at these depths"
     )
     ap.add_argument("--skip-chain-methods", action="store_true")
+    ap.add_argument(
+        "--hbart-paper-cost",
+        default=None,
+        help="W1,W2: project the HBART paper preset's cost from two shortened warm-ups",
+    )
     args = ap.parse_args()
+    if args.hbart_paper_cost is not None:
+        _paper_cost([int(w) for w in args.hbart_paper_cost.split(",")], args.scale)
+        return
     if args.sweep_records is not None:
         _sweep_report(args.sweep_records, args.run_sweep)
         return
