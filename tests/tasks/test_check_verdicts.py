@@ -297,3 +297,42 @@ def test_check_recomputes_the_coverage_of_files_made_before_the_rule(d40_dir, tm
     assert old["coverage_90"] == pytest.approx(new["coverage_90"], abs=2e-3)
     assert old["coverage_90_expected"] == new["coverage_90_expected"]
     assert old["coverage_90_p"] is not None
+
+
+def test_stuck_chains_by_the_ess_the_mcse_implies() -> None:
+    from udbench._validation import UdbenchError
+    from udbench.tasks.checks import stuck_chains
+
+    # ESS = 2 / m²: m = 0.30 -> 22.2 draws from 20 chains (protein u-shaped, lean), flagged
+    flag = stuck_chains(0.30, 20)
+    assert flag == pytest.approx({"ess_implied": 2 / 0.09, "ess_per_chain": 2 / 0.09 / 20})
+    assert stuck_chains(0.088, 20) is None  # the worst healthy lean instance: ESS 258
+    assert stuck_chains(0.045, 1) is None  # D = 1000 independent draws: ESS ≈ 1000
+    assert stuck_chains((2 / 30) ** 0.5 * 1.001, 20) is not None  # ESS just below 1.5 x 20
+    assert stuck_chains((2 / 30) ** 0.5 * 0.999, 20) is None  # just above
+    assert stuck_chains(0.0, 20) is None and stuck_chains(float("nan"), 20) is None
+    with pytest.raises(UdbenchError, match="'n_chains' must be >= 1"):
+        stuck_chains(0.3, 0)
+
+
+def test_check_names_instances_with_stuck_chains(task_dir, tmp_path, capsys) -> None:
+    """An HBART-like instance (R̂ not a gate) with m = 0.30 over 20 chains is listed and
+    warned about; the same with m = 0.09 is not; verdicts and exit status are unchanged."""
+    from udbench.tasks import Task
+
+    task = Task.load(sorted(task_dir.glob("*.npz"))[0])
+    task.diagnostics["sampler"].update({"rhat_gate": False, "n_chains": 20})
+    for name, m in (("ok", 0.09), ("stuck", 0.30)):
+        task.diagnostics["checks"]["mcse_var_rel_median"] = m
+        task.save(tmp_path / name / f"{task.spec.task_id}.npz")
+    assert main(["check", str(tmp_path / "ok"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["stuck_chains"] == []
+    assert main(["check", str(tmp_path / "stuck"), "--json", "--strict"]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)["stuck_chains"]
+    assert entry["task_id"] == task.spec.task_id and entry["ess_per_chain"] == pytest.approx(
+        2 / 0.09 / 20
+    )
+    assert main(["check", str(tmp_path / "stuck")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "warning: 1 instance(s) whose R̂ is not a gate look like stuck chains" in out
+    assert f"(e.g. {task.spec.task_id}: 1.11)" in out

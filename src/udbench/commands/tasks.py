@@ -313,9 +313,14 @@ def check_tasks(
         True]}, ...] (``unreadable``: the file's permissions, not its content), "approximate":
         [{"task_id", "path", "note"}, ...], "before_nugget": [{"task_id", "path",
         "mc_agree"}, ...], "degenerate": [{"task_id", "path", "missing_classes",
-        "n_classes"}, ...]}``; ``degenerate`` lists the classification tasks whose training
-        labels lack a class (:func:`udbench.tasks.checks.missing_training_classes`: valid,
-        pooled as usual, but their classifiers see fewer than K classes);
+        "n_classes"}, ...], "stuck_chains": [{"task_id", "path", "ess_implied",
+        "ess_per_chain"}, ...]}``; ``stuck_chains`` lists the MCMC instances whose R̂ gates
+        nothing (HBART, SPEC §7) and whose MCSE of σ_f² implies about one effective draw per
+        chain (:func:`udbench.tasks.checks.stuck_chains`: valid and pooled, not a SPEC §7
+        gate, but their posterior variance is the spread between chains); ``degenerate``
+        lists the classification tasks whose training labels lack a class
+        (:func:`udbench.tasks.checks.missing_training_classes`: valid, pooled as usual, but
+        their classifiers see fewer than K classes);
         ``before_nugget`` lists the GP task files made before the exact
         moments included the prior's nugget (no ``sampler.nugget``; docs/tasks.md, "Jitter
         and the nugget"): valid, but their moments differ from a fresh file's by about the
@@ -343,7 +348,16 @@ def check_tasks(
     """
     from udbench.priors import MCMC_FAMILIES, preset_validation_status, prior_capabilities
     from udbench.tasks import Task, gate_verdicts, pool_checks
-    from udbench.tasks.checks import coverage_summary, mcmc_summary, missing_training_classes
+    from udbench.tasks.checks import (
+        coverage_summary,
+        mcmc_summary,
+        missing_training_classes,
+        stuck_chains,
+    )
+
+    def sampler_diag(task: Any) -> dict[str, Any]:
+        return task.diagnostics.get("sampler") or {}
+
     from udbench.tasks.discovery import find_task_files
     from udbench.tasks.taskfile import TaskFileUnreadable
 
@@ -355,6 +369,7 @@ def check_tasks(
     presets: dict[str, dict[str, dict[str, Any]]] = {}  # family -> fidelity -> sampler
     before_nugget: list[dict[str, Any]] = []
     degenerate: list[dict[str, Any]] = []
+    stuck: list[dict[str, Any]] = []
     for path in paths:
         try:
             task = Task.load(path).verify()
@@ -393,6 +408,10 @@ def check_tasks(
             draws = task.draws
             checks.update(coverage_summary(task.f_eval.astype(draws.dtype), draws))
         summaries.append({**checks, **mcmc_summary(task.diagnostics)})
+        if summaries[-1].get("rhat_gate") is False and "n_chains" in sampler_diag(task):
+            flag = stuck_chains(checks["mcse_var_rel_median"], sampler_diag(task)["n_chains"])
+            if flag is not None:  # R̂ gates nothing here (HBART): name the instance
+                stuck.append({"task_id": task.spec.task_id, "path": str(path), **flag})
         # one variable per point (regression) or per (point, class) of π
         # (classification: stored (n_eval, K), pooled as the flat point-major list)
         mcse.append(np.ravel(task.mcse_var_rel))
@@ -446,6 +465,7 @@ def check_tasks(
         "approximate": approximate,
         "before_nugget": before_nugget,
         "degenerate": degenerate,
+        "stuck_chains": stuck,
     }
 
 
@@ -485,7 +505,8 @@ def check_command(
     instances to judge"), judged against what a correct posterior gives at the tasks' D; the
     figures SPEC §7 records without a threshold are marked "not gated". Classification tasks
     whose training labels hold fewer than K classes are listed as degenerate (valid and
-    pooled; --json: "degenerate"). Exit status 1 if
+    pooled; --json: "degenerate"), and HBART instances whose chains look stuck (about one
+    effective draw of σ_f² per chain; not a SPEC §7 gate; --json: "stuck_chains"). Exit status 1 if
     any file is invalid (listed with the reason, left out of the tables), 2 for a bad
     argument, 4 with --strict when a verdict is FAIL.
     """
@@ -525,6 +546,18 @@ def check_command(
             f"{', '.join(map(str, first['missing_classes']))} of {first['n_classes']}): valid and "
             "pooled above, but their classifiers see fewer classes and their rank correlations "
             "say little (docs/classification.md, 'Degenerate instances'; --json lists them all).",
+            highlight=False,
+            markup=False,
+        )
+    stuck = report.get("stuck_chains") or []
+    if stuck:
+        first = stuck[0]
+        console.print(
+            f"warning: {len(stuck)} instance(s) whose R̂ is not a gate look like stuck chains, "
+            f"about one effective draw of σ_f² per chain (e.g. {first['task_id']}: "
+            f"{first['ess_per_chain']:.2f}): their draws' spread is between chains, so their "
+            "posterior variance and EU*_var are too large (not a SPEC §7 gate; "
+            "docs/priors-mcmc.md; --json lists them all).",
             highlight=False,
             markup=False,
         )

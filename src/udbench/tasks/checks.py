@@ -47,6 +47,7 @@ __all__ = [
     "MC_AGREE_LEVEL",
     "NOMINAL_COVERAGE",
     "N_SBC_BINS",
+    "STUCK_ESS_PER_CHAIN",
     "acceptance_checks",
     "coverage_counts",
     "coverage_rank_bounds",
@@ -57,6 +58,7 @@ __all__ = [
     "sbc_expected_shares",
     "sbc_histogram",
     "sbc_ranks",
+    "stuck_chains",
 ]
 
 #: SBC histogram bins (SPEC §7).
@@ -68,6 +70,8 @@ MC_AGREE_LEVEL = 0.01
 #: Level of each pooled gate of :func:`udbench.tasks.pooling.gate_verdicts` (coverage,
 #: MC = exact): a correct reference posterior fails each with probability at most this.
 GATE_LEVEL = 0.01
+#: Effective draws of σ_f² per chain at or below which :func:`stuck_chains` flags an instance.
+STUCK_ESS_PER_CHAIN = 1.5
 
 
 def sbc_ranks(f_star: np.ndarray, draws: np.ndarray) -> np.ndarray:
@@ -435,3 +439,50 @@ def missing_training_classes(y_train: np.ndarray, n_classes: int) -> list[int]:
         )
     counts = np.bincount(y, minlength=int(n_classes))
     return [int(k) for k in np.flatnonzero(counts == 0)]
+
+
+def stuck_chains(
+    mcse_var_rel_median: float, n_chains: int, per_chain: float = STUCK_ESS_PER_CHAIN
+) -> dict[str, float] | None:
+    """Whether an instance's chains look stuck: about one effective draw each.
+
+    The relative Monte Carlo standard error m of σ_f² (batch means, :func:`acceptance_checks`)
+    implies an effective sample size ESS = 2 / m² (for near-Gaussian draws the sample variance
+    has variance 2σ⁴ / ESS; m ≈ √(2/D) for D independent draws). Chains that cannot move each
+    contribute about one effective draw, so ESS ≈ n_chains and the pooled draws measure the
+    spread *between* chains, not the posterior's: intervals too wide, σ_f² (and EU*_var) too
+    large. Found on HBART at full size (protein × u-shaped: m = 0.30 with 20 chains, coverage
+    0.998; healthy instances m = 0.05-0.09; docs/priors-mcmc.md). Not a SPEC §7 gate (SPEC
+    §7 validates HBART by warm-up sensitivity): ``udbench check`` lists such instances.
+
+    Parameters
+    ----------
+    mcse_var_rel_median : float
+        Median over the evaluation points of the relative MCSE of σ_f² (dimensionless).
+    n_chains : int
+        Chains pooled into the instance's draws.
+    per_chain : float
+        Flag at ESS ≤ ``per_chain`` × ``n_chains`` (default :data:`STUCK_ESS_PER_CHAIN`).
+
+    Returns
+    -------
+    dict or None
+        ``{"ess_implied", "ess_per_chain"}`` when flagged, else None (also for a zero or
+        non-finite MCSE, which implies no finite ESS to judge).
+
+    Raises
+    ------
+    UdbenchError
+        ``n_chains`` < 1 or ``per_chain`` ≤ 0.
+    """
+    if int(n_chains) < 1:
+        raise param_error("stuck_chains", "n_chains", "be >= 1", n_chains)
+    if not per_chain > 0:
+        raise param_error("stuck_chains", "per_chain", "be > 0", per_chain)
+    m = float(mcse_var_rel_median)
+    if not (np.isfinite(m) and m > 0):
+        return None
+    ess = 2.0 / m**2
+    if ess > per_chain * int(n_chains):
+        return None
+    return {"ess_implied": ess, "ess_per_chain": ess / int(n_chains)}
