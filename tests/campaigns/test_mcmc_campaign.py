@@ -205,3 +205,26 @@ def test_bnn_sweep_table_ratios_by_hand(tmp_path) -> None:
     assert f32.settings["sampler"]["dtype"] == "float32"
     assert f32.work.args[0] == {}  # the standard preset since 2026-12-03
     assert "dtype" not in units["d9"].settings["sampler"]  # the former records stay current
+
+
+def test_instances_with_stuck_chains_are_named_in_the_validation_record(tmp_path: Path) -> None:
+    """protein u-shaped (lean): MCSE of sigma_f^2 0.30 over 20 chains, coverage 0.998, passed
+    by the warm-up rule; the summary names it as udbench check does."""
+    run_campaign(_units()[:6], tmp_path)  # two whole instances
+    files = sorted(tmp_path.rglob("*.json"))
+    first = json.loads(files[0].read_text())["settings"]["task_id"]
+    from udbench.priors.hbart import FIDELITY_SETTINGS
+
+    for path in files:  # the fake prior has no chains: give every record a layout of 20
+        rec = json.loads(path.read_text())
+        stuck = rec["settings"]["task_id"] == first
+        rec["settings"]["sampler"] = rec["result"]["sampler_settings"] = dict(
+            FIDELITY_SETTINGS["standard"]
+        )
+        rec["result"]["mcse_var_median_rel"] = 0.30 if stuck else 0.09
+        path.write_text(json.dumps(rec))
+    by_layout, _ = mcmc.hbart_validation_records(tmp_path)
+    assert by_layout["lean"]["stuck_chains"] == [first]
+    page = mcmc_summary(tmp_path)["markdown"]
+    assert "look stuck (MCSE of σ_f² implying ≤ 1.5 effective draws" in page
+    assert page.count(first) >= 1 and f"cannot see it): {first}." in page

@@ -5,17 +5,13 @@ Three parts, each a list of :class:`~udbench.campaigns.engine.Unit` (run in this
 ``udbench campaign run mcmc``):
 
 ``bnn-sweep``
-    NUTS settings for the BNN (SPEC §5) on one real full-size task
-    (:data:`BNN_SWEEP_TASK`, kin8nm: n = 3136, 1500 evaluation inputs, D = 1000): the
-    ``standard`` preset with one setting changed per unit (:data:`BNN_SWEEP`: maximum tree
-    depth 6–11, a dense mass matrix, a longer warm-up, a lower target acceptance). Each unit
-    records the bulk effective sample size of f at every evaluation input (median and 5th
-    percentile, ArviZ ``ess(method="bulk")`` on the chains), its rate per CPU second and per
-    wall second of the sampler, R̂, tree depths and the instance's calibration (coverage of
-    f*, SBC bin deviation), so the settings can be compared on efficiency *and* on the
-    posterior they give. The BNN prior has no scale hyperparameter (every weight is
-    N(0, 1) and a is a fixed constant), so it is already in non-centred form; there is no
-    centred/non-centred choice to sweep.
+    NUTS settings for the BNN (SPEC §5) on one real full-size task (:data:`BNN_SWEEP_TASK`,
+    kin8nm: n = 3136, 1500 evaluation inputs, D = 1000): ``standard`` with one setting changed
+    per unit (:data:`BNN_SWEEP`: maximum tree depth 6–11, dense mass, longer warm-up, lower
+    target acceptance). Each records the bulk ESS of f at every evaluation input (median and
+    5th percentile, ArviZ), per CPU and wall second, R̂, tree depths and the calibration
+    (coverage of f*, SBC), to compare efficiency *and* posterior. The BNN prior has no scale
+    hyperparameter (weights N(0, 1), a fixed), so it is already non-centred.
 ``hbart-validation``
     SPEC §7's warm-up sensitivity validation of HBART layouts (:data:`HBART_LAYOUTS`) on
     protein and kin8nm at full size, 8 instances each, D = 1000: one unit per instance and
@@ -26,16 +22,11 @@ Three parts, each a list of :class:`~udbench.campaigns.engine.Unit` (run in this
 ``multi-family``
     The 96-instance task set (concrete and kin8nm × gp, hbart, bnn × four noise modes × two
     coverages × seeds 0–1, ``standard``): one unit per task, which generates the task file
-    into the work folder (outside the repository) and records its SPEC §7 checks
-    (:func:`udbench.tasks.checks.acceptance_checks` summary, the sampler's
-    :func:`~udbench.tasks.checks.mcmc_summary`, the seed replacement log, the file's
-    checksum). :func:`multi_family_table` pools them per family with
-    :func:`~udbench.tasks.pooling.pool_checks`.
+    into the work folder (outside the repository) and records its SPEC §7 checks and seed
+    replacements; :func:`multi_family_table` pools them per family.
 
-Numerics versions: a unit depends on its family's
-:attr:`~udbench.priors.base.Prior.numerics_version`; its settings hold the sampler settings
-it ran with, so changing a preset makes the affected records stale (redone), while commits
-that change neither leave them valid.
+A unit depends on its family's :attr:`~udbench.priors.base.Prior.numerics_version` and its
+sampler settings: changing either makes its record stale (redone); other commits do not.
 """
 
 from __future__ import annotations
@@ -388,6 +379,14 @@ def hbart_validation_units(
     return units
 
 
+def _stuck(record: dict[str, Any]) -> bool:
+    from udbench.tasks.checks import stuck_chains
+
+    sampler, result = record["settings"]["sampler"], record["result"]
+    chains, m = sampler.get("n_chains"), result.get("mcse_var_median_rel")
+    return None not in (chains, m) and stuck_chains(m, int(chains)) is not None  # (test priors)
+
+
 def hbart_validation_records(
     records: str | Path,
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -439,10 +438,12 @@ def hbart_validation_records(
         except Exception as err:  # e.g. records of mixed protocols: named, not hidden
             notes.append(f"layout {layout}: {err}")
             continue
-        record["layout"] = layout
-        record["n_units"] = len(recs)
+        cpu_h = sum(float(x["cpu_seconds"]) for x in recs) / 3600
+        record.update(layout=layout, n_units=len(recs), cpu_hours=cpu_h)
         record["numerics_version"] = numerics_versions()["hbart"]
-        record["cpu_hours"] = sum(float(x["cpu_seconds"]) for x in recs) / 3600
+        record["stuck_chains"] = sorted(  # udbench check's warning, per instance
+            {str(x["settings"]["task_id"]) for x in recs if _stuck(x)}
+        )
         base_cpu = [float(x["cpu_seconds"]) for x in recs if x["settings"]["run"] == "base"]
         record["cpu_minutes_per_instance"] = float(np.mean(base_cpu)) / 60 if base_cpu else None
         out[layout] = record

@@ -97,6 +97,12 @@ def _hbart_markdown(by_layout: dict[str, dict[str, Any]]) -> list[str]:
             out.append("Not yet the SPEC §7 protocol: " + "; ".join(rec["protocol_issues"]) + ".")
         if rec.get("incomplete"):
             out.append(f"Instances with fewer than three runs: {len(rec['incomplete'])}.")
+        if rec.get("stuck_chains"):
+            out.append(
+                "Instances whose chains look stuck (MCSE of σ_f² implying ≤ 1.5 effective draws "
+                "per chain, as `udbench check` warns; their posterior variance is too large, "
+                "and the warm-up rule cannot see it): " + ", ".join(rec["stuck_chains"]) + "."
+            )
         out += [
             f"Minutes per preset run: {_f(rec.get('cpu_minutes_per_instance'), '.1f')} of CPU "
             f"(one thread), {_f(rec['minutes_per_instance'], '.1f')} of wall time (grows with "
