@@ -43,7 +43,7 @@ two gives the seconds per iteration of all 250 chains (bartz's cost per iteratio
 constant at a given n, docs/priors-mcmc.md), and the projection is the fixed part plus that
 slope times the preset's 5100 iterations per chain, and times the 30 300 of a SPEC §7
 validation instance (preset run, 4x warm-up run, equal-warm-up floor run). Last line then:
-``hbart_paper_minutes_per_instance: <x>`` (wall minutes of one preset run on this machine).
+``hbart_paper_minutes_per_run: <x>`` (wall minutes of one preset run on this machine).
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 
 N_TRAIN, N_EVAL, D, RHO = 3136, 1500, 8, 0.33
+N_DRAWS = 1000  # D of every instance here
 
 
 def _instance(
@@ -80,7 +81,7 @@ def _instance(
     nv = np.full(n, RHO)
     y = f[:n] + np.sqrt(nv) * rng.standard_normal(n)
     t0, c0 = time.perf_counter(), time.process_time()
-    post = prior.condition(X_train, y, nv, X_eval, key=2, n_draws=1000)
+    post = prior.condition(X_train, y, nv, X_eval, key=2, n_draws=N_DRAWS)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     d = post.diagnostics
     keep = [
@@ -214,7 +215,7 @@ def _paper_cost(warmups: list[int], scale: float) -> None:
     if len(warmups) != 2 or not 0 < warmups[0] < warmups[1]:
         raise SystemExit(f"--hbart-paper-cost: need two warm-ups W1 < W2 (> 0), got {warmups}")
     paper = FIDELITY_SETTINGS["paper"]
-    kept = 1000 // paper["n_chains"] * paper["thin"]  # iterations per chain after warm-up
+    kept = N_DRAWS // paper["n_chains"] * paper["thin"]  # iterations per chain after warm-up
     runs = {}
     for w in warmups:
         res = _run(_instance, "hbart", "paper", scale, {"n_warmup": w})
@@ -240,7 +241,7 @@ def _paper_cost(warmups: list[int], scale: float) -> None:
         )
     slope = (r2["wall_s"] - r1["wall_s"]) / (w2 - w1)
     fixed = r1["wall_s"] - slope * (w1 + kept)
-    print(f"hbart_paper_minutes_per_instance: {(fixed + slope * full) / 60:.1f}")
+    print(f"hbart_paper_minutes_per_run: {(fixed + slope * full) / 60:.1f}")
 
 
 def main() -> None:
@@ -264,7 +265,13 @@ def main() -> None:
     )
     args = ap.parse_args()
     if args.hbart_paper_cost is not None:
-        _paper_cost([int(w) for w in args.hbart_paper_cost.split(",")], args.scale)
+        try:
+            warmups = [int(w) for w in args.hbart_paper_cost.split(",")]
+        except ValueError:
+            raise SystemExit(
+                f"--hbart-paper-cost: need two warm-ups W1 < W2 (> 0), got {args.hbart_paper_cost}"
+            ) from None
+        _paper_cost(warmups, args.scale)
         return
     if args.sweep_records is not None:
         _sweep_report(args.sweep_records, args.run_sweep)

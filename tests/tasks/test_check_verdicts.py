@@ -311,6 +311,10 @@ def test_stuck_chains_by_the_ess_the_mcse_implies() -> None:
     assert stuck_chains((2 / 30) ** 0.5 * 1.001, 20) is not None  # ESS just below 1.5 x 20
     assert stuck_chains((2 / 30) ** 0.5 * 0.999, 20) is None  # just above
     assert stuck_chains(0.0, 20) is None and stuck_chains(float("nan"), 20) is None
+    # fewer chains than the 20 batches: batches are chain segments, frozen chains do not give
+    # ESS ~ n_chains (4 frozen chains gave ~11 per chain in a simulation): not judged
+    assert stuck_chains(0.9, 4) is None and stuck_chains(0.9, 19) is None
+    assert stuck_chains(0.9, 20) is not None
     with pytest.raises(UdbenchError, match="'n_chains' must be >= 1"):
         stuck_chains(0.3, 0)
 
@@ -332,6 +336,14 @@ def test_check_names_instances_with_stuck_chains(task_dir, tmp_path, capsys) -> 
     assert entry["task_id"] == task.spec.task_id and entry["ess_per_chain"] == pytest.approx(
         2 / 0.09 / 20
     )
+    # an R̂-gated family (BNN) with the same figures, or a file without chains: not listed
+    for name, update in (("gated", {"rhat_gate": True}), ("nochains", {"n_chains": None})):
+        task.diagnostics["sampler"].update({"rhat_gate": False, "n_chains": 20, **update})
+        if update.get("n_chains", 0) is None:
+            del task.diagnostics["sampler"]["n_chains"]
+        task.save(tmp_path / name / f"{task.spec.task_id}.npz")
+        assert main(["check", str(tmp_path / name), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["stuck_chains"] == [], name
     assert main(["check", str(tmp_path / "stuck")]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "warning: 1 instance(s) whose R̂ is not a gate look like stuck chains" in out

@@ -380,6 +380,7 @@ def hbart_validation_units(
 
 
 def _stuck(record: dict[str, Any]) -> bool:
+    """Whether a record's chains look stuck (:func:`udbench.tasks.checks.stuck_chains`)."""
     from udbench.tasks.checks import stuck_chains
 
     sampler, result = record["settings"]["sampler"], record["result"]
@@ -414,7 +415,7 @@ def hbart_validation_records(
         runs: dict[str, set[str]] = {}
         for x in recs:
             runs.setdefault(str(x["settings"]["task_id"]), set()).add(str(x["settings"]["run"]))
-        if not any(len(r) == 3 for r in runs.values()):  # a layout just started
+        if not any({"base", "long", "floor"} <= r for r in runs.values()):  # just started
             notes.append(f"layout {layout}: {len(recs)} record(s), no instance with all 3 runs yet")
             continue
         datasets = [

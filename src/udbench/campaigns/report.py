@@ -100,7 +100,7 @@ def _hbart_markdown(by_layout: dict[str, dict[str, Any]]) -> list[str]:
         if rec.get("stuck_chains"):
             out.append(
                 "Instances whose chains look stuck (MCSE of σ_f² implying ≤ 1.5 effective draws "
-                "per chain, as `udbench check` warns; their posterior variance is too large, "
+                "per chain, as `udbench check` warns; their posterior variance looks inflated, "
                 "and the warm-up rule cannot see it): " + ", ".join(rec["stuck_chains"]) + "."
             )
         out += [

@@ -141,14 +141,28 @@ def download_note(units: Sequence[Any], data_dir: Path | None) -> str | None:
 
 
 def select_units(command: str, units: list[Any], only: str | None) -> list[Any]:
-    """The units whose ids match one of the comma-separated glob patterns of ``--only``
-    (:func:`fnmatch.fnmatchcase`), in their campaign order; all of them when ``only`` is None.
+    """The units that ``--only`` selects.
+
+    Parameters
+    ----------
+    command : str
+        The command, for error messages (``udbench campaign run`` or ``status``).
+    units : list of Unit
+        The campaign's units (:class:`udbench.campaigns.engine.Unit`), in its order.
+    only : str or None
+        Comma-separated glob patterns of unit ids (:func:`fnmatch.fnmatchcase`; a comma
+        always separates patterns); None: every unit.
+
+    Returns
+    -------
+    list of Unit
+        The units whose ids match at least one pattern, in the campaign's order.
 
     Raises
     ------
     UdbenchError
         A pattern that matches no unit id (e.g. a typo would otherwise run nothing and say
-        "0 unit(s) done"), or an empty list of patterns.
+        "0 unit(s) done"), or no pattern at all.
     """
     if only is None:
         return units
@@ -160,7 +174,7 @@ def select_units(command: str, units: list[Any], only: str | None) -> list[Any]:
     ids = [u.unit_id for u in units]
     for pattern in patterns:
         if not any(fnmatch.fnmatchcase(i, pattern) for i in ids):
-            examples = ", ".join(ids[:2] + ids[-1:]) if ids else "none"
+            examples = ", ".join(dict.fromkeys(ids[:2] + ids[-1:])) or "none"
             raise param_error(
                 command,
                 "--only",

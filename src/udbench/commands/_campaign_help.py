@@ -26,5 +26,6 @@ _WORK_HELP = "Folder for big artefacts such as task files (not committed)."
 _ONLY_HELP = (
     "Comma list of glob patterns of unit ids (e.g. 'multi-family/*__gp__*' or "
     "'bnn-sweep/d10'): only the units that match one (each pattern must match a unit), "
-    "e.g. to split a campaign between machines or to run a part's cheap units first."
+    "e.g. to split a campaign between machines or to run a part's cheap units first (the "
+    "runs campaign's lines on cells waiting for a tuning record ignore it)."
 )

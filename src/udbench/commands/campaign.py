@@ -198,10 +198,10 @@ def _units(campaign: str, parts: str, layouts: str | None, work: Path, data_dir:
 
 
 def _campaign_units(  # type: ignore[no-untyped-def]
-    campaign, suite, methods, pruner, trials, work, data_dir, parts, layouts, folder, only
+    command, campaign, suite, methods, pruner, trials, work, data_dir, parts, layouts, folder, only
 ):
-    """The units of ``campaign`` that ``run`` and ``status`` take (``--only``: those whose ids
-    match one of its patterns)."""
+    """The units of ``campaign`` that ``command`` (``udbench campaign run`` or ``status``)
+    takes, from their options (``--only``: those whose ids match one of its patterns)."""
     if campaign == "tuning":
         units = _tuning_units(
             suite,
@@ -219,7 +219,7 @@ def _campaign_units(  # type: ignore[no-untyped-def]
         units = _suite_units(campaign, suite, methods, parts, layouts, where, data_dir)
     else:
         units = _units(campaign, parts, layouts, _work(campaign, work), data_dir)
-    return select_units(f"udbench campaign {campaign}", units, only)
+    return select_units(command, units, only)
 
 
 def run_command(
@@ -306,7 +306,8 @@ def run_command(
     check_records(campaign, folder, writing=True)
     check_work(campaign, _work(campaign, work, suite))
     units = _campaign_units(
-        campaign, suite, methods, pruner, trials, work, data_dir, parts, layouts, folder, only
+        "udbench campaign run",
+        *(campaign, suite, methods, pruner, trials, work, data_dir, parts, layouts, folder, only),
     )
     needs = download_note(units, data_dir)
     if needs:
@@ -366,7 +367,8 @@ def status_command(
     folder = _records(campaign, records, suite)
     folder_notes = check_records(campaign, folder, writing=False)
     units = _campaign_units(
-        campaign, suite, methods, pruner, trials, work, None, parts, layouts, folder, only
+        "udbench campaign status",
+        *(campaign, suite, methods, pruner, trials, work, None, parts, layouts, folder, only),
     )
     done, load_notes = load_done_records(folder)
     means = _shape_means(done)

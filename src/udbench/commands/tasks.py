@@ -317,7 +317,7 @@ def check_tasks(
         "ess_per_chain"}, ...]}``; ``stuck_chains`` lists the MCMC instances whose R̂ gates
         nothing (HBART, SPEC §7) and whose MCSE of σ_f² implies about one effective draw per
         chain (:func:`udbench.tasks.checks.stuck_chains`: valid and pooled, not a SPEC §7
-        gate, but their posterior variance is the spread between chains); ``degenerate``
+        gate, but their posterior variance likely is the spread between chains); ``degenerate``
         lists the classification tasks whose training labels lack a class
         (:func:`udbench.tasks.checks.missing_training_classes`: valid, pooled as usual, but
         their classifiers see fewer than K classes);
@@ -354,10 +354,6 @@ def check_tasks(
         missing_training_classes,
         stuck_chains,
     )
-
-    def sampler_diag(task: Any) -> dict[str, Any]:
-        return task.diagnostics.get("sampler") or {}
-
     from udbench.tasks.discovery import find_task_files
     from udbench.tasks.taskfile import TaskFileUnreadable
 
@@ -408,8 +404,9 @@ def check_tasks(
             draws = task.draws
             checks.update(coverage_summary(task.f_eval.astype(draws.dtype), draws))
         summaries.append({**checks, **mcmc_summary(task.diagnostics)})
-        if summaries[-1].get("rhat_gate") is False and "n_chains" in sampler_diag(task):
-            flag = stuck_chains(checks["mcse_var_rel_median"], sampler_diag(task)["n_chains"])
+        chains = (task.diagnostics.get("sampler") or {}).get("n_chains")
+        if summaries[-1].get("rhat_gate") is False and chains is not None:
+            flag = stuck_chains(checks["mcse_var_rel_median"], chains)
             if flag is not None:  # R̂ gates nothing here (HBART): name the instance
                 stuck.append({"task_id": task.spec.task_id, "path": str(path), **flag})
         # one variable per point (regression) or per (point, class) of π
@@ -555,8 +552,8 @@ def check_command(
         console.print(
             f"warning: {len(stuck)} instance(s) whose R̂ is not a gate look like stuck chains, "
             f"about one effective draw of σ_f² per chain (e.g. {first['task_id']}: "
-            f"{first['ess_per_chain']:.2f}): their draws' spread is between chains, so their "
-            "posterior variance and EU*_var are too large (not a SPEC §7 gate; "
+            f"{first['ess_per_chain']:.2f}): their draws' spread is likely between chains, so "
+            "their posterior variance and EU*_var look inflated (not a SPEC §7 gate; "
             "docs/priors-mcmc.md; --json lists them all).",
             highlight=False,
             markup=False,

@@ -41,6 +41,7 @@ from udbench.priors import (
     RHAT_THRESHOLD,
     batch_means_mcse_var,
 )
+from udbench.priors.diagnostics import MCSE_N_BATCHES
 
 __all__ = [
     "GATE_LEVEL",
@@ -446,14 +447,20 @@ def stuck_chains(
 ) -> dict[str, float] | None:
     """Whether an instance's chains look stuck: about one effective draw each.
 
-    The relative Monte Carlo standard error m of σ_f² (batch means, :func:`acceptance_checks`)
-    implies an effective sample size ESS = 2 / m² (for near-Gaussian draws the sample variance
-    has variance 2σ⁴ / ESS; m ≈ √(2/D) for D independent draws). Chains that cannot move each
-    contribute about one effective draw, so ESS ≈ n_chains and the pooled draws measure the
-    spread *between* chains, not the posterior's: intervals too wide, σ_f² (and EU*_var) too
-    large. Found on HBART at full size (protein × u-shaped: m = 0.30 with 20 chains, coverage
-    0.998; healthy instances m = 0.05-0.09; docs/priors-mcmc.md). Not a SPEC §7 gate (SPEC
-    §7 validates HBART by warm-up sensitivity): ``udbench check`` lists such instances.
+    The relative Monte Carlo standard error m of σ_f² (batch means over whole chains,
+    :func:`acceptance_checks`; Flegal & Jones 2010) implies an effective sample size
+    ESS = 2 / m²: for normal draws the sample variance has variance 2σ⁴ / (n − 1) (Casella &
+    Berger 2002, §5.3), so m ≈ √(2/D) for D independent draws (heavier tails, excess
+    kurtosis κ − 3 > 0, give (κ − 1)σ⁴ / n and a lower implied ESS: a false alarm is possible
+    there). Chains that cannot move each contribute about one effective draw, so ESS ≈
+    n_chains, and after an overdispersed (tempered) warm-up the pooled draws then measure the
+    spread *between* chains: the intervals and σ_f² (and EU*_var) are likely too large. Found
+    on HBART at full size (protein × u-shaped: m = 0.30 with 20 chains, coverage 0.998;
+    healthy instances m = 0.05-0.09, ESS 250-800; docs/priors-mcmc.md). Not a SPEC §7 gate
+    (SPEC §7 validates HBART by warm-up sensitivity): ``udbench check`` lists such instances.
+
+    Only judged with at least :data:`~udbench.priors.diagnostics.MCSE_N_BATCHES` chains: with
+    fewer, the batches are segments of chains, and frozen chains do not give ESS ≈ n_chains.
 
     Parameters
     ----------
@@ -467,8 +474,8 @@ def stuck_chains(
     Returns
     -------
     dict or None
-        ``{"ess_implied", "ess_per_chain"}`` when flagged, else None (also for a zero or
-        non-finite MCSE, which implies no finite ESS to judge).
+        ``{"ess_implied", "ess_per_chain"}`` when flagged, else None (also for fewer chains
+        than batches, and for a zero or non-finite MCSE, which implies no finite ESS).
 
     Raises
     ------
@@ -480,7 +487,7 @@ def stuck_chains(
     if not per_chain > 0:
         raise param_error("stuck_chains", "per_chain", "be > 0", per_chain)
     m = float(mcse_var_rel_median)
-    if not (np.isfinite(m) and m > 0):
+    if int(n_chains) < MCSE_N_BATCHES or not (np.isfinite(m) and m > 0):
         return None
     ess = 2.0 / m**2
     if ess > per_chain * int(n_chains):
