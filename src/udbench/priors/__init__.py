@@ -24,6 +24,7 @@ from udbench.priors.base import (
     scale_from_unit_draws,
 )
 from udbench.priors.diagnostics import (
+    MCSE_N_BATCHES,
     RHAT_NOT_A_GATE,
     RHAT_THRESHOLD,
     acceptance,
@@ -62,6 +63,7 @@ __all__ = [
     "DEFAULT_N_CLASSES",
     "FAMILY_CAPABILITIES",
     "MCMC_FAMILIES",
+    "MCSE_N_BATCHES",
     "NO_RECORD_NEEDED",
     "PRIOR_FAMILIES",
     "RHAT_NOT_A_GATE",

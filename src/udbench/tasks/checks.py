@@ -38,10 +38,10 @@ import numpy as np
 
 from udbench._validation import check_array, param_error
 from udbench.priors import (
+    MCSE_N_BATCHES,
     RHAT_THRESHOLD,
     batch_means_mcse_var,
 )
-from udbench.priors.diagnostics import MCSE_N_BATCHES
 
 __all__ = [
     "GATE_LEVEL",
@@ -459,7 +459,7 @@ def stuck_chains(
     healthy instances m = 0.05-0.09, ESS 250-800; docs/priors-mcmc.md). Not a SPEC §7 gate
     (SPEC §7 validates HBART by warm-up sensitivity): ``udbench check`` lists such instances.
 
-    Only judged with at least :data:`~udbench.priors.diagnostics.MCSE_N_BATCHES` chains: with
+    Only judged with at least :data:`~udbench.priors.MCSE_N_BATCHES` chains: with
     fewer, the batches are segments of chains, and frozen chains do not give ESS ≈ n_chains.
 
     Parameters
