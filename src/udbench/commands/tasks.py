@@ -525,38 +525,36 @@ def check_command(
     console = make_console(width=max(120, os.get_terminal_size(0).columns if os.isatty(0) else 120))
     title = tasks[0] if len(tasks) == 1 else f"{len(tasks)} task arguments"
     print_check_tables(report, title, console)
+
+    def say(text: str) -> None:  # plain text: task ids and paths hold brackets
+        console.print(text, highlight=False, markup=False)
+
     approx = report.get("approximate") or []
     if approx:
-        console.print(
+        say(
             f"{len(approx)} task file(s) have an APPROXIMATE reference posterior (rows marked "
             f"'{APPROXIMATE_SUFFIX.strip()}'): {approx[0]['note']}. Their calibration "
-            "figures measure the misspecification, not a sampler fault.",
-            highlight=False,
-            markup=False,
+            "figures measure the misspecification, not a sampler fault."
         )
     degenerate = report.get("degenerate") or []
     if degenerate:
         first = degenerate[0]
-        console.print(
+        say(
             f"{len(degenerate)} classification task(s) have training labels of fewer than K "
             f"classes (e.g. {first['task_id']}: no label of class(es) "
             f"{', '.join(map(str, first['missing_classes']))} of {first['n_classes']}): valid and "
             "pooled above, but their classifiers see fewer classes and their rank correlations "
-            "say little (docs/classification.md, 'Degenerate instances'; --json lists them all).",
-            highlight=False,
-            markup=False,
+            "say little (docs/classification.md, 'Degenerate instances'; --json lists them all)."
         )
     stuck = report.get("stuck_chains") or []
     if stuck:
         first = stuck[0]
-        console.print(
+        say(
             f"warning: {len(stuck)} instance(s) whose R̂ is not a gate look like stuck chains, "
             f"about one effective draw of σ_f² per chain (e.g. {first['task_id']}: "
             f"{first['ess_per_chain']:.2f}): their draws' spread is likely between chains, so "
             "their posterior variance and EU*_var look inflated (not a SPEC §7 gate; "
-            "docs/priors-mcmc.md; --json lists them all).",
-            highlight=False,
-            markup=False,
+            "docs/priors-mcmc.md; --json lists them all)."
         )
     for bad in invalid:
         console.print(f"[bold red]invalid[/] {escape(bad['error'])}", highlight=False, markup=True)
