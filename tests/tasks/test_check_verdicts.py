@@ -311,6 +311,7 @@ def test_stuck_chains_by_the_ess_the_mcse_implies() -> None:
     assert stuck_chains((2 / 30) ** 0.5 * 1.001, 20) is not None  # ESS just below 1.5 x 20
     assert stuck_chains((2 / 30) ** 0.5 * 0.999, 20) is None  # just above
     assert stuck_chains(0.0, 20) is None and stuck_chains(float("nan"), 20) is None
+    assert stuck_chains(None, 20) is None and stuck_chains(0.9, None) is None  # not recorded
     # fewer chains than the 20 batches: batches are chain segments, frozen chains do not give
     # ESS ~ n_chains (4 frozen chains gave ~11 per chain in a simulation): not judged
     assert stuck_chains(0.9, 4) is None and stuck_chains(0.9, 19) is None

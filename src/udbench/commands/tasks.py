@@ -404,10 +404,10 @@ def check_tasks(
             draws = task.draws
             checks.update(coverage_summary(task.f_eval.astype(draws.dtype), draws))
         summaries.append({**checks, **mcmc_summary(task.diagnostics)})
-        chains = (task.diagnostics.get("sampler") or {}).get("n_chains")
-        if summaries[-1].get("rhat_gate") is False and chains is not None:
+        if summaries[-1].get("rhat_gate") is False:  # R̂ gates nothing here (HBART)
+            chains = (task.diagnostics.get("sampler") or {}).get("n_chains")
             flag = stuck_chains(checks["mcse_var_rel_median"], chains)
-            if flag is not None:  # R̂ gates nothing here (HBART): name the instance
+            if flag is not None:
                 stuck.append({"task_id": task.spec.task_id, "path": str(path), **flag})
         # one variable per point (regression) or per (point, class) of π
         # (classification: stored (n_eval, K), pooled as the flat point-major list)

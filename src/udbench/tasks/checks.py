@@ -443,7 +443,9 @@ def missing_training_classes(y_train: np.ndarray, n_classes: int) -> list[int]:
 
 
 def stuck_chains(
-    mcse_var_rel_median: float, n_chains: int, per_chain: float = STUCK_ESS_PER_CHAIN
+    mcse_var_rel_median: float | None,
+    n_chains: int | None,
+    per_chain: float = STUCK_ESS_PER_CHAIN,
 ) -> dict[str, float] | None:
     """Whether an instance's chains look stuck: about one effective draw each.
 
@@ -464,10 +466,12 @@ def stuck_chains(
 
     Parameters
     ----------
-    mcse_var_rel_median : float
-        Median over the evaluation points of the relative MCSE of σ_f² (dimensionless).
-    n_chains : int
-        Chains pooled into the instance's draws.
+    mcse_var_rel_median : float or None
+        Median over the evaluation points of the relative MCSE of σ_f² (dimensionless);
+        None where it was not recorded (not judged).
+    n_chains : int or None
+        Chains pooled into the instance's draws; None for draws not made by chains (not
+        judged).
     per_chain : float
         Flag at ESS ≤ ``per_chain`` × ``n_chains`` (default :data:`STUCK_ESS_PER_CHAIN`).
 
@@ -482,6 +486,8 @@ def stuck_chains(
     UdbenchError
         ``n_chains`` < 1 or ``per_chain`` ≤ 0.
     """
+    if mcse_var_rel_median is None or n_chains is None:
+        return None
     if int(n_chains) < 1:
         raise param_error("stuck_chains", "n_chains", "be >= 1", n_chains)
     if not per_chain > 0:
