@@ -228,3 +228,16 @@ def test_instances_with_stuck_chains_are_named_in_the_validation_record(tmp_path
     page = mcmc_summary(tmp_path)["markdown"]
     assert "look stuck (MCSE of σ_f² implying ≤ 1.5 effective draws" in page
     assert page.count(first) >= 1 and f"cannot see it): {first}." in page
+    # the verdict without them equals the one rebuilt from the other instance's records alone
+    without = by_layout["lean"]["without_stuck_chains"]
+    assert without["left_out"] == [first]
+    for path in files:
+        if json.loads(path.read_text())["settings"]["task_id"] == first:
+            path.unlink()
+    alone = mcmc.hbart_validation_records(tmp_path)[0]["lean"]
+    assert alone["stuck_chains"] == [] and "without_stuck_chains" not in alone
+    assert without["per_dataset"]["diabetes"]["n_instances"] == 1
+    for key in ("coverage_base", "coverage_change", "sd_change_median", "passed"):
+        assert without["per_dataset"]["diabetes"][key] == alone["per_dataset"]["diabetes"][key]
+    assert without["passed"] == alone["passed"] and without["failures"] == alone["failures"]
+    assert "Without those 1 instance(s) (a sensitivity figure" in page

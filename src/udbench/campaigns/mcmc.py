@@ -27,6 +27,8 @@ Three parts, each a list of :class:`~udbench.campaigns.engine.Unit` (run in this
 
 A unit depends on its family's :attr:`~udbench.priors.base.Prior.numerics_version` and its
 sampler settings: changing either makes its record stale (redone); other commits do not.
+The records are read back by :func:`bnn_sweep_table`, :func:`hbart_validation_records` and
+:func:`multi_family_table` (defined in ``udbench.campaigns._mcmc_tables``, re-exported here).
 """
 
 from __future__ import annotations
@@ -40,7 +42,14 @@ import numpy as np
 
 from udbench._validation import check_choice, param_error
 from udbench.campaigns._mcmc_costs import MULTI_SECONDS, VALIDATION_SECONDS, bnn_sweep_seconds
-from udbench.campaigns.engine import Unit, load_done_records
+from udbench.campaigns._mcmc_tables import (
+    VALIDATION_DATASETS,
+    bnn_sweep_table,
+    hbart_validation_records,
+    multi_family_table,
+    numerics_versions,
+)
+from udbench.campaigns.engine import Unit
 
 __all__ = [
     "BNN_SWEEP",
@@ -115,15 +124,6 @@ MULTI_FAMILY: dict[str, Any] = {
     "fidelity": "standard",
     "n_draws": 1000,
 }
-
-_VALIDATION_DATASETS = ("kin8nm", "protein")
-
-
-def numerics_versions() -> dict[str, int]:
-    """``{family: numerics_version}`` of every prior family."""
-    from udbench.priors import family_numerics_version, list_prior_families
-
-    return {f: family_numerics_version(f) for f in list_prior_families()}
 
 
 def _preset(family: str, fidelity: str, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -273,36 +273,6 @@ def bnn_sweep_units(
     return units
 
 
-def bnn_sweep_table(records: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """Rows of the BNN sweep from its records (one per setting, baseline ``d9`` first).
-
-    Each row: ``setting``, the figures of the unit's result, ``ess_per_cpu_ratio_vs_d9``
-    (ESS median per CPU second over the baseline's) and ``ess_per_step_ratio_vs_d9`` (ESS
-    median per leapfrog step of the kept phase over the baseline's: the ESS-per-second ratio
-    at a common cost per step, which records made under different loads do not share) and
-    ``ess_per_second_ratio_vs_d9`` (the latter × the float32 step's measured cost ratio to
-    float64, ``step_cost_ratio_f64``; 1 for float64); None without a baseline record.
-
-    Returns
-    -------
-    (rows, notes) : tuple
-        ``notes`` names records left out (:func:`~udbench.campaigns.engine.load_done_records`).
-    """
-    done, notes = load_done_records(records, "bnn-sweep", {"bnn": numerics_versions()["bnn"]})
-    rows = [{"setting": r["settings"]["setting"], **r["result"]} for r in done]
-    base = next((r for r in rows if r["setting"] == "d9"), None)
-    for r in rows:  # per step × the step's cost ratio to float64: ESS/s at a common load
-        cpu, step = "ess_median_per_cpu_second", "ess_median_per_kgrad_kept"
-        r["ess_per_cpu_ratio_vs_d9"] = None if base is None else r[cpu] / base[cpu]
-        r["ess_per_step_ratio_vs_d9"] = None if base is None else r[step] / base[step]
-        r["ess_per_second_ratio_vs_d9"] = (
-            None if base is None else r[step] / base[step] * r.get("step_cost_ratio_f64", 1.0)
-        )
-    order = list(BNN_SWEEP)
-    rows.sort(key=lambda r: order.index(r["setting"]) if r["setting"] in order else len(order))
-    return rows, notes
-
-
 # ---------------------------------------------------------------- HBART validation
 
 
@@ -329,7 +299,7 @@ def _validation_work(
 def hbart_validation_units(
     layouts: dict[str, dict[str, Any]] | None = None,
     *,
-    datasets: Sequence[str] = _VALIDATION_DATASETS,
+    datasets: Sequence[str] = VALIDATION_DATASETS,
     seeds: Sequence[int] = (0,),
     max_train: int | None = None,
     max_eval: int | None = None,
@@ -377,77 +347,6 @@ def hbart_validation_units(
                     )
                 )
     return units
-
-
-def _stuck(record: dict[str, Any]) -> bool:
-    """Whether a record's chains look stuck (:func:`udbench.tasks.checks.stuck_chains`)."""
-    from udbench.tasks.checks import stuck_chains
-
-    m, chains = record["result"].get("mcse_var_median_rel"), record["settings"]["sampler"]
-    return stuck_chains(m, chains.get("n_chains")) is not None  # test priors: no chains
-
-
-def hbart_validation_records(
-    records: str | Path,
-) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """The validation record of every HBART layout with a complete instance, from the units.
-
-    Returns
-    -------
-    (by_layout, notes) : tuple
-        ``by_layout``: layout name -> the record of
-        :func:`udbench.tasks.validation.combine_validation` (plus ``layout`` and
-        ``n_units``); ``notes``: records left out, and layouts with no complete instance.
-    """
-    from udbench.design import COVERAGES, NOISE_MODES
-    from udbench.tasks.validation import combine_validation
-
-    done, notes = load_done_records(
-        records, "hbart-validation", {"hbart": numerics_versions()["hbart"]}
-    )
-    by: dict[str, list[dict[str, Any]]] = {}
-    for r in done:
-        by.setdefault(r["settings"]["layout"], []).append(r)
-    out: dict[str, dict[str, Any]] = {}
-    for layout, recs in by.items():
-        first = recs[0]["settings"]
-        runs: dict[str, set[str]] = {}
-        for x in recs:
-            runs.setdefault(str(x["settings"]["task_id"]), set()).add(str(x["settings"]["run"]))
-        if not any({"base", "long", "floor"} <= r for r in runs.values()):  # just started
-            notes.append(f"layout {layout}: {len(recs)} record(s), no instance with all 3 runs yet")
-            continue
-        datasets = [
-            d for d in _VALIDATION_DATASETS if any(x["result"]["dataset"] == d for x in recs)
-        ]
-        datasets += sorted({x["result"]["dataset"] for x in recs} - set(datasets))
-        try:
-            record = combine_validation(
-                "hbart",
-                "standard",
-                [x["result"] for x in recs],
-                datasets=datasets,
-                noise_modes=list(NOISE_MODES),
-                coverages=list(COVERAGES),
-                seeds=sorted({int(x["settings"]["seed"]) for x in recs}),
-                warmup_factor=int(first["warmup_factor"]),
-                n_draws=int(first["n_draws"]),
-                max_train=first["max_train"],
-                max_eval=first["max_eval"],
-            )
-        except Exception as err:  # e.g. records of mixed protocols: named, not hidden
-            notes.append(f"layout {layout}: {err}")
-            continue
-        cpu_h = sum(float(x["cpu_seconds"]) for x in recs) / 3600
-        record.update(layout=layout, n_units=len(recs), cpu_hours=cpu_h)
-        record["numerics_version"] = numerics_versions()["hbart"]
-        record["stuck_chains"] = sorted(  # udbench check's warning, per instance
-            {str(x["settings"]["task_id"]) for x in recs if _stuck(x)}
-        )
-        base_cpu = [float(x["cpu_seconds"]) for x in recs if x["settings"]["run"] == "base"]
-        record["cpu_minutes_per_instance"] = float(np.mean(base_cpu)) / 60 if base_cpu else None
-        out[layout] = record
-    return out, notes
 
 
 # ---------------------------------------------------------------- multi-family task set
@@ -516,39 +415,6 @@ def multi_family_units(
                             )
                         )
     return units
-
-
-def multi_family_table(records: str | Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """Pooled SPEC §7 checks per family from the multi-family records.
-
-    Returns
-    -------
-    (by_family, notes) : tuple
-        ``by_family``: family -> :func:`udbench.tasks.pooling.pool_checks` of its instances,
-        plus ``replaced`` (task id -> seed used and reasons, for instances whose seed was
-        replaced) and ``cpu_hours``.
-    """
-    from udbench.tasks.pooling import pool_checks
-
-    done, notes = load_done_records(records, "multi-family", numerics_versions())
-    by: dict[str, list[dict[str, Any]]] = {}
-    for r in done:
-        by.setdefault(r["result"]["family"], []).append(r)
-    out: dict[str, dict[str, Any]] = {}
-    for family, recs in by.items():
-        summaries = [{**x["result"]["checks"], **x["result"]["mcmc"]} for x in recs]
-        pooled = pool_checks(summaries)
-        pooled["replaced"] = {
-            x["result"]["task_id"]: {
-                "used_seed": x["result"]["seed_replacement"].get("used_seed"),
-                "reasons": [e.get("reason") for e in x["result"]["seed_replacement"]["log"]],
-            }
-            for x in recs
-            if x["result"]["seed_replacement"].get("log")
-        }
-        pooled["cpu_hours"] = sum(float(x["cpu_seconds"]) for x in recs) / 3600
-        out[family] = pooled
-    return out, notes
 
 
 # ---------------------------------------------------------------- the whole campaign

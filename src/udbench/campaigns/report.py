@@ -103,6 +103,8 @@ def _hbart_markdown(by_layout: dict[str, dict[str, Any]]) -> list[str]:
                 "per chain, as `udbench check` warns; their posterior variance looks inflated, "
                 "and the warm-up rule cannot see it): " + ", ".join(rec["stuck_chains"]) + "."
             )
+        if rec.get("without_stuck_chains"):
+            out.append(_without_markdown(rec["without_stuck_chains"]))
         out += [
             f"Minutes per preset run: {_f(rec.get('cpu_minutes_per_instance'), '.1f')} of CPU "
             f"(one thread), {_f(rec['minutes_per_instance'], '.1f')} of wall time (grows with "
@@ -112,6 +114,26 @@ def _hbart_markdown(by_layout: dict[str, dict[str, Any]]) -> list[str]:
             "",
         ]
     return out
+
+
+def _without_markdown(w: dict[str, Any]) -> str:
+    """One line: the verdict without the stuck-chain instances (a sensitivity figure)."""
+    head = (
+        f"Without those {len(w['left_out'])} instance(s) (a sensitivity figure for the open "
+        "question of what to do with them, not the SPEC §7 verdict): "
+    )
+    if "error" in w:
+        return head + f"not computable ({w['error']})."
+    parts = [
+        f"{d}: {r['n_instances']} instances, coverage {r['coverage_base']:.4f}, change "
+        f"{r['coverage_change']:+.4f}, median |ΔSD|/SD {r['sd_change_median']:.4f}, "
+        + ("pass" if r["passed"] else "fail")
+        for d, r in w["per_dataset"].items()
+    ]
+    verdict = "PASS" if w["passed"] else "FAIL"
+    if w["protocol_issues"]:
+        verdict += " (incomplete)"
+    return head + verdict + " — " + "; ".join(parts) + "."
 
 
 def _multi_markdown(by_family: dict[str, dict[str, Any]]) -> list[str]:
