@@ -104,7 +104,14 @@ def _without(recs: list[dict[str, Any]], task_ids: list[str]) -> dict[str, Any]:
         return {"left_out": task_ids, "error": str(err)}
     if sub is None:
         return {"left_out": task_ids, "error": "no record left"}
-    keys = ("n_instances", "coverage_base", "coverage_change", "sd_change_median", "passed")
+    keys = (
+        "n_instances",
+        "coverage_base",
+        "coverage_base_ci",
+        "coverage_change",
+        "sd_change_median",
+        "passed",
+    )
     return {
         "left_out": task_ids,
         "passed": sub["passed"],

@@ -125,7 +125,8 @@ def _without_markdown(w: dict[str, Any]) -> str:
     if "error" in w:
         return head + f"not computable ({w['error']})."
     parts = [
-        f"{d}: {r['n_instances']} instances, coverage {r['coverage_base']:.4f}, change "
+        f"{d}: {r['n_instances']} instances, coverage {r['coverage_base']:.4f} "
+        f"[{r['coverage_base_ci'][0]:.4f}, {r['coverage_base_ci'][1]:.4f}], change "
         f"{r['coverage_change']:+.4f}, median |ΔSD|/SD {r['sd_change_median']:.4f}, "
         + ("pass" if r["passed"] else "fail")
         for d, r in w["per_dataset"].items()
