@@ -228,6 +228,14 @@ def test_instances_with_stuck_chains_are_named_in_the_validation_record(tmp_path
     page = mcmc_summary(tmp_path)["markdown"]
     assert "look stuck (MCSE of σ_f² implying ≤ 1.5 effective draws" in page
     assert page.count(first) >= 1 and f"cannot see it): {first}." in page
+    # per instance: the base run's MCSE and the ESS per chain it implies, 2 / m^2 / chains
+    inst = {r["task_id"]: r for r in by_layout["lean"]["instances"]}
+    assert inst[first]["mcse_var_median_rel"] == 0.30
+    assert inst[first]["ess_per_chain"] == pytest.approx(2 / 0.30**2 / 20)  # 1.11
+    other = next(t for t in inst if t != first)
+    assert inst[other]["ess_per_chain"] == pytest.approx(2 / 0.09**2 / 20)  # 12.3
+    label = first.replace("__hbart__", " × ").replace("__", " × ")
+    assert "| 0.300 | 1.1 | yes |" in page and label in page
     # the verdict without them equals the one rebuilt from the other instance's records alone
     without = by_layout["lean"]["without_stuck_chains"]
     assert without["left_out"] == [first]

@@ -122,6 +122,21 @@ def _without(recs: list[dict[str, Any]], task_ids: list[str]) -> dict[str, Any]:
     }
 
 
+def _add_mcse(instances: list[dict[str, Any]], recs: list[dict[str, Any]]) -> None:
+    """Give each instance its base run's relative MCSE of σ_f² and the ESS per chain it
+    implies (ESS = 2/m², :func:`udbench.tasks.checks.stuck_chains`; None without chains)."""
+    base = {str(x["settings"]["task_id"]): x for x in recs if x["settings"]["run"] == "base"}
+    for inst in instances:
+        x = base.get(str(inst["task_id"]))
+        m = None if x is None else x["result"].get("mcse_var_median_rel")
+        chains = None if x is None else x["settings"]["sampler"].get("n_chains")
+        inst["mcse_var_median_rel"] = m
+        if m is None or chains is None or not (np.isfinite(m) and m > 0 and int(chains) > 0):
+            inst["ess_per_chain"] = None
+        else:
+            inst["ess_per_chain"] = 2.0 / float(m) ** 2 / int(chains)
+
+
 def hbart_validation_records(
     records: str | Path,
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -134,11 +149,12 @@ def hbart_validation_records(
         :func:`udbench.tasks.validation.combine_validation`, plus ``layout``, ``n_units``,
         ``cpu_hours``, ``cpu_minutes_per_instance``, ``numerics_version``, ``stuck_chains``
         (task ids of the instances any of whose runs :func:`udbench.tasks.checks.stuck_chains`
-        flags) and, where that list is not empty, ``without_stuck_chains``: the verdict,
-        failures and per-dataset figures recomputed without those instances (a sensitivity
-        figure for the open question of what to do with them; not the SPEC §7 verdict, which
-        ``passed`` keeps). ``notes``: records left out, and
-        layouts with no complete instance.
+        flags; each of ``instances`` also gets its base run's ``mcse_var_median_rel`` and the
+        ``ess_per_chain`` it implies) and, where that list is not empty,
+        ``without_stuck_chains``: the verdict, failures and per-dataset figures recomputed
+        without those instances (a sensitivity figure for the open question of what to do
+        with them; not the SPEC §7 verdict, which ``passed`` keeps). ``notes``: records left
+        out, and layouts with no complete instance.
     """
     done, notes = load_done_records(
         records, "hbart-validation", {"hbart": numerics_versions()["hbart"]}
@@ -167,6 +183,7 @@ def hbart_validation_records(
         )
         if record["stuck_chains"]:
             record["without_stuck_chains"] = _without(recs, record["stuck_chains"])
+        _add_mcse(record["instances"], recs)
         base_cpu = [float(x["cpu_seconds"]) for x in recs if x["settings"]["run"] == "base"]
         record["cpu_minutes_per_instance"] = float(np.mean(base_cpu)) / 60 if base_cpu else None
         out[layout] = record

@@ -105,6 +105,7 @@ def _hbart_markdown(by_layout: dict[str, dict[str, Any]]) -> list[str]:
             )
         if rec.get("without_stuck_chains"):
             out.append(_without_markdown(rec["without_stuck_chains"]))
+        out += ["", *_instances_markdown(rec["instances"], set(rec.get("stuck_chains", [])))]
         out += [
             f"Minutes per preset run: {_f(rec.get('cpu_minutes_per_instance'), '.1f')} of CPU "
             f"(one thread), {_f(rec['minutes_per_instance'], '.1f')} of wall time (grows with "
@@ -114,6 +115,28 @@ def _hbart_markdown(by_layout: dict[str, dict[str, Any]]) -> list[str]:
             "",
         ]
     return out
+
+
+def _instances_markdown(instances: list[dict[str, Any]], stuck: set[str]) -> list[str]:
+    """Per complete instance: coverage, SD change, R̂ and the MCSE's effective draws."""
+    out = [
+        "Per instance (R̂, MCSE and ESS of the preset run; ESS per chain = 2/m² / chains, "
+        "from the relative MCSE m of σ_f²):",
+        "",
+        "| instance | coverage 90 % | 4× warm-up | \\|ΔSD\\|/SD median (floor) | "
+        "corr(mean, f*) | max R̂ | MCSE σ_f² rel. | ESS per chain | stuck |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(instances, key=lambda r: str(r["task_id"])):
+        out.append(
+            f"| {str(r['task_id']).replace('__hbart__', ' × ').replace('__', ' × ')} | "
+            f"{r['coverage_base']:.3f} | {r['coverage_long']:.3f} | "
+            f"{r['sd_change_median']:.3f} ({r['sd_floor_median']:.3f}) | "
+            f"{r['corr_mean_fstar']:.3f} | {_f(r['rhat_max'].get('base'), '.2f')} | "
+            f"{_f(r.get('mcse_var_median_rel'), '.3f')} | {_f(r.get('ess_per_chain'), '.1f')} | "
+            f"{'yes' if r['task_id'] in stuck else ''} |"
+        )
+    return [*out, ""]
 
 
 def _without_markdown(w: dict[str, Any]) -> str:
