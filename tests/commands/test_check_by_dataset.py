@@ -37,6 +37,61 @@ def test_by_dataset_pools_each_dataset_like_its_own_folder(tmp_path) -> None:
     assert both["n_instances"] == 5 and set(both["datasets"]) == {"alpha", "beta"}
     for ds in ("alpha", "beta"):
         alone = check_directory(tmp_path / ds)["families"]["gp"]
-        alone.pop("seed_replacements")
+        for key in ("seed_replacements", "family", "fidelities"):  # the group's, not a pool's
+            alone.pop(key)
         assert both["datasets"][ds] == alone
     assert "datasets" not in check_directory(tmp_path)["families"]["gp"]
+
+
+def _save_at(folder, seed: int, fidelity: str) -> None:
+    X = np.random.default_rng(seed).random((50, 1))
+    spec = TaskSpec("alpha", "gp", "homoscedastic", "balanced", seed, fidelity, n_draws=40)
+    task = make_task(
+        spec,
+        GPPrior(HYPER, 1.0),
+        X,
+        np.arange(20),
+        np.arange(20, 50),
+        np.full(20, 0.1),
+        np.full(30, 0.1),
+    )
+    task.save(folder / f"{spec.task_id}.npz")
+
+
+def test_a_family_made_at_two_fidelities_is_pooled_per_fidelity(tmp_path) -> None:
+    """One pooled verdict over two presets would describe neither: each fidelity is its own
+    row, with the figures of that fidelity's files checked on their own."""
+    for fid, seeds in (("smoke", (0, 1)), ("standard", (2, 3, 4))):
+        (tmp_path / fid).mkdir()
+        for seed in seeds:
+            _save_at(tmp_path / fid, seed, fid)
+    mixed = check_directory(tmp_path)["families"]
+    assert set(mixed) == {"gp (smoke)", "gp (standard)"}
+    for fid, n in (("smoke", 2), ("standard", 3)):
+        row = mixed[f"gp ({fid})"]
+        assert row["n_instances"] == n
+        assert row["family"] == "gp" and row["fidelities"] == [fid]
+        alone = check_directory(tmp_path / fid)["families"]
+        assert set(alone) == {"gp"}  # a single fidelity keeps the family's name
+        assert alone["gp"] == row
+
+
+def test_a_split_row_is_judged_by_its_family_not_its_label() -> None:
+    """The validation table of a row "hbart (smoke)" says what HBART's missing record means
+    (not validated), not what an unknown family's would (no record needed)."""
+    from rich.console import Console
+
+    from udbench.commands._check_tables import _print_validation
+    from udbench.priors.validation import NO_RECORD_NEEDED
+
+    console = Console(record=True, width=200)
+    rows = {
+        "hbart (smoke)": {"family": "hbart", "preset_validation": {"smoke": None}},
+        "bnn (smoke)": {"family": "bnn", "preset_validation": {"smoke": None}},
+    }
+    _print_validation(rows, console)
+    text = console.export_text()
+    hbart_line = next(line for line in text.splitlines() if "hbart (smoke)" in line)
+    bnn_line = next(line for line in text.splitlines() if "bnn (smoke)" in line)
+    assert "not validated" in hbart_line and NO_RECORD_NEEDED not in hbart_line
+    assert NO_RECORD_NEEDED[:20] in bnn_line

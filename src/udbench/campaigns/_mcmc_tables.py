@@ -1,5 +1,5 @@
-"""Reading the MCMC campaign's records back (issue 34): the BNN sweep table, the HBART
-validation record per layout and the pooled multi-family checks, from the records alone.
+"""Reading the MCMC campaign's records back (issue 34): the HBART validation record per
+layout and the pooled multi-family checks, from the records alone.
 
 Re-exported by :mod:`udbench.campaigns.mcmc`, whose units write these records.
 """
@@ -15,7 +15,6 @@ from udbench.campaigns.engine import load_done_records
 
 __all__ = [
     "VALIDATION_DATASETS",
-    "bnn_sweep_table",
     "hbart_validation_records",
     "multi_family_table",
     "numerics_versions",
@@ -30,38 +29,6 @@ def numerics_versions() -> dict[str, int]:
     from udbench.priors import family_numerics_version, list_prior_families
 
     return {f: family_numerics_version(f) for f in list_prior_families()}
-
-
-def bnn_sweep_table(records: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
-    """Rows of the BNN sweep from its records (one per setting, baseline ``d9`` first).
-
-    Each row: ``setting``, the figures of the unit's result, ``ess_per_cpu_ratio_vs_d9``
-    (ESS median per CPU second over the baseline's) and ``ess_per_step_ratio_vs_d9`` (ESS
-    median per leapfrog step of the kept phase over the baseline's: the ESS-per-second ratio
-    at a common cost per step, which records made under different loads do not share) and
-    ``ess_per_second_ratio_vs_d9`` (the latter × the float32 step's measured cost ratio to
-    float64, ``step_cost_ratio_f64``; 1 for float64); None without a baseline record.
-
-    Returns
-    -------
-    (rows, notes) : tuple
-        ``notes`` names records left out (:func:`~udbench.campaigns.engine.load_done_records`).
-    """
-    from udbench.campaigns.mcmc import BNN_SWEEP
-
-    done, notes = load_done_records(records, "bnn-sweep", {"bnn": numerics_versions()["bnn"]})
-    rows = [{"setting": r["settings"]["setting"], **r["result"]} for r in done]
-    base = next((r for r in rows if r["setting"] == "d9"), None)
-    for r in rows:  # per step × the step's cost ratio to float64: ESS/s at a common load
-        cpu, step = "ess_median_per_cpu_second", "ess_median_per_kgrad_kept"
-        r["ess_per_cpu_ratio_vs_d9"] = None if base is None else r[cpu] / base[cpu]
-        r["ess_per_step_ratio_vs_d9"] = None if base is None else r[step] / base[step]
-        r["ess_per_second_ratio_vs_d9"] = (
-            None if base is None else r[step] / base[step] * r.get("step_cost_ratio_f64", 1.0)
-        )
-    order = list(BNN_SWEEP)
-    rows.sort(key=lambda r: order.index(r["setting"]) if r["setting"] in order else len(order))
-    return rows, notes
 
 
 def _stuck(record: dict[str, Any]) -> bool:

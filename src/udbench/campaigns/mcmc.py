@@ -28,7 +28,8 @@ Three parts, each a list of :class:`~udbench.campaigns.engine.Unit` (run in this
 A unit depends on its family's :attr:`~udbench.priors.base.Prior.numerics_version` and its
 sampler settings: changing either makes its record stale (redone); other commits do not.
 The records are read back by :func:`bnn_sweep_table`, :func:`hbart_validation_records` and
-:func:`multi_family_table` (defined in ``udbench.campaigns._mcmc_tables``, re-exported here).
+:func:`multi_family_table` (the latter two defined in ``udbench.campaigns._mcmc_tables``,
+re-exported here).
 """
 
 from __future__ import annotations
@@ -44,12 +45,11 @@ from udbench._validation import check_choice, param_error
 from udbench.campaigns._mcmc_costs import MULTI_SECONDS, VALIDATION_SECONDS, bnn_sweep_seconds
 from udbench.campaigns._mcmc_tables import (
     VALIDATION_DATASETS,
-    bnn_sweep_table,
     hbart_validation_records,
     multi_family_table,
     numerics_versions,
 )
-from udbench.campaigns.engine import Unit
+from udbench.campaigns.engine import Unit, load_done_records
 
 __all__ = [
     "BNN_SWEEP",
@@ -271,6 +271,36 @@ def bnn_sweep_units(
             )
         )
     return units
+
+
+def bnn_sweep_table(records: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows of the BNN sweep from its records (one per setting, baseline ``d9`` first).
+
+    Each row: ``setting``, the figures of the unit's result, ``ess_per_cpu_ratio_vs_d9``
+    (ESS median per CPU second over the baseline's) and ``ess_per_step_ratio_vs_d9`` (ESS
+    median per leapfrog step of the kept phase over the baseline's: the ESS-per-second ratio
+    at a common cost per step, which records made under different loads do not share) and
+    ``ess_per_second_ratio_vs_d9`` (the latter × the float32 step's measured cost ratio to
+    float64, ``step_cost_ratio_f64``; 1 for float64); None without a baseline record.
+
+    Returns
+    -------
+    (rows, notes) : tuple
+        ``notes`` names records left out (:func:`~udbench.campaigns.engine.load_done_records`).
+    """
+    done, notes = load_done_records(records, "bnn-sweep", {"bnn": numerics_versions()["bnn"]})
+    rows = [{"setting": r["settings"]["setting"], **r["result"]} for r in done]
+    base = next((r for r in rows if r["setting"] == "d9"), None)
+    for r in rows:  # per step × the step's cost ratio to float64: ESS/s at a common load
+        cpu, step = "ess_median_per_cpu_second", "ess_median_per_kgrad_kept"
+        r["ess_per_cpu_ratio_vs_d9"] = None if base is None else r[cpu] / base[cpu]
+        r["ess_per_step_ratio_vs_d9"] = None if base is None else r[step] / base[step]
+        r["ess_per_second_ratio_vs_d9"] = (
+            None if base is None else r[step] / base[step] * r.get("step_cost_ratio_f64", 1.0)
+        )
+    order = list(BNN_SWEEP)
+    rows.sort(key=lambda r: order.index(r["setting"]) if r["setting"] in order else len(order))
+    return rows, notes
 
 
 # ---------------------------------------------------------------- HBART validation

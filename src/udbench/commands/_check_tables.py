@@ -143,7 +143,7 @@ def _print_validation(result: dict[str, Any], console: Console) -> None:
     from udbench.tasks.pooling import record_verdict
 
     validations = [
-        (fam, fid, v)
+        (fam, r.get("family", fam), fid, v)
         for fam, r in result.items()
         for fid, v in (r.get("preset_validation") or {}).items()
     ]
@@ -160,12 +160,12 @@ def _print_validation(result: dict[str, Any], console: Console) -> None:
             "date / numerics",
         ):
             val.add_column(col)
-        for fam, fid, v in validations:
+        for fam, family, fid, v in validations:  # fam: the row's label, family: the prior
             if v is None:
-                val.add_row(fam, fid, no_record_verdict(fam), "–", "–", "–", "–", "–")
+                val.add_row(fam, fid, no_record_verdict(family), "–", "–", "–", "–", "–")
                 continue
             verdict = record_verdict(v)
-            if fam not in WARMUP_VALIDATED_FAMILIES:  # BNN: gated per instance by R̂
+            if family not in WARMUP_VALIDATED_FAMILIES:  # BNN: gated per instance by R̂
                 verdict = f"not a gate ({verdict})"
             val.add_row(
                 fam,

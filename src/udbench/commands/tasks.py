@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -18,8 +16,8 @@ from udbench._validation import (
     MAX_WORKERS_PER_CORE,
     UdbenchError,
     check_int,
-    param_error,
 )
+from udbench.commands._check import APPROXIMATE_SUFFIX, check_directory, check_tasks
 from udbench.commands._check_tables import print_check_tables
 from udbench.commands._console import make_console
 from udbench.commands._options import (
@@ -46,10 +44,6 @@ __all__ = [
     "parse_seeds",
     "register",
 ]
-
-#: Appended to a family in ``udbench check`` for tasks with an approximate reference posterior.
-APPROXIMATE_SUFFIX = " (approximate reference)"
-
 
 #: Most seed replacements ``--max-replacements`` accepts (each one a whole new instance).
 MAX_REPLACE_LIMIT = 100
@@ -283,202 +277,6 @@ def _generate(
         )
 
 
-def check_tasks(
-    tasks: Sequence[str | os.PathLike[str]], by_dataset: bool = False
-) -> dict[str, Any]:
-    """Pooled acceptance checks (SPEC §7) of the named task files, by family.
-
-    Every file is verified first: its metadata checksum and the SHA-256 of every array
-    (:meth:`udbench.tasks.Task.verify`), so a task reported on is one ``udbench run`` would
-    accept. A file that fails is listed under ``"invalid"`` with the reason and left out of
-    the pooled figures; the others are still checked. The MCMC figures come from the sampler
-    diagnostics stored in each task (:func:`udbench.tasks.checks.mcmc_summary`).
-
-    Tasks whose reference posterior is approximate (a non-Gaussian noise mode conditioned
-    with a Gaussian likelihood: ``student-t``; :attr:`udbench.tasks.Task.reference_exact`)
-    are pooled apart, under ``"<family> (approximate reference)"``, and listed under
-    ``"approximate"``: the calibration checks are not expected to hold for them, so their
-    verdicts are all "not gated (approximate reference)".
-
-    Parameters
-    ----------
-    tasks : sequence of str or Path
-        Task files, folders (searched recursively) or globs, as ``udbench run`` takes them
-        (:func:`udbench.tasks.discovery.find_task_files`).
-
-    Returns
-    -------
-    dict
-        ``{"families": {family: stats}, "invalid": [{"path", "error"[, "unreadable":
-        True]}, ...] (``unreadable``: the file's permissions, not its content), "approximate":
-        [{"task_id", "path", "note"}, ...], "before_nugget": [{"task_id", "path",
-        "mc_agree"}, ...], "degenerate": [{"task_id", "path", "missing_classes",
-        "n_classes"}, ...], "stuck_chains": [{"task_id", "path", "ess_implied",
-        "ess_per_chain"}, ...]}``; ``stuck_chains`` lists the MCMC instances whose R̂ gates
-        nothing (HBART, SPEC §7) and whose MCSE of σ_f² implies about one effective draw per
-        chain (:func:`udbench.tasks.checks.stuck_chains`: valid and pooled, not a SPEC §7
-        gate, but their posterior variance likely is the spread between chains); ``degenerate``
-        lists the classification tasks whose training labels lack a class
-        (:func:`udbench.tasks.checks.missing_training_classes`: valid, pooled as usual, but
-        their classifiers see fewer than K classes);
-        ``before_nugget`` lists the GP task files made before the exact
-        moments included the prior's nugget (no ``sampler.nugget``; docs/tasks.md, "Jitter
-        and the nugget"): valid, but their moments differ from a fresh file's by about the
-        nugget, which fails MC = exact where the targets are nearly noise-free. ``stats`` is
-        the :func:`udbench.tasks.pool_checks` output (``n_instances, coverage_90,
-        coverage_90_ci, sbc_max_bin_deviation, mcse_var_median, mcse_var_p95,
-        corr_mean_fstar_median``; MCMC families also ``rhat_max``,
-        ``rhat_share_above_1_05``, ``n_divergent``, ``accept_rate_mean``, …) plus
-        ``seed_replacements``: one ``{"task_id", "rejected", "replacement", "reason"}`` per
-        rejected seed, for MCMC families ``preset_validation``: per fidelity of the
-        family's tasks, the stored warm-up sensitivity record of that preset
-        (:func:`udbench.priors.validation_summary`, SPEC §7) or None when the preset has
-        none, and ``preset_validation_warnings`` (one line per preset whose record does not
-        validate these tasks: :func:`udbench.priors.preset_validation_status`), and
-        ``verdicts``: one ``{"check", "figure", "threshold", "verdict"}`` per SPEC
-        §7 check (:func:`udbench.tasks.gate_verdicts`). With ``by_dataset``, each family's
-        stats also hold ``"datasets"``: dataset → the same pooled figures (and verdicts) over
-        that dataset's instances.
-
-    Raises
-    ------
-    UdbenchError
-        A task argument that names no existing file, folder or glob, or a folder or glob
-        that holds no task file.
-    """
-    from udbench.priors import MCMC_FAMILIES, preset_validation_status, prior_capabilities
-    from udbench.tasks import Task, gate_verdicts, pool_checks
-    from udbench.tasks.checks import (
-        coverage_summary,
-        mcmc_summary,
-        missing_training_classes,
-        stuck_chains,
-    )
-    from udbench.tasks.discovery import find_task_files
-    from udbench.tasks.taskfile import TaskFileUnreadable
-
-    paths = find_task_files(list(tasks), command="udbench check")
-    groups: dict[str, tuple[list[dict[str, Any]], list[Any], list[dict[str, Any]]]] = {}
-    per_dataset: dict[str, dict[str, tuple[list[dict[str, Any]], list[Any]]]] = {}
-    invalid: list[dict[str, Any]] = []
-    approximate: list[dict[str, str]] = []
-    presets: dict[str, dict[str, dict[str, Any]]] = {}  # family -> fidelity -> sampler
-    before_nugget: list[dict[str, Any]] = []
-    degenerate: list[dict[str, Any]] = []
-    stuck: list[dict[str, Any]] = []
-    for path in paths:
-        try:
-            task = Task.load(path).verify()
-        except UdbenchError as err:
-            entry: dict[str, Any] = {"path": str(path), "error": str(err)}
-            if isinstance(err, TaskFileUnreadable):  # the remedy is permissions, not generate
-                entry["unreadable"] = True
-            invalid.append(entry)
-            continue
-        group = task.spec.family
-        if task.spec.task_type == "classification" and task.spec.n_classes is not None:
-            absent = missing_training_classes(task.y_train, task.spec.n_classes)
-            if absent:
-                degenerate.append(
-                    {
-                        "task_id": task.spec.task_id,
-                        "path": str(path),
-                        "missing_classes": absent,
-                        "n_classes": task.spec.n_classes,
-                    }
-                )
-        if not task.reference_exact:  # kept apart: its calibration is not expected to hold
-            group = f"{task.spec.family}{APPROXIMATE_SUFFIX}"
-            note = str((task.diagnostics.get("reference") or {}).get("note", ""))
-            approximate.append({"task_id": task.spec.task_id, "path": str(path), "note": note})
-        summaries, mcse, replaced = groups.setdefault(group, ([], [], []))
-        sampler = (task.prior or {}).get("sampler") or {}
-        if task.reference_exact:
-            presets.setdefault(task.spec.family, {}).setdefault(task.spec.fidelity.value, sampler)
-        checks = dict(task.diagnostics["checks"])
-        if "covered_90_null" not in checks:
-            # made before the coverage rule of order statistics (issue 31): its stored
-            # coverage used interpolated quantiles, biased at small D. Recompute it from the
-            # stored arrays, f* rounded like the float32 draws (both sides of the test the
-            # same values, so still exchangeable under a correct posterior)
-            draws = task.draws
-            checks.update(coverage_summary(task.f_eval.astype(draws.dtype), draws))
-        summaries.append({**checks, **mcmc_summary(task.diagnostics)})
-        if summaries[-1].get("rhat_gate") is False:  # R̂ gates nothing here (HBART)
-            chains = (task.diagnostics.get("sampler") or {}).get("n_chains")
-            flag = stuck_chains(checks["mcse_var_rel_median"], chains)
-            if flag is not None:
-                stuck.append({"task_id": task.spec.task_id, "path": str(path), **flag})
-        # one variable per point (regression) or per (point, class) of π
-        # (classification: stored (n_eval, K), pooled as the flat point-major list)
-        mcse.append(np.ravel(task.mcse_var_rel))
-        if (
-            prior_capabilities(task.spec.family, strict=False).nugget
-            and task.diagnostics.get("exact_moments")
-            and "nugget" not in (task.diagnostics.get("sampler") or {})
-        ):
-            before_nugget.append(
-                {
-                    "task_id": task.spec.task_id,
-                    "path": str(path),
-                    "mc_agree": bool(task.diagnostics["checks"].get("mc_agree", True)),
-                }
-            )
-        if by_dataset:
-            fam_ds = per_dataset.setdefault(group, {})
-            ds_summaries, ds_mcse = fam_ds.setdefault(task.spec.dataset, ([], []))
-            ds_summaries.append(summaries[-1])
-            ds_mcse.append(mcse[-1])
-        record = task.diagnostics.get("seed_replacement") or {}
-        replaced.extend(
-            {
-                "task_id": task.spec.task_id,
-                "rejected": int(r["rejected"]),
-                "replacement": int(r["replacement"]),
-                "reason": str(r["reason"]),
-            }
-            for r in record.get("log", [])
-        )
-    families = {
-        fam: {**pool_checks(s, m), "seed_replacements": rep}
-        for fam, (s, m, rep) in sorted(groups.items())
-    }
-    for fam, by_ds in per_dataset.items():
-        families[fam]["datasets"] = {ds: pool_checks(s, m) for ds, (s, m) in sorted(by_ds.items())}
-    for fam, by_fidelity in presets.items():
-        if fam in MCMC_FAMILIES and fam in families:
-            status = {fid: preset_validation_status(fam, fid, s) for fid, s in by_fidelity.items()}
-            families[fam]["preset_validation"] = {fid: st[0] for fid, st in status.items()}
-            families[fam]["preset_validation_warnings"] = [
-                st[1] for st in status.values() if st[1] is not None
-            ]
-    for fam, stats in families.items():
-        approximate_reference = fam.endswith(APPROXIMATE_SUFFIX)
-        for pooled in (stats, *stats.get("datasets", {}).values()):
-            pooled["verdicts"] = gate_verdicts(pooled, approximate=approximate_reference)
-    return {
-        "families": families,
-        "invalid": invalid,
-        "approximate": approximate,
-        "before_nugget": before_nugget,
-        "degenerate": degenerate,
-        "stuck_chains": stuck,
-    }
-
-
-def check_directory(directory: Path, by_dataset: bool = False) -> dict[str, Any]:
-    """:func:`check_tasks` of the task files under one folder (kept for scripts).
-
-    Raises
-    ------
-    UdbenchError
-        ``directory`` is not a folder or holds no task file.
-    """
-    if not Path(directory).is_dir():
-        raise param_error("udbench check", "DIR", "be an existing folder", str(directory))
-    return check_tasks([directory], by_dataset=by_dataset)
-
-
 #: ``udbench check --strict`` exit status when a SPEC §7 check fails.
 EXIT_CHECK_FAILED = 4
 
@@ -497,15 +295,15 @@ def check_command(
 ) -> None:
     """Pooled acceptance checks of the reference posteriors in TASKS (SPEC §7).
 
-    Every task file is verified (checksums of its metadata and arrays) first. Each family
-    gets a verdict per check with its threshold beside the figure (pass / FAIL, or "too few
-    instances to judge"), judged against what a correct posterior gives at the tasks' D; the
-    figures SPEC §7 records without a threshold are marked "not gated". Classification tasks
-    whose training labels hold fewer than K classes are listed as degenerate (valid and
-    pooled; --json: "degenerate"), and HBART instances whose chains look stuck (about one
-    effective draw of σ_f² per chain; not a SPEC §7 gate; --json: "stuck_chains"). Exit status 1 if
-    any file is invalid (listed with the reason, left out of the tables), 2 for a bad
-    argument, 4 with --strict when a verdict is FAIL.
+    Every task file is verified (checksums of its metadata and arrays) first. Each family (each
+    family and fidelity, when TASKS hold one family at several presets) gets a verdict per check
+    with its threshold beside the figure (pass / FAIL, or "too few instances to judge"), judged
+    against what a correct posterior gives at the tasks' D; the figures SPEC §7 records without
+    a threshold are marked "not gated". Classification tasks whose training labels hold fewer
+    than K classes are listed as degenerate (valid and pooled; --json: "degenerate"), and HBART
+    instances whose chains look stuck (about one effective draw of σ_f² per chain; not a SPEC §7
+    gate; --json: "stuck_chains"). Exit status 1 if any file is invalid (listed with the reason,
+    left out of the tables), 2 for a bad argument, 4 with --strict when a verdict is FAIL.
     """
     report = check_tasks(tasks, by_dataset=by_dataset)
     result, invalid = report["families"], report["invalid"]
