@@ -87,6 +87,7 @@ def test_both_parts_write_records_rerun_skips_and_a_deleted_record_is_redone(
         "failed": 0,
         "left": 0,
         "unavailable": 0,
+        "busy": 0,
     }
     assert gen.calls == []  # the cells reused the gpc-check task files
     check = json.loads(record_file(records, units[0].unit_id).read_text())
@@ -105,11 +106,12 @@ def test_both_parts_write_records_rerun_skips_and_a_deleted_record_is_redone(
         "failed": 0,
         "left": 0,
         "unavailable": 0,
+        "busy": 0,
     }
     record_file(records, units[3].unit_id).unlink()
     said: list[str] = []
     counts = run_campaign(units, records, progress=said.append)
-    assert counts == {"skipped": 5, "done": 1, "failed": 0, "left": 0, "unavailable": 0}
+    assert counts == {"skipped": 5, "done": 1, "failed": 0, "left": 0, "unavailable": 0, "busy": 0}
     assert said[0] == f"{units[3].unit_id}: started"
 
     summary = classification_summary(records, units)
@@ -172,7 +174,7 @@ def test_a_failing_cell_is_recorded_and_the_run_goes_on(
     with monkeypatch.context() as mp:
         mp.setattr(LogRegLaplace, "fit", boom)
         counts = run_campaign(units, records)
-    assert counts == {"skipped": 0, "done": 2, "failed": 2, "left": 0, "unavailable": 0}
+    assert counts == {"skipped": 0, "done": 2, "failed": 2, "left": 0, "unavailable": 0, "busy": 0}
     failed = json.loads(record_file(records, units[0].unit_id).read_text())
     assert failed["status"] == "failed" and "no fit today" in failed["error"]
     assert failed["result"]["row"]["status"] == "failed"
@@ -186,6 +188,7 @@ def test_a_failing_cell_is_recorded_and_the_run_goes_on(
         "failed": 0,
         "left": 0,
         "unavailable": 0,
+        "busy": 0,
     }
 
 

@@ -35,6 +35,7 @@ def test_records_are_written_and_a_rerun_skips_them(tmp_path: Path) -> None:
         "failed": 0,
         "left": 0,
         "unavailable": 0,
+        "busy": 0,
     }
     rec = read_record(record_file(tmp_path, "a/two"))
     assert rec is not None and rec["status"] == "done" and rec["result"] == {"value": 2}
@@ -72,7 +73,7 @@ def test_a_failed_unit_is_recorded_the_run_goes_on_and_a_rerun_retries(tmp_path:
     log: list[str] = []
     units = [Unit("bad", "toy", {}, {"toy": 1}, boom), _unit("good", 1, log=log)]
     counts = run_campaign(units, tmp_path)
-    assert counts == {"skipped": 0, "done": 1, "failed": 1, "left": 0, "unavailable": 0}
+    assert counts == {"skipped": 0, "done": 1, "failed": 1, "left": 0, "unavailable": 0, "busy": 0}
     assert log == ["good"]
     rec = read_record(record_file(tmp_path, "bad"))
     assert rec["status"] == "failed" and "sampler diverged" in rec["error"]
@@ -106,9 +107,10 @@ def test_a_unit_whose_input_is_missing_writes_no_record_and_runs_once_it_is_ther
         "failed": 0,
         "left": 2,
         "unavailable": 1,
+        "busy": 0,
     }
     counts = run_campaign(units, tmp_path / "records", progress=lines.append)
-    assert counts == {"skipped": 0, "done": 1, "failed": 0, "left": 0, "unavailable": 2}
+    assert counts == {"skipped": 0, "done": 1, "failed": 0, "left": 0, "unavailable": 2, "busy": 0}
     assert [unit_status(u, tmp_path / "records")[0] for u in units] == [
         "missing",
         "done",
@@ -123,6 +125,7 @@ def test_a_unit_whose_input_is_missing_writes_no_record_and_runs_once_it_is_ther
         "failed": 0,
         "left": 0,
         "unavailable": 0,
+        "busy": 0,
     }
 
 
@@ -141,6 +144,7 @@ def test_limits_leave_units_for_later(tmp_path: Path) -> None:
         "failed": 0,
         "left": 3,
         "unavailable": 0,
+        "busy": 0,
     }
     assert run_campaign(units, tmp_path, max_seconds=0.0)["left"] == 3  # no new unit starts
 
@@ -160,7 +164,7 @@ def test_finish_within_starts_only_the_units_projected_to_finish_in_time(tmp_pat
         projected=lambda u: need.get(u.unit_id, 1.0),
         progress=lines.append,
     )
-    assert counts == {"skipped": 0, "done": 3, "failed": 0, "left": 5, "unavailable": 0}
+    assert counts == {"skipped": 0, "done": 3, "failed": 0, "left": 5, "unavailable": 0, "busy": 0}
     assert log == ["u0", "u2", "u3"]
     said = [line for line in lines if "left for the next run" in line]
     assert len(said) == 4 and said[0].startswith("u1: left for the next run (projected 10.0 min")
@@ -188,14 +192,78 @@ def test_bad_unit_ids_and_duplicates_are_refused(tmp_path: Path) -> None:
         run_campaign([_unit("a", 1), _unit("a", 2)], tmp_path)
 
 
-def test_one_writer_per_records_folder(tmp_path: Path) -> None:
-    from udbench._lock import LOCK_NAME, folder_lock
+def test_a_unit_another_run_works_on_is_skipped_and_left_missing(tmp_path: Path) -> None:
+    """One writer per unit, not per folder: a held claim skips that unit only (``busy``), and
+    the next run does it; releasing a claim leaves no claim folder behind."""
+    from udbench._lock import folder_lock
+    from udbench.campaigns.engine import CLAIMS_DIR, claim_dir
 
-    with folder_lock(tmp_path, "udbench campaign run"):
-        with pytest.raises(UdbenchError, match="is in use by udbench campaign run"):
-            run_campaign([_unit("a", 1)], tmp_path)
-    assert not (tmp_path / LOCK_NAME).exists()
-    assert run_campaign([_unit("a", 1)], tmp_path)["done"] == 1
+    units = [_unit("a/one", 1), _unit("a/two", 2), _unit("a/three", 3)]
+    lines: list[str] = []
+    with folder_lock(claim_dir(tmp_path, "a/two"), "udbench campaign run"):  # a live owner
+        counts = run_campaign(units, tmp_path, progress=lines.append)
+    assert counts["done"] == 2 and counts["busy"] == 1
+    assert not record_file(tmp_path, "a/two").exists()
+    assert any(line.startswith("a/two: being run by another process (pid ") for line in lines)
+    assert run_campaign(units, tmp_path) == {
+        "skipped": 2,
+        "done": 1,
+        "failed": 0,
+        "left": 0,
+        "unavailable": 0,
+        "busy": 0,
+    }
+    assert list((tmp_path / CLAIMS_DIR).iterdir()) == []
+    # flat claim folders: "a/b" and "a__b" are different units with different claims
+    assert claim_dir(tmp_path, "a/b") != claim_dir(tmp_path, "a__b")
+    assert claim_dir(tmp_path, "a/b").parent == tmp_path / CLAIMS_DIR
+
+
+_SHARED = textwrap.dedent(
+    """
+    import os, sys, time
+    from pathlib import Path
+    from udbench.campaigns import Unit, run_campaign
+
+    records, marks = Path(sys.argv[1]), Path(sys.argv[2])
+    (marks / f"ready{os.getpid()}").write_text("")
+    while len(list(marks.glob("ready*"))) < 2:  # start together
+        time.sleep(0.01)
+
+    def work(i):
+        def run():
+            (marks / f"start{i}-{os.getpid()}").write_text("")
+            time.sleep(0.4)
+            return {"i": i}
+        return run
+
+    units = [Unit(f"u/{i}", "toy", {"i": i}, {"toy": 1}, work(i)) for i in range(6)]
+    print(run_campaign(units, records))
+    """
+)
+
+
+def test_two_runs_of_one_campaign_share_its_units(tmp_path: Path) -> None:
+    """Two processes on one records folder: both finish, and no unit is done twice."""
+    script = tmp_path / "campaign.py"
+    script.write_text(_SHARED)
+    records, marks = tmp_path / "records", tmp_path / "marks"
+    marks.mkdir()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(records), str(marks)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    starts = sorted(m.name.split("-")[0] for m in marks.glob("start*"))
+    assert starts == [f"start{i}" for i in range(6)]  # each unit once
+    for i in range(6):
+        rec = read_record(record_file(records, f"u/{i}"))
+        assert rec is not None and rec["status"] == "done"
 
 
 _SCRIPT = textwrap.dedent(

@@ -101,6 +101,7 @@ def test_cells_record_rows_keep_predictions_and_resume(tmp_path, tuning) -> None
         "failed": 0,
         "left": 0,
         "unavailable": 0,
+        "busy": 0,
     }
     rec = json.loads(record_file(records, units[0].unit_id).read_text())
     row = rec["result"]["row"]
@@ -127,6 +128,7 @@ def test_cells_record_rows_keep_predictions_and_resume(tmp_path, tuning) -> None
         "failed": 0,
         "left": 0,
         "unavailable": 0,
+        "busy": 0,
     }
     record_file(records, units[4].unit_id).unlink()
     said: list[str] = []

@@ -31,13 +31,20 @@ missing unit stays missing; an older stale or failed record stays as it was), so
 once the input is provided, and the run goes on.
 
 A unit that is killed mid-way leaves no record (records are written atomically, after the
-work), so a resumed run redoes exactly the unfinished unit. One writer per records folder:
-:func:`run_campaign` holds the folder's lock (:func:`udbench._lock.folder_lock`; a lock whose
-process is gone is taken over).
+work), so a resumed run redoes exactly the unfinished unit. One writer per *unit*: while it
+works on a unit, :func:`run_campaign` holds that unit's claim, the lock
+(:func:`udbench._lock.folder_lock`) of its folder under ``<records>/.claims/``
+(:func:`claim_dir`); another run that reaches the unit skips it (counted ``busy``) and goes
+on with the next, and a claim whose process is gone (a killed run) is taken over. So several
+runs of one campaign, on one machine or on several machines sharing the records folder,
+share its units without doing one twice: the way to use more than one core, since a run does
+its units one after another. (A claim held on another host cannot be checked from here: it
+is respected, and the skipped unit's line names the claim to delete if nothing runs there.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -52,14 +59,15 @@ from pathlib import Path
 from typing import Any
 
 from udbench import __version__
-from udbench._lock import folder_lock
+from udbench._lock import folder_lock, lock_owner
 from udbench._threads import release_compiled_programs
-from udbench._validation import InputUnavailableError, param_error
+from udbench._validation import InputUnavailableError, UdbenchError, param_error
 
 __all__ = [
     "RECORD_SCHEMA",
     "Unit",
     "UnitFailed",
+    "claim_dir",
     "code_version",
     "current_records",
     "jsonable",
@@ -232,6 +240,18 @@ def _write_atomic(path: Path, payload: dict[str, Any]) -> None:
 #: Units named one by one when ``finish_within`` leaves them; the rest are counted.
 _SAID_NOT_FITTING = 3
 
+#: Folder under a records folder that holds the claims of the units being worked on.
+CLAIMS_DIR = ".claims"
+
+
+def claim_dir(records: str | Path, unit_id: str) -> Path:
+    """The folder whose lock is ``unit_id``'s claim (:func:`run_campaign`).
+
+    One flat folder per unit under ``<records>/.claims`` (``/`` written as ``@``, which unit
+    ids do not use), so that releasing a claim removes no folder another claim needs.
+    """
+    return Path(records) / CLAIMS_DIR / unit_id.replace("/", "@")
+
 
 def run_campaign(
     units: Sequence[Unit],
@@ -275,14 +295,15 @@ def run_campaign(
     Returns
     -------
     dict
-        Counts: ``skipped`` (already done), ``done``, ``failed`` (this run), ``left``, and
+        Counts: ``skipped`` (already done), ``done``, ``failed`` (this run), ``left``,
         ``unavailable``: units that raised :class:`~udbench._validation.InputUnavailableError`
-        (no record written; each missing input is described in full once, then named).
+        (no record written; each missing input is described in full once, then named), and
+        ``busy``: units another run held the claim of (not run here).
 
     Raises
     ------
     UdbenchError
-        Duplicate unit ids; another process holds the folder's lock.
+        Duplicate unit ids.
     """
     ids = [u.unit_id for u in units]
     if len(set(ids)) != len(ids):
@@ -290,97 +311,129 @@ def run_campaign(
         raise param_error("run_campaign", "units", "have unique unit ids", dup)
     say = progress or (lambda line: None)
     project = projected or (lambda unit: unit.estimate_seconds)
-    counts = {"skipped": 0, "done": 0, "failed": 0, "left": 0, "unavailable": 0}
+    counts = {"skipped": 0, "done": 0, "failed": 0, "left": 0, "unavailable": 0, "busy": 0}
     n_not_fitting = 0
     missing_inputs: set[str] = set()
     t_start = time.perf_counter() if started is None else float(started)
-    with folder_lock(records, "udbench campaign run"):
-        for unit in units:
+    for unit in units:
+        status, old = unit_status(unit, records)
+        if status == "done":
+            counts["skipped"] += 1
+            continue
+        out_of_time = max_seconds is not None and time.perf_counter() - t_start > max_seconds
+        tried = counts["done"] + counts["failed"] + counts["unavailable"]
+        out_of_units = max_units is not None and tried >= max_units
+        if out_of_time or out_of_units:
+            counts["left"] += 1
+            continue
+        if finish_within is not None:
+            left_s = finish_within - (time.perf_counter() - t_start)
+            need = project(unit) if left_s > 0 else None
+            if left_s <= 0 or (need is not None and need > left_s):
+                counts["left"] += 1
+                n_not_fitting += 1
+                if need is not None and n_not_fitting <= _SAID_NOT_FITTING:
+                    say(
+                        f"{unit.unit_id}: left for the next run (projected "
+                        f"{need / 60:.1f} min, {left_s / 60:.1f} min left to finish within)"
+                    )
+                continue
+        with contextlib.ExitStack() as claim:
+            try:
+                (Path(records) / CLAIMS_DIR).mkdir(parents=True, exist_ok=True)
+                claim.enter_context(
+                    folder_lock(claim_dir(records, unit.unit_id), "udbench campaign run")
+                )
+            except (UdbenchError, OSError):  # another live run works on it: not ours to do
+                where = claim_dir(records, unit.unit_id)
+                owner = lock_owner(where) or {}
+                counts["busy"] += 1
+                say(
+                    f"{unit.unit_id}: being run by another process (pid {owner.get('pid', '?')}"
+                    f" on {owner.get('host', '?')}, since {owner.get('since', '?')}); skipped "
+                    f"(if nothing runs there any more, delete {str(where)!r})"
+                )
+                continue
+            # claimed: another run may have finished it since the status above
             status, old = unit_status(unit, records)
             if status == "done":
                 counts["skipped"] += 1
                 continue
-            out_of_time = max_seconds is not None and time.perf_counter() - t_start > max_seconds
-            tried = counts["done"] + counts["failed"] + counts["unavailable"]
-            out_of_units = max_units is not None and tried >= max_units
-            if out_of_time or out_of_units:
-                counts["left"] += 1
-                continue
-            if finish_within is not None:
-                left_s = finish_within - (time.perf_counter() - t_start)
-                need = project(unit) if left_s > 0 else None
-                if left_s <= 0 or (need is not None and need > left_s):
-                    counts["left"] += 1
-                    n_not_fitting += 1
-                    if need is not None and n_not_fitting <= _SAID_NOT_FITTING:
-                        say(
-                            f"{unit.unit_id}: left for the next run (projected "
-                            f"{need / 60:.1f} min, {left_s / 60:.1f} min left to finish within)"
-                        )
-                    continue
-            if status in ("stale", "corrupt"):
-                why = (old or {}).get("error") or (
-                    f"numerics {(old or {}).get('numerics')} / other settings"
-                )
-                say(f"{unit.unit_id}: record {status} ({why}); redoing it")
-            say(f"{unit.unit_id}: started")
-            began = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-            machine = machine_facts()
-            t0, c0 = time.perf_counter(), time.process_time()
-            partial: dict[str, Any] | None = None
-            try:
-                result: dict[str, Any] | None = unit.work()
-                error = None
-            except KeyboardInterrupt:
-                raise
-            except InputUnavailableError as err:  # nothing failed: no record, stays missing
-                counts["unavailable"] += 1
-                first = err.what not in missing_inputs
-                missing_inputs.add(err.what)
-                say(
-                    f"{unit.unit_id}: not run, no record written: {err}"
-                    if first
-                    else f"{unit.unit_id}: not run ({err.what} is missing, see above)"
-                )
-                continue
-            except UnitFailed as err:  # failed, with what it made
-                result, error, partial = None, str(err), err.result
-                tb = traceback.format_exc(limit=8)
-            except Exception as err:  # recorded, the campaign goes on
-                result, error = None, f"{type(err).__name__}: {err}"
-                tb = traceback.format_exc(limit=8)
-            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            record: dict[str, Any] = {
-                "schema": RECORD_SCHEMA,
-                "unit_id": unit.unit_id,
-                "kind": unit.kind,
-                "status": "done" if error is None else "failed",
-                "settings": _canonical(unit.settings),
-                "numerics": dict(unit.numerics),
-                "started": began,
-                "wall_seconds": round(wall, 3),
-                "cpu_seconds": round(cpu, 3),
-                "machine": machine,
-                "code": code_version(),
-            }
-            if error is None:
-                record["result"] = _canonical(result)
-                counts["done"] += 1
-                say(f"{unit.unit_id}: done in {wall / 60:.1f} min")
-            else:
-                record["error"] = error
-                record["traceback"] = tb
-                if partial is not None:
-                    record["result"] = _canonical(partial)
-                counts["failed"] += 1
-                say(f"{unit.unit_id}: FAILED ({error}); recorded, going on")
-            _write_atomic(record_file(records, unit.unit_id), record)
-            release_compiled_programs()
+            outcome = _run_unit(unit, records, status, old, say, missing_inputs)
+        counts[outcome] += 1
     if n_not_fitting > _SAID_NOT_FITTING:
         say(
             f"… {n_not_fitting} unit(s) in all left for the next run: they would not finish in time"
         )
     return counts
+
+
+def _run_unit(
+    unit: Unit,
+    records: str | Path,
+    status: str,
+    old: dict[str, Any] | None,
+    say: Callable[[str], None],
+    missing_inputs: set[str],
+) -> str:
+    """Do one claimed unit's work and write its record; ``done``, ``failed`` or
+    ``unavailable`` (no record: an input is missing, each named in full once)."""
+    if status in ("stale", "corrupt"):
+        why = (old or {}).get("error") or (
+            f"numerics {(old or {}).get('numerics')} / other settings"
+        )
+        say(f"{unit.unit_id}: record {status} ({why}); redoing it")
+    say(f"{unit.unit_id}: started")
+    began = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    machine = machine_facts()
+    t0, c0 = time.perf_counter(), time.process_time()
+    partial: dict[str, Any] | None = None
+    try:
+        result: dict[str, Any] | None = unit.work()
+        error = None
+    except KeyboardInterrupt:
+        raise
+    except InputUnavailableError as err:  # nothing failed: no record, stays missing
+        first = err.what not in missing_inputs
+        missing_inputs.add(err.what)
+        say(
+            f"{unit.unit_id}: not run, no record written: {err}"
+            if first
+            else f"{unit.unit_id}: not run ({err.what} is missing, see above)"
+        )
+        return "unavailable"
+    except UnitFailed as err:  # failed, with what it made
+        result, error, partial = None, str(err), err.result
+        tb = traceback.format_exc(limit=8)
+    except Exception as err:  # recorded, the campaign goes on
+        result, error = None, f"{type(err).__name__}: {err}"
+        tb = traceback.format_exc(limit=8)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    record: dict[str, Any] = {
+        "schema": RECORD_SCHEMA,
+        "unit_id": unit.unit_id,
+        "kind": unit.kind,
+        "status": "done" if error is None else "failed",
+        "settings": _canonical(unit.settings),
+        "numerics": dict(unit.numerics),
+        "started": began,
+        "wall_seconds": round(wall, 3),
+        "cpu_seconds": round(cpu, 3),
+        "machine": machine,
+        "code": code_version(),
+    }
+    if error is None:
+        record["result"] = _canonical(result)
+        say(f"{unit.unit_id}: done in {wall / 60:.1f} min")
+    else:
+        record["error"] = error
+        record["traceback"] = tb
+        if partial is not None:
+            record["result"] = _canonical(partial)
+        say(f"{unit.unit_id}: FAILED ({error}); recorded, going on")
+    _write_atomic(record_file(records, unit.unit_id), record)
+    release_compiled_programs()
+    return "done" if error is None else "failed"
 
 
 def load_done_records(

@@ -1,6 +1,6 @@
 """``udbench campaign``: long work run as resumable units with committed records.
 
-``run`` does every unit without a valid record (resumable, one writer per records folder),
+``run`` does every unit without a valid record (resumable, one writer per unit),
 ``status`` counts done / stale / failed / missing units and projects the CPU-hours left, and
 ``summarise`` rebuilds the figures and verdicts from the records alone (and, with
 ``--write``, the generated documentation page and the preset validation records).
@@ -275,7 +275,9 @@ def run_command(
     Kill it at any time: the unit in progress leaves no record and is redone by the next
     run; finished units are skipped. A failed unit is recorded and the run goes on. A unit
     whose dataset's raw table is not on this machine writes no record (it stays missing) and
-    the run ends with exit status 1.
+    the run ends with exit status 1. A run does one unit at a time: to use more cores, start
+    several runs of the same command (or on several machines sharing --records); each skips
+    the units another is working on, so none is done twice.
     """
     import time
 
@@ -335,6 +337,7 @@ def run_command(
             if counts["unavailable"]
             else ""
         )
+        + (f", {counts['busy']} being run by another process" if counts["busy"] else "")
         + (f"; records in {folder}" if folder.is_dir() else "; no record written")
     )
     if counts["unavailable"]:  # the user has to act: not a clean exit
