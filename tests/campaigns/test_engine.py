@@ -219,6 +219,18 @@ def test_a_unit_another_run_works_on_is_skipped_and_left_missing(tmp_path: Path)
     assert claim_dir(tmp_path, "a/b").parent == tmp_path / CLAIMS_DIR
 
 
+def test_a_folder_held_whole_by_an_earlier_udbench_is_refused(tmp_path: Path) -> None:
+    """A run of an earlier udbench locked the records folder, not the units: it would not see
+    the claims, so the two would do the same unit."""
+    from udbench._lock import LOCK_NAME, folder_lock
+
+    with folder_lock(tmp_path, "udbench campaign run"):
+        with pytest.raises(UdbenchError, match="a run of an earlier udbench"):
+            run_campaign([_unit("a", 1)], tmp_path)
+    assert not (tmp_path / LOCK_NAME).exists()
+    assert run_campaign([_unit("a", 1)], tmp_path)["done"] == 1
+
+
 _SHARED = textwrap.dedent(
     """
     import os, sys, time

@@ -303,7 +303,8 @@ def run_campaign(
     Raises
     ------
     UdbenchError
-        Duplicate unit ids.
+        Duplicate unit ids; the records folder is held whole by a live run of an earlier
+        udbench (which locked the folder, not the units).
     """
     ids = [u.unit_id for u in units]
     if len(set(ids)) != len(ids):
@@ -315,6 +316,7 @@ def run_campaign(
     n_not_fitting = 0
     missing_inputs: set[str] = set()
     t_start = time.perf_counter() if started is None else float(started)
+    _refuse_folder_lock(records)
     for unit in units:
         status, old = unit_status(unit, records)
         if status == "done":
@@ -366,6 +368,21 @@ def run_campaign(
             f"… {n_not_fitting} unit(s) in all left for the next run: they would not finish in time"
         )
     return counts
+
+
+def _refuse_folder_lock(records: str | Path) -> None:
+    """Refuse a records folder that a run of an earlier udbench holds whole (it took the
+    folder's lock, not the units' claims, so it would not see this run's claims)."""
+    from udbench._lock import _alive
+
+    owner = lock_owner(records)
+    if owner is not None and _alive(owner):
+        raise UdbenchError(
+            f"udbench campaign run: {str(records)!r} is in use by "
+            f"{owner.get('command', 'udbench')} (pid {owner.get('pid')} on "
+            f"{owner.get('host')}, since {owner.get('since', '?')}), a run of an earlier "
+            "udbench that locks the whole folder; wait for it to finish"
+        )
 
 
 def _run_unit(
