@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -196,12 +197,15 @@ def test_a_unit_another_run_works_on_is_skipped_and_left_missing(tmp_path: Path)
     """One writer per unit, not per folder: a held claim skips that unit only (``busy``), and
     the next run does it; releasing a claim leaves no claim folder behind."""
     from udbench._lock import folder_lock
-    from udbench.campaigns.engine import CLAIMS_DIR, claim_dir
+    from udbench.campaigns.engine import CLAIMS_DIR, claim_dir, claimed_units
 
     units = [_unit("a/one", 1), _unit("a/two", 2), _unit("a/three", 3)]
     lines: list[str] = []
     with folder_lock(claim_dir(tmp_path, "a/two"), "udbench campaign run"):  # a live owner
         counts = run_campaign(units, tmp_path, progress=lines.append)
+        held = claimed_units(tmp_path)  # what campaign status reports as being run now
+    assert list(held) == ["a/two"] and held["a/two"]["pid"] == os.getpid()
+    assert claimed_units(tmp_path) == {}
     assert counts["done"] == 2 and counts["busy"] == 1
     assert not record_file(tmp_path, "a/two").exists()
     assert any(line.startswith("a/two: being run by another process (pid ") for line in lines)

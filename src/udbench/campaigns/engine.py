@@ -62,12 +62,14 @@ from udbench import __version__
 from udbench._lock import folder_lock, lock_owner
 from udbench._threads import release_compiled_programs
 from udbench._validation import InputUnavailableError, UdbenchError, param_error
+from udbench.campaigns._claims import CLAIMS_DIR, claim_dir, claimed_units, refuse_folder_lock
 
 __all__ = [
     "RECORD_SCHEMA",
     "Unit",
     "UnitFailed",
     "claim_dir",
+    "claimed_units",
     "code_version",
     "current_records",
     "jsonable",
@@ -240,18 +242,6 @@ def _write_atomic(path: Path, payload: dict[str, Any]) -> None:
 #: Units named one by one when ``finish_within`` leaves them; the rest are counted.
 _SAID_NOT_FITTING = 3
 
-#: Folder under a records folder that holds the claims of the units being worked on.
-CLAIMS_DIR = ".claims"
-
-
-def claim_dir(records: str | Path, unit_id: str) -> Path:
-    """The folder whose lock is ``unit_id``'s claim (:func:`run_campaign`).
-
-    One flat folder per unit under ``<records>/.claims`` (``/`` written as ``@``, which unit
-    ids do not use), so that releasing a claim removes no folder another claim needs.
-    """
-    return Path(records) / CLAIMS_DIR / unit_id.replace("/", "@")
-
 
 def run_campaign(
     units: Sequence[Unit],
@@ -316,7 +306,7 @@ def run_campaign(
     n_not_fitting = 0
     missing_inputs: set[str] = set()
     t_start = time.perf_counter() if started is None else float(started)
-    _refuse_folder_lock(records)
+    refuse_folder_lock(records)
     for unit in units:
         status, old = unit_status(unit, records)
         if status == "done":
@@ -368,21 +358,6 @@ def run_campaign(
             f"… {n_not_fitting} unit(s) in all left for the next run: they would not finish in time"
         )
     return counts
-
-
-def _refuse_folder_lock(records: str | Path) -> None:
-    """Refuse a records folder that a run of an earlier udbench holds whole (it took the
-    folder's lock, not the units' claims, so it would not see this run's claims)."""
-    from udbench._lock import _alive
-
-    owner = lock_owner(records)
-    if owner is not None and _alive(owner):
-        raise UdbenchError(
-            f"udbench campaign run: {str(records)!r} is in use by "
-            f"{owner.get('command', 'udbench')} (pid {owner.get('pid')} on "
-            f"{owner.get('host')}, since {owner.get('since', '?')}), a run of an earlier "
-            "udbench that locks the whole folder; wait for it to finish"
-        )
 
 
 def _run_unit(

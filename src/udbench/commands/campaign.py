@@ -362,7 +362,7 @@ def status_command(
     left (projected: one thread's CPU time of finished units of the same shape, else each
     unit's estimate)."""
     from udbench.campaigns import unit_status
-    from udbench.campaigns.engine import load_done_records
+    from udbench.campaigns.engine import claimed_units, load_done_records
 
     _check_campaign(campaign)
     pruner, trials = _tuning_only(campaign, pruner, trials)
@@ -430,6 +430,11 @@ def status_command(
     console.print(table)
     for line in folder_notes + [n for n in load_notes if "unreadable record" in n]:
         console.print(f"note: {line}", markup=False)  # corrupt records count as missing
+    running = claimed_units(folder)
+    mine = [u.unit_id for u in units if u.unit_id in running]
+    if mine:
+        pids = sorted({f"{running[u].get('pid')}@{running[u].get('host')}" for u in mine})
+        console.print(f"note: {len(mine)} missing unit(s) being run now ({', '.join(pids)})")
     if campaign == "runs":
         from udbench.campaigns.runs import waiting_cells
 
