@@ -288,18 +288,17 @@ def test_stale_cell_records_are_left_out(tmp_path: Path, work: Path) -> None:
 def test_status_lists_both_parts_with_projected_hours(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from udbench._lock import folder_lock
-    from udbench.campaigns.engine import claim_dir
+    from udbench.campaigns._claims import unit_claim
     from udbench.cli import app
 
     args = ["campaign", "status", "classification", "--records", str(tmp_path / "r")]
     first = clf.campaign_units(work_dir=tmp_path / "w")[0].unit_id
-    with folder_lock(claim_dir(tmp_path / "r", first), "udbench campaign run"):  # a live run
+    with unit_claim(tmp_path / "r", first, "udbench campaign run"):  # a live run
         out = CliRunner().invoke(
             app, [*args, "--work", str(tmp_path / "w")], env={"COLUMNS": "200"}
         )
     assert out.exit_code == 0, out.output
-    assert f"note: 1 missing unit(s) being run now ({os.getpid()}@" in out.output
+    assert f"note: 1 unit(s) without a current record being run now ({os.getpid()}@" in out.output
     lines = {ln.split("│")[1].strip(): ln for ln in out.output.splitlines() if "│" in ln}
     # 120 instances × 90 s guessed; 120 × the 11 classifiers' guessed 199 s
     assert "120" in lines["gpc-check"] and "3.0" in lines["gpc-check"]

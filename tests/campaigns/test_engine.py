@@ -195,13 +195,13 @@ def test_bad_unit_ids_and_duplicates_are_refused(tmp_path: Path) -> None:
 
 def test_a_unit_another_run_works_on_is_skipped_and_left_missing(tmp_path: Path) -> None:
     """One writer per unit, not per folder: a held claim skips that unit only (``busy``), and
-    the next run does it; releasing a claim leaves no claim folder behind."""
-    from udbench._lock import folder_lock
-    from udbench.campaigns.engine import CLAIMS_DIR, claim_dir, claimed_units
+    the next run does it; releasing a claim leaves no claim file behind."""
+    from udbench.campaigns._claims import CLAIMS_DIR, claim_path, unit_claim
+    from udbench.campaigns.engine import claimed_units
 
     units = [_unit("a/one", 1), _unit("a/two", 2), _unit("a/three", 3)]
     lines: list[str] = []
-    with folder_lock(claim_dir(tmp_path, "a/two"), "udbench campaign run"):  # a live owner
+    with unit_claim(tmp_path, "a/two", "udbench campaign run"):  # another live run
         counts = run_campaign(units, tmp_path, progress=lines.append)
         held = claimed_units(tmp_path)  # what campaign status reports as being run now
     assert list(held) == ["a/two"] and held["a/two"]["pid"] == os.getpid()
@@ -218,9 +218,89 @@ def test_a_unit_another_run_works_on_is_skipped_and_left_missing(tmp_path: Path)
         "busy": 0,
     }
     assert list((tmp_path / CLAIMS_DIR).iterdir()) == []
-    # flat claim folders: "a/b" and "a__b" are different units with different claims
-    assert claim_dir(tmp_path, "a/b") != claim_dir(tmp_path, "a__b")
-    assert claim_dir(tmp_path, "a/b").parent == tmp_path / CLAIMS_DIR
+    # flat claim files: "a/b" and "a__b" are different units with different claims
+    assert claim_path(tmp_path, "a/b") != claim_path(tmp_path, "a__b")
+    assert claim_path(tmp_path, "a/b").parent == tmp_path / CLAIMS_DIR
+
+
+def test_a_unit_recorded_while_its_claim_was_being_taken_is_not_redone(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The status is read again once the claim is held: a record another run wrote in the
+    meantime (done, or failed: that run's to retry) is left as it is."""
+    import contextlib
+
+    from udbench.campaigns import engine
+
+    real = engine.unit_claim
+    log: list[str] = []
+    units = [_unit("x/done", 1, log=log), _unit("x/failed", 2, log=log)]
+
+    @contextlib.contextmanager
+    def racing_claim(records, unit_id, command):
+        with real(records, unit_id, command) as path:  # the other run finished first
+            other = {"schema": 1, "unit_id": unit_id, "kind": "toy", "settings": {}}
+            if unit_id == "x/done":
+                unit = units[0]
+                other.update(status="done", settings=unit.settings, numerics=unit.numerics)
+                other["result"] = {"value": 1}
+            else:
+                other.update(status="failed", settings=units[1].settings, numerics={"toy": 1})
+                other["error"] = "RuntimeError: elsewhere"
+            engine._write_atomic(record_file(records, unit_id), other)
+            yield path
+
+    monkeypatch.setattr(engine, "unit_claim", racing_claim)
+    lines: list[str] = []
+    counts = run_campaign(units, tmp_path, progress=lines.append)
+    assert log == []  # neither unit's work ran here
+    assert counts["skipped"] == 1 and counts["busy"] == 1 and counts["done"] == 0
+    assert "x/failed: just recorded by another run (failed); skipped" in lines
+
+
+def test_a_claim_that_cannot_be_made_is_an_error_not_a_busy_unit(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A full disk or a permission error while claiming stops the run with the OS error; it is
+    never reported as a unit another run is working on (which would exit 0 having done
+    nothing)."""
+    import errno
+
+    from udbench.campaigns import _claims
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_claims.os, "open", full)
+    with pytest.raises(OSError, match="No space left"):
+        run_campaign([_unit("a", 1)], tmp_path)
+
+
+def test_a_killed_runs_claim_is_free_at_once(tmp_path: Path) -> None:
+    """The kernel drops a claim when its process dies: no stale claim to take over (two
+    runs restarted together after a kill could otherwise both take it over)."""
+    from udbench.campaigns._claims import claim_path
+
+    records = tmp_path / "records"
+    code = (
+        "import sys, time\n"
+        "from udbench.campaigns._claims import unit_claim\n"
+        "with unit_claim(sys.argv[1], 'u/0', 'test'):\n"
+        "    print('held', flush=True)\n"
+        "    time.sleep(60)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(records)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    lines: list[str] = []
+    assert run_campaign([_unit("u/0", 0)], records, progress=lines.append)["busy"] == 1
+    assert f"(pid {proc.pid} on " in lines[0]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert claim_path(records, "u/0").exists()  # left by the killed run, but not held
+    assert run_campaign([_unit("u/0", 0)], records)["done"] == 1
+    assert not claim_path(records, "u/0").exists()
 
 
 def test_a_folder_held_whole_by_an_earlier_udbench_is_refused(tmp_path: Path) -> None:

@@ -95,3 +95,26 @@ def test_a_split_row_is_judged_by_its_family_not_its_label() -> None:
     bnn_line = next(line for line in text.splitlines() if "bnn (smoke)" in line)
     assert "not validated" in hbart_line and NO_RECORD_NEEDED not in hbart_line
     assert NO_RECORD_NEEDED[:20] in bnn_line
+
+
+def test_a_split_row_with_a_record_is_gated_by_its_family() -> None:
+    """With a record: HBART's verdict is a gate, BNN's is shown as "not a gate (...)" (BNN
+    instances are gated by R̂), whatever the row's label."""
+    from rich.console import Console
+
+    from udbench.commands._check_tables import _print_validation
+    from udbench.priors.validation import load_validation, validation_summary
+
+    record = load_validation("hbart", "smoke")  # shipped with udbench
+    assert record is not None
+    summary = validation_summary(record, record["sampler_settings"])
+    console = Console(record=True, width=250)
+    rows = {
+        "hbart (smoke)": {"family": "hbart", "preset_validation": {"smoke": summary}},
+        "bnn (smoke)": {"family": "bnn", "preset_validation": {"smoke": summary}},
+    }
+    _print_validation(rows, console)
+    lines = console.export_text().splitlines()
+    hbart_line = next(line for line in lines if "hbart (smoke)" in line)
+    bnn_line = next(line for line in lines if "bnn (smoke)" in line)
+    assert "not a gate" in bnn_line and "not a gate" not in hbart_line

@@ -1,7 +1,7 @@
 """Campaigns: long work as resumable units with small committed records.
 
 :mod:`udbench.campaigns.engine` runs units and keeps their records (resume, numerics
-versions, stale and failed records, one writer per folder); :mod:`udbench.campaigns.mcmc`
+versions, stale and failed records, one writer per unit); :mod:`udbench.campaigns.mcmc`
 is the MCMC reference-posterior campaign (BNN NUTS settings, HBART preset validation at full
 size, the multi-family task set); :mod:`udbench.campaigns.tuning` the tuning campaign (SPEC
 §9's sweeps of a suite, whose records are udbench's shipped tuned configurations);

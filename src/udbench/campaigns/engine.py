@@ -32,19 +32,16 @@ once the input is provided, and the run goes on.
 
 A unit that is killed mid-way leaves no record (records are written atomically, after the
 work), so a resumed run redoes exactly the unfinished unit. One writer per *unit*: while it
-works on a unit, :func:`run_campaign` holds that unit's claim, the lock
-(:func:`udbench._lock.folder_lock`) of its folder under ``<records>/.claims/``
-(:func:`claim_dir`); another run that reaches the unit skips it (counted ``busy``) and goes
-on with the next, and a claim whose process is gone (a killed run) is taken over. So several
-runs of one campaign, on one machine or on several machines sharing the records folder,
-share its units without doing one twice: the way to use more than one core, since a run does
-its units one after another. (A claim held on another host cannot be checked from here: it
-is respected, and the skipped unit's line names the claim to delete if nothing runs there.)
+works on a unit, :func:`run_campaign` holds that unit's claim, a file lock under
+``<records>/.claims/`` (:mod:`udbench.campaigns._claims`) that the kernel drops when the
+process ends; another run that reaches the unit skips it (counted ``busy``) and goes on with
+the next. So several runs of one campaign, on one machine or on several machines sharing
+the records folder, share its units without doing one twice: the way to use more than one
+core, since a run does its units one after another.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
 import os
@@ -59,16 +56,21 @@ from pathlib import Path
 from typing import Any
 
 from udbench import __version__
-from udbench._lock import folder_lock, lock_owner
 from udbench._threads import release_compiled_programs
-from udbench._validation import InputUnavailableError, UdbenchError, param_error
-from udbench.campaigns._claims import CLAIMS_DIR, claim_dir, claimed_units, refuse_folder_lock
+from udbench._validation import InputUnavailableError, param_error
+from udbench.campaigns._claims import (
+    UnitBusy,
+    claim_path,
+    claimed_units,
+    refuse_folder_lock,
+    unit_claim,
+)
 
 __all__ = [
     "RECORD_SCHEMA",
     "Unit",
     "UnitFailed",
-    "claim_dir",
+    "claim_path",
     "claimed_units",
     "code_version",
     "current_records",
@@ -330,28 +332,26 @@ def run_campaign(
                         f"{need / 60:.1f} min, {left_s / 60:.1f} min left to finish within)"
                     )
                 continue
-        with contextlib.ExitStack() as claim:
-            try:
-                (Path(records) / CLAIMS_DIR).mkdir(parents=True, exist_ok=True)
-                claim.enter_context(
-                    folder_lock(claim_dir(records, unit.unit_id), "udbench campaign run")
-                )
-            except (UdbenchError, OSError):  # another live run works on it: not ours to do
-                where = claim_dir(records, unit.unit_id)
-                owner = lock_owner(where) or {}
-                counts["busy"] += 1
-                say(
-                    f"{unit.unit_id}: being run by another process (pid {owner.get('pid', '?')}"
-                    f" on {owner.get('host', '?')}, since {owner.get('since', '?')}); skipped "
-                    f"(if nothing runs there any more, delete {str(where)!r})"
-                )
-                continue
-            # claimed: another run may have finished it since the status above
-            status, old = unit_status(unit, records)
-            if status == "done":
-                counts["skipped"] += 1
-                continue
-            outcome = _run_unit(unit, records, status, old, say, missing_inputs)
+        try:
+            with unit_claim(records, unit.unit_id, "udbench campaign run"):
+                # claimed: another run may have finished (or failed) it since the status above
+                now, rec = unit_status(unit, records)
+                if now == "done":
+                    counts["skipped"] += 1
+                    continue
+                if rec != old:  # e.g. a failed record just written: that run's to retry
+                    counts["busy"] += 1
+                    say(f"{unit.unit_id}: just recorded by another run ({now}); skipped")
+                    continue
+                outcome = _run_unit(unit, records, now, rec, say, missing_inputs)
+        except UnitBusy as busy:  # another live run works on it: not ours to do
+            counts["busy"] += 1
+            owner = busy.owner
+            say(
+                f"{unit.unit_id}: being run by another process (pid {owner.get('pid', '?')} "
+                f"on {owner.get('host', '?')}, since {owner.get('since', '?')}); skipped"
+            )
+            continue
         counts[outcome] += 1
     if n_not_fitting > _SAID_NOT_FITTING:
         say(

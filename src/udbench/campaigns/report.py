@@ -120,8 +120,8 @@ def _hbart_markdown(by_layout: dict[str, dict[str, Any]]) -> list[str]:
 def _instances_markdown(instances: list[dict[str, Any]], stuck: set[str]) -> list[str]:
     """Per complete instance: coverage, SD change, R̂ and the MCSE's effective draws."""
     out = [
-        "Per instance (R̂, MCSE and ESS of the preset run; ESS per chain = 2/m² / chains, "
-        "from the relative MCSE m of σ_f²):",
+        "Per instance (R̂ of the preset run; MCSE: the largest relative MCSE m of σ_f² over "
+        "the three runs, and the effective draws per chain it implies, 2/m² / chains):",
         "",
         "| instance | coverage 90 % | 4× warm-up | \\|ΔSD\\|/SD median (floor) | "
         "corr(mean, f*) | max R̂ | MCSE σ_f² rel. | ESS per chain | stuck |",

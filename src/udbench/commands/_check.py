@@ -38,14 +38,17 @@ def check_tasks(
     verdicts are all "not gated (approximate reference)".
 
     A family whose tasks were made at more than one fidelity (preset) is pooled per fidelity,
-    under ``"<family> (<fidelity>)"``: each preset has its own validation record and
-    calibration, and one pooled verdict over two presets would describe neither.
+    under ``"<family> (<fidelity>)"`` (exact and approximate references counted apart): each
+    preset has its own validation record and calibration, and one pooled verdict over two
+    presets would describe neither.
 
     Parameters
     ----------
     tasks : sequence of str or Path
         Task files, folders (searched recursively) or globs, as ``udbench run`` takes them
         (:func:`udbench.tasks.discovery.find_task_files`).
+    by_dataset : bool, default False
+        Also pool each group's instances per dataset (``stats["datasets"]``).
 
     Returns
     -------
@@ -110,12 +113,12 @@ def check_tasks(
             if isinstance(err, TaskFileUnreadable):  # the remedy is permissions, not generate
                 entry["unreadable"] = True
             report["invalid"].append(entry)
-    fidelities: dict[str, set[str]] = {}
+    fidelities: dict[tuple[str, bool], set[str]] = {}  # exact and approximate apart
     for e in entries:
-        fidelities.setdefault(e.family, set()).add(e.fidelity)
+        fidelities.setdefault((e.family, e.exact), set()).add(e.fidelity)
     groups: dict[str, list[_Entry]] = {}
     for e in entries:
-        split = f" ({e.fidelity})" if len(fidelities[e.family]) > 1 else ""
+        split = f" ({e.fidelity})" if len(fidelities[e.family, e.exact]) > 1 else ""
         groups.setdefault(e.family + split + ("" if e.exact else APPROXIMATE_SUFFIX), []).append(e)
     families: dict[str, dict[str, Any]] = {}
     for key, members in sorted(groups.items()):
@@ -246,6 +249,18 @@ def _check_one(path: Path, report: dict[str, Any]) -> _Entry:
 
 def check_directory(directory: Path, by_dataset: bool = False) -> dict[str, Any]:
     """:func:`check_tasks` of the task files under one folder (kept for scripts).
+
+    Parameters
+    ----------
+    directory : Path
+        The folder (searched recursively).
+    by_dataset : bool, default False
+        As for :func:`check_tasks`.
+
+    Returns
+    -------
+    dict
+        :func:`check_tasks`'s report.
 
     Raises
     ------

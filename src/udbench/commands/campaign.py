@@ -338,7 +338,11 @@ def run_command(
             else ""
         )
         + (f", {counts['busy']} being run by another process" if counts["busy"] else "")
-        + (f"; records in {folder}" if folder.is_dir() else "; no record written")
+        + (
+            f"; records in {folder}"
+            if counts["done"] + counts["failed"] + counts["skipped"]
+            else "; no record written"
+        )
     )
     if counts["unavailable"]:  # the user has to act: not a clean exit
         raise typer.Exit(1)
@@ -434,7 +438,10 @@ def status_command(
     mine = [u.unit_id for u in units if u.unit_id in running]
     if mine:
         pids = sorted({f"{running[u].get('pid')}@{running[u].get('host')}" for u in mine})
-        console.print(f"note: {len(mine)} missing unit(s) being run now ({', '.join(pids)})")
+        console.print(
+            f"note: {len(mine)} unit(s) without a current record being run now ({', '.join(pids)})",
+            markup=False,
+        )
     if campaign == "runs":
         from udbench.campaigns.runs import waiting_cells
 
