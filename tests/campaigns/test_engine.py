@@ -279,7 +279,7 @@ def test_a_claim_that_cannot_be_made_is_an_error_not_a_busy_unit(
 def test_a_killed_runs_claim_is_free_at_once(tmp_path: Path) -> None:
     """The kernel drops a claim when its process dies: no stale claim to take over (two
     runs restarted together after a kill could otherwise both take it over)."""
-    from udbench.campaigns._claims import claim_path
+    from udbench.campaigns._claims import claim_path, claimed_units
 
     records = tmp_path / "records"
     code = (
@@ -299,6 +299,7 @@ def test_a_killed_runs_claim_is_free_at_once(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert claim_path(records, "u/0").exists()  # left by the killed run, but not held
+    assert claimed_units(records) == {}  # its holder is gone: status lists nothing
     assert run_campaign([_unit("u/0", 0)], records)["done"] == 1
     assert not claim_path(records, "u/0").exists()
 

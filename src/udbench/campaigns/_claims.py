@@ -169,6 +169,10 @@ def unit_claim(records: str | Path, unit_id: str, command: str) -> Iterator[Path
 def claimed_units(records: str | Path) -> dict[str, dict[str, Any]]:
     """The units that a live run holds the claim of now.
 
+    Read from what each claim file says of its holder, whose process is looked up (the
+    files are never locked here, so that asking never makes a run skip a unit); a claim made
+    on another host cannot be looked up and is listed.
+
     Parameters
     ----------
     records : str or Path
@@ -177,27 +181,14 @@ def claimed_units(records: str | Path) -> dict[str, dict[str, Any]]:
     Returns
     -------
     dict
-        Unit id -> what its claim says of the holder (``host``, ``pid``, ``command``,
-        ``since``; empty if unreadable). Claims are tested by trying to lock them
-        (released at once), so one held by this very process counts too.
+        Unit id -> the holder (``host``, ``pid``, ``command``, ``since``).
     """
     out: dict[str, dict[str, Any]] = {}
     base = Path(records) / CLAIMS_DIR
     for path in sorted(base.glob("*" + _SUFFIX)) if base.is_dir() else []:
-        unit_id = path.name[: -len(_SUFFIX)].replace("@", "/")
-        if fcntl is None:  # pragma: no cover - Windows: a claim file is a claim
-            out[unit_id] = _read_owner(path)
-            continue
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:  # released meanwhile
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            out[unit_id] = _read_owner(path)
-        finally:
-            os.close(fd)  # also drops the test lock
+        owner = _read_owner(path)
+        if owner and _alive(owner):  # a killed run's file names a process that is gone
+            out[path.name[: -len(_SUFFIX)].replace("@", "/")] = owner
     return out
 
 
