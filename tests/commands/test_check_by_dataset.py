@@ -12,9 +12,9 @@ from udbench.tasks import TaskSpec, make_task
 HYPER = {"kernel_family": "rbf", "parts": [{"kernel": "rbf", "weight": 1.0, "lengthscale": [0.4]}]}
 
 
-def _save(folder, dataset: str, seed: int) -> None:
+def _save(folder, dataset: str, seed: int, fidelity: str = "standard") -> None:
     X = np.random.default_rng(seed).random((50, 1))
-    spec = TaskSpec(dataset, "gp", "homoscedastic", "balanced", seed, n_draws=40)
+    spec = TaskSpec(dataset, "gp", "homoscedastic", "balanced", seed, fidelity, n_draws=40)
     nv = 0.05 if dataset == "alpha" else 0.5
     task = make_task(
         spec,
@@ -43,28 +43,13 @@ def test_by_dataset_pools_each_dataset_like_its_own_folder(tmp_path) -> None:
     assert "datasets" not in check_directory(tmp_path)["families"]["gp"]
 
 
-def _save_at(folder, seed: int, fidelity: str) -> None:
-    X = np.random.default_rng(seed).random((50, 1))
-    spec = TaskSpec("alpha", "gp", "homoscedastic", "balanced", seed, fidelity, n_draws=40)
-    task = make_task(
-        spec,
-        GPPrior(HYPER, 1.0),
-        X,
-        np.arange(20),
-        np.arange(20, 50),
-        np.full(20, 0.1),
-        np.full(30, 0.1),
-    )
-    task.save(folder / f"{spec.task_id}.npz")
-
-
 def test_a_family_made_at_two_fidelities_is_pooled_per_fidelity(tmp_path) -> None:
     """One pooled verdict over two presets would describe neither: each fidelity is its own
     row, with the figures of that fidelity's files checked on their own."""
     for fid, seeds in (("smoke", (0, 1)), ("standard", (2, 3, 4))):
         (tmp_path / fid).mkdir()
         for seed in seeds:
-            _save_at(tmp_path / fid, seed, fid)
+            _save(tmp_path / fid, "alpha", seed, fid)
     mixed = check_directory(tmp_path)["families"]
     assert set(mixed) == {"gp (smoke)", "gp (standard)"}
     for fid, n in (("smoke", 2), ("standard", 3)):
