@@ -60,12 +60,13 @@ __all__ = [
     "threshold_grid",
 ]
 
-#: Sampler settings per fidelity. ``paper`` is SPEC §5; ``standard`` (20 chains × 50 draws
-#: thinned by 240 after 1500 warm-up, 9.3 min at full kin8nm size on the reference machine)
-#: was chosen when R̂ gated HBART. SPEC §7 now records HBART's R̂ without gating on it and
-#: validates each preset by warm-up sensitivity (:mod:`udbench.priors.validation`, records
-#: in ``priors/validations/``; docs/priors-mcmc.md). ``smoke`` is for tests (not a
-#: reference posterior).
+#: Sampler settings per fidelity. ``paper`` is SPEC §5. ``standard`` (20 chains × 50 draws
+#: thinned by 120 after 1000 warm-up, ≈ 11 CPU minutes of one thread at full kin8nm size) is
+#: the MCMC campaign's ``lean`` layout, the cheapest that passed SPEC §7's warm-up
+#: sensitivity validation on 16 full-size protein and kin8nm instances (2026-12-04; record
+#: ``priors/validations/hbart-standard.json``, docs/validation/mcmc.md). It replaced 1500
+#: warm-up thinned by 240 (twice the cost, chosen when R̂ gated HBART, never validated).
+#: ``smoke`` is for tests (not a reference posterior).
 #: D = n_chains × draws per chain; draws per chain = n_draws / n_chains.
 FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
     "paper": {
@@ -78,8 +79,8 @@ FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
     },
     "standard": {
         "n_chains": 20,
-        "n_warmup": 1500,
-        "thin": 240,
+        "n_warmup": 1000,
+        "thin": 120,
         "temper_start": 3.0,
         "temper_stages": 10,
         "temper_fraction": 0.75,
