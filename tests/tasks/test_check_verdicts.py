@@ -320,6 +320,16 @@ def test_stuck_chains_by_the_ess_the_mcse_implies() -> None:
         stuck_chains(0.3, 0)
 
 
+def test_the_ess_an_mcse_implies() -> None:
+    """ESS = 2 / m² (the one formula of stuck_chains and the MCMC summary's table)."""
+    from udbench.tasks.checks import mcse_implied_ess
+
+    assert mcse_implied_ess(0.1) == pytest.approx(200.0)
+    assert mcse_implied_ess((2 / 1000) ** 0.5) == pytest.approx(1000.0)  # D iid draws
+    assert mcse_implied_ess(0.0) is None and mcse_implied_ess(float("nan")) is None
+    assert mcse_implied_ess(float("inf")) is None and mcse_implied_ess(None) is None
+
+
 def test_check_names_instances_with_stuck_chains(task_dir, tmp_path, capsys) -> None:
     """An HBART-like instance (R̂ not a gate) with m = 0.30 over 20 chains is listed and
     warned about; the same with m = 0.09 is not; verdicts and exit status are unchanged."""

@@ -10,8 +10,7 @@ and is removed when the claim is released: a run that locked a file just removed
 previous holder sees that the path no longer leads to what it locked, and tries again.
 
 Where ``fcntl`` does not exist (Windows), a claim is the file's exclusive creation instead; a
-claim left by a killed run is then respected until it is deleted, which the skipping run's
-message says.
+claim left by a killed run is then respected until its file under ``.claims`` is deleted.
 """
 
 from __future__ import annotations

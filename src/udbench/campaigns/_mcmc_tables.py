@@ -101,15 +101,15 @@ def _add_mcse(instances: list[dict[str, Any]], recs: list[dict[str, Any]]) -> No
         have = worst.get(key)
         if m is not None and (have is None or m > have["result"]["mcse_var_median_rel"]):
             worst[key] = x
+    from udbench.tasks.checks import mcse_implied_ess
+
     for inst in instances:
         w = worst.get(str(inst["task_id"]))
         m = None if w is None else w["result"]["mcse_var_median_rel"]
         chains = None if w is None else w["settings"]["sampler"].get("n_chains")
+        ess = mcse_implied_ess(m)
         inst["mcse_var_median_rel"] = m
-        if m is None or chains is None or not (np.isfinite(m) and m > 0 and int(chains) > 0):
-            inst["ess_per_chain"] = None
-        else:
-            inst["ess_per_chain"] = 2.0 / float(m) ** 2 / int(chains)
+        inst["ess_per_chain"] = None if ess is None or not chains else ess / int(chains)
 
 
 def hbart_validation_records(

@@ -55,6 +55,7 @@ __all__ = [
     "coverage_summary",
     "expected_coverage",
     "mcmc_summary",
+    "mcse_implied_ess",
     "missing_training_classes",
     "sbc_expected_shares",
     "sbc_histogram",
@@ -442,6 +443,28 @@ def missing_training_classes(y_train: np.ndarray, n_classes: int) -> list[int]:
     return [int(k) for k in np.flatnonzero(counts == 0)]
 
 
+def mcse_implied_ess(mcse_var_rel_median: float | None) -> float | None:
+    """The effective sample size of σ_f² implied by its relative MCSE m: ESS = 2 / m².
+
+    For normal draws the sample variance has variance 2σ⁴ / (n − 1) (Casella & Berger 2002,
+    §5.3), so m ≈ √(2/D) for D independent draws; :func:`stuck_chains` explains its use.
+
+    Parameters
+    ----------
+    mcse_var_rel_median : float or None
+        Median over the evaluation points of the relative MCSE of σ_f² (dimensionless).
+
+    Returns
+    -------
+    float or None
+        2 / m²; None for a missing, zero or non-finite m (no finite ESS).
+    """
+    if mcse_var_rel_median is None:
+        return None
+    m = float(mcse_var_rel_median)
+    return 2.0 / m**2 if np.isfinite(m) and m > 0 else None
+
+
 def stuck_chains(
     mcse_var_rel_median: float | None,
     n_chains: int | None,
@@ -492,10 +515,7 @@ def stuck_chains(
         raise param_error("stuck_chains", "n_chains", "be >= 1", n_chains)
     if not per_chain > 0:
         raise param_error("stuck_chains", "per_chain", "be > 0", per_chain)
-    m = float(mcse_var_rel_median)
-    if int(n_chains) < MCSE_N_BATCHES or not (np.isfinite(m) and m > 0):
-        return None
-    ess = 2.0 / m**2
-    if ess > per_chain * int(n_chains):
+    ess = mcse_implied_ess(mcse_var_rel_median)
+    if int(n_chains) < MCSE_N_BATCHES or ess is None or ess > per_chain * int(n_chains):
         return None
     return {"ess_implied": ess, "ess_per_chain": ess / int(n_chains)}
