@@ -107,7 +107,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer("recipes", ("recipes", "studies", "campaigns")),
     Layer("command helpers", ("commands._*",)),  # shared CLI option checks
     Layer("commands", ("commands.*",), independent=True),  # one sub-command group per module
-    Layer("cli", ("commands", "cli")),
+    Layer("cli", ("commands", "cli", "__main__")),
 )
 
 

@@ -29,3 +29,9 @@ _ONLY_HELP = (
     "e.g. to split a campaign between machines or to run a part's cheap units first (the "
     "runs campaign's lines on cells waiting for a tuning record ignore it)."
 )
+_WORKERS_HELP = (
+    "Start this many runs of this command at once, each its own process doing one unit at a "
+    "time (one core each); they share the units, so none is done twice. Their output lines "
+    "are prefixed [1]..[N]; --max-units counts the units of all of them; the exit status is "
+    "0 only if every run's is."
+)

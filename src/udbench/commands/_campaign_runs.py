@@ -1,5 +1,6 @@
-"""``udbench campaign summarise runs``: the suite-run campaign's summary, page and export
-(:mod:`udbench.campaigns.runs`)."""
+"""``udbench campaign summarise runs`` and ``classification``: the suite-run and classification
+campaigns' summaries, pages and exports (:mod:`udbench.campaigns.runs`,
+:mod:`udbench.campaigns.classification_report`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import typer
 
+from udbench._validation import param_error
 from udbench.commands._console import make_console
 
 
@@ -39,7 +41,6 @@ def summarise_runs(
     """Print the summary (or its JSON), write the page with ``write``, export with
     ``results`` (:func:`udbench.campaigns.runs.runs_summary`, :func:`~udbench.campaigns.runs.
     export_results`)."""
-    from udbench._validation import param_error
     from udbench.campaigns.runs import PARTS, export_results, runs_summary
     from udbench.evaluation.store import ResultsStore
     from udbench.tuning.shipped import shipped_folder
@@ -91,3 +92,44 @@ def summarise_runs(
                 f"predictions (not in {work})",
                 markup=False,
             )
+
+
+def summarise_classification(
+    folder: Path, units: list[Any], write: bool, as_json: bool, results: Path | None
+) -> None:
+    """Print the classification campaign's summary (or its JSON), write its page with
+    ``write``, export its cell rows to a new results folder with ``results``
+    (:mod:`udbench.campaigns.classification_report`); ``units`` are the campaign's units.
+    """
+    from udbench.campaigns.classification_report import (
+        classification_summary,
+        write_classification_summary,
+    )
+
+    if results is not None:
+        from udbench.evaluation.store import ResultsStore
+
+        if ResultsStore(results).has_results:
+            raise param_error(
+                "udbench campaign summarise",
+                "--results",
+                "be a new folder or one without results (no results.parquet, no cells/)",
+                str(results),
+            )
+    summary = classification_summary(folder, units)
+    console = make_console(highlight=False)
+    if as_json:
+        typer.echo(json.dumps({k: v for k, v in summary.items() if k != "markdown"}, indent=1))
+    else:  # unwrapped: the tables stay markdown at any terminal width
+        typer.echo(summary["markdown"])
+    if write:
+        console.print(f"written: {write_classification_summary(summary, folder)}")
+    if results is not None:
+        from udbench.campaigns.classification_report import export_cell_results
+
+        n_rows, notes = export_cell_results(folder, results, units)
+        for note in notes:
+            console.print(f"left out: {note}")
+        console.print(
+            f"results: {n_rows} cell rows in {results} (udbench analyze {results} --out DIR)"
+        )

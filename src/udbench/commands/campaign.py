@@ -38,8 +38,11 @@ from udbench.commands._campaign_help import (
     _TRIALS_HELP,
     _TUNE_METHODS_HELP,
     _WORK_HELP,
+    _WORKERS_HELP,
 )
-from udbench.commands._campaign_runs import _shown
+from udbench.commands._campaign_runs import _shown, summarise_classification
+from udbench.commands._campaign_workers import WORKER_OPTIONS as _WORKER_OPTIONS
+from udbench.commands._campaign_workers import start_workers
 from udbench.commands._console import make_console
 from udbench.commands._options import DATA_DIR_HELP, check_data_dir, parse_choice_list
 
@@ -260,6 +263,7 @@ def run_command(
     ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
     only: str | None = typer.Option(None, "--only", help=_ONLY_HELP),
+    workers: int = typer.Option(1, "--workers", help=_WORKERS_HELP),
 ) -> None:
     """Run every unit that has no valid record, in order; each writes its record when done.
 
@@ -275,10 +279,11 @@ def run_command(
     Kill it at any time: the unit in progress leaves no record and is redone by the next
     run; finished units are skipped. A failed unit is recorded and the run goes on. A unit
     whose dataset's raw table is not on this machine writes no record (it stays missing) and
-    the run ends with exit status 1. A run does one unit at a time: to use more cores, start
-    several runs of the same command (or on several machines sharing --records); each skips
-    the units another is working on, so none is done twice.
+    the run ends with exit status 1. A run does one unit at a time: to use more cores, give
+    --workers N (or start several runs of the same command, also on several machines sharing
+    --records); each skips the units another is working on, so none is done twice.
     """
+    given = {k: v for k, v in locals().items() if k in _WORKER_OPTIONS}  # as typed, for workers
     import time
 
     from udbench._priority import lower_priority
@@ -296,6 +301,13 @@ def run_command(
         raise param_error("udbench campaign run", "max-units", "be an integer >= 1", max_units)
     if finish_within is not None and not finish_within > 0:
         raise param_error("udbench campaign run", "finish-within", "be > 0", finish_within)
+    if workers < 1:
+        raise param_error("udbench campaign run", "workers", "be an integer >= 1", workers)
+    if workers > 1:  # checked here once, then every worker checks the rest itself
+        suite = _suite(campaign, suite)
+        check_records(campaign, _records(campaign, records, suite), writing=True)
+        check_work(campaign, _work(campaign, work, suite))
+        raise typer.Exit(start_workers(given, workers, time.perf_counter() - started))
     note = lower_priority(nice)  # the session's autogroup too, until this process ends
     # one XLA compute thread per unit, as every instance and cell (udbench._threads); before
     # the units are built, since importing a sampler library may create JAX's backends
@@ -507,7 +519,9 @@ def summarise_command(
         summarise_runs(folder, suite, units, write, as_json, results, runs_work)
         return
     if campaign == "classification":
-        _summarise_classification(folder, suite, methods, write, as_json, results)
+        cls_work = _work("classification", None)
+        units = _suite_units("classification", suite, methods, "all", None, cls_work, None)
+        summarise_classification(folder, units, write, as_json, results)
         return
     if campaign == "tuning":
         from udbench.campaigns.tuning import tuning_summary
@@ -542,48 +556,6 @@ def summarise_command(
     if write:
         for path in write_mcmc_summary(summary, folder):
             console.print(f"written: {path}")
-
-
-def _summarise_classification(
-    folder: Path, suite: str, methods: str | None, write: bool, as_json: bool, results: Path | None
-) -> None:
-    import json
-
-    from udbench.campaigns.classification_report import (
-        classification_summary,
-        write_classification_summary,
-    )
-
-    if results is not None:
-        from udbench.evaluation.store import ResultsStore
-
-        if ResultsStore(results).has_results:
-            raise param_error(
-                "udbench campaign summarise",
-                "--results",
-                "be a new folder or one without results (no results.parquet, no cells/)",
-                str(results),
-            )
-    units = _suite_units(
-        "classification", suite, methods, "all", None, _work("classification", None), None
-    )
-    summary = classification_summary(folder, units)
-    console = make_console(highlight=False)
-    if as_json:
-        typer.echo(json.dumps({k: v for k, v in summary.items() if k != "markdown"}, indent=1))
-    else:  # unwrapped: the tables stay markdown at any terminal width
-        typer.echo(summary["markdown"])
-    if write:
-        console.print(f"written: {write_classification_summary(summary, folder)}")
-    if results is not None:
-        from udbench.campaigns.classification_report import export_cell_results
-
-        n_rows, notes = export_cell_results(folder, results, units)
-        for note in notes:
-            console.print(f"left out: {note}")
-        console.print(
-            f"results: {n_rows} cell rows in {results} (udbench analyze {results} --out DIR)"
-        )
 
 
 def register(app: typer.Typer) -> None:
