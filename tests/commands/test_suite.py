@@ -95,6 +95,24 @@ def test_stage_commands_are_the_user_commands(tmp_path) -> None:
     assert all(":" not in s for s in gp_small)  # default hyperparameters
 
 
+def test_the_plan_note_says_a_clusters_wall_time_is_not_projected() -> None:
+    from udbench.commands._options import ExecutionOptions
+    from udbench.commands.suite import _plan_note
+
+    plain = "plan: no tune stage (udbench suite does not tune); the run stage uses the methods'"
+    assert _plan_note(None, ExecutionOptions("s")).startswith(plain)
+    assert "wall time" not in _plan_note(None, ExecutionOptions("s"))
+    remote = _plan_note(None, ExecutionOptions("s", scheduler="tcp://head:8786"))
+    assert remote.endswith(
+        "; its wall time is on this machine's usable cores, not on the workers of --scheduler "
+        "(give --workers N, their number, to project the wall time on them)"
+    )
+    on_file = _plan_note(None, ExecutionOptions("s", cluster_config=Path("slurm.toml")))
+    assert "not on the workers of --cluster-config" in on_file
+    # --workers given: the plan projects on them, nothing to add
+    assert "wall time" not in _plan_note(None, ExecutionOptions("s", 8, "tcp://head:8786"))
+
+
 def test_the_suite_plan_is_the_run_it_makes(tmp_path, capfd) -> None:
     """The plan printed before a suite: no tune stage (the suite never tunes; --tuned reads
     records made before), the suite's fidelity, the wall time on the --workers given."""

@@ -53,6 +53,7 @@ from udbench.commands._console import make_console
 from udbench.commands._options import (
     DATA_DIR_HELP,
     ClusterConfigOpt,
+    ExecutionOptions,
     SchedulerOpt,
     check_data_dir,
     check_out_dir,
@@ -495,7 +496,7 @@ def register(app: typer.Typer) -> None:
                     highlight=False,
                 )
             elif plan:
-                console.print(_plan_note(tuned), highlight=False)
+                console.print(_plan_note(tuned, execution), highlight=False)
                 _child(argv["plan"], console, "plan")
             status = 0
             for i, stage in enumerate(STAGES, 1):
@@ -533,15 +534,26 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(status)
 
 
-def _plan_note(tuned: Path | None) -> str:
-    """The line above the suite's plan: the suite runs no tune stage, and what it runs."""
+def _plan_note(tuned: Path | None, execution: ExecutionOptions | None = None) -> str:
+    """The line above the suite's plan: the suite runs no tune stage, and what it runs; with
+    ``--scheduler`` or ``--cluster-config`` and no ``--workers``, that the plan's wall time
+    is on this machine's cores (``udbench plan`` cannot count a cluster's workers)."""
     used = (
         f"the tuned configurations of --tuned {tuned} where a record exists, the defaults "
         "elsewhere (the run rows cost the defaults)"
         if tuned is not None
         else "the methods' default configurations"
     )
-    return f"plan: no tune stage (udbench suite does not tune); the run stage uses {used}"
+    note = f"plan: no tune stage (udbench suite does not tune); the run stage uses {used}"
+    if execution is None or execution.workers is not None:
+        return note
+    if execution.scheduler is not None or execution.cluster_config is not None:
+        option = "--scheduler" if execution.scheduler else "--cluster-config"
+        note += (
+            f"; its wall time is on this machine's usable cores, not on the workers of "
+            f"{option} (give --workers N, their number, to project the wall time on them)"
+        )
+    return note
 
 
 def _child(
