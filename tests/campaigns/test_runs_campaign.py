@@ -271,6 +271,14 @@ def test_cli_status_and_summarise_on_gp_small_without_records(tmp_path, monkeypa
     out = " ".join(capsys.readouterr().out.split())
     assert "│ untuned │ 0 │ 0 │ 0 │ 240 │" in out and "│ tuned" not in out
     assert "tuned: blr: 24 of 24 conditions wait for a tuning record" in out
+    # per method: one row per (part, method), the total the same
+    two = ["--suite", "gp-small", "-m", "blr,gp", "--records", str(tmp_path / "rec")]
+    assert main(["campaign", "status", "runs", *two, "--per-method"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "│ untuned/blr │ 0 │ 0 │ 0 │ 240 │" in out and "│ untuned/gp │ 0 │ 0 │ 0 │ 240 │" in out
+    assert "│ total │ 0 │ 0 │ 0 │ 480 │" in out
+    assert main(["campaign", "status", "mcmc", "--per-method"]) == 2  # mcmc has no methods
+    assert "'--per-method' must be left out (mcmc units have no method)" in capsys.readouterr().err
     assert main(["campaign", "summarise", "runs", *args, "--work", str(tmp_path / "w")]) == 0
     assert "No method is complete in both parts yet" in capsys.readouterr().out
     assert main(["campaign", "summarise", "runs", *args, "--json", "--work", str(tmp_path)]) == 0

@@ -373,6 +373,12 @@ def status_command(
     records: Path | None = typer.Option(None, "--records", help=_RECORDS_HELP),
     work: Path | None = typer.Option(None, "--work", help=_WORK_HELP),
     only: str | None = typer.Option(None, "--only", help=_ONLY_HELP),
+    per_method: bool = typer.Option(
+        False,
+        "--per-method",
+        help="runs, classification: one row per part and method (the cells' units), to see "
+        "where the hours go; tuning rows are always per method.",
+    ),
 ) -> None:
     """Units done, stale, failed and missing per part (tuning: per method), and the CPU-hours
     left (projected: one thread's CPU time of finished units of the same shape, else each
@@ -382,6 +388,11 @@ def status_command(
 
     _check_campaign(campaign)
     pruner, trials = _tuning_only(campaign, pruner, trials)
+    if per_method and campaign == "mcmc":
+        raise param_error(
+            "udbench campaign status", "--per-method", "be left out (mcmc units have no method)",
+            True,
+        )  # fmt: skip
     suite = _suite(campaign, suite)
     folder = _records(campaign, records, suite)
     folder_notes = check_records(campaign, folder, writing=False)
@@ -398,6 +409,8 @@ def status_command(
     for unit in units:
         status, rec = unit_status(unit, folder)
         part = unit.unit_id.split("/")[0]
+        if per_method and unit.unit_id.count("/") == 2:  # <part>/<instance>/<method>
+            part += "/" + unit.unit_id.rsplit("/", 1)[1]
         if unit.kind == "hbart-validation":
             part += "/" + unit.settings["layout"]
         row = rows.setdefault(
