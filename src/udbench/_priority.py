@@ -27,7 +27,7 @@ from pathlib import Path
 
 from udbench._validation import param_error
 
-__all__ = ["lower_priority", "restore_priority"]
+__all__ = ["check_nice", "lower_priority", "restore_priority"]
 
 #: Where Linux exposes a process's autogroup and whether autogroups are on.
 AUTOGROUP_FILE = Path("/proc/self/autogroup")
@@ -80,6 +80,12 @@ def _autogroup_enabled(switch: Path) -> bool:
         return False
 
 
+def check_nice(nice: object) -> None:
+    """Refuse a ``--nice`` value outside 0 … 19 (:class:`UdbenchError`, naming the option)."""
+    if not isinstance(nice, int) or isinstance(nice, bool) or not 0 <= nice <= 19:
+        raise param_error("udbench campaign run", "nice", "be an integer in 0..19", nice)
+
+
 def lower_priority(
     nice: int,
     *,
@@ -110,8 +116,7 @@ def lower_priority(
     UdbenchError
         ``nice`` outside 0 … 19.
     """
-    if not isinstance(nice, int) or isinstance(nice, bool) or not 0 <= nice <= 19:
-        raise param_error("udbench campaign run", "nice", "be an integer in 0..19", nice)
+    check_nice(nice)
     if nice == 0:
         return None
     os.nice(nice)

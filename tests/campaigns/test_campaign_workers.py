@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -59,6 +60,7 @@ def test_the_exit_status_is_zero_only_if_every_worker_succeeded() -> None:
     assert combined_status([0, 1]) == 1
     assert combined_status([1, 2, 0]) == 2  # a refused input wins: the user must act
     assert combined_status([0, -signal.SIGKILL]) == 1
+    assert combined_status([130, 130]) == 130 and combined_status([130, 2]) == 2  # Ctrl-C
     assert workers_line([0, -9]) == "2 worker run(s) ended, exit status 0, killed by signal 9"
 
 
@@ -97,6 +99,87 @@ def test_a_sigterm_to_the_command_stops_its_workers(tmp_path: Path) -> None:
     out = proc.communicate(timeout=30)[0]
     assert proc.returncode == 0
     assert out.strip().splitlines()[-1] == f"[{-signal.SIGTERM}, {-signal.SIGTERM}]"
+
+
+_ORPHANS = textwrap.dedent(
+    """
+    import sys
+    from udbench.commands._campaign_workers import run_workers
+
+    child = (
+        "import os, time\\n"
+        "from udbench.commands._campaign_workers import watch_parent\\n"
+        "watch_parent(0.2)\\n"
+        "print('up', os.getpid(), flush=True)\\n"
+        "time.sleep(60)\\n"
+    )
+    relay = lambda line: print(line, flush=True)
+    print(run_workers([[], []], relay, [sys.executable, "-c", child]))
+    """
+)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting to be reaped is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_workers_end_when_their_command_is_killed(tmp_path: Path) -> None:
+    """SIGKILL to the command cannot be passed on: each worker notices that the process
+    that started it is gone and ends itself (else it would run on unread)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _ORPHANS], stdout=subprocess.PIPE, text=True, cwd=tmp_path
+    )
+    assert proc.stdout is not None
+    pids: list[int] = []
+    deadline = time.monotonic() + 60
+    while len(pids) < 2:
+        assert time.monotonic() < deadline
+        line = proc.stdout.readline().split()
+        if line[1:2] == ["up"]:
+            pids.append(int(line[2]))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while any(_running(pid) for pid in pids):
+        assert time.monotonic() < deadline, "a worker outlived its command"
+        time.sleep(0.1)
+
+
+def test_a_command_whose_output_fails_still_drains_its_workers() -> None:
+    """A relay that raises (output to a closed pipe) must not leave a worker blocked on a
+    full pipe: the command still ends, with the workers' statuses."""
+    code = "import sys\nfor i in range(200000): print('x' * 40)\n"
+    seen: list[str] = []
+
+    def emit(line: str) -> None:
+        seen.append(line)
+        raise BrokenPipeError(32, "Broken pipe")
+
+    result: list[list[int]] = []
+    runner = threading.Thread(
+        target=lambda: result.append(run_workers([[]], emit, [sys.executable, "-c", code]))
+    )
+    runner.start()
+    runner.join(120)
+    assert not runner.is_alive(), "the worker blocked on its pipe"
+    assert result == [[0]] and seen == ["[1] " + "x" * 40]  # relayed once, then drained
+
+
+def test_every_option_of_campaign_run_reaches_the_workers() -> None:
+    """A new option of ``campaign run`` must be passed on to the workers (or the workers
+    would silently run with its default)."""
+    import inspect
+
+    from udbench.commands._campaign_workers import WORKER_OPTIONS
+    from udbench.commands.campaign import run_command
+
+    assert set(inspect.signature(run_command).parameters) - {"workers"} == set(WORKER_OPTIONS)
 
 
 def test_two_workers_of_a_tuning_campaign_each_do_a_different_sweep(tmp_path: Path) -> None:

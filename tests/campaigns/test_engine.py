@@ -493,3 +493,42 @@ def test_input_unavailable_and_stale_record_errors_survive_pickling() -> None:
     assert err.what == "the raw table of k"
     stale = pickle.loads(pickle.dumps(StaleRecordError("msg", "blr/c", "space changed")))
     assert (str(stale), stale.record, stale.why) == ("msg", "blr/c", "space changed")
+
+
+def test_an_interrupt_hidden_in_a_librarys_clean_up_stops_the_run_without_a_record(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C inside a library's clean-up can surface as its own error (optuna's journal
+    lock: FileNotFoundError while unlinking); it is an interrupt, not the unit's failure."""
+
+    def interrupted() -> dict:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise FileNotFoundError(2, "No such file or directory", "journal.lock") from None
+
+    log: list[str] = []
+    units = [Unit("a", "toy", {}, {"toy": 1}, interrupted), _unit("b", 1, log=log)]
+    with pytest.raises(KeyboardInterrupt):
+        run_campaign(units, tmp_path)
+    assert not record_file(tmp_path, "a").exists() and log == []  # stopped, nothing recorded
+
+    def plain_error() -> dict:
+        raise FileNotFoundError(2, "No such file or directory", "data.csv")
+
+    counts = run_campaign([Unit("c", "toy", {}, {"toy": 1}, plain_error)], tmp_path)
+    assert counts["failed"] == 1  # the same error without an interrupt is the unit's failure
+
+
+def test_the_record_is_written_before_the_done_line(tmp_path: Path) -> None:
+    """A progress line that cannot be written (the reader of the pipe is gone) loses no
+    finished unit: the record is on disk first."""
+
+    def progress(line: str) -> None:
+        if line.endswith("min"):  # "<unit>: done in X min"
+            raise BrokenPipeError(32, "Broken pipe")
+
+    with pytest.raises(BrokenPipeError):
+        run_campaign([_unit("u", 1)], tmp_path, progress=progress)
+    rec = read_record(record_file(tmp_path, "u"))
+    assert rec is not None and rec["status"] == "done" and rec["result"] == {"value": 1}

@@ -360,6 +360,20 @@ def run_campaign(
     return counts
 
 
+def _interrupted(err: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among ``err``'s causes and contexts: an interrupt that
+    landed in a library's clean-up (e.g. a file lock's unlink) may surface as that library's
+    error, and must stop the run, not be recorded as the unit's failure."""
+    seen: set[int] = set()
+    link: BaseException | None = err
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return True
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return False
+
+
 def _run_unit(
     unit: Unit,
     records: str | Path,
@@ -398,6 +412,8 @@ def _run_unit(
         result, error, partial = None, str(err), err.result
         tb = traceback.format_exc(limit=8)
     except Exception as err:  # recorded, the campaign goes on
+        if _interrupted(err):  # a Ctrl-C that a library's clean-up turned into another error
+            raise KeyboardInterrupt from err
         result, error = None, f"{type(err).__name__}: {err}"
         tb = traceback.format_exc(limit=8)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -416,14 +432,17 @@ def _run_unit(
     }
     if error is None:
         record["result"] = _canonical(result)
-        say(f"{unit.unit_id}: done in {wall / 60:.1f} min")
     else:
         record["error"] = error
         record["traceback"] = tb
         if partial is not None:
             record["result"] = _canonical(partial)
-        say(f"{unit.unit_id}: FAILED ({error}); recorded, going on")
+    # the record first: a progress line that cannot be written (a closed pipe) loses nothing
     _write_atomic(record_file(records, unit.unit_id), record)
+    if error is None:
+        say(f"{unit.unit_id}: done in {wall / 60:.1f} min")
+    else:
+        say(f"{unit.unit_id}: FAILED ({error}); recorded, going on")
     release_compiled_programs()
     return "done" if error is None else "failed"
 

@@ -14,16 +14,19 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "PARENT_ENV",
     "WORKER_OPTIONS",
     "combined_status",
     "run_workers",
     "split_units",
     "start_workers",
+    "watch_parent",
     "worker_commands",
     "workers_line",
 ]
@@ -107,19 +110,38 @@ def combined_status(statuses: Sequence[int]) -> int:
     """The exit status of the whole command from its workers' statuses.
 
     0 when every worker exited 0; 2 when one refused its input (a user error, the CLI's
-    status 2); otherwise 1 (a missing input, a crash, or a worker killed by a signal, whose
-    status :mod:`subprocess` gives as ``-signum``).
+    status 2); else 130 when one was interrupted (Ctrl-C, the CLI's status 130); otherwise 1
+    (a missing input, a crash, or a worker killed by a signal, whose status
+    :mod:`subprocess` gives as ``-signum``).
     """
     if all(s == 0 for s in statuses):
         return 0
-    return 2 if 2 in statuses else 1
+    for status in (2, 130):
+        if status in statuses:
+            return status
+    return 1
+
+
+#: Environment variable through which a worker learns the process id of the command that
+#: started it (:func:`watch_parent`).
+PARENT_ENV = "UDBENCH_CAMPAIGN_PARENT"
 
 
 def _pump(k: int, stream: Any, emit: Callable[[str], None], lock: threading.Lock) -> None:
-    """Copy worker ``k``'s output lines to ``emit``, each prefixed with ``[k]``."""
+    """Copy worker ``k``'s output lines to ``emit``, each prefixed with ``[k]``.
+
+    Reads to the end even when ``emit`` fails (a closed pipe, a full disk): a pipe that is
+    no longer read would block the worker once its buffer is full.
+    """
+    relay = True
     for line in iter(stream.readline, ""):
-        with lock:
-            emit(f"[{k}] {line.rstrip()}")
+        if not relay:
+            continue
+        try:
+            with lock:
+                emit(f"[{k}] {line.rstrip()}")
+        except Exception:  # the command's own output is gone: keep the worker unblocked
+            relay = False
     stream.close()
 
 
@@ -142,20 +164,29 @@ def run_workers(
     Returns
     -------
     list of int
-        The workers' exit statuses, in order (negative: killed by that signal).
+        The exit statuses of the workers started, in order (negative: killed by that
+        signal).
 
     Notes
     -----
-    A SIGTERM or SIGINT sent to this process alone is passed on to the workers, which stop
-    as a killed run does: the unit in progress leaves no record and its claim is freed.
+    On POSIX each worker runs in a process group of its own, so a Ctrl-C at the terminal
+    reaches this process only, once. A SIGTERM or SIGINT to this process is passed on to
+    the workers, and no further worker is started; a worker stops as a killed run does (the
+    unit in progress leaves no record; its claim is released, the claim file stays until a
+    later run removes it). Each worker is given this process's id (:data:`PARENT_ENV`) and
+    ends itself when this process is gone, however it ended (:func:`watch_parent`).
     """
     base = list(executable) if executable is not None else [sys.executable, "-m", "udbench"]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="200")
+    env[PARENT_ENV] = str(os.getpid())
+    own_group: dict[str, Any] = {"process_group": 0} if os.name == "posix" else {}
     procs: list[subprocess.Popen[str]] = []
     lock = threading.Lock()
     pumps = []
+    stopping: list[int] = []
 
     def forward(signum: int, frame: Any) -> None:
+        stopping.append(signum)
         for proc in procs:
             if proc.poll() is None:
                 proc.send_signal(signum)
@@ -166,12 +197,16 @@ def run_workers(
         old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         for k, args in enumerate(commands, start=1):
+            if stopping:  # stopped while the workers were being started
+                break
             proc = subprocess.Popen(
                 [*base, *args],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
+                errors="replace",
                 env=env,
+                **own_group,
             )
             procs.append(proc)
             pump = threading.Thread(target=_pump, args=(k, proc.stdout, emit, lock), daemon=True)
@@ -188,6 +223,31 @@ def run_workers(
         for s, handler in old.items():
             signal.signal(s, handler)
     return statuses
+
+
+def watch_parent(interval_s: float = 2.0) -> None:
+    """In a worker of ``--workers``: end this process (SIGTERM to itself) when the command
+    that started it is gone, checked every ``interval_s`` seconds by a daemon thread.
+
+    Does nothing in a run started otherwise (no :data:`PARENT_ENV`). The variable is
+    removed from this process's environment, so processes it starts do not inherit it.
+    A worker ends as a killed run does: its unit in progress leaves no record. Without
+    this, a worker whose command was killed (SIGKILL) would run on with nobody reading its
+    output, and the first line it wrote would end it anyway.
+    """
+    value = os.environ.pop(PARENT_ENV, None)
+    if not value:
+        return
+    parent = int(value)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    if os.getppid() != parent:  # gone before this worker got here
+        os.kill(os.getpid(), signal.SIGTERM)
+    threading.Thread(target=watch, name="udbench-watch-parent", daemon=True).start()
 
 
 def workers_line(statuses: Sequence[int]) -> str:

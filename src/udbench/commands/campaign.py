@@ -42,7 +42,7 @@ from udbench.commands._campaign_help import (
 )
 from udbench.commands._campaign_runs import _shown, summarise_classification
 from udbench.commands._campaign_workers import WORKER_OPTIONS as _WORKER_OPTIONS
-from udbench.commands._campaign_workers import start_workers
+from udbench.commands._campaign_workers import start_workers, watch_parent
 from udbench.commands._console import make_console
 from udbench.commands._options import DATA_DIR_HELP, check_data_dir, parse_choice_list
 
@@ -286,7 +286,7 @@ def run_command(
     given = {k: v for k, v in locals().items() if k in _WORKER_OPTIONS}  # as typed, for workers
     import time
 
-    from udbench._priority import lower_priority
+    from udbench._priority import check_nice, lower_priority
     from udbench._threads import fix_xla_threads
     from udbench.campaigns import run_campaign
 
@@ -303,12 +303,9 @@ def run_command(
         raise param_error("udbench campaign run", "finish-within", "be > 0", finish_within)
     if workers < 1:
         raise param_error("udbench campaign run", "workers", "be an integer >= 1", workers)
-    if workers > 1:  # checked here once, then every worker checks the rest itself
-        suite = _suite(campaign, suite)
-        check_records(campaign, _records(campaign, records, suite), writing=True)
-        check_work(campaign, _work(campaign, work, suite))
-        raise typer.Exit(start_workers(given, workers, time.perf_counter() - started))
-    note = lower_priority(nice)  # the session's autogroup too, until this process ends
+    check_nice(nice)
+    # lowered in each worker, not in the command that starts them (it only waits)
+    note = lower_priority(nice) if workers == 1 else None  # the session's autogroup too
     # one XLA compute thread per unit, as every instance and cell (udbench._threads); before
     # the units are built, since importing a sampler library may create JAX's backends
     fix_xla_threads()
@@ -319,10 +316,13 @@ def run_command(
     folder = _records(campaign, records, suite)
     check_records(campaign, folder, writing=True)
     check_work(campaign, _work(campaign, work, suite))
-    units = _campaign_units(
+    units = _campaign_units(  # checks --methods, --only, ... (once, before any worker starts)
         "udbench campaign run",
         *(campaign, suite, methods, pruner, trials, work, data_dir, parts, layouts, folder, only),
     )
+    if workers > 1:
+        raise typer.Exit(start_workers(given, workers, time.perf_counter() - started))
+    watch_parent()  # a worker of --workers: stop when the command that started it is gone
     needs = download_note(units, data_dir)
     if needs:
         console.print(f"note: {needs}", markup=False)
