@@ -3,8 +3,9 @@
 Each worker is a separate ``udbench campaign run`` process with the same options (one unit at
 a time, one XLA thread, ``--nice``), so the runs share the campaign's units through their
 claims (:mod:`udbench.campaigns._claims`) exactly as runs started by hand do
-(docs/campaigns.md, "More than one core"). This module only builds their command lines,
-starts them, prefixes their output lines with ``[k]`` and combines their exit statuses.
+(docs/campaigns.md, "More than one core"). This module builds their command lines, starts
+them, prefixes their output lines with ``[k]``, passes a stop signal on, combines their exit
+statuses, and (in each worker) ends the worker when the command that started it is gone.
 """
 
 from __future__ import annotations
