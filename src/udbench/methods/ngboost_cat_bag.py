@@ -57,6 +57,7 @@ from udbench.methods._ngboost import (
     BOOSTING_CONSTRAINTS,
     BOOSTING_SEARCH_SPACE,
     BOOSTING_SMOKE_PARAMS,
+    lean_tree_class,
 )
 from udbench.methods.classification import BaseClassifier, embed_present_classes
 
@@ -203,9 +204,9 @@ def ngboost_classifier(n_classes: int, method: Any, seed: int) -> Any:
     """
     from ngboost import NGBClassifier
     from ngboost.scores import LogScore
-    from sklearn.tree import DecisionTreeRegressor
 
-    base = DecisionTreeRegressor(
+    # scikit-learn's regression tree, without its per-call validation: same trees (_ngboost)
+    base = lean_tree_class()(
         criterion="squared_error", max_depth=int(method.max_depth), random_state=seed
     )
     return NGBClassifier(

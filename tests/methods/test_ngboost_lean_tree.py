@@ -1,0 +1,87 @@
+"""``LeanTreeRegressor``: NGBoost's base learner without scikit-learn's per-call validation,
+the same trees bit for bit; other input takes scikit-learn's checked path."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.tree import DecisionTreeRegressor
+
+from udbench.methods import _ngboost, make_method
+from udbench.methods._ngboost import LeanTreeRegressor
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "ngboost-bag:n_regressors=2,n_estimators=40,max_depth=3",
+        "ngboost-nig:n_estimators=40,max_depth=3",
+    ],
+)
+def test_ngboost_methods_give_the_stock_trees_results_bit_for_bit(spec, monkeypatch) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(200, 4))  # the default minibatch_frac and col_sample (< 1) apply
+    y = np.sin(3 * X[:, 0]) + X[:, 1] ** 2 + 0.3 * rng.normal(size=200)
+    Xe = rng.uniform(size=(80, 4))
+    lean = make_method(spec).fit(X, y)
+    monkeypatch.setattr(_ngboost, "lean_tree_class", lambda: DecisionTreeRegressor)
+    stock = make_method(spec).fit(X, y)
+    a, b = lean.predict(Xe), stock.predict(Xe)
+    for field in ("mean", "aleatoric", "epistemic"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+
+
+def test_lean_tree_is_the_stock_tree_on_finite_input_and_checked_otherwise() -> None:
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(120, 3)), rng.normal(size=120)
+    Xe = rng.normal(size=(30, 3))
+    lean = LeanTreeRegressor(max_depth=4, random_state=3).fit(X, y)
+    stock = DecisionTreeRegressor(max_depth=4, random_state=3).fit(X, y)
+    np.testing.assert_array_equal(lean.predict(Xe), stock.predict(Xe))
+    np.testing.assert_array_equal(lean.tree_.threshold, stock.tree_.threshold)
+    # a NaN target is refused with scikit-learn's own error
+    bad = y.copy()
+    bad[5] = np.nan
+    with pytest.raises(ValueError, match="Input y contains NaN"):
+        LeanTreeRegressor(max_depth=2).fit(X, bad)
+    # NaN inputs: scikit-learn's missing-value handling, as the stock tree
+    Xn = X.copy()
+    Xn[::7, 0] = np.nan
+    lean_n = LeanTreeRegressor(max_depth=4, random_state=3).fit(Xn, y)
+    stock_n = DecisionTreeRegressor(max_depth=4, random_state=3).fit(Xn, y)
+    np.testing.assert_array_equal(lean_n.predict(Xn), stock_n.predict(Xn))
+    with pytest.raises(ValueError, match="features"):  # the feature count is still checked
+        lean.predict(Xe[:, :2])
+
+
+def test_lean_tree_clones_unfitted_with_its_parameters_and_pickles() -> None:
+    tree = LeanTreeRegressor(max_depth=5, random_state=7, min_samples_leaf=2)
+    tree.fit(np.arange(20.0).reshape(10, 2), np.arange(10.0))
+    copy = clone(tree)
+    assert type(copy) is LeanTreeRegressor and copy.get_params() == tree.get_params()
+    assert not hasattr(copy, "tree_")
+    back = pickle.loads(pickle.dumps(tree))
+    np.testing.assert_array_equal(back.predict([[3.0, 4.0]]), tree.predict([[3.0, 4.0]]))
+
+
+def test_ngboost_cat_bag_gives_the_stock_trees_results_bit_for_bit(monkeypatch) -> None:
+    from udbench.methods import ngboost_cat_bag
+    from udbench.methods.classifiers import make_classifier
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(150, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=150) > 0).astype(int) + (X[:, 1] > 1).astype(int)
+    Xe = rng.normal(size=(40, 3))
+
+    def fitted():
+        method = make_classifier("ngboost-cat-bag", smoke=True, n_classifiers=2)
+        return method.fit(X, y, n_classes=3).predict(Xe)
+
+    lean = fitted()
+    monkeypatch.setattr(ngboost_cat_bag, "lean_tree_class", lambda: DecisionTreeRegressor)
+    stock = fitted()
+    for field in ("probs", "aleatoric", "epistemic"):
+        np.testing.assert_array_equal(getattr(lean, field), getattr(stock, field))
