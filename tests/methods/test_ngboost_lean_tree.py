@@ -85,3 +85,38 @@ def test_ngboost_cat_bag_gives_the_stock_trees_results_bit_for_bit(monkeypatch) 
     stock = fitted()
     for field in ("probs", "aleatoric", "epistemic"):
         np.testing.assert_array_equal(getattr(lean, field), getattr(stock, field))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::PendingDeprecationWarning")
+def test_lean_tree_refuses_what_the_stock_tree_refuses() -> None:
+    """Input and parameters the checked path refuses are refused the same way (a review
+    found an empty minibatch hanging NGBoost's line search, and float64 values beyond
+    float32's range passing silently)."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(30, 2)), rng.normal(size=30)
+    cases = {
+        "no rows": (X[:0], y[:0]),
+        "no columns": (X[:, :0], y),
+        "beyond float32": (X * 1e300, y),
+    }
+    for name, (Xb, yb) in cases.items():
+        with pytest.raises(ValueError) as stock:
+            DecisionTreeRegressor(max_depth=2).fit(Xb, yb)
+        with pytest.raises(ValueError) as lean:
+            LeanTreeRegressor(max_depth=2).fit(Xb, yb)
+        theirs = str(stock.value).replace("DecisionTreeRegressor", "LeanTreeRegressor")
+        assert str(lean.value) == theirs, name
+    fitted = LeanTreeRegressor(max_depth=2).fit(X, y)
+    with pytest.raises(ValueError, match="too large for dtype"):
+        fitted.predict(X * 1e300)
+    for bad in ({"max_depth": 0}, {"min_samples_leaf": 0}, {"criterion": "bogus"}):
+        with pytest.raises(InvalidParameterError):
+            LeanTreeRegressor(**bad).fit(X, y)
+    with pytest.raises(TypeError):  # np.matrix takes the checked path, as the stock tree's
+        LeanTreeRegressor(max_depth=2).fit(np.asmatrix(X), y)
+    # the empty minibatch ends NGBoost's fit with scikit-learn's error instead of hanging
+    spec = "ngboost-bag:n_regressors=2,n_estimators=5,max_depth=3,minibatch_frac=0.001"
+    with pytest.raises(ValueError, match="0 sample"):
+        make_method(spec).fit(rng.normal(size=(200, 2)), rng.normal(size=200))
