@@ -54,3 +54,17 @@ def known_noise(
 def coverage90(mean: np.ndarray, total: np.ndarray, y: np.ndarray) -> float:
     """Share of ``y`` inside the central 90 % interval of N(mean, total) (total: a variance)."""
     return float(np.mean(np.abs(y - mean) <= 1.6448536269514722 * np.sqrt(total)))
+
+
+def assert_patch_keeps_bits(
+    monkeypatch, spec: str, target: object, name: str, value: object, X, y, Xe
+) -> None:
+    """Fit ``spec`` on (X, y) as it is and with ``target.name`` patched to ``value``; the
+    predictions at ``Xe`` (mean, AU, EU) must be the same bit for bit."""
+    from udbench.methods import make_method
+
+    ours = make_method(spec).fit(X, y).predict(Xe)
+    monkeypatch.setattr(target, name, value)
+    theirs = make_method(spec).fit(X, y).predict(Xe)
+    for field in ("mean", "aleatoric", "epistemic"):
+        np.testing.assert_array_equal(getattr(ours, field), getattr(theirs, field))

@@ -7,6 +7,7 @@ import pickle
 
 import numpy as np
 import pytest
+from _ml_toy import assert_patch_keeps_bits
 from sklearn.base import clone
 from sklearn.tree import DecisionTreeRegressor
 
@@ -26,12 +27,8 @@ def test_ngboost_methods_give_the_stock_trees_results_bit_for_bit(spec, monkeypa
     X = rng.uniform(size=(200, 4))  # the default minibatch_frac and col_sample (< 1) apply
     y = np.sin(3 * X[:, 0]) + X[:, 1] ** 2 + 0.3 * rng.normal(size=200)
     Xe = rng.uniform(size=(80, 4))
-    lean = make_method(spec).fit(X, y)
-    monkeypatch.setattr(_ngboost, "lean_tree_class", lambda: DecisionTreeRegressor)
-    stock = make_method(spec).fit(X, y)
-    a, b = lean.predict(Xe), stock.predict(Xe)
-    for field in ("mean", "aleatoric", "epistemic"):
-        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    stock = lambda: DecisionTreeRegressor  # noqa: E731
+    assert_patch_keeps_bits(monkeypatch, spec, _ngboost, "lean_tree_class", stock, X, y, Xe)
 
 
 def test_lean_tree_is_the_stock_tree_on_finite_input_and_checked_otherwise() -> None:
