@@ -209,6 +209,49 @@ def test_hours_left_use_the_mean_cpu_of_finished_units_of_the_same_shape():
     assert wall_projection(done)(other) == 99.0 * 3.0
 
 
+def test_a_runs_cell_without_measured_cells_of_its_part_takes_the_other_parts_mean():
+    """A tuned cell costs about what the same method's untuned cells do (0.9-1.4x on gp-small),
+    the calibration table was up to 2.9x off: the other part's measured mean comes first, then
+    the unit's own estimate; the same order for --finish-within's wall projection."""
+    from udbench.campaigns import Unit
+    from udbench.commands._campaign_estimates import (
+        SIBLING_NOTE,
+        _estimate,
+        _shape_means,
+        estimate_ratios,
+        wall_projection,
+    )
+
+    task = "concrete__gp__step__ood__s0"
+    done = [
+        {
+            "kind": "untuned",
+            "settings": {"task_id": task, "method": "dkl"},
+            "cpu_seconds": cpu,
+            "wall_seconds": 2 * cpu,
+        }
+        for cpu in (10.0, 20.0)
+    ]
+    means = _shape_means(done)
+
+    def unit(kind: str, method: str = "dkl") -> Unit:
+        settings = {"task_id": "concrete__gp__u-shaped__ood__s1", "method": method}
+        return Unit(f"{kind}/x/{method}", kind, settings, {}, dict, 4.0, None)
+
+    assert _estimate(unit("tuned"), means) == (15.0, SIBLING_NOTE)
+    assert _estimate(unit("untuned"), means) == (15.0, None)  # its own shape's mean
+    assert _estimate(unit("tuned", "vlgp"), means) == (4.0, None)  # nothing measured: estimate
+    # other campaigns' kinds have no sibling
+    mf = Unit("multi-family/x", "multi-family", {"task_id": task, "method": "dkl"}, {}, dict, 4.0)
+    assert _estimate(mf, means) == (4.0, None)
+    project = wall_projection(done)
+    assert project(unit("tuned")) == 30.0  # the untuned cells' mean wall seconds
+    assert project(unit("tuned", "vlgp")) == 4.0 * 2.0  # estimate x the records' wall / CPU
+    # measured / estimated per part: sum over sum, units without an estimate left out
+    pairs = [("untuned", 30.0, 10.0), ("untuned", 10.0, 10.0), ("tuned", 5.0, 0.0)]
+    assert estimate_ratios(pairs) == {"untuned": (2.0, 2)}
+
+
 def test_default_records_folders_are_the_checkouts_from_any_current_folder(tmp_path, monkeypatch):
     """From another folder, `campaign status runs` showed 0 done: its default was relative."""
     from udbench.commands.campaign import _records

@@ -57,14 +57,47 @@ def _undercounted(record: dict[str, Any]) -> bool:
     return sweep_resumed(res, wall)[0] and sweep_cpu_seconds(res, cpu, wall) is None
 
 
+#: Parts whose units are the same cells under another configuration (the runs campaign's
+#: ``untuned`` and ``tuned`` cells of one method and instance): a part without finished
+#: units of a shape is projected from the other's measured mean before its own estimate.
+SIBLING_KINDS = {"untuned": "tuned", "tuned": "untuned"}
+SIBLING_NOTE = "from the other part's mean"
+
+
 def _estimate(unit: Any, means: dict[tuple[Any, ...], float]) -> tuple[float | None, str | None]:
     """Seconds for ``unit``: the mean of finished records of the same shape (``means``, from
-    :func:`_shape_means`), else its own estimate; and the unit's note on that estimate (None
-    for a measured mean)."""
+    :func:`_shape_means`), else (runs campaign) the mean of the same cells' other part
+    (:data:`SIBLING_KINDS`: the tuned cells of a method cost about what its untuned ones do,
+    0.86-1.35x on gp-small's four methods finished in both parts on 2026-12-04, where the
+    calibration table's figures were 1.0-2.9x below the NN methods' cells), else its own
+    estimate; and the unit's note on that estimate (None for a measured mean)."""
     mean = means.get(_shape(unit.kind, unit.settings))
     if mean is not None:
         return mean, None
+    sibling = SIBLING_KINDS.get(unit.kind)
+    if sibling is not None:
+        mean = means.get(_shape(sibling, unit.settings))
+        if mean is not None:
+            return mean, SIBLING_NOTE
     return unit.estimate_seconds, unit.estimate_note
+
+
+def estimate_ratios(pairs: list[tuple[str, float, float]]) -> dict[str, tuple[float, int]]:
+    """Per part: the finished units' measured CPU seconds over their own estimates (sum over
+    sum, so the costly units weigh most), and how many units; from ``(kind, measured,
+    estimated)`` triples of finished units with a positive estimate.
+
+    ``udbench campaign status`` prints it beside the projection, which uses the estimates as
+    they are: how far they are off differs by method (the runs campaign's finished NN cells:
+    1.0-2.9x; the MCMC campaign's units: 0.7-0.9x), so one factor would not correct them."""
+    sums: dict[str, list[float]] = {}
+    for kind, measured, estimated in pairs:
+        if estimated > 0:
+            acc = sums.setdefault(kind, [0.0, 0.0, 0])
+            acc[0] += measured
+            acc[1] += estimated
+            acc[2] += 1
+    return {k: (m / e, int(n)) for k, (m, e, n) in sums.items()}
 
 
 def _hours_left(row: dict[str, Any]) -> str:
@@ -101,9 +134,10 @@ def _shape(kind: str, settings: dict[str, Any]) -> tuple[Any, ...]:
 def wall_projection(done: list[dict[str, Any]]) -> Any:
     """``projected(unit)`` for ``udbench campaign run --finish-within``: the mean wall seconds
     of the finished records of the unit's shape (on whatever machines and loads made them),
-    else the unit's own estimate (CPU seconds of one thread) times the median wall / CPU ratio
-    of the finished records (at least 1; about 1.8 for the MCMC campaign's records on
-    2026-12-03: a unit's wall time grows with the load), else None. A resumed tuning sweep's
+    else of its sibling shape's (:data:`SIBLING_KINDS`), else the unit's own estimate (CPU
+    seconds of one thread) times the median wall / CPU ratio of the finished records (at least
+    1; about 1.8 for the MCMC campaign's records on 2026-12-03: a unit's wall time grows with
+    the load), else None. A resumed tuning sweep's
     record times its last process only, so it is left out of the per-shape means.
     """
     from udbench.tuning._measured import sweep_resumed
@@ -129,6 +163,9 @@ def wall_projection(done: list[dict[str, Any]]) -> Any:
         shape = _shape(unit.kind, unit.settings)
         if shape in means:
             return means[shape]
+        sibling = SIBLING_KINDS.get(unit.kind)
+        if sibling is not None and _shape(sibling, unit.settings) in means:
+            return means[_shape(sibling, unit.settings)]
         return None if unit.estimate_seconds is None else unit.estimate_seconds * load
 
     return projected

@@ -24,9 +24,11 @@ from udbench.commands._campaign_checks import (
     select_units,
 )
 from udbench.commands._campaign_estimates import (
+    SIBLING_NOTE,
     _estimate,
     _hours_left,
     _shape_means,
+    estimate_ratios,
     record_cpu_seconds,
     wall_projection,
 )
@@ -406,6 +408,8 @@ def status_command(
     for col in ("part", "done", "stale", "failed", "missing", "CPU-h done", "CPU-h left (est.)"):
         table.add_column(col)
     rows: dict[str, dict[str, Any]] = {}
+    pairs: list[tuple[str, float, float]] = []  # (kind, measured, estimated) of finished units
+    from_estimates: set[str] = set()  # kinds with units projected from their own estimates
     for unit in units:
         status, rec = unit_status(unit, folder)
         part = unit.unit_id.split("/")[0]
@@ -428,7 +432,10 @@ def status_command(
         )
         row["corrupt" if status == "corrupt" else status] = row.get(status, 0) + 1
         if status == "done" and rec is not None:
-            row["cpu"] += (record_cpu_seconds(rec) or 0.0) / 3600
+            cpu = record_cpu_seconds(rec)
+            row["cpu"] += (cpu or 0.0) / 3600
+            if cpu is not None and unit.estimate_seconds:
+                pairs.append((unit.kind, cpu, float(unit.estimate_seconds)))
             continue
         est, note = _estimate(unit, means)
         if est is None:
@@ -437,6 +444,8 @@ def status_command(
             row["left"] += est / 3600
             if note:
                 row["notes"][note] = row["notes"].get(note, 0) + 1
+            if note != SIBLING_NOTE and est == unit.estimate_seconds:
+                from_estimates.add(unit.kind)
     keys = ("done", "stale", "failed", "missing", "corrupt", "cpu", "left", "?")
     total: dict[str, Any] = {k: sum(r.get(k, 0) for r in rows.values()) for k in keys}
     total["notes"] = {}
@@ -459,6 +468,15 @@ def status_command(
     console.print(table)
     for line in folder_notes + [n for n in load_notes if "unreadable record" in n]:
         console.print(f"note: {line}", markup=False)  # corrupt records count as missing
+    ratios = estimate_ratios(pairs)
+    shown = [f"{k} {r:.2f}x ({n} units)" for k, (r, n) in ratios.items() if k in from_estimates]
+    if shown:
+        console.print(
+            "note: the projection takes units without a measured mean of their shape at their "
+            "own estimates; the finished units took, in CPU, measured / estimated = "
+            + "; ".join(shown),
+            markup=False,
+        )
     running = claimed_units(folder)
     mine = [u.unit_id for u in units if u.unit_id in running]
     if mine:
