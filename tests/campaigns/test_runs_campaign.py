@@ -59,15 +59,16 @@ def tuning(tmp_path_factory) -> Path:
 
 
 def _units(work: Path, tuning: Path, **kw):
+    kw.setdefault("parts", runs.ROW_PARTS)  # the transfer part: test_runs_transfer.py
     return runs.campaign_units(work_dir=work, suite=SUITE, records=tuning, generate=_generate, **kw)
 
 
 def test_units_are_method_major_and_tuned_cells_wait_for_records(tmp_path, tuning) -> None:
-    units = _units(tmp_path / "work", tuning)
+    units = _units(tmp_path / "work", tuning, parts=runs.PARTS)
     ids = [u.unit_id for u in units]
-    blr = [f"{p}/{COND}__s{s}/blr" for p in ("untuned", "tuned") for s in range(3)]
-    # blr (cheaper by the calibration table) first, its untuned then its tuned cells; no tuned
-    # ngboost-nig cell (no record)
+    blr = [f"{p}/{COND}__s{s}/blr" for p in ("untuned", "tuned", "transfer") for s in range(3)]
+    # blr (cheaper by the calibration table) first, its untuned, tuned, then transfer units;
+    # no tuned nor transfer ngboost-nig unit (no record)
     assert ids == blr + [f"untuned/{COND}__s{s}/ngboost-nig" for s in range(3)]
     tuned = units[3]
     assert tuned.kind == "tuned" and tuned.settings["tuned_record"] == f"blr/{COND}"

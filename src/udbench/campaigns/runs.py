@@ -1,10 +1,10 @@
 """The suite-run campaign (issue 36, items 3–4): a regression suite's cells, with default and
 with tuned configurations, as resumable units.
 
-Two parts, each one unit per (instance, method) cell of the suite (default ``gp-small``: 240
+Three parts, each one unit per (instance, method) cell of the suite (default ``gp-small``: 240
 instances × 19 methods), run **method-major** (cheapest method first; a method's untuned
-cells, then its tuned ones), so that the tuned leaderboard grows one complete method at a
-time:
+cells, its tuned ones, then their ``transfer`` units), so the tuned leaderboard grows one
+complete method at a time:
 
 ``untuned``
     The cell with the suite's method configuration (``udbench suite``'s defaults).
@@ -17,6 +17,9 @@ time:
     :func:`tuned_configurations` as waiting, and a later run, after the tuning campaign has
     committed the record, adds them. The record's tuned values are among the unit's settings,
     so a re-tuned record makes its cells stale.
+``transfer``
+    The tuned cell's predictions scored under alternative oracles and losses
+    (:mod:`udbench.campaigns._runs_transfer`; issue 36, item 4).
 
 A unit evaluates its cell exactly as ``udbench run`` does
 (:func:`udbench.evaluation.cell.evaluate_cell` on the instance's task file, generated into
@@ -37,26 +40,41 @@ its hash (a changed default makes the untuned cells stale).
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from udbench._validation import check_choice, param_error
+from udbench.campaigns._runs_transfer import (
+    TRANSFER_LOSSES,
+    TRANSFER_ORACLES,
+    TRANSFER_PART,
+    predictions_path,
+    transfer_summary,
+    transfer_unit,
+)
 from udbench.campaigns.engine import Unit, current_records, jsonable
 
 __all__ = [
     "PARTS",
+    "ROW_PARTS",
+    "TRANSFER_LOSSES",
+    "TRANSFER_ORACLES",
     "campaign_units",
     "export_results",
     "instance_specs",
     "predictions_path",
     "runs_summary",
+    "transfer_summary",
     "tuned_configurations",
     "waiting_cells",
 ]
 
 #: The parts of the campaign (per method, in this order).
-PARTS: tuple[str, ...] = ("untuned", "tuned")
+PARTS: tuple[str, ...] = ("untuned", "tuned", "transfer")
+#: The parts whose records hold a results row (one cell each).
+ROW_PARTS: tuple[str, ...] = ("untuned", "tuned")
 
 Generate = Callable[[Any, str | None], Any]
 
@@ -84,17 +102,7 @@ def instance_specs(
     return suite_grid(cfg, data_dir)
 
 
-def predictions_path(
-    work_dir: str | Path, part: str, task_id: str, method: str, config_hash: str
-) -> Path:
-    """``WORK/predictions/<part>/<task id>/<method>-<config hash[:12]>.parquet``: a cell's
-    per-point predictions (the record holds the file's checksum)."""
-    return Path(work_dir) / "predictions" / part / task_id / f"{method}-{config_hash[:12]}.parquet"
-
-
 def _sha256(path: Path) -> str:
-    import hashlib
-
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -250,6 +258,7 @@ def campaign_units(
     methods: Sequence[str] | None = None,
     records: str | Path | None = None,
     generate: Generate | None = None,
+    transfer_oracles: Sequence[str] = TRANSFER_ORACLES,
 ) -> list[Unit]:
     """The units of the named ``parts``, method-major (module docstring).
 
@@ -272,6 +281,9 @@ def campaign_units(
         The tuning records of the ``tuned`` part (default: the suite's shipped records).
     generate : callable, optional
         Replaces :func:`udbench.tasks.generate_task` (tests).
+    transfer_oracles : sequence of str, default :data:`TRANSFER_ORACLES`
+        The alternative oracles of the ``transfer`` part (:func:`udbench.evaluation.transfer.
+        parse_oracle` specs; among its units' settings).
 
     Raises
     ------
@@ -291,7 +303,7 @@ def campaign_units(
     configs = suite_configs if methods is None else resolve_methods(list(methods))
     names = _unit_names(configs, suite_configs)
     chosen: dict[tuple[str, str], tuple[Any, dict[str, Any]]] = {}
-    if "tuned" in parts:
+    if "tuned" in parts or TRANSFER_PART in parts:
         chosen, _ = tuned_configurations(str(cfg.get("name")), configs, specs, records)
     try:
         table = load_calibration()
@@ -318,7 +330,7 @@ def campaign_units(
                     "n_draws": int(spec.n_draws),
                     "method": mc.name,
                 }
-                if part == "tuned":
+                if part in ("tuned", TRANSFER_PART):
                     hit = chosen.get((mc.config_hash, Condition.of(spec).key))
                     if hit is None:
                         continue
@@ -329,26 +341,25 @@ def campaign_units(
                     config=jsonable(cell_mc.params),
                     config_hash=cell_mc.config_hash,
                 )
+                estimate = seconds[(mc.name, spec.dataset)]
+                of = "tuned" if part == TRANSFER_PART else part  # whose cell: a transfer's redo
+                work = functools.partial(
+                    _cell_work, spec, cell_mc, extra, of, str(work_dir), data_dir, generate
+                )
+                if part == TRANSFER_PART:
+                    more, work, estimate = transfer_unit(
+                        spec, cell_mc, transfer_oracles, work, str(work_dir), data_dir
+                    )
+                    settings.update(more)
                 units.append(
                     Unit(
                         unit_id=f"{part}/{spec.task_id}/{names[mc.config_hash]}",
                         kind=part,
                         settings=settings,
                         numerics=_numerics(spec.family),
-                        work=functools.partial(
-                            _cell_work,
-                            spec,
-                            cell_mc,
-                            extra,
-                            part,
-                            str(work_dir),
-                            data_dir,
-                            generate,
-                        ),
-                        estimate_seconds=seconds[(mc.name, spec.dataset)],
-                        estimate_note=None
-                        if seconds[(mc.name, spec.dataset)]
-                        else "no calibration entry",
+                        work=work,
+                        estimate_seconds=estimate,
+                        estimate_note=None if estimate else "no calibration entry",
                     )
                 )
     return units
@@ -372,9 +383,8 @@ def runs_summary(
         units not among them, are left out (:func:`udbench.campaigns.engine.current_records`),
         and a method is complete when every one of its units has a current record and it has
         as many tuned as untuned units (no condition waits for a tuning record). Without
-        units every
-        record counts, stale ones included, and a method is complete when its cells cover
-        the same instances in both parts.
+        units every record counts, stale ones included, and a method is complete when its
+        cells cover the same instances in both parts.
     n_resamples : int, default 2000
         Bootstrap replicates of the intervals.
     tuning : str or Path, optional
@@ -400,7 +410,7 @@ def runs_summary(
     frames: dict[str, pd.DataFrame] = {}
     notes: list[str] = []
     cpu: dict[tuple[str, str], float] = {}
-    for part in PARTS:
+    for part in ROW_PARTS:
         recs, n = current_records(records, part, units, include_failed=True)
         notes += [x for x in n if x not in notes]  # an unreadable file is noted once
         # "_unit": the unit's method name (the method, or <method>+<hash> for a configuration
@@ -438,14 +448,14 @@ def runs_summary(
         if units is not None and not (a["done"] == a.get("units") == b["done"] == b.get("units")):
             continue
         if units is None:
-            ids = [set(frames[p].loc[frames[p]["_unit"] == m, "task_id"]) for p in PARTS]
+            ids = [set(frames[p].loc[frames[p]["_unit"] == m, "task_id"]) for p in ROW_PARTS]
             if ids[0] != ids[1]:
                 continue
         complete.append(m)
     comparison = None
     if complete:
         pick = {
-            p: frames[p][frames[p]["_unit"].isin(complete)].drop(columns="_unit") for p in PARTS
+            p: frames[p][frames[p]["_unit"].isin(complete)].drop(columns="_unit") for p in ROW_PARTS
         }
         comparison = tuned_vs_untuned(pick["untuned"], pick["tuned"], n_resamples=n_resamples)
     lines = [
@@ -454,7 +464,7 @@ def runs_summary(
     ]
     for m, parts in sorted(progress.items()):
         cells, hours = [], []
-        for part in PARTS:
+        for part in ROW_PARTS:
             e = parts.get(part, {})
             total = e.get("units")
             cells.append(
@@ -541,7 +551,7 @@ def export_results(
     from udbench.evaluation.store import ResultsStore
 
     summary: dict[str, Any] = {"notes": []}
-    stores = {p: ResultsStore(Path(out) / p) for p in PARTS}
+    stores = {p: ResultsStore(Path(out) / p) for p in ROW_PARTS}
     for part, store in stores.items():
         if store.has_results:
             raise param_error(

@@ -41,11 +41,11 @@ def summarise_runs(
     """Print the summary (or its JSON), write the page with ``write``, export with
     ``results`` (:func:`udbench.campaigns.runs.runs_summary`, :func:`~udbench.campaigns.runs.
     export_results`)."""
-    from udbench.campaigns.runs import PARTS, export_results, runs_summary
+    from udbench.campaigns.runs import ROW_PARTS, export_results, runs_summary, transfer_summary
     from udbench.evaluation.store import ResultsStore
     from udbench.tuning.shipped import shipped_folder
 
-    for part in PARTS:  # before the summary is printed
+    for part in ROW_PARTS:  # before the summary is printed
         if results is not None and ResultsStore(results / part).has_results:
             raise param_error(
                 "udbench campaign summarise",
@@ -54,6 +54,8 @@ def summarise_runs(
                 results,
             )
     summary = runs_summary(folder, units, tuning=shipped_folder(suite))
+    transfer = transfer_summary(folder, units)  # the transfer part (issue 36, item 4)
+    summary["markdown"] += "\n" + transfer["markdown"]
     console = make_console(highlight=False)
     if as_json:
         out = {k: v for k, v in summary.items() if k not in ("markdown", "comparison")}
@@ -68,6 +70,13 @@ def summarise_runs(
                 if comp.taus is None
                 else [{k: _plain(v) for k, v in r.items()} for r in comp.taus.to_dict("records")],
             }
+        out["transfer"] = {
+            "methods": transfer["methods"],
+            "tau": [
+                {k: _plain(v) for k, v in r.items()} for r in transfer["tau"].to_dict("records")
+            ],
+            "notes": transfer["notes"],
+        }
         typer.echo(json.dumps(out, indent=1, default=str, allow_nan=False))
     else:  # plain lines: a table row is not wrapped at the terminal's width
         typer.echo(summary["markdown"])

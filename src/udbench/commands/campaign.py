@@ -235,7 +235,7 @@ def run_command(
         "all",
         "--parts",
         help="Comma list of parts, or 'all' (mcmc: bnn-sweep, hbart-validation, multi-family; "
-        "classification: gpc-check, clf-small; runs: untuned, tuned).",
+        "classification: gpc-check, clf-small; runs: untuned, tuned, transfer).",
     ),
     layouts: str | None = typer.Option(
         None, "--layouts", help="HBART layouts to validate (default all, cheapest first)."
@@ -276,8 +276,10 @@ def run_command(
     generate the task into --work, record its udbench check figures), then the clf-small part
     (one unit per (instance, classifier) cell, its results row). runs: every (instance,
     method) cell of the regression --suite (default gp-small), with the suite's configuration
-    (untuned) and with its shipped tuning record's (tuned, where the record exists), method by
-    method; records hold the results rows, --work the predictions.
+    (untuned) and with its shipped tuning record's (tuned, where the record exists), then each
+    tuned cell scored under three refitted GP-kernel oracles and the CRPS and log losses
+    (transfer), method by method; records hold the results rows and the transfer figures,
+    --work the predictions and the oracles' moments.
     Kill it at any time: the unit in progress leaves no record and is redone by the next
     run; finished units are skipped. A failed unit is recorded and the run goes on. A unit
     whose dataset's raw table is not on this machine writes no record (it stays missing) and

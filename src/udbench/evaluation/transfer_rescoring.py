@@ -41,7 +41,7 @@ from udbench.evaluation.transfer import (
 from udbench.methods.base import Prediction
 from udbench.tasks import Task
 
-__all__ = ["TaskCallback", "rescore_cells"]
+__all__ = ["TaskCallback", "cached_oracle_moments", "rescore_cells", "rescore_prediction"]
 
 
 def _cache_path(cache_dir: Path, task_id: str, sha: str | None, request: dict[str, Any]) -> Path:
@@ -69,7 +69,7 @@ def _load_cached(path: Path, oracle: OracleSpec) -> OracleMoments | None:
 
 def _save_cached(path: Path, m: OracleMoments) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # workers may share the cache
     with open(tmp, "wb") as fh:
         np.savez(
             fh,
@@ -179,22 +179,9 @@ def rescore_cells(
                     f"task file {str(path)!r} holds another version of the task (checksum "
                     f"{str(task.content_sha256)[:12]}, results {sha[:12]})"
                 )
-            request = {
-                "oracle": oracle.text,
-                "moments": ORACLE_MOMENTS_VERSION,
-                "fit": fit_settings_for(str(task.spec.fidelity), fit_settings)
-                if oracle.kind == GP_ORACLE and oracle.name != "prior"
-                else None,
-            }
-            cpath = None if cache is None else _cache_path(cache, str(task_id), sha, request)
-            if cpath is not None and cpath.is_file():
-                moments = _load_cached(cpath, oracle)
-            if moments is None:
-                moments = alternative_moments(
-                    task, oracle, data_dir=data_dir, fit_settings=fit_settings
-                )
-                if cpath is not None:
-                    _save_cached(cpath, moments)
+            moments = cached_oracle_moments(
+                task, oracle, cache, sha, data_dir=data_dir, fit_settings=fit_settings
+            )
         except _NothingToRescore:
             pass
         except Exception as err:  # recorded: the other tasks go on
@@ -226,6 +213,81 @@ def rescore_cells(
 
 
 _NOT_KEPT = "predictions not kept (run with --keep-predictions)"
+
+
+def cached_oracle_moments(
+    task: Task,
+    oracle: OracleSpec,
+    cache_dir: str | os.PathLike[str] | None,
+    sha: str | None,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    fit_settings: dict[str, int] | None = None,
+) -> OracleMoments:
+    """``task``'s posterior moments under ``oracle`` (:func:`udbench.evaluation.transfer.
+    alternative_moments`), read from ``cache_dir`` when a run with the same request (oracle,
+    fit settings, :data:`ORACLE_MOMENTS_VERSION`) and task checksum ``sha`` left them there,
+    else computed and cached (``cache_dir`` None: never cached). A damaged or foreign cache
+    file is recomputed. Raises what :func:`alternative_moments` raises."""
+    request = {
+        "oracle": oracle.text,
+        "moments": ORACLE_MOMENTS_VERSION,
+        "fit": fit_settings_for(str(task.spec.fidelity), fit_settings)
+        if oracle.kind == GP_ORACLE and oracle.name != "prior"
+        else None,
+    }
+    cache = None if cache_dir is None else Path(cache_dir)
+    cpath = None if cache is None else _cache_path(cache, str(task.spec.task_id), sha, request)
+    moments = _load_cached(cpath, oracle) if cpath is not None and cpath.is_file() else None
+    if moments is None:
+        moments = alternative_moments(task, oracle, data_dir=data_dir, fit_settings=fit_settings)
+        if cpath is not None:
+            _save_cached(cpath, moments)
+    return moments
+
+
+def rescore_prediction(
+    view: Task,
+    pred: Prediction,
+    *,
+    constant_aleatoric: bool,
+    loss: str = "squared",
+    own: Task | None = None,
+) -> tuple[dict[str, float], str | None]:
+    """One prediction's metrics under an alternative oracle: the squared-loss
+    :data:`SCORED_KEYS` by ``udbench run``'s own scoring
+    (:func:`udbench.evaluation.scoring.score_prediction`) on ``view`` (the task holding the
+    oracle's moments, :func:`udbench.evaluation.transfer.task_with_moments`), and, for
+    ``loss`` ``crps`` or ``log`` with ``own`` (the task itself), that loss's columns under
+    the oracle and, prefixed :data:`OWN_PREFIX`, under the task's own moments, both by the
+    Gaussian closed form (module docstring). Returns the metrics and the metric notes; a
+    failure of the loss columns leaves them out, with the reason in the notes.
+
+    Raises
+    ------
+    Exception
+        What :func:`score_prediction` raises (a prediction of another length, ...).
+    """
+    metrics, notes = score_prediction(view, pred, constant_aleatoric=constant_aleatoric)
+    if LOSS_TABLE[loss].scored and own is not None:
+        from udbench.evaluation.losses import loss_metrics
+
+        try:  # a failure here leaves the loss columns NaN, with the reason; squared stays
+            for task_view, prefix in ((view, ""), (own, OWN_PREFIX)):
+                by_loss, loss_notes = loss_metrics(
+                    task_view,
+                    pred,
+                    (loss,),
+                    constant_aleatoric=constant_aleatoric,
+                    reference="gaussian",
+                )
+                metrics.update({prefix + k: v for k, v in by_loss.items()})
+                if prefix == "" and loss_notes:
+                    notes = "; ".join(filter(None, [notes, *loss_notes]))
+        except Exception as err:
+            why = f"{loss}: rescoring failed: {type(err).__name__}: {' '.join(str(err).split())}"
+            notes = "; ".join(filter(None, [notes, why]))
+    return metrics, notes
 
 
 class _NothingToRescore(Exception):
@@ -293,24 +355,12 @@ def _score_row(
         )
         const = row.get("constant_aleatoric")
         constant = bool(const) if isinstance(const, bool | np.bool_) else False
-        metrics, notes = score_prediction(view, pred, constant_aleatoric=constant)
+        metrics, notes = rescore_prediction(
+            view, pred, constant_aleatoric=constant, loss=loss, own=own
+        )
     except Exception as err:
         out["oracle_error"] = f"rescoring failed: {type(err).__name__}: {err}"
         return
-    if LOSS_TABLE[loss].scored and own is not None:
-        from udbench.evaluation.losses import loss_metrics
-
-        try:  # a failure here leaves the loss columns NaN, with the reason; squared stays
-            for task_view, prefix in ((view, ""), (own, OWN_PREFIX)):
-                by_loss, loss_notes = loss_metrics(
-                    task_view, pred, (loss,), constant_aleatoric=constant, reference="gaussian"
-                )
-                metrics.update({prefix + k: v for k, v in by_loss.items()})
-                if prefix == "" and loss_notes:
-                    notes = "; ".join(filter(None, [notes, *loss_notes]))
-        except Exception as err:
-            why = f"{loss}: rescoring failed: {type(err).__name__}: {' '.join(str(err).split())}"
-            notes = "; ".join(filter(None, [notes, why]))
     out.update(metrics)
     out["metric_notes"] = notes
     out["oracle_status"] = "ok"

@@ -1,0 +1,175 @@
+"""The suite-run campaign's ``transfer`` part (issue 36, item 4): each tuned cell scored under
+alternative oracles and losses into its record, so the transfer tables are rebuilt from
+records alone, also on a machine that did not keep the predictions."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from _fakes import make_fake_task
+from _results import fabricate_results
+from udbench.campaigns import Unit, run_campaign, runs
+from udbench.campaigns._runs_transfer import transfer_summary
+from udbench.campaigns.engine import record_file
+
+SUITE = {
+    "name": "tiny-transfer",
+    "datasets": "concrete",
+    "families": "gp",
+    "noise": "homoscedastic",
+    "coverage": "balanced",
+    "seeds": "0-1",
+    "fidelity": "smoke",
+    "draws": 40,
+    "methods": "blr",
+    "method_params": "smoke",
+    "keep_predictions": False,
+}
+COND = "concrete__gp__homoscedastic__balanced"
+
+
+def _generate(spec, data_dir):
+    return make_fake_task(spec.seed, n_train=40, dataset="concrete", noise="homoscedastic")
+
+
+@pytest.fixture(autouse=True)
+def _env(tmp_path, monkeypatch):
+    monkeypatch.setenv("UDBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("UDBENCH_DATA_DIR", raising=False)
+
+
+@pytest.fixture(scope="module")
+def tuning(tmp_path_factory):
+    from udbench.tuning.sweep import tune
+
+    root = tmp_path_factory.mktemp("transfer-tuning")
+    task = make_fake_task(0, n_train=40, dataset="concrete", noise="homoscedastic")
+    path = task.save(root / f"{task.spec.task_id}.npz")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("UDBENCH_CACHE_DIR", str(root / "cache"))
+        tune([path], ["blr"], root / "tuning", trials=3, workers=0)
+    return root / "tuning"
+
+
+def test_transfer_units_score_the_tuned_predictions_and_redo_them_on_a_fresh_machine(
+    tmp_path, tuning
+) -> None:
+    """Per tuned cell: the correct oracle's figures from the same predictions equal the tuned
+    row's; the refitted-RBF oracle's are finite; an oracle that fails is recorded with its
+    reason and the unit is done. Without the predictions (another machine) the cell is
+    evaluated again: same checksum, same figures."""
+    work = tmp_path / "work"
+    oracles = ("gp:rbf", "family:hbart")  # no data folder: the HBART oracle fails
+    units = runs.campaign_units(
+        work_dir=work, suite=SUITE, records=tuning, generate=_generate, transfer_oracles=oracles
+    )
+    ids = [u.unit_id for u in units]
+    assert ids == [f"{p}/{COND}__s{s}/blr" for p in runs.PARTS for s in range(2)]
+    unit = units[4]
+    assert unit.kind == "transfer" and unit.settings["oracles"] == list(oracles)
+    assert unit.settings["losses"] == ["crps", "log"]
+    assert unit.settings["config_hash"] == units[2].settings["config_hash"]  # the tuned cell's
+    records = tmp_path / "records"
+    assert run_campaign(units, records)["done"] == 6
+    tuned = json.loads(record_file(records, units[2].unit_id).read_text())["result"]
+    rec = json.loads(record_file(records, unit.unit_id).read_text())["result"]
+    assert rec["predictions_sha256"] == tuned["predictions_sha256"]
+    assert rec["evaluated_here"] is False
+    for k in ("rho_eu_risk", "rho_eu_var"):
+        assert rec["own"][k] == pytest.approx(tuned["row"][k], rel=1e-12)
+        assert -1.0 <= rec["own"][f"{k}_crps"] <= 1.0 and -1.0 <= rec["own"][f"{k}_log"] <= 1.0
+    rbf = rec["oracles"]["gp:rbf"]
+    assert rbf["status"] == "ok" and rbf["error"] is None
+    assert set(rbf["metrics"]) == set(rec["own"])
+    assert all(np.isfinite(v) and -1.0 <= v <= 1.0 for v in rbf["metrics"].values())
+    assert rbf["metrics"]["rho_eu_risk"] != rec["own"]["rho_eu_risk"]  # another oracle
+    hb = rec["oracles"]["family:hbart"]
+    assert hb["status"] == "failed" and hb["error"]
+    assert list((work / "transfer-oracles" / "gp-rbf").glob(f"{COND}__s0__*.npz"))
+    # a fresh machine: no predictions, no oracle cache
+    preds = runs.predictions_path(work, "tuned", f"{COND}__s0", "blr", unit.settings["config_hash"])
+    preds.unlink()
+    for f in (work / "transfer-oracles").rglob("*.npz"):
+        f.unlink()
+    record_file(records, unit.unit_id).unlink()
+    assert run_campaign(units, records)["done"] == 1
+    again = json.loads(record_file(records, unit.unit_id).read_text())["result"]
+    assert again["evaluated_here"] is True
+    assert again["predictions_sha256"] == tuned["predictions_sha256"]
+    for k, v in rec["own"].items():
+        assert again["own"][k] == pytest.approx(v, rel=1e-9)
+    for k, v in rbf["metrics"].items():  # the oracle refitted: same data, same seeded fit
+        assert again["oracles"]["gp:rbf"]["metrics"][k] == pytest.approx(v, abs=1e-6)
+
+
+def _fabricated_records(tmp_path, *, fail: str | None = None):
+    """Tuned and transfer records of three methods on 4 instances: under the alternative
+    oracle ``gp:x`` every ρ is 1 − ρ (the ordering reversed); under CRPS (correct oracle)
+    the squared-error figures (the ordering kept)."""
+    rows = fabricate_results(
+        n_datasets=1,
+        priors=("gp",),
+        noises=("homoscedastic", "step"),
+        coverages=("balanced",),
+        n_seeds=2,
+        methods={"a": ("nn", False), "b": ("nn", False), "c": ("trees", True)},
+    )
+    units = []
+    for r in rows.to_dict("records"):
+        row = {k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+        cell = f"{row['task_id']}/{row['method']}"
+        own = {}
+        for k in ("rho_eu_risk", "rho_eu_var"):
+            for suffix in ("", "_crps", "_log"):
+                own[k + suffix] = row[k]
+        alt = {k: 1.0 - v for k, v in own.items()}
+        result = {"own": own, "oracles": {"gp:x": {"status": "ok", "metrics": alt}}}
+
+        def work_t(row=row):
+            return {"row": row}
+
+        def work_x(result=result, method=row["method"]):
+            if method == fail:
+                raise RuntimeError("oracle crashed")
+            return result
+
+        units.append(Unit(f"tuned/{cell}", "tuned", {"c": cell}, {}, work_t))
+        units.append(Unit(f"transfer/{cell}", "transfer", {"c": cell}, {}, work_x))
+    run_campaign(units, tmp_path / "records")
+    return units
+
+
+def test_transfer_summary_rebuilds_the_tables_from_records(tmp_path) -> None:
+    units = _fabricated_records(tmp_path)
+    out = transfer_summary(tmp_path / "records", units, n_resamples=50)
+    assert out["methods"] == ["a", "b", "c"]
+    tau = out["tau"].set_index(["oracle", "loss", "metric", "factor"])["tau"]
+    for loss in ("squared", "crps", "log"):
+        assert tau[("gp:x", loss, "rho_eu_risk", "all")] == pytest.approx(-1.0)
+    for loss in ("crps", "log"):  # squared against the loss, correct oracle: same ordering
+        assert tau[("own", loss, "rho_eu_var", "all")] == pytest.approx(1.0)
+    ranks = out["ranks"]
+    a = ranks[
+        (ranks["oracle"] == "gp:x")
+        & (ranks["loss"] == "squared")
+        & (ranks["factor"] == "all")
+        & (ranks["metric"] == "rho_eu_risk")
+        & (ranks["method"] == "a")
+    ].iloc[0]
+    assert (a["rank_correct"], a["rank_alternative"]) == (1.0, 3.0)
+    assert "| `gp:x` | squared | -1.000" in out["markdown"]
+    assert "| `gp:x` | squared | `a` | 1 → 3 |" in out["markdown"]
+
+
+def test_a_method_with_a_failed_transfer_unit_waits(tmp_path) -> None:
+    units = _fabricated_records(tmp_path, fail="b")
+    out = transfer_summary(tmp_path / "records", units, n_resamples=50)
+    assert out["methods"] == ["a", "c"]
+    assert set(out["tau"]["n_methods"]) == {2}  # b's cells left out under every comparison
+    # without units: the records alone (the failed one still holds its method back)
+    assert transfer_summary(tmp_path / "records", n_resamples=50)["methods"] == ["a", "c"]
+    one = transfer_summary(tmp_path / "none", [], n_resamples=50)
+    assert one["tau"].empty and "no comparison yet" in one["markdown"]
