@@ -380,3 +380,24 @@ def toy_gpc_task(n_classes: int, n_eval: int, n_train: int, spec: TaskSpec | Non
     return make_classification_task(
         spec, prior, X, ev, tr, tau[ev], tau[tr], temperature={"mode": "u-shaped"}
     )
+
+
+def fake_concrete_generate(spec, data_dir=None):
+    """``generate`` of the suite-run campaign's tests: the fake homoscedastic concrete task of
+    the spec's seed (40 training rows)."""
+    return make_fake_task(spec.seed, n_train=40, dataset="concrete", noise="homoscedastic")
+
+
+def tuned_blr_folder(root: Path) -> Path:
+    """A tuning folder under ``root`` with blr's record (3 trials) of the fake concrete
+    homoscedastic balanced condition, made by ``udbench tune``."""
+    import pytest
+
+    from udbench.tuning.sweep import tune
+
+    task = make_fake_task(0, n_train=40, dataset="concrete", noise="homoscedastic")
+    path = task.save(root / f"{task.spec.task_id}.npz")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("UDBENCH_CACHE_DIR", str(root / "cache"))
+        tune([path], ["blr"], root / "tuning", trials=3, workers=0)
+    return root / "tuning"

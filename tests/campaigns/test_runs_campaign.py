@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _fakes import make_fake_task
+from _fakes import fake_concrete_generate
 from udbench.campaigns import run_campaign, runs, unit_status
 from udbench.campaigns.engine import record_file
 from udbench.campaigns.tuning import condition_task_folder
@@ -34,28 +34,10 @@ COND = "concrete__gp__homoscedastic__balanced"
 LABEL = "blr:max_iter=100"  # the suite's smoke spec of blr
 
 
-def _generate(spec, data_dir):
-    return make_fake_task(spec.seed, n_train=40, dataset="concrete", noise="homoscedastic")
+_generate = fake_concrete_generate
 
 
-@pytest.fixture(autouse=True)
-def _env(tmp_path, monkeypatch):
-    monkeypatch.setenv("UDBENCH_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("UDBENCH_DATA_DIR", raising=False)
-
-
-@pytest.fixture(scope="module")
-def tuning(tmp_path_factory) -> Path:
-    """A tuning folder with blr's record of the condition (3 trials); ngboost-nig untuned."""
-    from udbench.tuning.sweep import tune
-
-    root = tmp_path_factory.mktemp("runs-tuning")
-    task = make_fake_task(0, n_train=40, dataset="concrete", noise="homoscedastic")
-    path = task.save(root / f"{task.spec.task_id}.npz")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("UDBENCH_CACHE_DIR", str(root / "cache"))
-        tune([path], ["blr"], root / "tuning", trials=3, workers=0)
-    return root / "tuning"
+pytestmark = pytest.mark.usefixtures("runs_env")
 
 
 def _units(work: Path, tuning: Path, **kw):

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from _fakes import make_fake_task
+from _fakes import fake_concrete_generate
 from _results import fabricate_results
 from udbench.campaigns import Unit, run_campaign, runs
 from udbench.campaigns._runs_transfer import transfer_summary
@@ -31,27 +31,10 @@ SUITE = {
 COND = "concrete__gp__homoscedastic__balanced"
 
 
-def _generate(spec, data_dir):
-    return make_fake_task(spec.seed, n_train=40, dataset="concrete", noise="homoscedastic")
+_generate = fake_concrete_generate
 
 
-@pytest.fixture(autouse=True)
-def _env(tmp_path, monkeypatch):
-    monkeypatch.setenv("UDBENCH_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("UDBENCH_DATA_DIR", raising=False)
-
-
-@pytest.fixture(scope="module")
-def tuning(tmp_path_factory):
-    from udbench.tuning.sweep import tune
-
-    root = tmp_path_factory.mktemp("transfer-tuning")
-    task = make_fake_task(0, n_train=40, dataset="concrete", noise="homoscedastic")
-    path = task.save(root / f"{task.spec.task_id}.npz")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("UDBENCH_CACHE_DIR", str(root / "cache"))
-        tune([path], ["blr"], root / "tuning", trials=3, workers=0)
-    return root / "tuning"
+pytestmark = pytest.mark.usefixtures("runs_env")
 
 
 def test_transfer_units_score_the_tuned_predictions_and_redo_them_on_a_fresh_machine(
