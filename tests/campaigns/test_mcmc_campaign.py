@@ -142,7 +142,7 @@ def test_unit_estimates_are_single_thread_cpu_seconds_by_tree_depth_and_layout()
     units = {u.unit_id: u for u in mcmc.campaign_units(work_dir="w")}
     sweep = {k.split("/")[1]: u.estimate_seconds for k, u in units.items() if "bnn-sweep" in k}
     assert sweep["d8"] == 885.0 and sweep["d9"] == 1770.0 and sweep["d11"] == 8 * 885.0
-    assert sweep["d6"] == 885.0 / 4 and sweep["dense-d10"] == 4 * 885.0
+    assert sweep["d6"] == 885.0 / 4 and sweep["d10"] == 4 * 885.0
     val = [u for u in units.values() if u.kind == "hbart-validation"]
     lean = {u.settings["run"]: u.estimate_seconds for u in val if u.settings["layout"] == "lean"}
     assert lean == {"base": 706.0, "long": 973.0, "floor": 703.0}  # the records' CPU means
