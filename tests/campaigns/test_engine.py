@@ -223,6 +223,41 @@ def test_a_unit_another_run_works_on_is_skipped_and_left_missing(tmp_path: Path)
     assert claim_path(tmp_path, "a/b").parent == tmp_path / CLAIMS_DIR
 
 
+def test_a_unit_starts_only_once_the_units_it_requires_are_done(tmp_path: Path) -> None:
+    """A transfer unit scores its tuned cell's predictions: it waits for the cell's record
+    (tried again after the other units), and one whose cell another run is doing, or whose
+    cell failed, is left for the next run with no record (it never redoes the cell then)."""
+    from udbench.campaigns._claims import unit_claim
+
+    log: list[str] = []
+    cell = _unit("tuned/x", 1, log=log)
+    score = Unit("transfer/x", "toy", {"value": 2}, {"toy": 1}, lambda: log.append("t") or {})
+    score = Unit(**{**score.__dict__, "requires": (cell,)})
+    lines: list[str] = []
+    counts = run_campaign([score, cell], tmp_path, progress=lines.append)
+    assert counts["done"] == 2 and counts["left"] == 0
+    assert log == ["tuned/x", "t"]  # the requirement first, then, on the second pass, it
+    # a requirement in flight in another run: left, not started, no record
+    other = tmp_path / "other"
+    cell2 = _unit("tuned/y", 3)
+    score2 = Unit("transfer/y", "toy", {}, {}, lambda: {}, requires=(cell2,))
+    with unit_claim(other, "tuned/y", "udbench campaign run"):
+        counts = run_campaign([cell2, score2], other, progress=lines.append)
+    assert counts["busy"] == 1 and counts["left"] == 1 and counts["done"] == 0
+    assert not record_file(other, "transfer/y").exists()
+    assert "transfer/y: waits for tuned/y (not done); left for the next run" in lines
+    assert run_campaign([cell2, score2], other)["done"] == 2  # the next run does both
+    # a failed requirement: left (the failed unit is retried by each run; it is not redone)
+    def boom() -> dict:
+        raise RuntimeError("cell failed")
+
+    cell3 = Unit("tuned/z", "toy", {}, {}, boom)
+    score3 = Unit("transfer/z", "toy", {}, {}, lambda: {}, requires=(cell3,))
+    counts = run_campaign([cell3, score3], tmp_path / "third")
+    assert counts["failed"] == 1 and counts["left"] == 1
+    assert not record_file(tmp_path / "third", "transfer/z").exists()
+
+
 def test_a_unit_recorded_while_its_claim_was_being_taken_is_not_redone(
     tmp_path: Path, monkeypatch
 ) -> None:

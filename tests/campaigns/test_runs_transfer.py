@@ -55,6 +55,13 @@ def test_transfer_units_score_the_tuned_predictions_and_redo_them_on_a_fresh_mac
     assert unit.kind == "transfer" and unit.settings["oracles"] == list(oracles)
     assert unit.settings["losses"] == ["crps", "log"]
     assert unit.settings["config_hash"] == units[2].settings["config_hash"]  # the tuned cell's
+    assert [r.unit_id for r in unit.requires] == [units[2].unit_id]  # started once it is done
+    alone = runs.campaign_units(
+        ["transfer"], work_dir=work, suite=SUITE, records=tuning, generate=_generate
+    )
+    assert [u.kind for u in alone] == ["transfer"] * 2 and alone[0].requires[0] == units[2]
+    # no predictions here yet: the estimate adds the tuned cell's (it would be redone)
+    assert alone[0].estimate_seconds == pytest.approx(0.9 + units[2].estimate_seconds)
     records = tmp_path / "records"
     assert run_campaign(units, records)["done"] == 6
     tuned = json.loads(record_file(records, units[2].unit_id).read_text())["result"]
@@ -88,7 +95,7 @@ def test_transfer_units_score_the_tuned_predictions_and_redo_them_on_a_fresh_mac
         assert again["oracles"]["gp:rbf"]["metrics"][k] == pytest.approx(v, abs=1e-6)
 
 
-def _fabricated_records(tmp_path, *, fail: str | None = None):
+def _fabricated_records(tmp_path, *, fail: str | None = None, untuned_only: str | None = None):
     """Tuned and transfer records of three methods on 4 instances: under the alternative
     oracle ``gp:x`` every ρ is 1 − ρ (the ordering reversed); under CRPS (correct oracle)
     the squared-error figures (the ordering kept)."""
@@ -119,6 +126,9 @@ def _fabricated_records(tmp_path, *, fail: str | None = None):
                 raise RuntimeError("oracle crashed")
             return result
 
+        units.append(Unit(f"untuned/{cell}", "untuned", {"c": cell}, {}, work_t))
+        if row["method"] == untuned_only and row["noise"] == "step":
+            continue  # its condition waits for a tuning record: no tuned nor transfer unit
         units.append(Unit(f"tuned/{cell}", "tuned", {"c": cell}, {}, work_t))
         units.append(Unit(f"transfer/{cell}", "transfer", {"c": cell}, {}, work_x))
     run_campaign(units, tmp_path / "records")
@@ -151,8 +161,19 @@ def test_a_method_with_a_failed_transfer_unit_waits(tmp_path) -> None:
     units = _fabricated_records(tmp_path, fail="b")
     out = transfer_summary(tmp_path / "records", units, n_resamples=50)
     assert out["methods"] == ["a", "c"]
-    assert set(out["tau"]["n_methods"]) == {2}  # b's cells left out under every comparison
+    assert "transfer: b not compared: 0 of its 4 cells" in out["markdown"]
     # without units: the records alone (the failed one still holds its method back)
     assert transfer_summary(tmp_path / "records", n_resamples=50)["methods"] == ["a", "c"]
+    # two methods: no τ (an ordering of two says too little), no table of NaN
+    assert out["tau"].empty and "needs 3 or more" in out["markdown"]
     one = transfer_summary(tmp_path / "none", [], n_resamples=50)
     assert one["tau"].empty and "no comparison yet" in one["markdown"]
+
+
+def test_a_method_tuned_on_part_of_its_conditions_is_not_compared(tmp_path) -> None:
+    """Its mean ρ would be over other instances than the others' (the review of 0acb2f0)."""
+    units = _fabricated_records(tmp_path, untuned_only="c")
+    out = transfer_summary(tmp_path / "records", units, n_resamples=50)
+    assert out["methods"] == ["a", "b"]
+    assert "transfer: c not compared: 2 of its 4 cells" in out["markdown"]
+    assert transfer_summary(tmp_path / "records", n_resamples=50)["methods"] == ["a", "b"]

@@ -15,6 +15,7 @@ pooled and per factor level, and the rank shifts) from those records and the tun
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -50,20 +51,26 @@ def transfer_unit(
     spec: Any,
     mc: Any,
     oracles: Sequence[str],
-    redo: Any,
+    tuned: Any,
     work_dir: str,
     data_dir: str | None,
 ) -> tuple[dict[str, Any], Any, float]:
     """A ``transfer`` unit of a tuned cell (its task spec and method configuration): its
-    extra settings, its work and its estimate (CPU seconds). ``redo()``: the tuned unit's
-    work, which writes the cell's predictions file (:func:`predictions_path`)."""
+    extra settings, its work and its estimate (CPU seconds). ``tuned``: the tuned cell's
+    unit, whose work writes the predictions file (:func:`predictions_path`) the transfer
+    unit scores, and which it requires (:class:`udbench.campaigns.engine.Unit`); where the
+    file is not in the work folder (made on another machine), the estimate adds the tuned
+    cell's, for the cell is evaluated again."""
     import functools
 
     file = predictions_path(work_dir, "tuned", spec.task_id, mc.name, mc.config_hash)
     work = functools.partial(
-        _transfer_work, spec, mc, tuple(oracles), file, redo, work_dir, data_dir
+        _transfer_work, spec, mc, tuple(oracles), file, tuned.work, work_dir, data_dir
     )
-    return _transfer_settings(spec, oracles), work, TRANSFER_UNIT_SECONDS
+    estimate = TRANSFER_UNIT_SECONDS
+    if not file.is_file():
+        estimate += float(tuned.estimate_seconds or 0.0)
+    return _transfer_settings(spec, oracles), work, estimate
 
 
 def _transfer_settings(spec: Any, oracles: Sequence[str]) -> dict[str, Any]:
@@ -116,7 +123,8 @@ def _transfer_work(
     if evaluated:  # made on another machine: the same cell again (the tuned unit's work)
         redo()
     task = Task.load(condition_task_folder(work_dir, spec.family) / f"{spec.task_id}.npz")
-    frame = pd.read_parquet(path)
+    data = path.read_bytes()  # read once: the checksum is of the very bytes scored
+    frame = pd.read_parquet(io.BytesIO(data))
     if not np.array_equal(frame["eval_idx"].to_numpy(), np.asarray(task.eval_idx)):
         raise UdbenchError(
             f"transfer: the predictions {str(path)!r} are for another evaluation pool than "
@@ -161,7 +169,7 @@ def _transfer_work(
         by_oracle[text] = entry
     return jsonable(
         {
-            "predictions_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "predictions_sha256": hashlib.sha256(data).hexdigest(),
             "evaluated_here": evaluated,
             "own": {k: own.get(k, float("nan")) for k in wanted},
             "oracles": by_oracle,
@@ -184,18 +192,33 @@ def _frames(records: str | Path, units: Any) -> tuple[Any, dict[str, Any], list[
     by_method: dict[str, list[dict[str, Any]]] = {}
     for rec in done:
         by_method.setdefault(rec["unit_id"].rsplit("/", 1)[1], []).append(rec)
-    wanted: dict[str, int] = {}
-    for u in units or []:
-        if u.kind == TRANSFER_PART:
-            name = u.unit_id.rsplit("/", 1)[1]
-            wanted[name] = wanted.get(name, 0) + 1
+    # a method is compared on all its instances or not at all (as runs_summary compares
+    # the tuned leaderboard): as many transfer units as untuned ones, so no condition waits
+    # for a tuning record, every one done, on ok tuned cells
+    expected: dict[str, set[str]] = {}
+    if units is None:
+        untuned, _ = current_records(records, "untuned", None, include_failed=True)
+        pairs = [r["unit_id"].split("/", 1)[1] for r in untuned]
+    else:
+        pairs = [u.unit_id.split("/", 1)[1] for u in units if u.kind == "untuned"]
+    for pair in pairs:
+        expected.setdefault(pair.rsplit("/", 1)[1], set()).add(pair)
+    started = set(by_method) | {
+        u.unit_id.rsplit("/", 1)[1] for u in units or [] if u.kind == TRANSFER_PART
+    }
     complete = []
-    for name, recs in sorted(by_method.items()):
-        ok = [r for r in recs if r.get("status") == "done"]
-        if len(ok) < len(recs) or (units is not None and len(ok) != wanted.get(name)):
-            continue  # a failed or missing unit: the method waits
-        if all(rows.get(r["unit_id"].split("/", 1)[1], {}).get("status") == "ok" for r in ok):
+    for name in sorted(started):
+        recs = by_method.get(name, [])
+        ok = {r["unit_id"].split("/", 1)[1] for r in recs if r.get("status") == "done"}
+        good = {p for p in ok if rows.get(p, {}).get("status") == "ok"}
+        want = expected.get(name, set())
+        if good == want:
             complete.append(name)
+        else:
+            notes.append(
+                f"transfer: {name} not compared: {len(good)} of its {len(want)} cells have a "
+                "done transfer unit on an ok tuned cell"
+            )
     correct: list[dict[str, Any]] = []
     per_oracle: dict[str, list[dict[str, Any]]] = {}
     for name in complete:
@@ -239,12 +262,13 @@ def transfer_summary(
     """
     import pandas as pd
 
+    from udbench.analyses.proxies import MIN_METHODS
     from udbench.analyses.transfer import TRANSFER_METRICS, transfer_tables
     from udbench.evaluation.losses import loss_column
 
     correct, frames, methods, notes = _frames(records, units)
     taus, ranks = [], []
-    if len(methods) >= 2:
+    if len(methods) >= MIN_METHODS:
         comparisons: list[tuple[str, str, Any, Any, list[str]]] = []
         for oracle, alt in frames.items():
             for loss in ("squared", *TRANSFER_LOSSES):
@@ -274,18 +298,22 @@ def transfer_summary(
         "tau": tau_df,
         "ranks": rank_df,
         "notes": notes,
-        "markdown": _markdown(tau_df, rank_df, methods),
+        "markdown": _markdown(tau_df, rank_df, methods)
+        + "".join(f"\n- {n}" for n in notes[:20])
+        + ("\n" if notes else ""),
     }
 
 
 def _markdown(tau: Any, ranks: Any, methods: list[str]) -> str:
     """The page section: pooled τ per (oracle, loss) with the range over factor levels, and
     the largest pooled rank shifts."""
+    from udbench.analyses.proxies import MIN_METHODS
+
     head = "## Transfer: alternative oracles and losses (tuned cells)\n\n"
     if tau.empty:
         return head + (
             f"{len(methods)} method(s) have every transfer unit done: no comparison yet "
-            "(two or more are needed).\n"
+            f"(Kendall's τ of an ordering needs {MIN_METHODS} or more).\n"
         )
 
     def cell(sub: Any) -> str:

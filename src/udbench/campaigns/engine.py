@@ -45,9 +45,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import platform
-import socket
-import subprocess
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -55,7 +52,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from udbench import __version__
 from udbench._threads import release_compiled_programs
 from udbench._validation import InputUnavailableError, param_error
 from udbench.campaigns._claims import (
@@ -65,6 +61,7 @@ from udbench.campaigns._claims import (
     refuse_folder_lock,
     unit_claim,
 )
+from udbench.campaigns._provenance import code_version, jsonable, machine_facts
 
 __all__ = [
     "RECORD_SCHEMA",
@@ -132,6 +129,11 @@ class Unit:
     estimate_note : str, optional
         How ``estimate_seconds`` was come by when it is no projection from measurements
         (e.g. ``"guessed: no calibration entry"``); the status table says so beside it.
+    requires : tuple of Unit, optional
+        Units whose current (done) records this unit's work needs, e.g. the cell whose
+        predictions it scores: :func:`run_campaign` starts it only once they are done (one
+        in flight in another run, failed or not run yet: it is tried again after the other
+        units, then left for the next run).
     """
 
     unit_id: str
@@ -141,6 +143,7 @@ class Unit:
     work: Callable[[], dict[str, Any]] = field(compare=False, repr=False)
     estimate_seconds: float | None = None
     estimate_note: str | None = field(default=None, compare=False)
+    requires: tuple[Unit, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         uid = self.unit_id
@@ -195,43 +198,6 @@ def unit_status(unit: Unit, records: str | Path) -> tuple[str, dict[str, Any] | 
     if record["status"] != "done":
         return "failed", record
     return "done", record
-
-
-def code_version() -> dict[str, Any]:
-    """The udbench version and, where the package runs from a git checkout, its commit."""
-    out: dict[str, Any] = {"udbench": __version__}
-    here = Path(__file__).resolve().parent
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return out
-    out["commit"] = commit
-    out["dirty"] = bool(dirty)
-    return out
-
-
-def machine_facts() -> dict[str, Any]:
-    """Host name, processor, cores and the 1-minute load average (for cost figures)."""
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    return {
-        "host": socket.gethostname(),
-        "processor": platform.processor() or platform.machine(),
-        "cores": os.cpu_count(),
-        "load_1min": load,
-    }
 
 
 def _write_atomic(path: Path, payload: dict[str, Any]) -> None:
@@ -309,10 +275,19 @@ def run_campaign(
     missing_inputs: set[str] = set()
     t_start = time.perf_counter() if started is None else float(started)
     refuse_folder_lock(records)
-    for unit in units:
+    waiting: list[Unit] = []  # units whose requirements were not done: tried once more
+    for unit in _then_waiting(units, waiting):
         status, old = unit_status(unit, records)
         if status == "done":
             counts["skipped"] += 1
+            continue
+        pending = next((r for r in unit.requires if unit_status(r, records)[0] != "done"), None)
+        if pending is not None:
+            if unit not in waiting:
+                waiting.append(unit)
+                continue
+            counts["left"] += 1
+            say(f"{unit.unit_id}: waits for {pending.unit_id} (not done); left for the next run")
             continue
         out_of_time = max_seconds is not None and time.perf_counter() - t_start > max_seconds
         tried = counts["done"] + counts["failed"] + counts["unavailable"]
@@ -358,6 +333,13 @@ def run_campaign(
             f"… {n_not_fitting} unit(s) in all left for the next run: they would not finish in time"
         )
     return counts
+
+
+def _then_waiting(units: Sequence[Unit], waiting: list[Unit]) -> Any:
+    """``units`` in order, then the ``waiting`` ones (those the first pass put there because
+    a requirement was not done: by then another run may have finished it) once more."""
+    yield from units
+    yield from list(waiting)
 
 
 def _interrupted(err: BaseException) -> bool:
@@ -573,21 +555,3 @@ def current_records(
         if not isinstance(r.get("result"), dict)
     ]
     return [r for r in recs if isinstance(r.get("result"), dict)], notes
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` with NumPy scalars and arrays as Python numbers and lists (for records).
-
-    Dict keys become strings and tuples lists; other values are returned as they are.
-    """
-    import numpy as np
-
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    return value

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -139,7 +140,7 @@ def _cell_work(
     sha = None
     if predictions is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(".tmp")
+        tmp = out.with_suffix(f".{os.getpid()}.tmp")
         predictions.to_parquet(tmp, index=False)
         tmp.replace(out)
         sha = _sha256(out)
@@ -318,8 +319,10 @@ def campaign_units(
         configs, key=lambda mc: sum(v or 0.0 for (m, _), v in seconds.items() if m == mc.name)
     )
     units: list[Unit] = []
+    tuned_of: dict[str, Unit] = {}  # a transfer unit's tuned cell: its requirement and redo
+    built = set(parts) | ({"tuned"} if TRANSFER_PART in parts else set())
     for mc in order:
-        for part in (p for p in PARTS if p in parts):
+        for part in (p for p in PARTS if p in built):
             for spec in specs:
                 cell_mc, extra = mc, dict[str, Any]()
                 settings: dict[str, Any] = {
@@ -342,27 +345,29 @@ def campaign_units(
                     config_hash=cell_mc.config_hash,
                 )
                 estimate = seconds[(mc.name, spec.dataset)]
-                of = "tuned" if part == TRANSFER_PART else part  # whose cell: a transfer's redo
                 work = functools.partial(
-                    _cell_work, spec, cell_mc, extra, of, str(work_dir), data_dir, generate
+                    _cell_work, spec, cell_mc, extra, part, str(work_dir), data_dir, generate
                 )
-                if part == TRANSFER_PART:
+                key = f"{spec.task_id}/{names[mc.config_hash]}"
+                tuned = tuned_of[key] if part == TRANSFER_PART else None  # built before
+                if tuned is not None:
                     more, work, estimate = transfer_unit(
-                        spec, cell_mc, transfer_oracles, work, str(work_dir), data_dir
+                        spec, cell_mc, transfer_oracles, tuned, str(work_dir), data_dir
                     )
                     settings.update(more)
-                units.append(
-                    Unit(
-                        unit_id=f"{part}/{spec.task_id}/{names[mc.config_hash]}",
-                        kind=part,
-                        settings=settings,
-                        numerics=_numerics(spec.family),
-                        work=work,
-                        estimate_seconds=estimate,
-                        estimate_note=None if estimate else "no calibration entry",
-                    )
+                unit = Unit(
+                    unit_id=f"{part}/{key}",
+                    kind=part,
+                    settings=settings,
+                    numerics=_numerics(spec.family),
+                    work=work,
+                    estimate_seconds=estimate,
+                    estimate_note=None if estimate else "no calibration entry",
+                    requires=() if tuned is None else (tuned,),
                 )
-    return units
+                tuned_of.update({key: unit} if part == "tuned" else {})
+                units.append(unit)
+    return [u for u in units if u.kind in parts]
 
 
 def runs_summary(

@@ -76,6 +76,11 @@ def summarise_runs(
                 {k: _plain(v) for k, v in r.items()} for r in transfer["tau"].to_dict("records")
             ],
             "notes": transfer["notes"],
+            "rank_shifts": [  # pooled; the per-level rows are in the Python result
+                {k: _plain(v) for k, v in r.items()}
+                for r in transfer["ranks"].to_dict("records")
+                if r.get("factor") == "all"
+            ],
         }
         typer.echo(json.dumps(out, indent=1, default=str, allow_nan=False))
     else:  # plain lines: a table row is not wrapped at the terminal's width
