@@ -108,6 +108,15 @@ def test_lean_tree_refuses_what_the_stock_tree_refuses() -> None:
     fitted = LeanTreeRegressor(max_depth=2).fit(X, y)
     with pytest.raises(ValueError, match="too large for dtype"):
         fitted.predict(X * 1e300)
+    # check_input=False: the caller vouches for float32, float64 is refused as by the stock tree
+    stock_fit = DecisionTreeRegressor(max_depth=2).fit(X, y)
+    for tree in (stock_fit, fitted):
+        with pytest.raises(ValueError, match=r"X\.dtype should be np\.float32, got float64"):
+            tree.predict(X, check_input=False)
+    X32 = X.astype(np.float32)
+    np.testing.assert_array_equal(
+        fitted.predict(X32, check_input=False), stock_fit.predict(X32, check_input=False)
+    )
     for bad in ({"max_depth": 0}, {"min_samples_leaf": 0}, {"criterion": "bogus"}):
         with pytest.raises(InvalidParameterError):
             LeanTreeRegressor(**bad).fit(X, y)
