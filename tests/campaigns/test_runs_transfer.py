@@ -177,3 +177,34 @@ def test_a_method_tuned_on_part_of_its_conditions_is_not_compared(tmp_path) -> N
     assert out["methods"] == ["a", "b"]
     assert "transfer: c not compared: 2 of its 4 cells" in out["markdown"]
     assert transfer_summary(tmp_path / "records", n_resamples=50)["methods"] == ["a", "b"]
+
+
+def test_the_recorded_figures_are_udbench_transfers_on_the_exported_cells(tmp_path, tuning):
+    """Per cell, the record's figures equal what ``udbench transfer`` computes from the
+    exported tuned results folder: under the oracle (squared and CRPS) and, for CRPS, under
+    the task's own moments (the "correct" side of ``--loss crps``)."""
+    from udbench.analyses.transfer import run_transfer
+    from udbench.campaigns.tuning import condition_task_folder
+
+    work, records, out = tmp_path / "work", tmp_path / "records", tmp_path / "out"
+    units = runs.campaign_units(
+        work_dir=work, suite=SUITE, records=tuning, generate=_generate, transfer_oracles=("gp:rbf",)
+    )
+    run_campaign(units, records)
+    runs.export_results(records, out, work, units, tuning=tuning)
+    res = run_transfer(
+        out / "tuned",
+        ["gp:rbf"],
+        loss="crps",
+        n_resamples=10,
+        task_dirs=[condition_task_folder(work, "gp")],
+        out=tmp_path / "tr",
+    )
+    cells = res.cells["gp:rbf"].set_index("task_id")
+    for s in range(2):
+        rec = json.loads(record_file(records, f"transfer/{COND}__s{s}/blr").read_text())["result"]
+        cell = cells.loc[f"{COND}__s{s}"]
+        for k in ("rho_eu_risk", "rho_eu_var", "rho_eu_risk_crps", "rho_eu_var_crps"):
+            assert rec["oracles"]["gp:rbf"]["metrics"][k] == pytest.approx(cell[k], abs=1e-12)
+        for k in ("rho_eu_risk_crps", "rho_eu_var_crps"):
+            assert rec["own"][k] == pytest.approx(cell[f"own_{k}"], abs=1e-12)
