@@ -42,9 +42,14 @@ from typing import Any, TypeVar
 
 __all__ = [
     "CELL_THREADS",
+    "MAP_COUNT_SHARE",
+    "RSS_SHARE",
     "cell_threads",
     "fix_xla_threads",
+    "memory_map_counts",
     "release_compiled_programs",
+    "release_compiled_programs_if_crowded",
+    "resident_share",
     "single_threaded",
 ]
 
@@ -195,3 +200,61 @@ def release_compiled_programs() -> None:
     if jax is not None:
         jax.clear_caches()
     gc.collect()
+
+
+#: Share of the kernel's ``vm.max_map_count`` past which
+#: :func:`release_compiled_programs_if_crowded` drops the compiled programs. One unit of the
+#: runs campaign adds about 500-1000 maps per method and dataset, a tuning sweep of a neural
+#: network up to about 8000 (eight of them passed the default limit of 65530).
+MAP_COUNT_SHARE = 0.5
+#: Share of the machine's physical memory that the process's resident memory may reach before
+#: :func:`release_compiled_programs_if_crowded` drops the compiled programs (kept programs
+#: and their constants: 470-710 MiB after three NN methods on one dataset, measured).
+RSS_SHARE = 0.15
+
+
+def memory_map_counts() -> tuple[int, int] | None:
+    """The process's memory maps (lines of ``/proc/self/maps``) and the kernel's limit
+    (``/proc/sys/vm/max_map_count``); None where either cannot be read (not Linux)."""
+    try:
+        with open("/proc/self/maps", "rb") as fh:
+            n = sum(1 for _ in fh)
+        with open("/proc/sys/vm/max_map_count") as fh:
+            limit = int(fh.read().strip())
+    except (OSError, ValueError):
+        return None
+    return n, limit
+
+
+def resident_share() -> float | None:
+    """The process's resident memory as a share of the machine's physical memory
+    (``/proc/self/statm``); None where it cannot be read."""
+    try:
+        with open("/proc/self/statm") as fh:
+            pages = int(fh.read().split()[1])
+        return pages / float(os.sysconf("SC_PHYS_PAGES"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def release_compiled_programs_if_crowded(
+    share: float = MAP_COUNT_SHARE, rss_share: float = RSS_SHARE
+) -> bool:
+    """:func:`release_compiled_programs` only once the process's memory maps pass ``share`` of
+    the kernel's limit (:func:`memory_map_counts`) or its resident memory passes
+    ``rss_share`` of the machine's (:func:`resident_share`), and always where either cannot
+    be read; True when it released.
+
+    Dropping the programs after every unit made every cell compile its programs again: an
+    ``nn-lap`` cell of gp-small took 2.0 CPU seconds so against 0.16-0.20 s with the programs
+    of the previous cell of the same dataset kept (``sngp-het`` about 1 s, ``nn-ens`` 1.5 s
+    kept; measured 2026-12-04; the persistent compilation cache keeps only programs that took
+    over a second to compile). A kept program is the same executable, so the results are the
+    same.
+    """
+    counts, rss = memory_map_counts(), resident_share()
+    if counts is not None and rss is not None:
+        if counts[0] <= share * counts[1] and rss <= rss_share:
+            return False
+    release_compiled_programs()
+    return True

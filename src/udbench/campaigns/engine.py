@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from udbench._threads import release_compiled_programs
+from udbench._threads import release_compiled_programs_if_crowded
 from udbench._validation import InputUnavailableError, param_error
 from udbench.campaigns._claims import (
     UnitBusy,
@@ -425,7 +425,7 @@ def _run_unit(
         say(f"{unit.unit_id}: done in {wall / 60:.1f} min")
     else:
         say(f"{unit.unit_id}: FAILED ({error}); recorded, going on")
-    release_compiled_programs()
+    release_compiled_programs_if_crowded()  # kept for the next unit while maps are few
     return "done" if error is None else "failed"
 
 
