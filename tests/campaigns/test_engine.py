@@ -245,7 +245,7 @@ def test_a_unit_starts_only_once_the_units_it_requires_are_done(tmp_path: Path) 
         counts = run_campaign([cell2, score2], other, progress=lines.append)
     assert counts["busy"] == 1 and counts["left"] == 1 and counts["done"] == 0
     assert not record_file(other, "transfer/y").exists()
-    assert "transfer/y: waits for tuned/y (not done); left for the next run" in lines
+    assert "transfer/y: waits for tuned/y (not done); not run here" in lines
     assert run_campaign([cell2, score2], other)["done"] == 2  # the next run does both
 
     # a failed requirement: left (the failed unit is retried by each run; it is not redone)
@@ -475,16 +475,21 @@ def test_compiled_programs_are_kept_between_units_until_the_process_is_crowded(
     crowded = {"counts": (900, 1000), "rss": 0.01}  # 90 % of the map limit
     monkeypatch.setattr(_threads, "memory_map_counts", lambda: crowded["counts"])
     monkeypatch.setattr(_threads, "resident_share", lambda: crowded["rss"])
+    monkeypatch.setattr(_threads, "_rss_since", [])
     seen.clear()
-    run_campaign(
-        [Unit(f"jit/{n}", "toy", {"n": n}, {"toy": 1}, work(n)) for n in (5, 6)], tmp_path / "b"
-    )
+    more = [Unit(f"jit/{n}", "toy", {"n": n}, {"toy": 1}, work(n)) for n in (5, 6)]
+    run_campaign(more, tmp_path / "b")
     assert seen == [4, 0] and step._cache_size() == 0  # dropped after each unit
-    crowded.update(counts=(10, 1000), rss=0.5)  # few maps, half the machine's memory
-    assert _threads.release_compiled_programs_if_crowded() is True
-    crowded.update(rss=0.01)
+    # resident memory: its growth since the last drop counts, not its level (glibc keeps
+    # freed heap, so a level once passed would drop the programs after every unit)
+    crowded.update(counts=(10, 1000), rss=0.40)
+    assert _threads.release_compiled_programs_if_crowded() is True  # after the drop: 0.40
+    crowded.update(rss=0.44)  # +0.04 since
     assert _threads.release_compiled_programs_if_crowded() is False
-    crowded.update(counts=None)  # cannot be read (not Linux): always released
+    crowded.update(rss=0.46)  # +0.06 > 0.05
+    assert _threads.release_compiled_programs_if_crowded() is True
+    assert _threads.release_compiled_programs_if_crowded() is False  # from 0.46 again
+    crowded.update(counts=None)  # cannot be read (not Linux): always dropped
     assert _threads.release_compiled_programs_if_crowded() is True
 
 

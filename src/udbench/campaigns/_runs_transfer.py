@@ -56,21 +56,20 @@ def transfer_unit(
     data_dir: str | None,
 ) -> tuple[dict[str, Any], Any, float]:
     """A ``transfer`` unit of a tuned cell (its task spec and method configuration): its
-    extra settings, its work and its estimate (CPU seconds). ``tuned``: the tuned cell's
-    unit, whose work writes the predictions file (:func:`predictions_path`) the transfer
-    unit scores, and which it requires (:class:`udbench.campaigns.engine.Unit`); where the
-    file is not in the work folder (made on another machine), the estimate adds the tuned
-    cell's, for the cell is evaluated again."""
+    extra settings, its work and its estimate (CPU seconds, :data:`TRANSFER_UNIT_SECONDS`).
+    ``tuned``: the tuned cell's unit, whose work writes the predictions file
+    (:func:`predictions_path`) the transfer unit scores, and which it requires
+    (:class:`udbench.campaigns.engine.Unit`). On a machine without the file (the tuned record
+    made elsewhere) the unit evaluates the cell again and costs it too: the estimate cannot
+    tell that case from the tuned unit still to run here, which writes the file, so it leaves
+    it out and ``campaign status`` shows it once such units are measured."""
     import functools
 
     file = predictions_path(work_dir, "tuned", spec.task_id, mc.name, mc.config_hash)
     work = functools.partial(
         _transfer_work, spec, mc, tuple(oracles), file, tuned.work, work_dir, data_dir
     )
-    estimate = TRANSFER_UNIT_SECONDS
-    if not file.is_file():
-        estimate += float(tuned.estimate_seconds or 0.0)
-    return _transfer_settings(spec, oracles), work, estimate
+    return _transfer_settings(spec, oracles), work, TRANSFER_UNIT_SECONDS
 
 
 def _transfer_settings(spec: Any, oracles: Sequence[str]) -> dict[str, Any]:

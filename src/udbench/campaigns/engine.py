@@ -287,7 +287,7 @@ def run_campaign(
                 waiting.append(unit)
                 continue
             counts["left"] += 1
-            say(f"{unit.unit_id}: waits for {pending.unit_id} (not done); left for the next run")
+            say(f"{unit.unit_id}: waits for {pending.unit_id} (not done); not run here")
             continue
         out_of_time = max_seconds is not None and time.perf_counter() - t_start > max_seconds
         tried = counts["done"] + counts["failed"] + counts["unavailable"]
