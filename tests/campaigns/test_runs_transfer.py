@@ -160,7 +160,7 @@ def test_a_method_with_a_failed_transfer_unit_waits(tmp_path) -> None:
     units = _fabricated_records(tmp_path, fail="b")
     out = transfer_summary(tmp_path / "records", units, n_resamples=50)
     assert out["methods"] == ["a", "c"]
-    assert "transfer: b not compared: 0 of its 4 cells" in out["markdown"]
+    assert "transfer: no unit done yet for 1 method(s): b" in out["markdown"]
     # without units: the records alone (the failed one still holds its method back)
     assert transfer_summary(tmp_path / "records", n_resamples=50)["methods"] == ["a", "c"]
     # two methods: no τ (an ordering of two says too little), no table of NaN

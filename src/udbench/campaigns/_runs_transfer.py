@@ -205,7 +205,7 @@ def _frames(records: str | Path, units: Any) -> tuple[Any, dict[str, Any], list[
     started = set(by_method) | {
         u.unit_id.rsplit("/", 1)[1] for u in units or [] if u.kind == TRANSFER_PART
     }
-    complete = []
+    complete, waiting = [], []
     for name in sorted(started):
         recs = by_method.get(name, [])
         ok = {r["unit_id"].split("/", 1)[1] for r in recs if r.get("status") == "done"}
@@ -213,11 +213,17 @@ def _frames(records: str | Path, units: Any) -> tuple[Any, dict[str, Any], list[
         want = expected.get(name, set())
         if good == want:
             complete.append(name)
+        elif not recs:
+            waiting.append(name)
         else:
             notes.append(
                 f"transfer: {name} not compared: {len(good)} of its {len(want)} cells have a "
                 "done transfer unit on an ok tuned cell"
             )
+    if waiting:
+        notes.append(
+            f"transfer: no unit done yet for {len(waiting)} method(s): {', '.join(waiting)}"
+        )
     correct: list[dict[str, Any]] = []
     per_oracle: dict[str, list[dict[str, Any]]] = {}
     for name in complete:
@@ -342,6 +348,9 @@ def _markdown(tau: Any, ranks: Any, methods: list[str]) -> str:
         "| oracle | loss | method | rank correct → alternative | mean ρ correct → alternative |",
         "|---|---|---|---|---|",
     ]
+    if not (shifts["rank_shift"] != 0).any():
+        none = "\nNo method's pooled rank by ρ(EU, EU*_risk) moved under any oracle or loss.\n"
+        lines = [*lines[:-3], none]
     for _, r in shifts[shifts["rank_shift"] != 0].head(10).iterrows():
         lines.append(
             f"| `{r['oracle']}` | {r['loss']} | `{r['method']}` | {r['rank_correct']:.0f} → "
