@@ -207,3 +207,29 @@ def test_the_recorded_figures_are_udbench_transfers_on_the_exported_cells(tmp_pa
             assert rec["oracles"]["gp:rbf"]["metrics"][k] == pytest.approx(cell[k], abs=1e-12)
         for k in ("rho_eu_risk_crps", "rho_eu_var_crps"):
             assert rec["own"][k] == pytest.approx(cell[f"own_{k}"], abs=1e-12)
+
+
+def test_instances_run_on_two_versions_of_their_task_file_are_named(tmp_path) -> None:
+    """The rows' task_sha256 tell when one task id's cells were made on different task files
+    (another machine's GP fit): the summary page says so instead of pooling them silently."""
+    from udbench.campaigns._runs_analyses import task_versions_section
+
+    rows = fabricate_results(
+        n_datasets=2, priors=("gp",), noises=("homoscedastic",), coverages=("balanced",),
+        n_seeds=1, methods={"a": ("nn", False), "b": ("nn", False)},
+    )  # fmt: skip
+    units = []
+    for r in rows.to_dict("records"):
+        row = {k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+        other = row["dataset"] == "ds01" and row["method"] == "b"
+        row["task_sha256"] = f"{row['task_id']}-{'v2' if other else 'v1'}"
+
+        def work(row=row) -> dict:
+            return {"row": row}
+
+        units.append(Unit(f"untuned/{row['task_id']}/{row['method']}", "untuned", {}, {}, work))
+    run_campaign(units, tmp_path)
+    text, per = task_versions_section(tmp_path, units)
+    assert per == {"ds01": 1}
+    assert "**1 of 2 instances** (ds01 1)" in text and "`ds01-gp-homoscedastic-balanced-s0`" in text
+    assert task_versions_section(tmp_path, units[:2]) == ("", {})  # ds00 only: one version

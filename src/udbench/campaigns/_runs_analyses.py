@@ -104,3 +104,41 @@ def stability_and_proxies_section(
     if skipped:  # undefined in both runs: said once each, not as rows of dashes
         lines += ["", "Undefined in both runs:", *(f"- {n}" for n in dict.fromkeys(skipped))]
     return "\n".join(lines) + "\n"
+
+
+def task_versions_section(records: str | Path, units: Any) -> tuple[str, dict[str, int]]:
+    """The instances whose cells were run on more than one version of their task file.
+
+    A task id names a grid point, not a file's content: a GP task generated on another
+    machine can differ (the dataset's kernel fit, cached per machine, reached another
+    optimum: on 2026-12-04, 80 airfoil and 30 qsar_fish instances of gp-small had cells made
+    on two versions). The rows record ``task_sha256``; cells of one instance on different
+    versions are compared as if they were one task. Returns the page's section (empty when
+    every instance has one version) and, per dataset, how many instances have several.
+    """
+    from udbench.campaigns.engine import current_records
+    from udbench.campaigns.runs import ROW_PARTS
+
+    shas: dict[str, set[str]] = {}
+    dataset: dict[str, str] = {}
+    for part in ROW_PARTS:
+        recs, _ = current_records(records, part, units, include_failed=True)
+        for rec in recs:
+            row = rec["result"]["row"]
+            shas.setdefault(str(row.get("task_id")), set()).add(str(row.get("task_sha256")))
+            dataset[str(row.get("task_id"))] = str(row.get("dataset"))
+    mixed = sorted(t for t, s in shas.items() if len(s) > 1)
+    per: dict[str, int] = {}
+    for task in mixed:
+        per[dataset[task]] = per.get(dataset[task], 0) + 1
+    if not mixed:
+        return "", per
+    counts = ", ".join(f"{d} {n}" for d, n in sorted(per.items()))
+    return (
+        "\n## Instances run on more than one task version\n\n"
+        f"**{len(mixed)} of {len(shas)} instances** ({counts}) have cells whose rows name "
+        "different task files (`task_sha256`): the cells were made on machines whose task "
+        "files for the same task id differ, and the tables above compare them as one "
+        f"instance. First: `{mixed[0]}`.\n",
+        per,
+    )

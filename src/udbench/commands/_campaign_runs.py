@@ -41,6 +41,7 @@ def summarise_runs(
     """Print the summary (or its JSON), write the page with ``write``, export with
     ``results`` (:func:`udbench.campaigns.runs.runs_summary`, :func:`~udbench.campaigns.runs.
     export_results`)."""
+    from udbench.campaigns._runs_analyses import task_versions_section
     from udbench.campaigns.runs import ROW_PARTS, export_results, runs_summary, transfer_summary
     from udbench.evaluation.store import ResultsStore
     from udbench.tuning.shipped import shipped_folder
@@ -55,7 +56,8 @@ def summarise_runs(
             )
     summary = runs_summary(folder, units, tuning=shipped_folder(suite))
     transfer = transfer_summary(folder, units)  # the transfer part (issue 36, item 4)
-    summary["markdown"] += "\n" + transfer["markdown"]
+    versions, mixed = task_versions_section(folder, units)
+    summary["markdown"] += versions + "\n" + transfer["markdown"]
     console = make_console(highlight=False)
     if as_json:
         out = {k: v for k, v in summary.items() if k not in ("markdown", "comparison")}
@@ -70,6 +72,7 @@ def summarise_runs(
                 if comp.taus is None
                 else [{k: _plain(v) for k, v in r.items()} for r in comp.taus.to_dict("records")],
             }
+        out["instances_with_several_task_versions"] = mixed
         out["transfer"] = {
             "methods": transfer["methods"],
             "tau": [
