@@ -117,11 +117,10 @@ def task_versions_section(records: str | Path, units: Any) -> tuple[str, dict[st
     every instance has one version) and, per dataset, how many instances have several.
     """
     from udbench.campaigns.engine import current_records
-    from udbench.campaigns.runs import ROW_PARTS
 
     shas: dict[str, set[str]] = {}
     dataset: dict[str, str] = {}
-    for part in ROW_PARTS:
+    for part in ("untuned", "tuned"):  # the parts whose records hold a row (runs.ROW_PARTS)
         recs, _ = current_records(records, part, units, include_failed=True)
         for rec in recs:
             row = rec["result"]["row"]
