@@ -221,3 +221,22 @@ def test_cli_results_that_are_not_a_table_are_one_line_errors(tmp_path, capsys, 
     err = " ".join(capsys.readouterr().err.split())
     assert "is not a readable results table" in err and "results.txt" in err
     assert "Traceback" not in err
+
+
+def test_a_predictions_frame_is_a_prediction_only_at_the_tasks_points() -> None:
+    """The one reader of stored predictions for rescoring (transfer, loss, the runs campaign's
+    transfer part): the arrays as stored, or None for another task's or order's points."""
+    import numpy as np
+
+    from udbench.evaluation.store import prediction_from_frame
+
+    frame = pd.DataFrame(
+        {"eval_idx": [3, 5, 7], "mean": [0.1, 0.2, 0.3], "aleatoric": [1.0, 2.0, 3.0]}
+    ).assign(epistemic=[0.5, 0.25, 0.125])
+    pred = prediction_from_frame(frame, np.array([3, 5, 7]))
+    assert pred is not None
+    np.testing.assert_array_equal(pred.mean, [0.1, 0.2, 0.3])
+    np.testing.assert_array_equal(pred.aleatoric, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(pred.epistemic, [0.5, 0.25, 0.125])
+    assert prediction_from_frame(frame, np.array([3, 7, 5])) is None  # another order
+    assert prediction_from_frame(frame, np.array([3, 5])) is None  # another pool

@@ -106,16 +106,15 @@ def _transfer_work(
     the Gaussian closed form that ``udbench transfer --loss`` compares against), all from the
     same predictions, whose checksum it keeps; a failed oracle is kept with its reason.
     """
-    import numpy as np
     import pandas as pd
 
     from udbench.analyses.transfer import TRANSFER_METRICS
     from udbench.campaigns.tuning import condition_task_folder
     from udbench.evaluation.losses import loss_column, loss_metrics
     from udbench.evaluation.scoring import score_prediction
+    from udbench.evaluation.store import prediction_from_frame
     from udbench.evaluation.transfer import parse_oracle, task_with_moments
     from udbench.evaluation.transfer_rescoring import cached_oracle_moments, rescore_prediction
-    from udbench.methods.base import Prediction
     from udbench.tasks import Task
 
     evaluated = not path.is_file()
@@ -123,17 +122,12 @@ def _transfer_work(
         redo()
     task = Task.load(condition_task_folder(work_dir, spec.family) / f"{spec.task_id}.npz")
     data = path.read_bytes()  # read once: the checksum is of the very bytes scored
-    frame = pd.read_parquet(io.BytesIO(data))
-    if not np.array_equal(frame["eval_idx"].to_numpy(), np.asarray(task.eval_idx)):
+    pred = prediction_from_frame(pd.read_parquet(io.BytesIO(data)), task.eval_idx)
+    if pred is None:
         raise UdbenchError(
             f"transfer: the predictions {str(path)!r} are for another evaluation pool than "
             f"task {spec.task_id!r}'s"
         )
-    pred = Prediction(
-        frame["mean"].to_numpy(dtype=np.float64),
-        frame["aleatoric"].to_numpy(dtype=np.float64),
-        frame["epistemic"].to_numpy(dtype=np.float64),
-    )
     keys = list(TRANSFER_METRICS)
     wanted = keys + [loss_column(k, lo) for lo in TRANSFER_LOSSES for k in keys]
     const = bool(mc.constant_aleatoric)

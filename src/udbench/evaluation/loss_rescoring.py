@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from udbench._losses import loss_names
@@ -135,8 +134,7 @@ def score_results(
     UdbenchError
         ``results`` is not a results folder or holds no rows; an unknown loss.
     """
-    from udbench.evaluation.store import ResultsStore
-    from udbench.methods.base import Prediction
+    from udbench.evaluation.store import ResultsStore, prediction_from_frame
     from udbench.tasks import Task
     from udbench.tasks.discovery import task_files_by_id
 
@@ -207,15 +205,10 @@ def score_results(
                     (key, f"task file {str(path)!r} changed since the run (content checksum)")
                 )
                 continue
-            pred_df = store.read_predictions(key)
-            if not np.array_equal(pred_df["eval_idx"].to_numpy(), np.asarray(task.eval_idx)):
+            pred = prediction_from_frame(store.read_predictions(key), task.eval_idx)
+            if pred is None:
                 summary.skipped.append((key, "stored predictions are not at the task's points"))
                 continue
-            pred = Prediction(
-                pred_df["mean"].to_numpy(dtype=np.float64),
-                pred_df["aleatoric"].to_numpy(dtype=np.float64),
-                pred_df["epistemic"].to_numpy(dtype=np.float64),
-            )
             const = bool(row.get("constant_aleatoric") or False)
             try:
                 metrics, notes = loss_metrics(

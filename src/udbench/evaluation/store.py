@@ -52,6 +52,7 @@ __all__ = [
     "canonical_config",
     "cell_key",
     "config_hash",
+    "prediction_from_frame",
     "read_results",
     "resolve_task_paths",
 ]
@@ -473,3 +474,22 @@ def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     if df.empty:
         raise UdbenchError(f"read_results: no results stored under {str(p)!r}")
     return df
+
+
+def prediction_from_frame(frame: pd.DataFrame, eval_idx: Any) -> Any:
+    """The :class:`~udbench.methods.base.Prediction` held by a stored predictions frame
+    (columns ``eval_idx``, ``mean``, ``aleatoric``, ``epistemic``, as
+    :meth:`ResultsStore.read_predictions` returns them; variances in target units), or None
+    when its points are not the task's ``eval_idx`` (another task's, or in another order):
+    the caller says why it cannot use them."""
+    import numpy as np
+
+    from udbench.methods.base import Prediction
+
+    if not np.array_equal(frame["eval_idx"].to_numpy(), np.asarray(eval_idx)):
+        return None
+    return Prediction(
+        frame["mean"].to_numpy(dtype=np.float64),
+        frame["aleatoric"].to_numpy(dtype=np.float64),
+        frame["epistemic"].to_numpy(dtype=np.float64),
+    )

@@ -25,7 +25,7 @@ import pandas as pd
 from udbench._losses import LOSS_TABLE, loss_names
 from udbench._validation import UdbenchError, check_choice
 from udbench.evaluation.scoring import score_prediction
-from udbench.evaluation.store import ResultsStore
+from udbench.evaluation.store import ResultsStore, prediction_from_frame
 from udbench.evaluation.transfer import (
     GP_ORACLE,
     ORACLE_MOMENTS_VERSION,
@@ -345,14 +345,9 @@ def _score_row(
         out["oracle_error"] = _NOT_KEPT
         return
     try:
-        pdf = store.read_predictions(key)
-        if not np.array_equal(pdf["eval_idx"].to_numpy(), np.asarray(view.eval_idx)):
+        pred = prediction_from_frame(store.read_predictions(key), view.eval_idx)
+        if pred is None:
             raise UdbenchError("stored eval_idx differ from the task's evaluation pool")
-        pred = Prediction(
-            pdf["mean"].to_numpy(dtype=np.float64),
-            pdf["aleatoric"].to_numpy(dtype=np.float64),
-            pdf["epistemic"].to_numpy(dtype=np.float64),
-        )
         const = row.get("constant_aleatoric")
         constant = bool(const) if isinstance(const, bool | np.bool_) else False
         metrics, notes = rescore_prediction(
