@@ -71,15 +71,23 @@ def _estimate(unit: Any, means: dict[tuple[Any, ...], float]) -> tuple[float | N
     0.86-1.35x on gp-small's four methods finished in both parts on 2026-12-04, where the
     calibration table's figures were 1.0-2.9x below the NN methods' cells), else its own
     estimate; and the unit's note on that estimate (None for a measured mean)."""
-    mean = means.get(_shape(unit.kind, unit.settings))
+    mean, note = _measured_mean(unit, means)
     if mean is not None:
+        return mean, note
+    return unit.estimate_seconds, unit.estimate_note
+
+
+def _measured_mean(
+    unit: Any, means: dict[tuple[Any, ...], float]
+) -> tuple[float | None, str | None]:
+    """The mean of ``unit``'s shape in ``means``, else of its sibling shape
+    (:data:`SIBLING_KINDS`, noted :data:`SIBLING_NOTE`), else None."""
+    if (mean := means.get(_shape(unit.kind, unit.settings))) is not None:
         return mean, None
     sibling = SIBLING_KINDS.get(unit.kind)
-    if sibling is not None:
-        mean = means.get(_shape(sibling, unit.settings))
-        if mean is not None:
-            return mean, SIBLING_NOTE
-    return unit.estimate_seconds, unit.estimate_note
+    if sibling is not None and (mean := means.get(_shape(sibling, unit.settings))) is not None:
+        return mean, SIBLING_NOTE
+    return None, None
 
 
 def estimate_ratios(pairs: list[tuple[str, float, float]]) -> dict[str, tuple[float, int]]:
@@ -160,12 +168,9 @@ def wall_projection(done: list[dict[str, Any]]) -> Any:
     load = max(1.0, statistics.median(ratios)) if ratios else 1.0
 
     def projected(unit: Any) -> float | None:
-        shape = _shape(unit.kind, unit.settings)
-        if shape in means:
-            return means[shape]
-        sibling = SIBLING_KINDS.get(unit.kind)
-        if sibling is not None and _shape(sibling, unit.settings) in means:
-            return means[_shape(sibling, unit.settings)]
+        mean, _ = _measured_mean(unit, means)
+        if mean is not None:
+            return mean
         return None if unit.estimate_seconds is None else unit.estimate_seconds * load
 
     return projected
