@@ -26,12 +26,8 @@ targets), e.g. white_wine × ``u-shaped`` (docs/tasks.md, "Jitter").
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import tempfile
 import warnings
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -50,6 +46,13 @@ from udbench.priors.base import (
     scale_from_unit_draws,
 )
 from udbench.priors.gp.fit import FIT_SETTINGS, default_kernel_hyper, fit_kernel
+from udbench.priors.gp.fit_store import (
+    SHIPPED_FITS_DIR,
+    _write_json_atomic,
+    data_fingerprint,
+    fit_cache_path,
+    shipped_fit,
+)
 from udbench.priors.gp.kernels import kernel_matrix, parse_kernel_family
 from udbench.priors.gp.linalg import (
     JITTER_START,
@@ -61,7 +64,14 @@ from udbench.priors.gp.linalg import (
 )
 from udbench.priors.gp.linalg import xp as _xp
 
-__all__ = ["PRIOR_CLASS", "GPPrior", "build_prior", "fit_cache_path"]
+__all__ = [
+    "PRIOR_CLASS",
+    "SHIPPED_FITS_DIR",
+    "GPPrior",
+    "build_prior",
+    "fit_cache_path",
+    "shipped_fit",
+]
 
 
 def _normals(key: int, shape: tuple[int, ...]) -> np.ndarray:
@@ -210,7 +220,7 @@ class GPPrior:
 
     @staticmethod
     def _chol_key(X: np.ndarray) -> str:
-        return _fingerprint(X) + f"-{X.shape}"
+        return data_fingerprint(X) + f"-{X.shape}"
 
     def _cached_chol(self, key: str) -> tuple[Any, float, Any] | None:
         """The kept joint factor :meth:`_prior_chol` made at the inputs of ``key``
@@ -433,45 +443,17 @@ def _diag_kernel(hyper: dict[str, Any], X: np.ndarray, block: int = 512) -> np.n
 # --------------------------------------------------------------------------------------
 # Binding to a dataset: fit (cached) and scale constant
 # --------------------------------------------------------------------------------------
-def _cache_root() -> Path:
-    from udbench._cache import cache_dir
-
-    return cache_dir()
-
-
-def _fingerprint(*arrays: np.ndarray) -> str:
-    h = hashlib.blake2b(digest_size=8)
-    for a in arrays:
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()
-
-
-def fit_cache_path(key: str, kernel_family: str, fit: dict[str, int], fingerprint: str) -> Path:
-    """Path of the JSON cache of one dataset's GP fit (``$UDBENCH_CACHE_DIR/priors/gp``)."""
-    tag = f"r{fit['max_rows']}-s{fit['restarts']}-i{fit['maxiter']}"
-    name = f"{key}__{kernel_family}__{tag}__{fingerprint}.json"
-    return _cache_root() / "priors" / "gp" / name
-
-
-def _write_json_atomic(path: Path, obj: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(obj, fh, indent=2, sort_keys=True)
-        fh.write("\n")
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
-    os.replace(tmp, path)
-
-
 #: The family's prior class (its capabilities, e.g. ``numerics_version``; read by
 #: :func:`udbench.priors.base.family_numerics_version`).
 PRIOR_CLASS = GPPrior
 
 
 def build_prior(
-    cov: Any, fidelity: Fidelity | str = DEFAULT_FIDELITY, *, use_cache: bool = True
+    cov: Any,
+    fidelity: Fidelity | str = DEFAULT_FIDELITY,
+    *,
+    use_cache: bool = True,
+    shipped: bool = True,
 ) -> GPPrior:
     """Fit (or load from cache) the dataset's kernel and set the scale constant a.
 
@@ -488,10 +470,19 @@ def build_prior(
         Selects :data:`FIT_SETTINGS`.
     use_cache : bool
         Read and write the cache file.
+    shipped : bool
+        Use the fit shipped with udbench for this dataset, fit settings and data when there
+        is one (:func:`shipped_fit`; then nothing is fitted or cached). False fits (or reads
+        the cache) as for any other dataset.
 
     Returns
     -------
     GPPrior
+
+    Raises
+    ------
+    UdbenchError
+        A dataset without a kernel family; an unreadable or outdated shipped fit.
     """
     fidelity = Fidelity.parse("build_prior", fidelity)
     fit_set = FIT_SETTINGS[fidelity]
@@ -499,16 +490,17 @@ def build_prior(
     if not family:
         raise param_error("build_prior", "cov", "be a dataset with a GP kernel family", cov.key)
     X = np.asarray(cov.X, dtype=np.float64)
-    fp = _fingerprint(X, np.asarray(cov.y_real, dtype=np.float64), np.asarray(cov.eval_idx))
+    fp = data_fingerprint(X, np.asarray(cov.y_real, dtype=np.float64), np.asarray(cov.eval_idx))
     path = fit_cache_path(cov.key, family, fit_set, fp)
-    record: dict[str, Any] | None = None
-    if use_cache and path.is_file():
+    record: dict[str, Any] | None = shipped_fit(cov.key, family, fit_set, fp) if shipped else None
+    if record is None and use_cache and path.is_file():
         try:
             record = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
             record = None
         if record is not None and record.get("udbench_version") != __version__:
             record = None
+    fitted_here = record is None
     if record is None:
         y_all = np.asarray(cov.y_real, dtype=np.float64)
         if np.isnan(y_all).all():  # a user dataset without a target: nothing to fit
@@ -558,7 +550,7 @@ def build_prior(
             "scale": a,
             "scale_n_draws": SCALE_N_DRAWS,
         }
-        if use_cache:
+        if use_cache and fitted_here:
             try:
                 _write_json_atomic(path, record)
             except OSError as err:  # a cache is an optimisation: a read-only one is no error
