@@ -110,11 +110,13 @@ def task_versions_section(records: str | Path, units: Any) -> tuple[str, dict[st
     """The instances whose cells were run on more than one version of their task file.
 
     A task id names a grid point, not a file's content: a GP task generated on another
-    machine can differ (the dataset's kernel fit, cached per machine, reached another
-    optimum: on 2026-12-04, 80 airfoil and 30 qsar_fish instances of gp-small had cells made
-    on two versions). The rows record ``task_sha256``; cells of one instance on different
-    versions are compared as if they were one task. Returns the page's section (empty when
-    every instance has one version) and, per dataset, how many instances have several.
+    machine can differ (on 2026-12-04, 80 airfoil and 30 qsar_fish instances of gp-small had
+    cells made on two versions). The rows record ``task_sha256``; cells of one instance on
+    different versions would be compared as if they were one task. A suite with reference
+    task versions (:mod:`udbench.recipes.task_versions`, gp-small) has its other versions'
+    records left out as stale before this section, so it finds instances only in a suite
+    without one. Returns the page's section (empty when every instance has one version) and,
+    per dataset, how many instances have several.
     """
     from udbench.campaigns.engine import current_records
 

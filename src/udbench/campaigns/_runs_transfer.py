@@ -163,6 +163,7 @@ def _transfer_work(
     return jsonable(
         {
             "predictions_sha256": hashlib.sha256(data).hexdigest(),
+            "task_sha256": task.content_sha256,
             "evaluated_here": evaluated,
             "own": {k: own.get(k, float("nan")) for k in wanted},
             "oracles": by_oracle,

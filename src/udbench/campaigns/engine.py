@@ -77,6 +77,7 @@ __all__ = [
     "read_record",
     "record_file",
     "run_campaign",
+    "stale_reason",
     "unit_status",
 ]
 
@@ -134,6 +135,10 @@ class Unit:
         predictions it scores: :func:`run_campaign` starts it only once they are done (one
         in flight in another run, failed or not run yet: it is tried again after the other
         units, then left for the next run).
+    accepts : callable, optional
+        ``accepts(record) -> str | None``: a check of a done record beyond its settings and
+        numerics, e.g. that it was made on the reference version of its task file. It returns
+        why the record is stale (redone, and left out of summaries), or None to keep it.
     """
 
     unit_id: str
@@ -144,6 +149,9 @@ class Unit:
     estimate_seconds: float | None = None
     estimate_note: str | None = field(default=None, compare=False)
     requires: tuple[Unit, ...] = field(default=(), compare=False, repr=False)
+    accepts: Callable[[dict[str, Any]], str | None] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         uid = self.unit_id
@@ -197,7 +205,16 @@ def unit_status(unit: Unit, records: str | Path) -> tuple[str, dict[str, Any] | 
         return "stale", record
     if record["status"] != "done":
         return "failed", record
+    if stale_reason(unit, record) is not None:
+        return "stale", record
     return "done", record
+
+
+def stale_reason(unit: Unit, record: dict[str, Any]) -> str | None:
+    """Why ``unit.accepts`` refuses a done ``record`` (None: accepted, or no check)."""
+    if unit.accepts is None or record.get("status") != "done":
+        return None
+    return unit.accepts(record)
 
 
 def _write_atomic(path: Path, payload: dict[str, Any]) -> None:
@@ -367,8 +384,10 @@ def _run_unit(
     """Do one claimed unit's work and write its record; ``done``, ``failed`` or
     ``unavailable`` (no record: an input is missing, each named in full once)."""
     if status in ("stale", "corrupt"):
-        why = (old or {}).get("error") or (
-            f"numerics {(old or {}).get('numerics')} / other settings"
+        why = (
+            (old or {}).get("error")
+            or (None if old is None else stale_reason(unit, old))
+            or f"numerics {(old or {}).get('numerics')} / other settings"
         )
         say(f"{unit.unit_id}: record {status} ({why}); redoing it")
     say(f"{unit.unit_id}: started")
@@ -531,8 +550,10 @@ def current_records(
     recs, notes = load_done_records(records, kind, numerics, include_failed=include_failed)
     recs.sort(key=lambda r: r["status"] != "done")  # stable: unit-id order within each group
     if units is not None:
-        wanted = {u.unit_id: (_canonical(u.settings), u.numerics) for u in units if u.kind == kind}
-        kept, n_other = [], 0
+        wanted = {
+            u.unit_id: (_canonical(u.settings), u.numerics, u) for u in units if u.kind == kind
+        }
+        kept, n_other, refused = [], 0, []
         for rec in recs:
             want = wanted.get(rec["unit_id"])
             if want is None:
@@ -541,8 +562,13 @@ def current_records(
                 notes.append(
                     f"{rec['unit_id']}: made with other settings or numerics (stale); left out"
                 )
+            elif (why := stale_reason(want[2], rec)) is not None:
+                refused.append(f"{rec['unit_id']}: {why}")
             else:
                 kept.append(rec)
+        if refused:  # one note: a machine's worth of records can be refused by one rule
+            more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+            notes.append(f"{len(refused)} stale {kind} record(s) left out: {refused[0]}{more}")
         if n_other:
             notes.append(
                 f"{n_other} {kind} record(s) of units not selected now (other methods or "

@@ -55,6 +55,7 @@ from udbench.campaigns._runs_transfer import (
     transfer_summary,
     transfer_unit,
 )
+from udbench.campaigns._runs_versions import _numerics, check_task_version, task_version_check
 from udbench.campaigns.engine import Unit, current_records, jsonable
 
 __all__ = [
@@ -107,12 +108,6 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _numerics(family: str) -> dict[str, int]:
-    from udbench.priors import family_numerics_version
-
-    return {family: family_numerics_version(family)}
-
-
 def _cell_work(
     spec: Any,
     mc: Any,
@@ -121,6 +116,7 @@ def _cell_work(
     work_dir: str,
     data_dir: str | None,
     generate: Generate | None,
+    suite: str = "",
 ) -> dict[str, Any]:
     from udbench._threads import cell_threads
     from udbench.campaigns._cells import cell_unit_result
@@ -133,6 +129,7 @@ def _cell_work(
         ensure_task_file(
             path, spec, data_dir, component="udbench campaign runs", generate=generate, strict=True
         )
+    check_task_version(suite, spec, path)
     cells, _ = plan_cells([path], [mc], configure=lambda _spec, _mc: (mc, dict(extra)))
     out = predictions_path(work_dir, part, spec.task_id, mc.name, mc.config_hash)
     out.unlink(missing_ok=True)  # a failed redo leaves no stale predictions
@@ -321,6 +318,8 @@ def campaign_units(
     units: list[Unit] = []
     tuned_of: dict[str, Unit] = {}  # a transfer unit's tuned cell: its requirement and redo
     built = set(parts) | ({"tuned"} if TRANSFER_PART in parts else set())
+    suite_name = str(cfg.get("name"))
+    where = (str(work_dir), data_dir, generate, suite_name)
     for mc in order:
         for part in (p for p in PARTS if p in built):
             for spec in specs:
@@ -345,9 +344,7 @@ def campaign_units(
                     config_hash=cell_mc.config_hash,
                 )
                 estimate = seconds[(mc.name, spec.dataset)]
-                work = functools.partial(
-                    _cell_work, spec, cell_mc, extra, part, str(work_dir), data_dir, generate
-                )
+                work = functools.partial(_cell_work, spec, cell_mc, extra, part, *where)
                 key = f"{spec.task_id}/{names[mc.config_hash]}"
                 tuned = tuned_of[key] if part == TRANSFER_PART else None  # built before
                 if tuned is not None:
@@ -364,6 +361,7 @@ def campaign_units(
                     estimate_seconds=estimate,
                     estimate_note=None if estimate else "no calibration entry",
                     requires=() if tuned is None else (tuned,),
+                    accepts=task_version_check(suite_name, spec),
                 )
                 tuned_of.update({key: unit} if part == "tuned" else {})
                 units.append(unit)
