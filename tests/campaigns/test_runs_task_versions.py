@@ -109,3 +109,24 @@ def test_transfer_records_are_checked_when_they_keep_the_checksum(reference) -> 
     assert "has content bbbbbbbbbbbb" in accepts({**done, "result": {"task_sha256": "b" * 64}})
     assert accepts({**done, "result": {}}) is None  # from before transfer kept it
     assert "has no checksum" in accepts({**done, "result": {"row": {"task_sha256": None}}})
+
+
+def test_udbench_suite_says_whether_its_task_files_are_the_reference(tmp_path, reference):
+    """compare_with_reference: the line ``udbench suite`` prints after its check stage."""
+    work = tmp_path / "work"
+    for unit in _units(work):  # generate the three fake task files (blr cells, no records)
+        unit.work()
+    files = sorted((work / "gp-v2" / "tasks").glob("*.npz"))
+    shas = [Task.load(f).content_sha256 for f in files]
+    assert task_versions.compare_with_reference("tiny-versions", files) is None  # none yet
+    reference({IDS[0]: shas[0], IDS[1]: "e" * 64})
+    line = task_versions.compare_with_reference("tiny-versions", files)
+    assert line == (
+        "task versions: 1 of 2 are tiny-versions's reference versions (1 task file(s) not in "
+        f"the reference); 1 differ (first {IDS[1]}): results on them are not comparable with "
+        "the committed campaign's (docs/campaigns.md, 'Task versions across machines')"
+    )
+    reference({IDS[0]: shas[0]}, numerics={"gp": -1})
+    assert "made under numerics {'gp': -1}" in task_versions.compare_with_reference(
+        "tiny-versions", files
+    )

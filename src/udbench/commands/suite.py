@@ -347,6 +347,7 @@ def _check_stage(
     state: dict[str, Any],
     state_path: Path,
     console: Console,
+    suite_name: str,
 ) -> None:
     """Stage check: ``udbench check --json`` of the task files, unless they are unchanged since
     the last check; its report to ``check.json``, a summary line per family on ``console``.
@@ -370,6 +371,11 @@ def _check_stage(
     if report is not None:
         _write_json(out / "check.json", report)
         _summarise_check(report, console)
+    from udbench.recipes.task_versions import compare_with_reference
+
+    versions = compare_with_reference(suite_name, _task_files(out))
+    if versions is not None:
+        console.print(escape(versions), highlight=False, markup=True, soft_wrap=True)
     if rc != 0:  # exit 1 (as udbench check), the one status for this case
         console.print(
             "[bold red]error:[/] "
@@ -504,7 +510,9 @@ def register(app: typer.Typer) -> None:
                     continue
                 head = f"[bold]stage {i}/{len(STAGES)} {stage}[/]"
                 if stage == "check":
-                    _check_stage(head, argv["check"], out, state, state_path, console)
+                    _check_stage(
+                        head, argv["check"], out, state, state_path, console, suite["name"]
+                    )
                     continue
                 if stage == "report":
                     seen = _fingerprint(_result_files(out))

@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from udbench._validation import UdbenchError
 
-__all__ = ["TASK_VERSIONS_DIR", "reference_task_versions", "task_version_problem"]
+__all__ = [
+    "TASK_VERSIONS_DIR",
+    "compare_with_reference",
+    "reference_task_versions",
+    "task_version_problem",
+]
 
 #: Folder of the shipped references, one ``<suite>.json`` per suite.
 TASK_VERSIONS_DIR = Path(__file__).with_name("task_versions")
@@ -109,3 +114,54 @@ def task_version_problem(
         f"task {task_id} has {got}, not the {suite} reference version {want[:12]} "
         f"(udbench/recipes/task_versions/{suite}.json): results on the two are not comparable"
     )
+
+
+def compare_with_reference(suite: str, paths: Sequence[str | Path]) -> str | None:
+    """One line saying whether the task files are the suite's reference versions.
+
+    ``udbench suite`` prints it after its check stage, so a user knows whether their results
+    can be compared with the committed campaign's (docs/campaigns.md, "Task versions across
+    machines").
+
+    Parameters
+    ----------
+    suite : str
+        Suite name.
+    paths : sequence of path
+        The suite's task files (unreadable ones are counted as different).
+
+    Returns
+    -------
+    str or None
+        None when the suite has no reference under the current numerics versions.
+    """
+    from udbench.priors import family_numerics_version
+    from udbench.tasks.discovery import task_identity
+
+    data = _read(suite)
+    if data is None:
+        return None
+    ref = reference_task_versions(suite, {f: family_numerics_version(f) for f in data["numerics"]})
+    if ref is None:
+        return (
+            f"task versions: {suite}'s reference was made under numerics {data['numerics']}, "
+            "not this udbench's: not compared"
+        )
+    same, other, unknown = 0, [], 0
+    for path in paths:
+        tid, sha = task_identity(path)
+        if tid not in ref:
+            unknown += 1
+        elif sha == ref[tid]:
+            same += 1
+        else:
+            other.append(tid)
+    line = f"task versions: {same} of {same + len(other)} are {suite}'s reference versions"
+    if unknown:
+        line += f" ({unknown} task file(s) not in the reference)"
+    if other:
+        line += (
+            f"; {len(other)} differ (first {other[0]}): results on them are not comparable "
+            "with the committed campaign's (docs/campaigns.md, 'Task versions across machines')"
+        )
+    return line
