@@ -6,8 +6,9 @@ Usage::
 
 Every instance of the suite must have its file in the folder (as ``udbench campaign run
 runs`` or ``udbench generate`` writes them). Writes
-``src/udbench/recipes/task_versions/<suite>.json``: the content checksum of each task, the
-numerics versions of its families, and where and when it was made. Remaking it changes
+``src/udbench/recipes/task_versions/<suite>.json``: the numbers and content checksums of each
+task, the suite's task settings, the numerics versions of its families, and where and when it
+was made. Remaking it changes
 which records the runs campaign keeps (:mod:`udbench.recipes.task_versions`).
 """
 
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from udbench.priors import family_numerics_version
 from udbench.recipes.suites import load_suite, suite_grid
-from udbench.recipes.task_versions import TASK_VERSIONS_DIR
+from udbench.recipes.task_versions import TASK_SETTINGS, TASK_VERSIONS_DIR, task_arrays_sha256
 from udbench.tasks import Task
 
 
@@ -31,15 +32,19 @@ def main() -> None:
     parser.add_argument("suite")
     parser.add_argument("tasks", type=Path)
     args = parser.parse_args()
-    specs = suite_grid(load_suite(args.suite))
-    tasks: dict[str, str] = {}
+    suite = load_suite(args.suite)
+    specs = suite_grid(suite)
+    tasks: dict[str, dict[str, str]] = {}
     families = set()
     for spec in specs:
         path = args.tasks / f"{spec.task_id}.npz"
         task = Task.load(path)
         if task.spec.task_id != spec.task_id:
             raise SystemExit(f"{path}: holds task {task.spec.task_id}")
-        tasks[spec.task_id] = str(task.content_sha256)
+        tasks[spec.task_id] = {
+            "arrays_sha256": task_arrays_sha256(path),
+            "content_sha256": str(task.content_sha256),
+        }
         families.add(spec.family)
     commit = subprocess.run(
         ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=False
@@ -47,6 +52,7 @@ def main() -> None:
     out = {
         "suite": args.suite,
         "numerics": {f: family_numerics_version(f) for f in sorted(families)},
+        "settings": {k: suite[k] for k in TASK_SETTINGS},
         "made": {
             "machine": platform.node(),
             "processor": platform.processor() or platform.machine(),

@@ -6,11 +6,12 @@ versions (udbench/recipes/task_versions/gp-small.json)."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
 
-from udbench._validation import UdbenchError
+from udbench._validation import UdbenchError, UdbenchWarning
 from udbench.priors.gp import fit_store
 from udbench.priors.gp import prior as gp_prior
 from udbench.priors.gp.fit import FIT_SETTINGS
@@ -73,10 +74,18 @@ def test_a_damaged_shipped_fit_is_an_error(tmp_path, monkeypatch) -> None:
     (tmp_path / name).write_text("{not json")
     with pytest.raises(UdbenchError, match=r"shipped GP fit .* is unreadable"):
         shipped_fit("toy", "matern32", fit, "ab")
-    (tmp_path / name).write_text(json.dumps({"scale": 1.0}))
-    with pytest.raises(UdbenchError, match=r"lacks \['hyperparameters', 'fit_settings'\]"):
+    (tmp_path / name).write_text(json.dumps({"scale": 1.0, "lml_final": 0.0}))
+    with pytest.raises(
+        UdbenchError,
+        match=r"lacks \['hyperparameters', 'fit_settings', 'lml_initial', 'fitted_noise_var",
+    ):
         shipped_fit("toy", "matern32", fit, "ab")
-    assert shipped_fit("toy", "matern32", fit, "cd") is None  # other data: none shipped
+    # shipped for other data (another fingerprint): said, then fitted here
+    with pytest.warns(UdbenchWarning, match=r"ships the GP fit of 'toy' \(matern32\) for other"):
+        assert shipped_fit("toy", "matern32", fit, "cd") is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert shipped_fit("toy", "rbf", fit, "ab") is None  # none for that family: silent
 
 
 def test_every_shipped_fit_is_complete() -> None:
@@ -103,11 +112,20 @@ def test_gp_small_tasks_generated_here_are_the_reference_versions(
     from udbench.recipes.suites import load_suite, suite_grid
     from udbench.recipes.task_versions import reference_task_versions
     from udbench.tasks import Task, generate_task
+    from udbench.tasks.generate import get_covariates, get_prior
 
     monkeypatch.setenv("UDBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    get_prior.cache_clear()  # this process's priors too: the shipped fit, or a fit here
+    get_covariates.cache_clear()
     grid = suite_grid(load_suite("gp-small"), str(data_dir))
     task = generate_task(next(s for s in grid if s.task_id == task_id), str(data_dir))
     task = Task.load(task.save(tmp_path / "task.npz"))  # the checksum is the saved file's
-    ref = reference_task_versions("gp-small", {"gp": family_numerics_version("gp")})
-    assert ref is not None and task.content_sha256 == ref[task_id]
+    from udbench.recipes.task_versions import task_arrays_sha256
+
+    ref = reference_task_versions(load_suite("gp-small"), {"gp": family_numerics_version("gp")})
+    assert (
+        ref is not None
+        and task_arrays_sha256(tmp_path / "task.npz") == (ref[task_id]["arrays_sha256"])
+    )
+    assert task.content_sha256 == ref[task_id]["content_sha256"]  # GP metadata: no timings
     assert not (tmp_path / "cache" / "priors").exists()  # nothing fitted

@@ -54,6 +54,7 @@ def transfer_unit(
     tuned: Any,
     work_dir: str,
     data_dir: str | None,
+    suite: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], Any, float]:
     """A ``transfer`` unit of a tuned cell (its task spec and method configuration): its
     extra settings, its work and its estimate (CPU seconds, :data:`TRANSFER_UNIT_SECONDS`).
@@ -62,12 +63,15 @@ def transfer_unit(
     (:class:`udbench.campaigns.engine.Unit`). On a machine without the file (the tuned record
     made elsewhere) the unit evaluates the cell again and costs it too: the estimate cannot
     tell that case from the tuned unit still to run here, which writes the file, so it leaves
-    it out and ``campaign status`` shows it once such units are measured."""
+    it out and ``campaign status`` shows it once such units are measured. With ``suite``
+    (the campaign's), a task file in the work folder that is not the suite's reference
+    version (:mod:`udbench.recipes.task_versions`) makes the unit evaluate the cell again
+    too: the predictions there were made on it."""
     import functools
 
     file = predictions_path(work_dir, "tuned", spec.task_id, mc.name, mc.config_hash)
     work = functools.partial(
-        _transfer_work, spec, mc, tuple(oracles), file, tuned.work, work_dir, data_dir
+        _transfer_work, spec, mc, tuple(oracles), file, tuned.work, work_dir, data_dir, suite
     )
     return _transfer_settings(spec, oracles), work, TRANSFER_UNIT_SECONDS
 
@@ -95,6 +99,7 @@ def _transfer_work(
     redo: Any,
     work_dir: str,
     data_dir: str | None,
+    suite: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Score one tuned cell's predictions under the alternative oracles and losses.
 
@@ -109,18 +114,23 @@ def _transfer_work(
     import pandas as pd
 
     from udbench.analyses.transfer import TRANSFER_METRICS
+    from udbench.campaigns._runs_versions import is_reference_task
     from udbench.campaigns.tuning import condition_task_folder
     from udbench.evaluation.losses import loss_column, loss_metrics
     from udbench.evaluation.scoring import score_prediction
     from udbench.evaluation.store import prediction_from_frame
     from udbench.evaluation.transfer import parse_oracle, task_with_moments
     from udbench.evaluation.transfer_rescoring import cached_oracle_moments, rescore_prediction
+    from udbench.recipes.task_versions import task_arrays_sha256
     from udbench.tasks import Task
 
-    evaluated = not path.is_file()
+    task_file = condition_task_folder(work_dir, spec.family) / f"{spec.task_id}.npz"
+    evaluated = not path.is_file() or not task_file.is_file()
+    if not evaluated and suite is not None:  # predictions made on an old task file
+        evaluated = not is_reference_task(suite, spec, task_file)
     if evaluated:  # made on another machine: the same cell again (the tuned unit's work)
         redo()
-    task = Task.load(condition_task_folder(work_dir, spec.family) / f"{spec.task_id}.npz")
+    task = Task.load(task_file)
     data = path.read_bytes()  # read once: the checksum is of the very bytes scored
     pred = prediction_from_frame(pd.read_parquet(io.BytesIO(data)), task.eval_idx)
     if pred is None:
@@ -163,7 +173,7 @@ def _transfer_work(
     return jsonable(
         {
             "predictions_sha256": hashlib.sha256(data).hexdigest(),
-            "task_sha256": task.content_sha256,
+            "task_arrays_sha256": task_arrays_sha256(task_file),
             "evaluated_here": evaluated,
             "own": {k: own.get(k, float("nan")) for k in wanted},
             "oracles": by_oracle,

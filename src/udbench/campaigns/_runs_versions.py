@@ -4,13 +4,13 @@ docs/campaigns.md, "Task versions across machines")."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from udbench._validation import UdbenchError
 
-__all__ = ["check_task_version", "task_version_check"]
+__all__ = ["check_task_version", "is_reference_task", "task_version_check"]
 
 
 def _numerics(family: str) -> dict[str, int]:
@@ -19,10 +19,18 @@ def _numerics(family: str) -> dict[str, int]:
     return {family: family_numerics_version(family)}
 
 
-def task_version_check(suite: str, spec: Any) -> Callable[[dict[str, Any]], str | None] | None:
+def task_version_check(
+    suite: Mapping[str, Any], spec: Any
+) -> Callable[[dict[str, Any]], str | None] | None:
     """The ``accepts`` check of a cell's or transfer unit's record: made on the suite's
     reference version of its task (:mod:`udbench.recipes.task_versions`); None when the
-    suite has no reference under the current numerics."""
+    suite has no reference (or one made with other task settings or numerics).
+
+    A record that keeps the task's numbers checksum (``task_arrays_sha256``, from
+    2026-12-04) is compared by it; an older cell record by its row's ``task_sha256``; an
+    older transfer record, which keeps neither, is accepted (the part began on 2026-12-04,
+    on the reference versions).
+    """
     from udbench.recipes.task_versions import reference_task_versions, task_version_problem
 
     numerics = _numerics(spec.family)
@@ -32,33 +40,54 @@ def task_version_check(suite: str, spec: Any) -> Callable[[dict[str, Any]], str 
     def accepts(record: dict[str, Any]) -> str | None:
         result = record.get("result") or {}
         row = result.get("row")
-        sha = row.get("task_sha256") if isinstance(row, dict) else result.get("task_sha256")
-        if sha is None and not isinstance(row, dict):
-            return None  # a transfer record from before they kept the checksum (2026-12-04)
-        return task_version_problem(suite, spec.task_id, sha, numerics)
+        arrays = result.get("task_arrays_sha256")
+        if arrays is None and not isinstance(row, dict):
+            return None
+        content = row.get("task_sha256") if isinstance(row, dict) else None
+        return task_version_problem(
+            suite, spec.task_id, numerics, arrays_sha256=arrays, content_sha256=content
+        )
 
     return accepts
 
 
-def check_task_version(suite: str, spec: Any, path: Path) -> str:
-    """The task file's content checksum, after checking it against the suite's reference
-    version.
+def _problem(suite: Mapping[str, Any], spec: Any, path: Path) -> tuple[str, str | None]:
+    from udbench.recipes.task_versions import task_arrays_sha256, task_version_problem
+
+    sha = task_arrays_sha256(path)
+    numerics = _numerics(spec.family)
+    return sha, task_version_problem(suite, spec.task_id, numerics, arrays_sha256=sha)
+
+
+def is_reference_task(suite: Mapping[str, Any], spec: Any, path: Path) -> bool:
+    """Whether the task file is the suite's reference version (True without a reference)."""
+    return _problem(suite, spec, path)[1] is None
+
+
+def check_task_version(
+    suite: Mapping[str, Any], spec: Any, path: Path, remake: Callable[[], Any]
+) -> str:
+    """The task file's numbers checksum (:func:`udbench.recipes.task_versions.
+    task_arrays_sha256`), after checking it against the suite's reference version.
+
+    A file that is another version is made again once with ``remake()`` (a task file is
+    derived data: one made before udbench shipped the kernel fits is replaced).
 
     Raises
     ------
     UdbenchError
-        The file is another version of the task than the suite's reference (this machine
-        generates other files for it: a kernel fit or numerics that differ).
+        The file made here is still another version than the suite's reference (this
+        machine generates other numbers for the task: its cells are not run here).
     """
-    from udbench.recipes.task_versions import task_version_problem
-    from udbench.tasks.discovery import task_identity
-
-    sha = task_identity(path)[1]
-    problem = task_version_problem(suite, spec.task_id, sha, _numerics(spec.family))
+    sha, problem = _problem(suite, spec, path)
+    if problem is None:
+        return sha
+    remake()
+    sha, problem = _problem(suite, spec, path)
     if problem is not None:
         raise UdbenchError(
-            f"udbench campaign runs: {problem}. This machine generated another file for the "
-            "task; its cells are not run here (docs/campaigns.md, 'Task versions across "
-            "machines')"
+            f"udbench campaign runs: {problem}. This machine generated the file {str(path)!r} "
+            "again and it is still another version: its cells are not run here "
+            "(docs/campaigns.md, 'Task versions across machines')"
         )
-    return str(sha)
+    return sha

@@ -17,8 +17,10 @@ Which records count (:func:`unit_status`):
   its settings and by a *numerics version* per component (a constant such as
   :attr:`udbench.priors.base.Prior.numerics_version`, bumped only by a change that alters the
   draws), never by the commit.
-- ``stale``: a record made under another numerics version or with other settings. It is
-  reported, never mixed into a summary, and the unit is redone (its record replaced).
+- ``stale``: a record made under another numerics version or with other settings, or one
+  its unit's own check refuses (``Unit.accepts``, e.g. made on another version of its task
+  file). It is reported, never mixed into a summary, and the unit is redone (its record
+  replaced). A unit whose fresh result its own check refuses is recorded as failed.
 - ``failed``: the unit raised; the record holds the error (and, when the unit raised
   :class:`UnitFailed`, what it had made: ``result``). The run goes on with the next unit,
   and a later run retries it.
@@ -211,8 +213,10 @@ def unit_status(unit: Unit, records: str | Path) -> tuple[str, dict[str, Any] | 
 
 
 def stale_reason(unit: Unit, record: dict[str, Any]) -> str | None:
-    """Why ``unit.accepts`` refuses a done ``record`` (None: accepted, or no check)."""
-    if unit.accepts is None or record.get("status") != "done":
+    """Why ``unit.accepts`` refuses ``record`` (None: accepted, no check, or no result).
+
+    Applied to done records and to failed ones that keep a result (a failed cell's row)."""
+    if unit.accepts is None or not isinstance(record.get("result"), dict):
         return None
     return unit.accepts(record)
 
@@ -433,6 +437,10 @@ def _run_unit(
     }
     if error is None:
         record["result"] = _canonical(result)
+        refused = stale_reason(unit, record)
+        if refused is not None:  # a "done" record its own check refuses would loop forever
+            record["status"], error = "failed", f"made a record its check refuses: {refused}"
+            record["error"], record["traceback"] = error, ""
     else:
         record["error"] = error
         record["traceback"] = tb
@@ -534,7 +542,8 @@ def current_records(
         The units selected now (e.g. one suite's, or some methods' only). A record of a unit
         not among them (another method, or a unit the campaign no longer has) is left out,
         and one note counts them; a record whose settings or numerics differ from its unit's
-        is stale: left out and named in a note.
+        is stale: left out and named in a note; so are the records its unit's check
+        (``Unit.accepts``) refuses, done or failed, counted in one note per kind.
     numerics : mapping, optional
         Current numerics versions (:func:`load_done_records`).
     include_failed : bool, default False

@@ -116,20 +116,22 @@ def _cell_work(
     work_dir: str,
     data_dir: str | None,
     generate: Generate | None,
-    suite: str = "",
+    suite: dict[str, Any],
 ) -> dict[str, Any]:
     from udbench._threads import cell_threads
     from udbench.campaigns._cells import cell_unit_result
     from udbench.campaigns._taskfiles import ensure_task_file
     from udbench.campaigns.tuning import condition_task_folder
     from udbench.evaluation.runner import plan_cells
+    from udbench.tasks import generate_task
 
     path = condition_task_folder(work_dir, spec.family) / f"{spec.task_id}.npz"
-    with cell_threads():
+    make = generate or generate_task
+    with cell_threads():  # a task file is made with one thread (docs/tasks.md)
         ensure_task_file(
-            path, spec, data_dir, component="udbench campaign runs", generate=generate, strict=True
+            path, spec, data_dir, component="udbench campaign runs", generate=make, strict=True
         )
-    check_task_version(suite, spec, path)
+        arrays = check_task_version(suite, spec, path, lambda: make(spec, data_dir).save(path))
     cells, _ = plan_cells([path], [mc], configure=lambda _spec, _mc: (mc, dict(extra)))
     out = predictions_path(work_dir, part, spec.task_id, mc.name, mc.config_hash)
     out.unlink(missing_ok=True)  # a failed redo leaves no stale predictions
@@ -141,7 +143,7 @@ def _cell_work(
         predictions.to_parquet(tmp, index=False)
         tmp.replace(out)
         sha = _sha256(out)
-    return {**result, "predictions_sha256": sha}
+    return {**result, "predictions_sha256": sha, "task_arrays_sha256": arrays}
 
 
 def tuned_configurations(
@@ -318,8 +320,7 @@ def campaign_units(
     units: list[Unit] = []
     tuned_of: dict[str, Unit] = {}  # a transfer unit's tuned cell: its requirement and redo
     built = set(parts) | ({"tuned"} if TRANSFER_PART in parts else set())
-    suite_name = str(cfg.get("name"))
-    where = (str(work_dir), data_dir, generate, suite_name)
+    where = (str(work_dir), data_dir, generate, cfg)
     for mc in order:
         for part in (p for p in PARTS if p in built):
             for spec in specs:
@@ -349,7 +350,7 @@ def campaign_units(
                 tuned = tuned_of[key] if part == TRANSFER_PART else None  # built before
                 if tuned is not None:
                     more, work, estimate = transfer_unit(
-                        spec, cell_mc, transfer_oracles, tuned, str(work_dir), data_dir
+                        spec, cell_mc, transfer_oracles, tuned, str(work_dir), data_dir, cfg
                     )
                     settings.update(more)
                 unit = Unit(
@@ -361,7 +362,7 @@ def campaign_units(
                     estimate_seconds=estimate,
                     estimate_note=None if estimate else "no calibration entry",
                     requires=() if tuned is None else (tuned,),
-                    accepts=task_version_check(suite_name, spec),
+                    accepts=task_version_check(cfg, spec),
                 )
                 tuned_of.update({key: unit} if part == "tuned" else {})
                 units.append(unit)

@@ -347,7 +347,7 @@ def _check_stage(
     state: dict[str, Any],
     state_path: Path,
     console: Console,
-    suite_name: str,
+    suite: dict[str, Any],
 ) -> None:
     """Stage check: ``udbench check --json`` of the task files, unless they are unchanged since
     the last check; its report to ``check.json``, a summary line per family on ``console``.
@@ -373,7 +373,7 @@ def _check_stage(
         _summarise_check(report, console)
     from udbench.recipes.task_versions import compare_with_reference
 
-    versions = compare_with_reference(suite_name, _task_files(out))
+    versions = compare_with_reference(suite, _task_files(out))
     if versions is not None:
         console.print(escape(versions), highlight=False, markup=True, soft_wrap=True)
     if rc != 0:  # exit 1 (as udbench check), the one status for this case
@@ -510,9 +510,7 @@ def register(app: typer.Typer) -> None:
                     continue
                 head = f"[bold]stage {i}/{len(STAGES)} {stage}[/]"
                 if stage == "check":
-                    _check_stage(
-                        head, argv["check"], out, state, state_path, console, suite["name"]
-                    )
+                    _check_stage(head, argv["check"], out, state, state_path, console, suite)
                     continue
                 if stage == "report":
                     seen = _fingerprint(_result_files(out))

@@ -1,20 +1,29 @@
-"""Reference task versions of the preset suites: the content checksum of every instance.
+"""Reference task versions of the preset suites: the checksum of every instance's numbers.
 
 A task id names a grid point, not a file's content. The files are generated on each
 machine, and two machines can make different files for one id (docs/campaigns.md, "Task
 versions across machines"); results made on two versions of a task are not comparable.
-``task_versions/<suite>.json`` (package data) holds the
-:attr:`udbench.tasks.Task.content_sha256` of each of the suite's instances as generated
-for the committed campaign records, with the numerics versions they were made under. The
-runs campaign refuses a cell whose task file differs from its reference version and
-redoes a record made on another version (:func:`udbench.campaigns.runs.campaign_units`).
-Without a reference (another suite, or a numerics version changed since) nothing is
-checked. ``tools/ship_task_versions.py`` writes one.
+``task_versions/<suite>.json`` (package data) holds, for each of the suite's instances as
+generated for the committed campaign records, :func:`task_arrays_sha256` (the task's
+numbers) and :attr:`udbench.tasks.Task.content_sha256` (numbers and metadata, what the
+results rows keep as ``task_sha256``), with the numerics versions they were made under.
+
+The version compared is the numbers': a file's metadata also holds the sampler's wall-clock
+timings (MCMC and gpc tasks), so two generations of one task on one machine can have other
+content checksums and the same arrays. A row that keeps only ``task_sha256`` is compared by
+the content checksum (exact for GP tasks, whose metadata holds no timings).
+
+The runs campaign refuses a cell whose task file differs from its reference version and
+redoes a record made on another version (:func:`udbench.campaigns.runs.campaign_units`);
+``udbench suite`` says whether its task files are the reference versions. Without a
+reference (another suite, or a numerics version changed since) nothing is checked.
+``tools/ship_task_versions.py`` writes one.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -26,6 +35,7 @@ __all__ = [
     "TASK_VERSIONS_DIR",
     "compare_with_reference",
     "reference_task_versions",
+    "task_arrays_sha256",
     "task_version_problem",
 ]
 
@@ -33,9 +43,43 @@ __all__ = [
 TASK_VERSIONS_DIR = Path(__file__).with_name("task_versions")
 
 
+def task_arrays_sha256(path: str | Path) -> str:
+    """SHA-256 (hex) of a task file's numbers: of its arrays' checksums, in name order.
+
+    Reads the metadata only (the arrays' checksums are stored there and checked when an
+    array is read).
+
+    Raises
+    ------
+    UdbenchError
+        An unreadable or damaged task file (:func:`udbench.tasks.taskfile.read_task_meta`).
+    """
+    from udbench.tasks.taskfile import read_task_meta
+
+    hashes = read_task_meta(path)["array_sha256"]
+    return hashlib.sha256(json.dumps(hashes, sort_keys=True).encode()).hexdigest()
+
+
+#: The suite settings that decide its task files; a reference applies to a suite only when
+#: they are the ones it was made with (a user's suite file may reuse a preset's name).
+TASK_SETTINGS = ("datasets", "families", "noise", "coverage", "seeds", "fidelity", "draws")
+
+
+def _applicable(suite: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The reference of ``suite`` (a :func:`udbench.recipes.suites.load_suite` dict) when
+    its task settings are the reference's, else None."""
+    data = _read(str(suite.get("name")), TASK_VERSIONS_DIR)
+    if data is None:
+        return None
+    made = data["settings"]
+    if any(str(suite.get(k)) != str(v) for k, v in made.items()):
+        return None
+    return data
+
+
 @functools.cache
-def _read(suite: str) -> dict[str, Any] | None:
-    path = TASK_VERSIONS_DIR / f"{suite}.json"
+def _read(suite: str, folder: Path) -> dict[str, Any] | None:
+    path = folder / f"{suite}.json"
     if not path.is_file():
         return None
     try:
@@ -44,20 +88,30 @@ def _read(suite: str) -> dict[str, Any] | None:
         raise UdbenchError(
             f"udbench: the task versions {str(path)!r} are unreadable ({err})"
         ) from None
-    if not isinstance(data.get("tasks"), dict) or not isinstance(data.get("numerics"), dict):
-        raise UdbenchError(f"udbench: the task versions {str(path)!r} lack 'tasks' or 'numerics'")
+    tasks = data.get("tasks")
+    if not all(isinstance(data.get(k), dict) for k in ("numerics", "settings", "tasks")):
+        raise UdbenchError(
+            f"udbench: the task versions {str(path)!r} lack 'tasks', 'settings' or 'numerics'"
+        )
+    if not all(isinstance(v, dict) and {"arrays_sha256", "content_sha256"} <= set(v)
+               for v in tasks.values()):  # fmt: skip
+        raise UdbenchError(
+            f"udbench: the task versions {str(path)!r} need 'arrays_sha256' and "
+            "'content_sha256' for every task"
+        )
     return data
 
 
 def reference_task_versions(
-    suite: str, numerics: Mapping[str, int] | None = None
-) -> dict[str, str] | None:
-    """Task id → reference content checksum (hex SHA-256) of the suite's instances.
+    suite: Mapping[str, Any], numerics: Mapping[str, int] | None = None
+) -> dict[str, dict[str, str]] | None:
+    """Task id → ``{"arrays_sha256": …, "content_sha256": …}`` of the suite's instances.
 
     Parameters
     ----------
-    suite : str
-        Suite name (a preset of :data:`udbench.recipes.suites.SUITES`).
+    suite : mapping
+        The suite (:func:`udbench.recipes.suites.load_suite`): its reference is the one of
+        its name, if its :data:`TASK_SETTINGS` are the reference's.
     numerics : mapping, optional
         The current numerics versions of the prior families (e.g. ``{"gp": 2}``). A
         reference made under another version of a family it names no longer applies.
@@ -65,37 +119,47 @@ def reference_task_versions(
     Returns
     -------
     dict or None
-        None when the suite has no reference, or it was made under other numerics.
+        None when the suite has no reference, or it was made with other task settings or
+        under other numerics.
 
     Raises
     ------
     UdbenchError
-        A shipped reference that cannot be read.
+        A shipped reference that cannot be read or lacks a field.
     """
-    data = _read(suite)
+    data = _applicable(suite)
     if data is None:
         return None
     if numerics is not None:
         made = data["numerics"]
         if any(k in made and made[k] != v for k, v in numerics.items()):
             return None
-    return dict(data["tasks"])
+    return {k: dict(v) for k, v in data["tasks"].items()}
 
 
 def task_version_problem(
-    suite: str, task_id: str, sha256: str | None, numerics: Mapping[str, int]
+    suite: Mapping[str, Any],
+    task_id: str,
+    numerics: Mapping[str, int],
+    *,
+    arrays_sha256: str | None = None,
+    content_sha256: str | None = None,
 ) -> str | None:
     """Why a task file (or a record made on one) is not the suite's reference version.
 
     Parameters
     ----------
-    suite, task_id : str
-        The suite and the instance.
-    sha256 : str or None
-        The file's :attr:`~udbench.tasks.Task.content_sha256` (None: unknown, e.g. a row
-        written before checksums were stored).
+    suite : mapping
+        The suite (:func:`reference_task_versions`).
+    task_id : str
+        The instance.
     numerics : mapping
         Current numerics versions (:func:`reference_task_versions`).
+    arrays_sha256 : str, optional
+        The file's :func:`task_arrays_sha256`; compared when given.
+    content_sha256 : str, optional
+        Else its :attr:`~udbench.tasks.Task.content_sha256` (a results row's
+        ``task_sha256``); neither given: a row without a checksum, which is a problem.
 
     Returns
     -------
@@ -107,17 +171,24 @@ def task_version_problem(
     want = None if ref is None else ref.get(task_id)
     if want is None:
         return None
-    if sha256 == want:
+    got: str | None
+    if arrays_sha256 is not None:
+        kind, got, expected = "numbers", arrays_sha256, want["arrays_sha256"]
+    else:
+        kind, got, expected = "content", content_sha256, want["content_sha256"]
+    if got == expected:
         return None
-    got = "no checksum" if sha256 is None else f"content {sha256[:12]}"
+    has = "no checksum" if got is None else f"{kind} {got[:12]}"
+    name = suite.get("name")
     return (
-        f"task {task_id} has {got}, not the {suite} reference version {want[:12]} "
-        f"(udbench/recipes/task_versions/{suite}.json): results on the two are not comparable"
+        f"task {task_id} has {has}, not the {name} reference version's {expected[:12]} "
+        f"(udbench/recipes/task_versions/{name}.json): results on the two are not comparable"
     )
 
 
-def compare_with_reference(suite: str, paths: Sequence[str | Path]) -> str | None:
-    """One line saying whether the task files are the suite's reference versions.
+def compare_with_reference(suite: Mapping[str, Any], paths: Sequence[str | Path]) -> str | None:
+    """One line saying whether the task files are the suite's reference versions (by their
+    numbers, :func:`task_arrays_sha256`).
 
     ``udbench suite`` prints it after its check stage, so a user knows whether their results
     can be compared with the committed campaign's (docs/campaigns.md, "Task versions across
@@ -125,43 +196,51 @@ def compare_with_reference(suite: str, paths: Sequence[str | Path]) -> str | Non
 
     Parameters
     ----------
-    suite : str
-        Suite name.
+    suite : mapping
+        The suite (:func:`reference_task_versions`).
     paths : sequence of path
-        The suite's task files (unreadable ones are counted as different).
+        The suite's task files (an unreadable one is counted as differing).
 
     Returns
     -------
     str or None
-        None when the suite has no reference under the current numerics versions.
+        None when the suite has no reference (or one made with other task settings).
     """
     from udbench.priors import family_numerics_version
     from udbench.tasks.discovery import task_identity
 
-    data = _read(suite)
+    data = _applicable(suite)
     if data is None:
         return None
+    name = suite.get("name")
     ref = reference_task_versions(suite, {f: family_numerics_version(f) for f in data["numerics"]})
     if ref is None:
         return (
-            f"task versions: {suite}'s reference was made under numerics {data['numerics']}, "
+            f"task versions: {name}'s reference was made under numerics {data['numerics']}, "
             "not this udbench's: not compared"
         )
     same, other, unknown = 0, [], 0
     for path in paths:
-        tid, sha = task_identity(path)
+        tid = task_identity(path)[0]
         if tid not in ref:
             unknown += 1
-        elif sha == ref[tid]:
+            continue
+        try:
+            sha: str | None = task_arrays_sha256(path)
+        except UdbenchError:
+            sha = None
+        if sha == ref[tid]["arrays_sha256"]:
             same += 1
         else:
             other.append(tid)
-    line = f"task versions: {same} of {same + len(other)} are {suite}'s reference versions"
+    line = f"task versions: {same} of {same + len(other)} are {name}'s reference versions"
     if unknown:
         line += f" ({unknown} task file(s) not in the reference)"
     if other:
         line += (
             f"; {len(other)} differ (first {other[0]}): results on them are not comparable "
-            "with the committed campaign's (docs/campaigns.md, 'Task versions across machines')"
+            "with the committed campaign's. Files made before udbench shipped the kernel fits "
+            "(2026-12-04) can be the cause: delete them and run again to regenerate "
+            "(docs/campaigns.md, 'Task versions across machines')"
         )
     return line

@@ -8,10 +8,13 @@ import hashlib
 import json
 import os
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from udbench._validation import UdbenchWarning
 
 __all__ = ["SHIPPED_FITS_DIR", "data_fingerprint", "fit_cache_path", "shipped_fit"]
 
@@ -40,6 +43,16 @@ def _fit_file_name(key: str, kernel_family: str, fit: dict[str, int], fingerprin
     tag = f"r{fit['max_rows']}-s{fit['restarts']}-i{fit['maxiter']}"
     return f"{key}__{kernel_family}__{tag}__{fingerprint}.json"
 
+
+#: The fields :func:`udbench.priors.gp.prior.build_prior` reads from a fit record.
+SHIPPED_FIT_KEYS = (
+    "hyperparameters",
+    "scale",
+    "fit_settings",
+    "lml_initial",
+    "lml_final",
+    "fitted_noise_variance",
+)
 
 #: Folder of the kernel fits shipped with udbench (package data), named as the cache's files.
 SHIPPED_FITS_DIR = Path(__file__).with_name("shipped")
@@ -75,7 +88,14 @@ def shipped_fit(key: str, kernel_family: str, fit: dict[str, int], fingerprint: 
     Raises
     ------
     UdbenchError
-        A shipped file that cannot be read or lacks a field (a packaging error).
+        A shipped file that cannot be read or lacks a field of :data:`SHIPPED_FIT_KEYS` (a
+        packaging error).
+
+    Warns
+    -----
+    UdbenchWarning
+        A fit is shipped for this dataset, kernel family and fit settings, but for other
+        data (another fingerprint: e.g. another release of the raw table).
 
     Notes
     -----
@@ -85,8 +105,20 @@ def shipped_fit(key: str, kernel_family: str, fit: dict[str, int], fingerprint: 
     """
     from udbench._validation import UdbenchError
 
-    path = SHIPPED_FITS_DIR / _fit_file_name(key, kernel_family, fit, fingerprint)
+    name = _fit_file_name(key, kernel_family, fit, fingerprint)
+    path = SHIPPED_FITS_DIR / name
     if not path.is_file():
+        prefix = name.rsplit("__", 1)[0] + "__"
+        others = sorted(p.name for p in SHIPPED_FITS_DIR.glob(f"{prefix}*.json"))
+        if others:  # shipped for this dataset, but for other data: say so, then fit here
+            warnings.warn(
+                f"build_prior: udbench ships the GP fit of {key!r} ({kernel_family}) for other "
+                f"data ({others[0]}; this table's fingerprint is {fingerprint}): fitting it "
+                "here, so its tasks can differ from the suites' reference versions "
+                "(docs/tasks.md, 'Shipped fits')",
+                UdbenchWarning,
+                stacklevel=3,
+            )
         return None
     try:
         record = json.loads(path.read_text())
@@ -94,7 +126,7 @@ def shipped_fit(key: str, kernel_family: str, fit: dict[str, int], fingerprint: 
         raise UdbenchError(
             f"build_prior: the shipped GP fit {str(path)!r} is unreadable ({err})"
         ) from None
-    missing = [k for k in ("hyperparameters", "scale", "fit_settings") if k not in record]
+    missing = [k for k in SHIPPED_FIT_KEYS if k not in record]
     if missing:
         raise UdbenchError(f"build_prior: the shipped GP fit {path.name!r} lacks {missing}")
     return record

@@ -482,7 +482,7 @@ def build_prior(
     Raises
     ------
     UdbenchError
-        A dataset without a kernel family; an unreadable or outdated shipped fit.
+        A dataset without a kernel family; an unreadable or incomplete shipped fit.
     """
     fidelity = Fidelity.parse("build_prior", fidelity)
     fit_set = FIT_SETTINGS[fidelity]
