@@ -75,8 +75,9 @@ def test_transfer_units_score_the_tuned_predictions_and_redo_them_on_a_fresh_mac
     assert set(rbf["metrics"]) == set(rec["own"])
     assert all(np.isfinite(v) and -1.0 <= v <= 1.0 for v in rbf["metrics"].values())
     assert rbf["metrics"]["rho_eu_risk"] != rec["own"]["rho_eu_risk"]  # another oracle
+    assert len(rbf["fit_sha256"]) == 16  # the refitted kernel's checksum
     hb = rec["oracles"]["family:hbart"]
-    assert hb["status"] == "failed" and hb["error"]
+    assert hb["status"] == "failed" and hb["error"] and "fit_sha256" not in hb
     assert list((work / "transfer-oracles" / "gp-rbf").glob(f"{COND}__s0__*.npz"))
     # a fresh machine: no predictions, no oracle cache
     preds = runs.predictions_path(work, "tuned", f"{COND}__s0", "blr", unit.settings["config_hash"])
@@ -92,6 +93,28 @@ def test_transfer_units_score_the_tuned_predictions_and_redo_them_on_a_fresh_mac
         assert again["own"][k] == pytest.approx(v, rel=1e-9)
     for k, v in rbf["metrics"].items():  # the oracle refitted: same data, same seeded fit
         assert again["oracles"]["gp:rbf"]["metrics"][k] == pytest.approx(v, abs=1e-6)
+    assert again["oracles"]["gp:rbf"]["fit_sha256"] == rbf["fit_sha256"]  # one machine
+
+
+def test_an_instance_scored_under_two_fits_of_an_oracle_is_noted() -> None:
+    from udbench.campaigns._runs_transfer import _oracle_fit_note, oracle_fit_checksum
+
+    assert oracle_fit_checksum({"sampler": "x"}) is None  # a family oracle fits nothing
+    one = oracle_fit_checksum({"kernel": {"parts": [1]}, "scale": 2.0})
+    two = oracle_fit_checksum({"kernel": {"parts": [1]}, "scale": 2.0000001})
+    assert one is not None and two is not None and one != two
+
+    def rec(task, method, fit):
+        entry = {"status": "ok"} | ({"fit_sha256": fit} if fit else {})
+        return {"unit_id": f"transfer/{task}/{method}", "result": {"oracles": {"gp:rbf": entry}}}
+
+    same = [rec("t1", "a", one), rec("t1", "b", one), rec("t2", "a", two), rec("t2", "b", None)]
+    assert _oracle_fit_note(same) is None  # a record without a checksum is not counted
+    note = _oracle_fit_note([*same, rec("t1", "c", two)])
+    assert note is not None and note.startswith(
+        "transfer: 1 (instance, oracle) pair(s) were scored under more than one fit of the "
+        "oracle (made on other machines; first t1 under gp:rbf)"
+    )
 
 
 def _fabricated_records(tmp_path, *, fail: str | None = None, untuned_only: str | None = None):

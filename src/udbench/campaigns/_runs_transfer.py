@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,38 @@ def transfer_unit(
         _transfer_work, spec, mc, tuple(oracles), file, tuned.work, work_dir, data_dir, suite
     )
     return _transfer_settings(spec, oracles), work, TRANSFER_UNIT_SECONDS
+
+
+def oracle_fit_checksum(info: dict[str, Any]) -> str | None:
+    """First 16 hex digits of the SHA-256 of a refitted oracle's kernel and scale (from
+    :class:`udbench.evaluation.transfer.OracleMoments` ``info``), None for an oracle that
+    fits nothing. The fit is an L-BFGS-B optimum, which another machine can place elsewhere
+    (docs/campaigns.md, "Task versions across machines"); the transfer records keep this so
+    that an instance scored under two fits of one oracle is found (:func:`transfer_summary`).
+    """
+    if "kernel" not in info:
+        return None
+    text = json.dumps({"kernel": info["kernel"], "scale": info.get("scale")}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _oracle_fit_note(done: list[dict[str, Any]]) -> str | None:
+    """One note when an instance's methods were scored under more than one fit of an oracle
+    (records made on other machines); records from before the checksum are not counted."""
+    fits: dict[tuple[str, str], set[str]] = {}
+    for rec in done:
+        task = rec["unit_id"].split("/")[1]
+        for oracle, entry in (rec.get("result") or {}).get("oracles", {}).items():
+            if entry.get("fit_sha256"):
+                fits.setdefault((task, oracle), set()).add(entry["fit_sha256"])
+    mixed = sorted(k for k, v in fits.items() if len(v) > 1)
+    if not mixed:
+        return None
+    return (
+        f"transfer: {len(mixed)} (instance, oracle) pair(s) were scored under more than one fit "
+        f"of the oracle (made on other machines; first {mixed[0][0]} under {mixed[0][1]}): "
+        "their methods were not all scored against one oracle"
+    )
 
 
 def _transfer_settings(spec: Any, oracles: Sequence[str]) -> dict[str, Any]:
@@ -166,6 +199,7 @@ def _transfer_work(
             # the figures only: the oracle's fit (kernel, marginal likelihood) is the same for
             # the instance's 19 methods and stays in the cache, not in 19 records
             entry["metrics"] = {k: {**got, **by}.get(k, float("nan")) for k in wanted}
+            entry["fit_sha256"] = oracle_fit_checksum(moments.info)
         except Exception as err:  # recorded with its reason: the other oracles go on
             why = " ".join(str(err).split())
             entry.update(status="failed", error=f"{type(err).__name__}: {why}")
@@ -193,6 +227,8 @@ def _frames(records: str | Path, units: Any) -> tuple[Any, dict[str, Any], list[
     done, more = current_records(records, TRANSFER_PART, units, include_failed=True)
     notes += [n for n in more if n not in notes]
     rows = {r["unit_id"].split("/", 1)[1]: r["result"]["row"] for r in tuned}
+    mixed = _oracle_fit_note([r for r in done if r.get("status") == "done"])
+    notes += [mixed] if mixed else []
     by_method: dict[str, list[dict[str, Any]]] = {}
     for rec in done:
         by_method.setdefault(rec["unit_id"].rsplit("/", 1)[1], []).append(rec)
