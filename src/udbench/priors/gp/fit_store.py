@@ -65,10 +65,11 @@ def shipped_fit(key: str, kernel_family: str, fit: dict[str, int], fingerprint: 
     Why ship fits: the L-BFGS-B fit of :func:`udbench.priors.gp.prior.build_prior` is
     deterministic on one machine, but another processor can end at another optimum of an
     ill-conditioned marginal likelihood (airfoil's fit has a fitted noise variance of 7e-6),
-    and then every task of the dataset differs. On 2026-12-04 the gp-small task files of airfoil and qsar_fish
-    generated on two machines differed, concrete's did not (docs/campaigns.md, "Task
-    versions across machines"). A shipped fit makes the tasks of its dataset the same
-    wherever they are generated from the same raw table (``fingerprint``).
+    and then every task of the dataset differs. On 2026-12-04 the gp-small task files of
+    airfoil and qsar_fish generated on two machines differed, concrete's did not
+    (docs/campaigns.md, "Task versions across machines"). A shipped fit makes the tasks of
+    its dataset the same wherever they are generated from the same raw table
+    (``fingerprint``).
 
     Parameters
     ----------
