@@ -382,6 +382,25 @@ def toy_gpc_task(n_classes: int, n_eval: int, n_train: int, spec: TaskSpec | Non
     )
 
 
+def tiny_runs_suite(name: str, seeds: str, methods: str) -> dict:
+    """A regression suite dict of the suite-run campaign's tests: concrete, GP,
+    homoscedastic, balanced, smoke, 40 draws (the fakes' D: a task file of another D is
+    refused); its tasks come from :func:`fake_concrete_generate`."""
+    return {
+        "name": name,
+        "datasets": "concrete",
+        "families": "gp",
+        "noise": "homoscedastic",
+        "coverage": "balanced",
+        "seeds": seeds,
+        "fidelity": "smoke",
+        "draws": N_DRAWS,
+        "methods": methods,
+        "method_params": "smoke",
+        "keep_predictions": False,
+    }
+
+
 def fake_concrete_generate(spec, data_dir=None):
     """``generate`` of the suite-run campaign's tests: the fake homoscedastic concrete task of
     the spec's seed (40 training rows)."""

@@ -11,25 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _fakes import fake_concrete_generate
+from _fakes import fake_concrete_generate, tiny_runs_suite
 from udbench.campaigns import run_campaign, runs, unit_status
 from udbench.campaigns.engine import record_file
 from udbench.campaigns.tuning import condition_task_folder
 from udbench.priors import family_numerics_version
 
-SUITE = {
-    "name": "tiny-runs",
-    "datasets": "concrete",
-    "families": "gp",
-    "noise": "homoscedastic",
-    "coverage": "balanced",
-    "seeds": "0-2",
-    "fidelity": "smoke",
-    "draws": 40,  # the fakes' draws: a task file of another D is refused
-    "methods": "blr,ngboost-nig",
-    "method_params": "smoke",
-    "keep_predictions": False,
-}
+SUITE = tiny_runs_suite("tiny-runs", seeds="0-2", methods="blr,ngboost-nig")
 COND = "concrete__gp__homoscedastic__balanced"
 LABEL = "blr:max_iter=100"  # the suite's smoke spec of blr
 

@@ -11,24 +11,12 @@ import json
 
 import pytest
 
-from _fakes import fake_concrete_generate
+from _fakes import fake_concrete_generate, tiny_runs_suite
 from udbench.campaigns import run_campaign, runs, unit_status
 from udbench.campaigns.engine import Unit, current_records, record_file, stale_reason
 from udbench.recipes import task_versions
 
-SUITE = {
-    "name": "tiny-versions",
-    "datasets": "concrete",
-    "families": "gp",
-    "noise": "homoscedastic",
-    "coverage": "balanced",
-    "seeds": "0-2",
-    "fidelity": "smoke",
-    "draws": 40,
-    "methods": "blr",
-    "method_params": "smoke",
-    "keep_predictions": False,
-}
+SUITE = tiny_runs_suite("tiny-versions", seeds="0-2", methods="blr")
 IDS = [f"concrete__gp__homoscedastic__balanced__s{s}" for s in range(3)]
 
 pytestmark = pytest.mark.usefixtures("runs_env")

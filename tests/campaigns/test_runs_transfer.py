@@ -9,25 +9,13 @@ import json
 import numpy as np
 import pytest
 
-from _fakes import fake_concrete_generate
+from _fakes import fake_concrete_generate, tiny_runs_suite
 from _results import fabricate_results
 from udbench.campaigns import Unit, run_campaign, runs
 from udbench.campaigns._runs_transfer import transfer_summary
 from udbench.campaigns.engine import record_file
 
-SUITE = {
-    "name": "tiny-transfer",
-    "datasets": "concrete",
-    "families": "gp",
-    "noise": "homoscedastic",
-    "coverage": "balanced",
-    "seeds": "0-1",
-    "fidelity": "smoke",
-    "draws": 40,
-    "methods": "blr",
-    "method_params": "smoke",
-    "keep_predictions": False,
-}
+SUITE = tiny_runs_suite("tiny-transfer", seeds="0-1", methods="blr")
 COND = "concrete__gp__homoscedastic__balanced"
 
 
