@@ -31,10 +31,10 @@ def task_version_check(
     older transfer record, which keeps neither, is accepted (the part began on 2026-12-04,
     on the reference versions).
     """
-    from udbench.recipes.task_versions import reference_task_versions, task_version_problem
+    from udbench.recipes.task_versions import _tasks, task_version_problem
 
     numerics = _numerics(spec.family)
-    if reference_task_versions(suite, numerics) is None:
+    if _tasks(suite, numerics) is None:
         return None
 
     def accepts(record: dict[str, Any]) -> str | None:

@@ -127,6 +127,15 @@ def reference_task_versions(
     UdbenchError
         A shipped reference that cannot be read or lacks a field.
     """
+    tasks = _tasks(suite, numerics)
+    return None if tasks is None else {k: dict(v) for k, v in tasks.items()}
+
+
+def _tasks(
+    suite: Mapping[str, Any], numerics: Mapping[str, int] | None
+) -> Mapping[str, Mapping[str, str]] | None:
+    """:func:`reference_task_versions` without the copy: the cached reference itself, for
+    the checks made once per record (not to be changed)."""
     data = _applicable(suite)
     if data is None:
         return None
@@ -134,7 +143,8 @@ def reference_task_versions(
         made = data["numerics"]
         if any(k in made and made[k] != v for k, v in numerics.items()):
             return None
-    return {k: dict(v) for k, v in data["tasks"].items()}
+    tasks: Mapping[str, Mapping[str, str]] = data["tasks"]
+    return tasks
 
 
 def task_version_problem(
@@ -167,7 +177,7 @@ def task_version_problem(
         One line naming both checksums, or None when it is the reference version or there
         is nothing to compare with (no reference for the suite or the task).
     """
-    ref = reference_task_versions(suite, numerics)
+    ref = _tasks(suite, numerics)
     want = None if ref is None else ref.get(task_id)
     if want is None:
         return None
@@ -213,7 +223,7 @@ def compare_with_reference(suite: Mapping[str, Any], paths: Sequence[str | Path]
     if data is None:
         return None
     name = suite.get("name")
-    ref = reference_task_versions(suite, {f: family_numerics_version(f) for f in data["numerics"]})
+    ref = _tasks(suite, {f: family_numerics_version(f) for f in data["numerics"]})
     if ref is None:
         return (
             f"task versions: {name}'s reference was made under numerics {data['numerics']}, "
