@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zipfile
 
@@ -11,7 +12,7 @@ import pytest
 from udbench._validation import UdbenchError
 from udbench.priors.gp import GPPrior
 from udbench.tasks import SCHEMA_VERSION, Task, TaskSpec, make_task, read_task_meta
-from udbench.tasks.taskfile import task_file_is_valid
+from udbench.tasks.taskfile import content_checksum, is_timing_key, task_file_is_valid
 
 HYPER = {"kernel_family": "rbf", "parts": [{"kernel": "rbf", "weight": 1.0, "lengthscale": [0.4]}]}
 
@@ -63,7 +64,7 @@ def test_same_spec_gives_byte_identical_file(tmp_path) -> None:
 
 def test_meta_readable_without_arrays_and_summaries_present(tmp_path) -> None:
     meta = read_task_meta(_task().save(tmp_path / "t.npz"))
-    assert meta["schema_version"] == SCHEMA_VERSION
+    assert meta["schema_version"] == 2  # no timings: the schema-2 layout, as before
     assert meta["task_id"] == "synthetic__gp__step__balanced__s0"
     assert set(meta["diagnostics"]["checks"]) >= {"coverage_90", "sbc_hist", "mc_agree"}
     assert len(meta["content_sha256"]) == 64
@@ -107,7 +108,7 @@ def _rewrite_meta(path, change) -> None:
 def test_wrong_version_and_tampered_meta_are_rejected(tmp_path) -> None:
     path = _task().save(tmp_path / "t.npz")
     _rewrite_meta(path, lambda m: m.update(schema_version=SCHEMA_VERSION + 1))
-    with pytest.raises(UdbenchError, match="schema\\) version"):
+    with pytest.raises(UdbenchError, match=r"schema\) version 4 .* reads versions 2 and 3"):
         Task.load(path)
     path = _task().save(tmp_path / "u.npz")
     _rewrite_meta(path, lambda m: m["diagnostics"]["checks"].update(n_points=999))
@@ -154,3 +155,96 @@ def test_taskspec_streams_depend_on_every_coordinate() -> None:
         TaskSpec("concrete", "gp", "step", "ood", -1)
     with pytest.raises(UdbenchError, match="fidelity"):
         TaskSpec("concrete", "gp", "step", "ood", 0, fidelity="quick")
+
+
+# -- timings (schema 3) ----------------------------------------------------------------
+def _timed(wall: float, rate: float = 50.0, accept: float = 0.9) -> Task:
+    """:func:`_task` with MCMC-style sampler diagnostics (timings by name, nested)."""
+    task = _task()
+    task.diagnostics = {
+        **task.diagnostics,
+        "sampler": {
+            "wall_seconds": wall,
+            "chain_iterations_per_second": rate,
+            "accept_prob_mean": accept,
+            "per_stage": [{"stage": 1, "sampler_seconds": wall / 2}],
+        },
+    }
+    return task
+
+
+def test_timing_keys_by_name() -> None:
+    for key in ("wall_seconds", "reference_seconds", "chain_iterations_per_second"):
+        assert is_timing_key(key), key
+    for key in ("seconds_total", "n_seconds_bins", "per_second_rate", "wall", "rhat_max"):
+        assert not is_timing_key(key), key
+
+
+def test_timings_do_not_enter_the_content_checksum(tmp_path) -> None:
+    a = _timed(55.57).save(tmp_path / "a.npz")
+    b = _timed(71.2, rate=38.9).save(tmp_path / "b.npz")
+    ma, mb = read_task_meta(a), read_task_meta(b)
+    assert ma["schema_version"] == mb["schema_version"] == 3
+    assert a.read_bytes() != b.read_bytes()  # the timings are still in the file ...
+    assert mb["diagnostics"]["sampler"]["wall_seconds"] == 71.2
+    assert mb["diagnostics"]["sampler"]["per_stage"][0]["sampler_seconds"] == 35.6
+    assert ma["content_sha256"] == mb["content_sha256"]  # ... but not in its identity
+    assert Task.load(b).content_sha256 == ma["content_sha256"]
+    # anything else in the diagnostics still counts
+    c = _timed(55.57, accept=0.91).save(tmp_path / "c.npz")
+    assert read_task_meta(c)["content_sha256"] != ma["content_sha256"]
+    # the checksum by hand: SHA-256 of the canonical JSON with the timings removed
+    bare = {k: v for k, v in ma.items() if k != "content_sha256"}
+    bare["diagnostics"] = {
+        **bare["diagnostics"],
+        "sampler": {"accept_prob_mean": 0.9, "per_stage": [{"stage": 1}]},
+    }
+    text = json.dumps(bare, sort_keys=True, separators=(",", ":")).encode()
+    assert hashlib.sha256(text).hexdigest() == ma["content_sha256"]
+
+
+def test_schema2_checksum_covers_everything(tmp_path) -> None:
+    path = _task().save(tmp_path / "t.npz")
+    meta = read_task_meta(path)
+    bare = {k: v for k, v in meta.items() if k != "content_sha256"}
+    text = json.dumps(bare, sort_keys=True, separators=(",", ":")).encode()
+    assert hashlib.sha256(text).hexdigest() == meta["content_sha256"] == content_checksum(bare)
+
+
+def test_tampered_schema3_meta_is_rejected_unless_only_a_timing_changed(tmp_path) -> None:
+    path = _timed(55.57).save(tmp_path / "t.npz")
+    sha = read_task_meta(path)["content_sha256"]
+    _rewrite_meta(path, lambda m: m["diagnostics"]["sampler"].update(wall_seconds=1.0))
+    assert Task.load(path).content_sha256 == sha  # unprotected by design (module notes)
+    _rewrite_meta(path, lambda m: m["diagnostics"]["sampler"].update(accept_prob_mean=0.5))
+    with pytest.raises(UdbenchError, match="checksum"):
+        Task.load(path)
+    # a timing outside the diagnostics is not a timing: it counts
+    path = _timed(55.57).save(tmp_path / "u.npz")
+    _rewrite_meta(path, lambda m: m["prior"].update(budget_seconds=3.0))
+    with pytest.raises(UdbenchError, match="checksum"):
+        Task.load(path)
+
+
+def test_schema2_file_with_timings_still_loads_with_its_old_checksum(tmp_path) -> None:
+    """An MCMC task written before schema 3: its checksum covers its timings."""
+    path = _timed(55.57).save(tmp_path / "old.npz")
+
+    def as_schema2(meta: dict) -> None:
+        meta["schema_version"] = 2
+        meta.pop("content_sha256")
+        meta["content_sha256"] = hashlib.sha256(
+            json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()
+
+    _rewrite_meta(path, as_schema2)
+    old = Task.load(path)
+    assert (
+        old.content_sha256
+        != read_task_meta(_timed(55.57).save(tmp_path / "new.npz"))["content_sha256"]
+    )
+    assert old.diagnostics["sampler"]["wall_seconds"] == 55.57
+    assert task_file_is_valid(path)
+    _rewrite_meta(path, lambda m: m["diagnostics"]["sampler"].update(wall_seconds=1.0))
+    with pytest.raises(UdbenchError, match="checksum"):
+        Task.load(path)

@@ -23,6 +23,19 @@ always) is rejected with a one-line error naming the version: regenerate such fi
 itself, so it covers every array's bytes through their hashes: it identifies what a task file
 holds (the runner keys results by it).
 
+Timings (schema 3): the MCMC samplers record wall-clock measurements in the diagnostics
+(``diagnostics["sampler"]["wall_seconds"]``, ``chain_iterations_per_second``; the GP
+classifier's ``sampler_seconds``, ``conditional_seconds``, ``reference_seconds``), which
+differ between two generations of one task. A key under ``diagnostics`` is a timing by name
+(:func:`is_timing_key`: ``*_seconds`` or ``*_per_second``). A file whose diagnostics hold one
+is written as schema 3, whose ``content_sha256`` leaves every timing out
+(:func:`content_checksum`), so the same spec, seed and data give the same checksum however
+long the sampler took; the timings stay in ``meta.json`` where :mod:`udbench.tuning.plan`
+reads them, unprotected by the checksum. A file without timings (every GP regression task)
+is written as schema 2, byte for byte as before. Schema-2 files of MCMC families written
+before 2026-12-05 load unchanged, with their checksum over the timings: regenerated, such a
+task gets a new checksum once, then keeps it.
+
 ``source`` (optional, added without a schema change) fingerprints the covariate table the task
 was drawn from: ``{"dataset", "origin", "n_rows", "n_features", "data_sha256"}`` with
 ``data_sha256`` = :attr:`udbench.data.Covariates.fingerprint` (SHA-256 of the cleaned table in
@@ -83,18 +96,26 @@ __all__ = [
     "COMPRESSION",
     "DRAWS_DTYPE",
     "QUERY_ARRAY_NAMES",
+    "READ_SCHEMA_VERSIONS",
     "SCHEMA_VERSION",
     "Task",
     "TaskFileUnreadable",
     "check_query_arrays",
+    "content_checksum",
     "is_draws_array",
+    "is_timing_key",
     "read_task_meta",
     "task_file_is_valid",
 ]
 
-#: Version of the task-file schema; files with another version are rejected.
-#: 1: float64 draws, uncompressed; 2: float32 draws, DEFLATE members, draws_train optional.
-SCHEMA_VERSION = 2
+#: Newest version of the task-file schema; files with a version outside
+#: :data:`READ_SCHEMA_VERSIONS` are rejected.
+#: 1: float64 draws, uncompressed; 2: float32 draws, DEFLATE members, draws_train optional;
+#: 3: schema 2 whose diagnostics hold timings, left out of ``content_sha256`` (module notes,
+#: "Timings"). A file without timings is still written as schema 2.
+SCHEMA_VERSION = 3
+#: The schema versions :func:`read_task_meta` accepts.
+READ_SCHEMA_VERSIONS: tuple[int, ...] = (2, 3)
 
 #: Storage dtype of posterior-draw arrays (:func:`is_draws_array`).
 DRAWS_DTYPE = np.float32
@@ -186,6 +207,57 @@ def _storage(name: str, arr: np.ndarray | None) -> np.ndarray | None:
 
 def _canonical(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=True).encode()
+
+
+def is_timing_key(key: str) -> bool:
+    """True for a diagnostics key that holds a wall-clock measurement.
+
+    The rule is by name, like :func:`is_draws_array`: ``*_seconds`` (e.g. ``wall_seconds``)
+    or ``*_per_second`` (e.g. ``chain_iterations_per_second``), so a timing a sampler adds
+    later is covered too. Such keys are left out of a schema-3 file's ``content_sha256``
+    (module notes, "Timings").
+    """
+    return key.endswith("_seconds") or key.endswith("_per_second")
+
+
+def _without_timings(obj: Any) -> Any:
+    """``obj`` with every dict entry whose key :func:`is_timing_key` removed, at any depth."""
+    if isinstance(obj, dict):
+        return {k: _without_timings(v) for k, v in obj.items() if not is_timing_key(k)}
+    if isinstance(obj, list):
+        return [_without_timings(v) for v in obj]
+    return obj
+
+
+def _has_timings(obj: Any) -> bool:
+    if isinstance(obj, dict):
+        return any(is_timing_key(k) or _has_timings(v) for k, v in obj.items())
+    if isinstance(obj, list):
+        return any(_has_timings(v) for v in obj)
+    return False
+
+
+def content_checksum(meta: dict[str, Any]) -> str:
+    """The ``content_sha256`` of a task file's metadata (without its ``content_sha256``).
+
+    SHA-256 of the canonical JSON (sorted keys, no spaces) of ``meta``. For schema 3 the
+    timings under ``meta["diagnostics"]`` (:func:`is_timing_key`) are left out first, so
+    two generations of one task that differ only in how long they took have one checksum;
+    for schema 2 every entry counts, as it always has.
+
+    Parameters
+    ----------
+    meta : dict
+        The metadata as written to ``meta.json``, without ``content_sha256``.
+
+    Returns
+    -------
+    str
+        64 hex digits.
+    """
+    if meta.get("schema_version") == 3:
+        meta = {**meta, "diagnostics": _without_timings(meta.get("diagnostics"))}
+    return hashlib.sha256(_canonical(meta)).hexdigest()
 
 
 def _npy_bytes(arr: np.ndarray) -> bytes:
@@ -415,7 +487,9 @@ class Task:
             members.append((f"{name}.npy", data))
         meta: dict[str, Any] = {
             "format": "udbench-task",
-            "schema_version": SCHEMA_VERSION,
+            # the lowest schema that describes the file: 2 keeps a file without timings
+            # byte for byte what it was (module notes, "Timings")
+            "schema_version": 3 if _has_timings(self.diagnostics) else 2,
             "udbench_version": self.version,
             "task_id": self.spec.task_id,
             "spec": self.spec.to_dict(),
@@ -425,7 +499,7 @@ class Task:
         }
         if self.source:  # absent (not empty) when unknown: older readers see the same layout
             meta["source"] = self.source
-        meta["content_sha256"] = hashlib.sha256(_canonical(meta)).hexdigest()
+        meta["content_sha256"] = content_checksum(meta)
         members.append(("meta.json", json.dumps(meta, indent=1, sort_keys=True).encode()))
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
@@ -530,15 +604,16 @@ def read_task_meta(path: str | Path) -> dict[str, Any]:
         raise _bad(path, f"truncated or corrupt ({err})") from None
     if not isinstance(meta, dict) or meta.get("format") != "udbench-task":
         raise _bad(path, "not a udbench task")
-    if meta.get("schema_version") != SCHEMA_VERSION:
+    if meta.get("schema_version") not in READ_SCHEMA_VERSIONS:
+        readable = " and ".join(str(v) for v in READ_SCHEMA_VERSIONS)
         raise _bad(
             path,
             f"task format (schema) version {meta.get('schema_version')!r} written by udbench "
-            f"{meta.get('udbench_version', '?')}; this udbench reads version {SCHEMA_VERSION} "
+            f"{meta.get('udbench_version', '?')}; this udbench reads versions {readable} "
             "only: regenerate it (udbench generate writes it again in place)",
         )
     claimed = meta.pop("content_sha256", None)
-    if hashlib.sha256(_canonical(meta)).hexdigest() != claimed:
+    if content_checksum(meta) != claimed:
         raise _bad(path, "metadata checksum mismatch")
     meta["content_sha256"] = claimed
     missing = [f"{k}.npy" for k in meta["array_sha256"] if f"{k}.npy" not in names]
