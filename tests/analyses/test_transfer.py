@@ -445,3 +445,37 @@ def test_gp_oracles_on_an_hbart_task_and_hbart_oracle_on_a_gp_task(run_dir) -> N
     assert alt.mean.shape == alt.var.shape == task.post_mean.shape
     assert np.all(alt.var > 0) and "sampler" in alt.info
     assert np.corrcoef(alt.mean, task.post_mean)[0, 1] > 0.5
+
+
+def test_a_given_fit_is_used_as_it_is_instead_of_fitting_again(run_dir, monkeypatch) -> None:
+    """``fitted`` (a fit made before, e.g. on another machine) reproduces that fit's moments
+    exactly and fits nothing; another fit gives other moments; bad values are refused."""
+    import json
+
+    import udbench.priors.gp as gp_module
+
+    task = Task.load(next((run_dir / "tasks").glob("*.npz")))
+    oracle = parse_oracle("gp:rq+linear")
+    fresh = alternative_moments(task, oracle)
+    assert fresh.info["fit_source"] == "fitted"
+    given = json.loads(json.dumps({"kernel": fresh.info["kernel"], "scale": fresh.info["scale"]}))
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("fitted again")
+
+    monkeypatch.setattr(gp_module, "fit_kernel", no_fit)
+    again = alternative_moments(task, oracle, fitted=given)
+    assert again.info["fit_source"] == "given" and again.info["kernel"] == given["kernel"]
+    np.testing.assert_array_equal(again.mean, fresh.mean)  # the same kernel, the same numbers
+    np.testing.assert_array_equal(again.var, fresh.var)
+    other = alternative_moments(task, oracle, fitted={**given, "scale": 2 * given["scale"]})
+    assert np.max(np.abs(other.var - fresh.var)) > 1e-6
+    for bad, name in (
+        ({"scale": 1.0}, "fitted"),
+        ({"kernel": given["kernel"], "scale": 0.0}, r"fitted\['scale'\]"),
+        ({"kernel": given["kernel"], "scale": float("nan")}, r"fitted\['scale'\]"),
+    ):
+        with pytest.raises(UdbenchError, match=name):
+            alternative_moments(task, oracle, fitted=bad)
+    with pytest.raises(UdbenchError, match="gp:KERNEL oracle only"):
+        alternative_moments(task, parse_oracle("gp:prior"), fitted=given)

@@ -244,3 +244,74 @@ def test_instances_run_on_two_versions_of_their_task_file_are_named(tmp_path) ->
     assert per == {"ds01": 1}
     assert "**1 of 2 instances** (ds01 1)" in text and "`ds01-gp-homoscedastic-balanced-s0`" in text
     assert task_versions_section(tmp_path, units[:2]) == ("", {})  # ds00 only: one version
+
+
+def test_oracle_fit_units_commit_one_fit_that_every_method_is_scored_against(
+    tmp_path, tuning, monkeypatch
+) -> None:
+    """With the campaign's records folder, each (instance, gp:KERNEL oracle) has one
+    ``oracle-fit`` unit, before the instance's first transfer unit; the transfer units require
+    it and condition on its committed fit, also where this machine's own fit (its cache)
+    differs; a fit that fails is recorded and the transfer records that oracle as failed."""
+    from udbench.campaigns._runs_transfer import (
+        ORACLE_FIT_KIND,
+        fits_kernel,
+        oracle_fit_checksum,
+    )
+
+    work, records = tmp_path / "work", tmp_path / "records"
+    assert fits_kernel("gp:rq+linear") and fits_kernel("gp:rbf")
+    assert not fits_kernel("gp:prior") and not fits_kernel("family:hbart")  # no fit unit
+    oracles = ("gp:rbf",)
+    units = runs.campaign_units(
+        work_dir=work,
+        suite=SUITE,
+        records=tuning,
+        generate=_generate,
+        transfer_oracles=oracles,
+        campaign_records=records,
+    )
+    ids = [u.unit_id for u in units]
+    fit0, fit1 = (f"oracle-fit/{COND}__s{s}/gp-rbf" for s in range(2))
+    assert ids[4:] == [fit0, f"transfer/{COND}__s0/blr", fit1, f"transfer/{COND}__s1/blr"]
+    fit_unit, transfer = units[4], units[5]
+    assert fit_unit.kind == ORACLE_FIT_KIND and fit_unit.settings["oracle"] == "gp:rbf"
+    assert [r.unit_id for r in transfer.requires] == [units[2].unit_id, fit0]
+    alone = runs.campaign_units(
+        ["transfer"], work_dir=work, suite=SUITE, records=tuning, generate=_generate,
+        transfer_oracles=oracles, campaign_records=records,
+    )  # fmt: skip
+    assert [u.kind for u in alone] == [ORACLE_FIT_KIND, "transfer"] * 2
+    assert run_campaign(units, records)["done"] == 8
+    fit = json.loads(record_file(records, fit0).read_text())["result"]
+    assert fit["status"] == "ok" and fit["scale"] > 0 and fit["kernel"]["kernel_family"] == "rbf"
+    rec = json.loads(record_file(records, transfer.unit_id).read_text())["result"]
+    entry = rec["oracles"]["gp:rbf"]
+    assert entry["fit_given"] is True and entry["fit_sha256"] == fit["fit_sha256"]
+    # another machine's fit, committed: the transfer unit scores against it, not its own
+    moved = {**fit, "scale": 1.5 * fit["scale"]}
+    moved["fit_sha256"] = oracle_fit_checksum(moved)
+    doc = json.loads(record_file(records, fit0).read_text())
+    record_file(records, fit0).write_text(json.dumps({**doc, "result": moved}))
+    record_file(records, transfer.unit_id).unlink()
+    assert run_campaign(units, records)["done"] == 1
+    again = json.loads(record_file(records, transfer.unit_id).read_text())["result"]
+    got = again["oracles"]["gp:rbf"]
+    assert got["fit_sha256"] == moved["fit_sha256"] != entry["fit_sha256"]
+    assert got["metrics"]["rho_eu_risk"] != pytest.approx(entry["metrics"]["rho_eu_risk"])
+    assert again["own"] == rec["own"]  # the task's own moments do not depend on the fit
+    # a fit that fails: recorded in the fit unit's result, and the oracle fails in transfer
+    import udbench.evaluation.transfer_rescoring as rescoring
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("no convergence")
+
+    monkeypatch.setattr(rescoring, "cached_oracle_moments", boom)
+    for uid in (fit1, f"transfer/{COND}__s1/blr"):
+        record_file(records, uid).unlink()
+    assert run_campaign(units, records)["done"] == 2
+    failed = json.loads(record_file(records, fit1).read_text())["result"]
+    assert failed["status"] == "failed" and "no convergence" in failed["error"]
+    bad = json.loads(record_file(records, f"transfer/{COND}__s1/blr").read_text())["result"]
+    assert bad["oracles"]["gp:rbf"]["status"] == "failed"
+    assert "the oracle's fit failed" in bad["oracles"]["gp:rbf"]["error"]

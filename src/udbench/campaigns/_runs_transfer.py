@@ -10,6 +10,17 @@ oracles' moments cached per instance in ``WORK/transfer-oracles``) and records t
 the comparison needs. :func:`transfer_summary` rebuilds ``udbench transfer``'s tables
 (:func:`udbench.analyses.transfer.transfer_tables`: Kendall's τ with bootstrap intervals,
 pooled and per factor level, and the rank shifts) from those records and the tuned cells' rows.
+
+One fit per (instance, oracle), committed (from 2026-12-04). A ``gp:KERNEL`` oracle is a
+kernel fitted by L-BFGS-B on the instance's training sample, an optimum another machine can
+place elsewhere (docs/campaigns.md, "Task versions across machines"). When the campaign's
+records folder is known (``udbench campaign run runs`` passes it), each such (instance,
+oracle) gets an ``oracle-fit`` unit (:data:`ORACLE_FIT_KIND`) whose record holds the fitted
+kernel and scale, and the instance's transfer units require it and condition on that fit
+(:func:`udbench.evaluation.transfer.alternative_moments`, ``fitted``) instead of fitting
+again. So the 19 methods of an instance are scored against one oracle whichever machines
+ran them. A fit that fails is recorded in its unit's result (``status`` ``failed``, with the
+reason) and the transfer units record that oracle as failed, as before.
 """
 
 from __future__ import annotations
@@ -33,6 +44,13 @@ TRANSFER_ORACLES: tuple[str, ...] = ("gp:rbf", "gp:matern12", "gp:rq+linear")
 TRANSFER_LOSSES: tuple[str, ...] = ("crps", "log")
 
 
+#: The kind of the units that fit a ``gp:KERNEL`` oracle once per instance (module notes);
+#: built with the ``transfer`` part, before the instance's first transfer unit.
+ORACLE_FIT_KIND = "oracle-fit"
+#: An ``oracle-fit`` unit's CPU seconds: one L-BFGS-B kernel fit and its conditioning on
+#: gp-small (the instance's three fits took 9-13 s).
+ORACLE_FIT_UNIT_SECONDS = 4.0
+
 #: The ``transfer`` part's unit, CPU seconds when the tuned cell's predictions are in the work
 #: folder: scoring under three oracles and two more losses (0.1-0.2 s measured on gp-small)
 #: plus a share of the instance's three oracle fits (about 9-13 s, cached and shared by its
@@ -48,6 +66,103 @@ def predictions_path(
     return Path(work_dir) / "predictions" / part / task_id / f"{method}-{config_hash[:12]}.parquet"
 
 
+def fits_kernel(oracle: str) -> bool:
+    """Whether ``oracle`` (a :func:`udbench.evaluation.transfer.parse_oracle` spec) is fitted
+    per instance: ``gp:KERNEL`` (not ``gp:prior``, not ``family:``)."""
+    from udbench.evaluation.transfer import GP_ORACLE, parse_oracle
+
+    parsed = parse_oracle(oracle, "udbench campaign runs")
+    return parsed.kind == GP_ORACLE and parsed.name != "prior"
+
+
+def oracle_fit_unit_id(task_id: str, oracle: str) -> str:
+    """``oracle-fit/<task id>/<oracle slug>``, e.g. ``oracle-fit/…__s0/gp-rq_linear``."""
+    from udbench.evaluation.transfer import parse_oracle
+
+    return f"{ORACLE_FIT_KIND}/{task_id}/{parse_oracle(oracle, 'udbench campaign runs').slug}"
+
+
+def oracle_fit_settings(spec: Any, oracle: str, suite_name: str) -> dict[str, Any]:
+    """What an ``oracle-fit`` unit's fit depends on: the instance, the oracle, its fit
+    settings at the instance's fidelity and the oracle moments' version."""
+    from udbench.evaluation.transfer import ORACLE_MOMENTS_VERSION, fit_settings_for
+
+    return {
+        "suite": suite_name,
+        "part": TRANSFER_PART,
+        "task_id": spec.task_id,
+        "fidelity": str(spec.fidelity),
+        "oracle": oracle,
+        "oracle_fit": fit_settings_for(str(spec.fidelity)),
+        "oracle_moments": ORACLE_MOMENTS_VERSION,
+    }
+
+
+def oracle_fit_work(
+    spec: Any,
+    oracle: str,
+    work_dir: str,
+    data_dir: str | None,
+    generate: Any,
+    suite: dict[str, Any],
+) -> dict[str, Any]:
+    """Fit ``oracle`` on the instance's training sample (or read this machine's cache of the
+    fit, ``WORK/transfer-oracles``) and return the record's result: ``status`` (``ok`` or
+    ``failed`` with ``error``), ``kernel``, ``scale``, ``fit_sha256``
+    (:func:`oracle_fit_checksum`), ``lml_initial``, ``lml_final``, ``fit_settings``,
+    ``seconds`` and the task file's ``task_arrays_sha256``."""
+    from udbench.campaigns._runs_versions import ready_task_file
+    from udbench.evaluation.transfer import parse_oracle
+    from udbench.evaluation.transfer_rescoring import cached_oracle_moments
+    from udbench.tasks import Task
+
+    path, arrays = ready_task_file(spec, work_dir, data_dir, generate, suite)
+    task = Task.load(path)
+    parsed = parse_oracle(oracle, "udbench campaign runs")
+    cache = Path(work_dir) / "transfer-oracles" / parsed.slug
+    out: dict[str, Any] = {"status": "ok", "error": None, "task_arrays_sha256": arrays}
+    try:
+        moments = cached_oracle_moments(task, parsed, cache, task.content_sha256, data_dir=data_dir)
+    except Exception as err:  # recorded: the instance's transfer units record the reason
+        why = " ".join(str(err).split())
+        return {**out, "status": "failed", "error": f"{type(err).__name__}: {why}"}
+    info = moments.info
+    out.update(
+        kernel=info["kernel"],
+        scale=info["scale"],
+        fit_sha256=oracle_fit_checksum(info),
+        lml_initial=info.get("lml_initial"),
+        lml_final=info.get("lml_final"),
+        fit_settings=info.get("fit_settings"),
+        seconds=moments.seconds,
+    )
+    return jsonable(out)
+
+
+def _given_fit(fit_records: str | None, task_id: str, oracle: str) -> dict[str, Any] | None:
+    """The committed fit of (instance, oracle) from its ``oracle-fit`` record, None without
+    a records folder or for an oracle that fits nothing.
+
+    Raises
+    ------
+    UdbenchError
+        The record is missing or not done (the unit requires it, so only a record removed
+        meanwhile), or its fit failed (the oracle is then recorded as failed).
+    """
+    from udbench.campaigns.engine import read_record, record_file
+
+    if fit_records is None or not fits_kernel(oracle):
+        return None
+    uid = oracle_fit_unit_id(task_id, oracle)
+    rec = read_record(record_file(fit_records, uid))
+    if rec is None or rec.get("status") != "done":
+        raise UdbenchError(f"transfer: the fit {uid!r} has no done record in {fit_records!r}")
+    res = rec.get("result") or {}
+    if res.get("status") != "ok":
+        raise UdbenchError(f"the oracle's fit failed ({uid}): {res.get('error')}")
+    return {"kernel": res["kernel"], "scale": res["scale"]}
+
+
 def transfer_unit(
     spec: Any,
     mc: Any,
@@ -56,6 +171,7 @@ def transfer_unit(
     work_dir: str,
     data_dir: str | None,
     suite: dict[str, Any] | None = None,
+    fit_records: str | None = None,
 ) -> tuple[dict[str, Any], Any, float]:
     """A ``transfer`` unit of a tuned cell (its task spec and method configuration): its
     extra settings, its work and its estimate (CPU seconds, :data:`TRANSFER_UNIT_SECONDS`).
@@ -67,12 +183,23 @@ def transfer_unit(
     it out and ``campaign status`` shows it once such units are measured. With ``suite``
     (the campaign's), a task file in the work folder that is not the suite's reference
     version (:mod:`udbench.recipes.task_versions`) makes the unit evaluate the cell again
-    too: the predictions there were made on it."""
+    too: the predictions there were made on it. With ``fit_records`` (the campaign's
+    records folder) each ``gp:KERNEL`` oracle is conditioned on the fit of its
+    ``oracle-fit`` record (module notes), which the caller makes a requirement."""
     import functools
 
     file = predictions_path(work_dir, "tuned", spec.task_id, mc.name, mc.config_hash)
     work = functools.partial(
-        _transfer_work, spec, mc, tuple(oracles), file, tuned.work, work_dir, data_dir, suite
+        _transfer_work,
+        spec,
+        mc,
+        tuple(oracles),
+        file,
+        tuned.work,
+        work_dir,
+        data_dir,
+        suite,
+        fit_records,
     )
     return _transfer_settings(spec, oracles), work, TRANSFER_UNIT_SECONDS
 
@@ -133,6 +260,7 @@ def _transfer_work(
     work_dir: str,
     data_dir: str | None,
     suite: dict[str, Any] | None = None,
+    fit_records: str | None = None,
 ) -> dict[str, Any]:
     """Score one tuned cell's predictions under the alternative oracles and losses.
 
@@ -143,6 +271,8 @@ def _transfer_work(
     the task's own moments (``own``: squared by ``udbench run``'s scoring, the other losses by
     the Gaussian closed form that ``udbench transfer --loss`` compares against), all from the
     same predictions, whose checksum it keeps; a failed oracle is kept with its reason.
+    With ``fit_records``, a ``gp:KERNEL`` oracle is the fit of its ``oracle-fit`` record
+    (``fit_given`` True in the entry).
     """
     import pandas as pd
 
@@ -188,8 +318,14 @@ def _transfer_work(
         oracle = parse_oracle(text, "udbench campaign runs")
         entry: dict[str, Any] = {"status": "ok", "error": None}
         try:
+            fitted = _given_fit(fit_records, spec.task_id, text)
             moments = cached_oracle_moments(
-                task, oracle, cache / oracle.slug, task.content_sha256, data_dir=data_dir
+                task,
+                oracle,
+                cache / oracle.slug,
+                task.content_sha256,
+                data_dir=data_dir,
+                fitted=fitted,
             )
             view = task_with_moments(task, moments.mean, moments.var)
             got, _ = rescore_prediction(view, pred, constant_aleatoric=const)
@@ -200,6 +336,7 @@ def _transfer_work(
             # the instance's 19 methods and stays in the cache, not in 19 records
             entry["metrics"] = {k: {**got, **by}.get(k, float("nan")) for k in wanted}
             entry["fit_sha256"] = oracle_fit_checksum(moments.info)
+            entry["fit_given"] = fitted is not None
         except Exception as err:  # recorded with its reason: the other oracles go on
             why = " ".join(str(err).split())
             entry.update(status="failed", error=f"{type(err).__name__}: {why}")

@@ -10,7 +10,7 @@ from typing import Any
 
 from udbench._validation import UdbenchError
 
-__all__ = ["check_task_version", "is_reference_task", "task_version_check"]
+__all__ = ["check_task_version", "is_reference_task", "ready_task_file", "task_version_check"]
 
 
 def _numerics(family: str) -> dict[str, int]:
@@ -91,3 +91,34 @@ def check_task_version(
             "(docs/campaigns.md, 'Task versions across machines')"
         )
     return sha
+
+
+def ready_task_file(
+    spec: Any,
+    work_dir: str,
+    data_dir: str | None,
+    generate: Callable[..., Any] | None,
+    suite: Mapping[str, Any],
+) -> tuple[Path, str]:
+    """The task file of ``spec`` in the work folder, made if missing or damaged and checked
+    against the suite's reference version (:func:`check_task_version`), with one compute
+    thread as task generation runs; its path and numbers checksum.
+
+    Raises
+    ------
+    UdbenchError
+        What :func:`check_task_version` and task generation raise.
+    """
+    from udbench._threads import cell_threads
+    from udbench.campaigns._taskfiles import ensure_task_file
+    from udbench.campaigns.tuning import condition_task_folder
+    from udbench.tasks import generate_task
+
+    path = condition_task_folder(work_dir, spec.family) / f"{spec.task_id}.npz"
+    make = generate or generate_task
+    with cell_threads():  # a task file is made with one thread (docs/tasks.md)
+        ensure_task_file(
+            path, spec, data_dir, component="udbench campaign runs", generate=make, strict=True
+        )
+        arrays = check_task_version(suite, spec, path, lambda: make(spec, data_dir).save(path))
+    return path, arrays

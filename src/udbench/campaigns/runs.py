@@ -19,7 +19,9 @@ complete method at a time:
     so a re-tuned record makes its cells stale.
 ``transfer``
     The tuned cell's predictions scored under alternative oracles and losses
-    (:mod:`udbench.campaigns._runs_transfer`; issue 36, item 4).
+    (:mod:`udbench.campaigns._runs_transfer`; issue 36, item 4). With the campaign's records
+    folder, also one ``oracle-fit`` unit per (instance, ``gp:KERNEL`` oracle), before the
+    instance's first transfer unit: the fit all its methods are scored against.
 
 A unit evaluates its cell exactly as ``udbench run`` does
 (:func:`udbench.evaluation.cell.evaluate_cell` on the instance's task file, generated into
@@ -48,17 +50,24 @@ from typing import Any
 
 from udbench._validation import check_choice, param_error
 from udbench.campaigns._runs_transfer import (
+    ORACLE_FIT_KIND,
+    ORACLE_FIT_UNIT_SECONDS,
     TRANSFER_LOSSES,
     TRANSFER_ORACLES,
     TRANSFER_PART,
+    fits_kernel,
+    oracle_fit_settings,
+    oracle_fit_unit_id,
+    oracle_fit_work,
     predictions_path,
     transfer_summary,
     transfer_unit,
 )
-from udbench.campaigns._runs_versions import _numerics, check_task_version, task_version_check
+from udbench.campaigns._runs_versions import _numerics, task_version_check
 from udbench.campaigns.engine import Unit, current_records, jsonable
 
 __all__ = [
+    "ORACLE_FIT_KIND",
     "PARTS",
     "ROW_PARTS",
     "TRANSFER_LOSSES",
@@ -118,20 +127,11 @@ def _cell_work(
     generate: Generate | None,
     suite: dict[str, Any],
 ) -> dict[str, Any]:
-    from udbench._threads import cell_threads
     from udbench.campaigns._cells import cell_unit_result
-    from udbench.campaigns._taskfiles import ensure_task_file
-    from udbench.campaigns.tuning import condition_task_folder
+    from udbench.campaigns._runs_versions import ready_task_file
     from udbench.evaluation.runner import plan_cells
-    from udbench.tasks import generate_task
 
-    path = condition_task_folder(work_dir, spec.family) / f"{spec.task_id}.npz"
-    make = generate or generate_task
-    with cell_threads():  # a task file is made with one thread (docs/tasks.md)
-        ensure_task_file(
-            path, spec, data_dir, component="udbench campaign runs", generate=make, strict=True
-        )
-        arrays = check_task_version(suite, spec, path, lambda: make(spec, data_dir).save(path))
+    path, arrays = ready_task_file(spec, work_dir, data_dir, generate, suite)
     cells, _ = plan_cells([path], [mc], configure=lambda _spec, _mc: (mc, dict(extra)))
     out = predictions_path(work_dir, part, spec.task_id, mc.name, mc.config_hash)
     out.unlink(missing_ok=True)  # a failed redo leaves no stale predictions
@@ -259,6 +259,7 @@ def campaign_units(
     records: str | Path | None = None,
     generate: Generate | None = None,
     transfer_oracles: Sequence[str] = TRANSFER_ORACLES,
+    campaign_records: str | Path | None = None,
 ) -> list[Unit]:
     """The units of the named ``parts``, method-major (module docstring).
 
@@ -284,6 +285,14 @@ def campaign_units(
     transfer_oracles : sequence of str, default :data:`TRANSFER_ORACLES`
         The alternative oracles of the ``transfer`` part (:func:`udbench.evaluation.transfer.
         parse_oracle` specs; among its units' settings).
+    campaign_records : str or Path, optional
+        The campaign's own records folder (``udbench campaign run runs`` passes it). With it,
+        the ``transfer`` part has an ``oracle-fit`` unit
+        (:data:`udbench.campaigns._runs_transfer.ORACLE_FIT_KIND`) per
+        (instance, ``gp:KERNEL`` oracle), which the instance's transfer units require and
+        whose committed fit they condition on (:mod:`udbench.campaigns._runs_transfer`,
+        "One fit per (instance, oracle)"); without it, each transfer unit uses this
+        machine's fit.
 
     Raises
     ------
@@ -319,6 +328,9 @@ def campaign_units(
     )
     units: list[Unit] = []
     tuned_of: dict[str, Unit] = {}  # a transfer unit's tuned cell: its requirement and redo
+    fits_of: dict[str, tuple[Unit, ...]] = {}  # an instance's oracle-fit units
+    fit_records = None if campaign_records is None else str(campaign_records)
+    fitted = [o for o in transfer_oracles if fits_kernel(o)] if fit_records else []
     built = set(parts) | ({"tuned"} if TRANSFER_PART in parts else set())
     where = (str(work_dir), data_dir, generate, cfg)
     for mc in order:
@@ -348,11 +360,23 @@ def campaign_units(
                 work = functools.partial(_cell_work, spec, cell_mc, extra, part, *where)
                 key = f"{spec.task_id}/{names[mc.config_hash]}"
                 tuned = tuned_of[key] if part == TRANSFER_PART else None  # built before
+                fits: tuple[Unit, ...] = ()
                 if tuned is not None:
                     more, work, estimate = transfer_unit(
-                        spec, cell_mc, transfer_oracles, tuned, str(work_dir), data_dir, cfg
+                        spec,
+                        cell_mc,
+                        transfer_oracles,
+                        tuned,
+                        str(work_dir),
+                        data_dir,
+                        cfg,
+                        fit_records,
                     )
                     settings.update(more)
+                    if fitted and spec.task_id not in fits_of:  # before its first transfer
+                        fits_of[spec.task_id] = _fit_units(spec, fitted, where)
+                        units.extend(fits_of[spec.task_id])
+                    fits = fits_of.get(spec.task_id, ())
                 unit = Unit(
                     unit_id=f"{part}/{key}",
                     kind=part,
@@ -361,12 +385,32 @@ def campaign_units(
                     work=work,
                     estimate_seconds=estimate,
                     estimate_note=None if estimate else "no calibration entry",
-                    requires=() if tuned is None else (tuned,),
+                    requires=() if tuned is None else (tuned, *fits),
                     accepts=task_version_check(cfg, spec),
                 )
                 tuned_of.update({key: unit} if part == "tuned" else {})
                 units.append(unit)
-    return [u for u in units if u.kind in parts]
+    kinds = set(parts) | ({ORACLE_FIT_KIND} if TRANSFER_PART in parts else set())
+    return [u for u in units if u.kind in kinds]
+
+
+def _fit_units(spec: Any, oracles: Sequence[str], where: tuple[Any, ...]) -> tuple[Unit, ...]:
+    """The ``oracle-fit`` units of one instance (one per ``gp:KERNEL`` oracle)."""
+    work_dir, data_dir, generate, cfg = where
+    return tuple(
+        Unit(
+            unit_id=oracle_fit_unit_id(spec.task_id, oracle),
+            kind=ORACLE_FIT_KIND,
+            settings=oracle_fit_settings(spec, oracle, str(cfg.get("name"))),
+            numerics=_numerics(spec.family),
+            work=functools.partial(
+                oracle_fit_work, spec, oracle, work_dir, data_dir, generate, cfg
+            ),
+            estimate_seconds=ORACLE_FIT_UNIT_SECONDS,
+            accepts=task_version_check(cfg, spec),
+        )
+        for oracle in oracles
+    )
 
 
 def runs_summary(

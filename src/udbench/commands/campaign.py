@@ -155,8 +155,10 @@ def _suite_units(  # type: ignore[no-untyped-def]
     layouts: str | None,
     work: Path,
     data_dir: Path | None,
+    records: Path | None = None,
 ):
-    """The units of the classification or runs campaign (``campaign_units`` of its module)."""
+    """The units of the classification or runs campaign (``campaign_units`` of its module);
+    ``records``: the runs campaign's records folder (its ``oracle-fit`` records)."""
     import importlib
 
     from udbench.recipes.suites import SUITES
@@ -178,12 +180,14 @@ def _suite_units(  # type: ignore[no-untyped-def]
         for spec in specs or []:
             if spec.split(":", 1)[0].strip() not in known:
                 raise param_error(comp, "--methods", f"name registered methods ({known})", spec)
+    extra = {"campaign_records": records} if campaign == "runs" else {}
     return module.campaign_units(
         chosen,
         work_dir=work,
         data_dir=None if data_dir is None else str(data_dir),
         suite=suite,
         methods=specs,
+        **extra,
     )
 
 
@@ -221,7 +225,7 @@ def _campaign_units(  # type: ignore[no-untyped-def]
         )
     elif campaign in ("classification", "runs"):
         where = _work(campaign, work, suite) if campaign == "runs" else _work(campaign, work)
-        units = _suite_units(campaign, suite, methods, parts, layouts, where, data_dir)
+        units = _suite_units(campaign, suite, methods, parts, layouts, where, data_dir, folder)
     else:
         units = _units(campaign, parts, layouts, _work(campaign, work), data_dir)
     return select_units(command, units, only)

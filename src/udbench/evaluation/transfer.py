@@ -240,6 +240,7 @@ def alternative_moments(
     *,
     data_dir: str | os.PathLike[str] | None = None,
     fit_settings: dict[str, int] | None = None,
+    fitted: dict[str, Any] | None = None,
 ) -> OracleMoments:
     """The posterior moments of ``task``'s training sample under ``oracle``.
 
@@ -256,6 +257,12 @@ def alternative_moments(
         non-GP task, ``family:``); default ``$UDBENCH_DATA_DIR``.
     fit_settings : dict, optional
         Overrides of the ``gp:KERNEL`` fit settings (:func:`fit_settings_for`).
+    fitted : dict, optional
+        A ``gp:KERNEL`` oracle's fit made before, ``{"kernel": hyperparameters, "scale": a}``
+        (``info`` of an earlier result): used as it is instead of fitting again, so that
+        every method of an instance is scored against one fit even where another machine's
+        L-BFGS-B would end elsewhere (docs/campaigns.md, "Task versions across machines").
+        ``info["fit_source"]`` says ``"given"``; ``"fitted"`` otherwise.
 
     Returns
     -------
@@ -264,7 +271,8 @@ def alternative_moments(
     Raises
     ------
     UdbenchError
-        Unknown dataset or data not found, a fit that does not converge.
+        Unknown dataset or data not found, a fit that does not converge; ``fitted`` for an
+        oracle that fits nothing, or without a kernel dict and a finite scale > 0.
     """
     from udbench._threads import cell_threads
     from udbench.priors import prior_capabilities
@@ -273,6 +281,8 @@ def alternative_moments(
 
     spec = task.spec
     dd = None if data_dir is None else str(data_dir)
+    if fitted is not None:
+        _check_fitted(oracle, fitted)
     t0 = time.perf_counter()
     info: dict[str, Any] = {"oracle": oracle.text}
     with cell_threads():
@@ -286,6 +296,10 @@ def alternative_moments(
                 info["source"] = "dataset GP prior"
             info.update(kernel=prior.hyper, scale=prior.scale)
             mean, var = _exact_moments(prior, task, own=info["source"] == "task file")
+        elif oracle.kind == GP_ORACLE and fitted is not None:
+            prior = GPPrior(fitted["kernel"], float(fitted["scale"]))
+            info.update(kernel=fitted["kernel"], scale=prior.scale, fit_source="given")
+            mean, var = _exact_moments(prior, task)
         elif oracle.kind == GP_ORACLE:
             settings = fit_settings_for(str(spec.fidelity), fit_settings)
             X, y = np.asarray(task.X_train), np.asarray(task.y_train)
@@ -314,6 +328,7 @@ def alternative_moments(
                 lml_initial=fit.lml_initial,
                 lml_final=fit.lml_final,
                 fit_settings=fit.settings,
+                fit_source="fitted",
             )
             mean, var = _exact_moments(prior, task)
         else:
@@ -338,6 +353,20 @@ def alternative_moments(
     return OracleMoments(
         np.asarray(mean, dtype=np.float64), np.asarray(var, dtype=np.float64), seconds, info
     )
+
+
+def _check_fitted(oracle: OracleSpec, fitted: Any) -> None:
+    """Refuse a ``fitted`` argument that :func:`alternative_moments` cannot use."""
+    comp = "alternative_moments"
+    if oracle.kind != GP_ORACLE or oracle.name == "prior":
+        raise param_error(comp, "fitted", "be given for a gp:KERNEL oracle only", oracle.text)
+    if not isinstance(fitted, dict) or not isinstance(fitted.get("kernel"), dict):
+        raise param_error(comp, "fitted", "be a dict with a 'kernel' dict", fitted)
+    scale = fitted.get("scale")
+    if isinstance(scale, bool) or not isinstance(scale, int | float):
+        raise param_error(comp, "fitted['scale']", "be a finite number > 0", scale)
+    if not np.isfinite(float(scale)) or float(scale) <= 0:
+        raise param_error(comp, "fitted['scale']", "be a finite number > 0", scale)
 
 
 def task_with_moments(task: Task, mean: np.ndarray, var: np.ndarray) -> Task:

@@ -223,24 +223,30 @@ def cached_oracle_moments(
     *,
     data_dir: str | os.PathLike[str] | None = None,
     fit_settings: dict[str, int] | None = None,
+    fitted: dict[str, Any] | None = None,
 ) -> OracleMoments:
     """``task``'s posterior moments under ``oracle`` (:func:`udbench.evaluation.transfer.
     alternative_moments`), read from ``cache_dir`` when a run with the same request (oracle,
-    fit settings, :data:`ORACLE_MOMENTS_VERSION`) and task checksum ``sha`` left them there,
-    else computed and cached (``cache_dir`` None: never cached). A damaged or foreign cache
-    file is recomputed. Raises what :func:`alternative_moments` raises."""
-    request = {
+    fit settings, :data:`ORACLE_MOMENTS_VERSION`, and the given fit ``fitted`` if any) and
+    task checksum ``sha`` left them there, else computed and cached (``cache_dir`` None: never
+    cached). A damaged or foreign cache file is recomputed. Raises what
+    :func:`alternative_moments` raises."""
+    request: dict[str, Any] = {
         "oracle": oracle.text,
         "moments": ORACLE_MOMENTS_VERSION,
         "fit": fit_settings_for(str(task.spec.fidelity), fit_settings)
         if oracle.kind == GP_ORACLE and oracle.name != "prior"
         else None,
     }
+    if fitted is not None:  # another key, so a fit made here is never taken for it
+        request["given"] = json.loads(json.dumps(fitted, sort_keys=True))
     cache = None if cache_dir is None else Path(cache_dir)
     cpath = None if cache is None else _cache_path(cache, str(task.spec.task_id), sha, request)
     moments = _load_cached(cpath, oracle) if cpath is not None and cpath.is_file() else None
     if moments is None:
-        moments = alternative_moments(task, oracle, data_dir=data_dir, fit_settings=fit_settings)
+        moments = alternative_moments(
+            task, oracle, data_dir=data_dir, fit_settings=fit_settings, fitted=fitted
+        )
         if cpath is not None:
             _save_cached(cpath, moments)
     return moments

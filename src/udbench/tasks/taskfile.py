@@ -33,8 +33,8 @@ is written as schema 3, whose ``content_sha256`` leaves every timing out
 long the sampler took; the timings stay in ``meta.json`` where :mod:`udbench.tuning.plan`
 reads them, unprotected by the checksum. A file without timings (every GP regression task)
 is written as schema 2, byte for byte as before. Schema-2 files of MCMC families written
-before 2026-12-05 load unchanged, with their checksum over the timings: regenerated, such a
-task gets a new checksum once, then keeps it.
+before schema 3 (2026-12-04) load unchanged, with their checksum over the timings;
+regenerated, such a task gets a new checksum once, then keeps it.
 
 ``source`` (optional, added without a schema change) fingerprints the covariate table the task
 was drawn from: ``{"dataset", "origin", "n_rows", "n_features", "data_sha256"}`` with
