@@ -311,3 +311,18 @@ def test_an_unreadable_record_is_noted_once(tmp_path, tuning) -> None:
         "untuned/broken: unreadable record (JSONDecodeError: Expecting property name enclosed "
         "in double quotes: line 1 column 2 (char 1))"
     ]
+
+
+def test_cli_status_counts_the_oracle_fit_units_of_the_transfer_part(tmp_path, monkeypatch, capsys):
+    """With gp-small's shipped tuning records, blr has 240 cells per part, 240 transfer units
+    and one ``oracle-fit`` unit per (instance, gp:KERNEL oracle): 3 × 240."""
+    from udbench.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+
+    args = ["--suite", "gp-small", "-m", "blr", "--records", str(tmp_path / "rec")]
+    assert main(["campaign", "status", "runs", *args]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for part, n in (("untuned", 240), ("tuned", 240), ("oracle-fit", 720), ("transfer", 240)):
+        assert f"│ {part} │ 0 │ 0 │ 0 │ {n} │" in out, part
+    assert "│ total │ 0 │ 0 │ 0 │ 1440 │" in out

@@ -35,6 +35,16 @@ def test_another_campaigns_records_are_refused_for_run_and_noted_for_reading(tmp
     ]
 
 
+def test_every_kind_of_a_campaigns_units_is_its_own(tmp_path):
+    """The runs campaign's transfer part also makes ``oracle-fit`` units: their records are
+    the campaign's own, so a run goes on and reading notes nothing."""
+    _record(tmp_path, "untuned/x__gp/blr", "untuned")
+    _record(tmp_path, "oracle-fit/x__gp/gp-rbf", "oracle-fit")
+    assert check_records("runs", tmp_path, writing=True) == []
+    assert check_records("runs", tmp_path, writing=False) == []
+    assert "1 of kind 'oracle-fit'" in check_records("tuning", tmp_path, writing=False)[0]
+
+
 def test_a_missing_folder_is_noted_and_a_file_is_an_error(tmp_path):
     assert check_records("runs", tmp_path / "new", writing=True) == []
     assert check_records("runs", tmp_path / "new", writing=False) == [

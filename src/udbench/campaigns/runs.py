@@ -67,6 +67,7 @@ from udbench.campaigns._runs_versions import _numerics, task_version_check
 from udbench.campaigns.engine import Unit, current_records, jsonable
 
 __all__ = [
+    "KINDS",
     "ORACLE_FIT_KIND",
     "PARTS",
     "ROW_PARTS",
@@ -84,6 +85,8 @@ __all__ = [
 
 #: The parts of the campaign (per method, in this order).
 PARTS: tuple[str, ...] = ("untuned", "tuned", "transfer")
+#: Every kind of unit the parts make: the ``transfer`` part also makes ``oracle-fit`` units.
+KINDS: tuple[str, ...] = (*PARTS, ORACLE_FIT_KIND)
 #: The parts whose records hold a results row (one cell each).
 ROW_PARTS: tuple[str, ...] = ("untuned", "tuned")
 

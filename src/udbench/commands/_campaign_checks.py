@@ -10,14 +10,16 @@ from udbench._validation import UdbenchError, param_error
 
 
 def campaign_kinds(campaign: str) -> frozenset[str]:
-    """Every kind of unit ``campaign`` makes (all its parts), e.g. ``{"untuned", "tuned"}``."""
+    """Every kind of unit ``campaign`` makes (all its parts, and a module's ``KINDS`` where
+    a part makes units of more than one kind, e.g. the runs campaign's ``oracle-fit``)."""
     if campaign == "tuning":
         from udbench.tuning.shipped import CAMPAIGN_KIND
 
         return frozenset({CAMPAIGN_KIND})
     import importlib
 
-    return frozenset(importlib.import_module(f"udbench.campaigns.{campaign}").PARTS)
+    module = importlib.import_module(f"udbench.campaigns.{campaign}")
+    return frozenset(getattr(module, "KINDS", module.PARTS))
 
 
 def _record_kinds(folder: Path) -> dict[str, int]:
