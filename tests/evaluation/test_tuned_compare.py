@@ -115,3 +115,27 @@ def test_tau_intervals_pooled_and_per_factor_level():
     assert list(tuned_vs_untuned(_frame(UNTUNED), _frame(TUNED, "[tuned]")).taus["factor"]) == [
         "all"
     ]
+
+
+def test_instances_where_the_metric_is_undefined_are_named_beside_the_table():
+    """A tuned method whose EU is constant on two instances: its mean is over the other three
+    (as the leaderboard's), and the comparison names the method, the run, the count and the
+    reason the rows give."""
+    tuned = _frame(TUNED, "[tuned]")
+    tuned["metric_notes"] = ""
+    flat = (tuned["method"] == "b") & tuned["task_id"].isin(["t0", "t4"])
+    tuned.loc[flat, "rho_eu_risk"] = np.nan
+    tuned.loc[flat, "metric_notes"] = "rho_eu_risk: EU is constant; rho_eu_var: EU is constant"
+    out = tuned_vs_untuned(_frame(UNTUNED), tuned, n_resamples=200)
+    t = out.table.set_index("method")
+    assert t.loc["b", "n_tuned"] == 3 and t.loc["b", "n_untuned"] == 5
+    assert t.loc["b", "mean_tuned"] == pytest.approx(0.75, abs=1e-12)  # t1..t3 offsets: mean 0
+    assert out.undefined == [
+        {"run": "tuned", "method": "b", "n_undefined": 2, "n_ok": 5, "reason": "EU is constant"}
+    ]
+    assert (
+        "rho_eu_risk is undefined on some instances, left out of the method's mean (as "
+        "`udbench leaderboard` does): b tuned: 2 of 5 (EU is constant)."
+    ) in out.markdown()
+    clean = tuned_vs_untuned(_frame(UNTUNED), _frame(TUNED, "[tuned]"), n_resamples=200)
+    assert clean.undefined == [] and "undefined" not in clean.markdown()

@@ -58,6 +58,13 @@ class TunedComparison:
         instances both runs hold, a method's mean over the scope's instances where both runs
         have it (:func:`udbench.analyses.proxies.scope_taus`, the τ of ``udbench transfer``);
         the pooled row can differ from ``tau`` where the runs hold different instances.
+    undefined : list of dict
+        Per (run, method) whose ``rank_by`` is undefined (NaN) on some of its ``ok`` rows,
+        which its mean leaves out as ``udbench leaderboard`` does: ``{"run", "method",
+        "n_undefined", "n_ok", "reason"}``, the reason the rows' ``metric_notes`` give most
+        often (e.g. ``"EU is constant"``: a method whose EU does not vary over the pool has
+        no ranking to correlate). A mean over fewer instances than the others is then
+        visible beside the table, not only in ``n_<run>``.
     """
 
     table: pd.DataFrame
@@ -66,6 +73,7 @@ class TunedComparison:
     moves: list[dict[str, Any]] = field(default_factory=list)
     rank_by: str = "rho_eu_risk"
     taus: pd.DataFrame | None = None
+    undefined: list[dict[str, Any]] = field(default_factory=list)
 
     def markdown(self, digits: int = 3) -> str:
         """The table as Markdown, then τ and the largest moves (one line each)."""
@@ -91,6 +99,17 @@ class TunedComparison:
                 f"{num(r.high_untuned)}] | {rank(r.rank_untuned)} | {num(r.mean_tuned)} "
                 f"[{num(r.low_tuned)}, {num(r.high_tuned)}] | {rank(r.rank_tuned)} | {mv} |"
             )
+        if self.undefined:
+            told = "; ".join(
+                f"{u['method']} {u['run']}: {u['n_undefined']} of {u['n_ok']}"
+                + (f" ({u['reason']})" if u["reason"] else "")
+                for u in self.undefined
+            )
+            lines += [
+                "",
+                f"{self.rank_by} is undefined on some instances, left out of the method's mean "
+                f"(as `udbench leaderboard` does): {told}.",
+            ]
         tau = num(self.tau) + (f" ({self.tau_note})" if self.tau_note else "")
         lines += ["", f"Kendall's τ-b between the orderings: {tau}"]
         if self.moves:
@@ -232,7 +251,43 @@ def tuned_vs_untuned(
                 }
             )
     taus = _taus(untuned, tuned, rank_by, confidence, n_resamples, factors)
-    return TunedComparison(table, tau, tau_note, moves, rank_by, taus)
+    undefined = _undefined(untuned, "untuned", rank_by) + _undefined(tuned, "tuned", rank_by)
+    return TunedComparison(table, tau, tau_note, moves, rank_by, taus, undefined)
+
+
+def _undefined(results: pd.DataFrame, name: str, rank_by: str) -> list[dict[str, Any]]:
+    """Per method of one run: its ``ok`` rows whose ``rank_by`` is NaN, with the reason the
+    rows' ``metric_notes`` give most often (``"<metric>: <reason>; …"``); methods without
+    such rows are not listed."""
+    if rank_by not in results.columns or "status" not in results.columns:
+        return []
+    ok = results[results["status"].astype(str) == "ok"]
+    values = pd.to_numeric(ok[rank_by], errors="coerce")
+    out: list[dict[str, Any]] = []
+    labels = _labels(ok, name)
+    for method in sorted(set(labels)):
+        mine = labels == method
+        bad = mine & ~values.apply(lambda v: math.isfinite(v) if pd.notna(v) else False)
+        if not bad.any():
+            continue
+        reasons: dict[str, int] = {}
+        notes = ok.loc[bad, "metric_notes"] if "metric_notes" in ok.columns else []
+        for text in notes:
+            for part in str(text or "").split(";"):
+                key, sep, why = part.strip().partition(":")
+                if sep and key.strip() == rank_by:
+                    reasons[why.strip()] = reasons.get(why.strip(), 0) + 1
+        reason = max(sorted(reasons), key=lambda r: reasons[r]) if reasons else ""
+        out.append(
+            {
+                "run": name,
+                "method": method,
+                "n_undefined": int(bad.sum()),
+                "n_ok": int(mine.sum()),
+                "reason": reason,
+            }
+        )
+    return out
 
 
 def _taus(
