@@ -253,11 +253,13 @@ def test_oracle_fit_units_commit_one_fit_that_every_method_is_scored_against(
     ``oracle-fit`` unit, before the instance's first transfer unit; the transfer units require
     it and condition on its committed fit, also where this machine's own fit (its cache)
     differs; a fit that fails is recorded and the transfer records that oracle as failed."""
+    from udbench._validation import UdbenchError
     from udbench.campaigns._runs_transfer import (
         ORACLE_FIT_KIND,
         fits_kernel,
         oracle_fit_checksum,
     )
+    from udbench.campaigns.engine import stale_reason, unit_status
 
     work, records = tmp_path / "work", tmp_path / "records"
     assert fits_kernel("gp:rq+linear") and fits_kernel("gp:rbf")
@@ -293,7 +295,12 @@ def test_oracle_fit_units_commit_one_fit_that_every_method_is_scored_against(
     moved["fit_sha256"] = oracle_fit_checksum(moved)
     doc = json.loads(record_file(records, fit0).read_text())
     record_file(records, fit0).write_text(json.dumps({**doc, "result": moved}))
-    record_file(records, transfer.unit_id).unlink()
+    # the transfer record made under the old fit is stale by itself (its fit_sha256)
+    status, _ = unit_status(transfer, records)
+    assert status == "stale"
+    reason = stale_reason(transfer, json.loads(record_file(records, transfer.unit_id).read_text()))
+    assert reason is not None and f"than the committed {fit0}" in reason
+    assert unit_status(units[7], records)[0] == "done"  # the other instance: its own fit
     assert run_campaign(units, records)["done"] == 1
     again = json.loads(record_file(records, transfer.unit_id).read_text())["result"]
     got = again["oracles"]["gp:rbf"]
@@ -304,14 +311,28 @@ def test_oracle_fit_units_commit_one_fit_that_every_method_is_scored_against(
     import udbench.evaluation.transfer_rescoring as rescoring
 
     def boom(*args, **kwargs):
-        raise RuntimeError("no convergence")
+        raise OSError("disk full")
 
+    def no_fit(*args, **kwargs):
+        raise UdbenchError("the gp:rbf fit gave a prior variance 0.0")
+
+    # anything else than a fit that does not work (udbench's error): a failed unit, retried,
+    # and the instance's transfer unit waits for it
     monkeypatch.setattr(rescoring, "cached_oracle_moments", boom)
     for uid in (fit1, f"transfer/{COND}__s1/blr"):
         record_file(records, uid).unlink()
+    counts = run_campaign(units, records)
+    assert (counts["done"], counts["failed"], counts["left"]) == (0, 1, 1)
+    rec1 = json.loads(record_file(records, fit1).read_text())
+    assert rec1["status"] == "failed" and "OSError: disk full" in rec1["error"]
+    # a fit that does not work: done, its reason kept, the oracle failed in the transfer
+    monkeypatch.setattr(rescoring, "cached_oracle_moments", no_fit)
     assert run_campaign(units, records)["done"] == 2
     failed = json.loads(record_file(records, fit1).read_text())["result"]
-    assert failed["status"] == "failed" and "no convergence" in failed["error"]
+    assert failed["status"] == "failed" and "prior variance 0.0" in failed["error"]
     bad = json.loads(record_file(records, f"transfer/{COND}__s1/blr").read_text())["result"]
     assert bad["oracles"]["gp:rbf"]["status"] == "failed"
     assert "the oracle's fit failed" in bad["oracles"]["gp:rbf"]["error"]
+    # a summary given the units (fits included) lists methods only
+    summary = runs.runs_summary(records, units, n_resamples=50)
+    assert set(summary["progress"]) == {"blr"}

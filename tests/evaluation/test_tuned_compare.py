@@ -139,3 +139,19 @@ def test_instances_where_the_metric_is_undefined_are_named_beside_the_table():
     ) in out.markdown()
     clean = tuned_vs_untuned(_frame(UNTUNED), _frame(TUNED, "[tuned]"), n_resamples=200)
     assert clean.undefined == [] and "undefined" not in clean.markdown()
+
+
+def test_the_undefined_count_skips_rows_without_a_label_and_homoscedastic_au_rows():
+    from udbench.analyses.tuned_compare import _undefined
+
+    tuned = _frame(TUNED, "[tuned]")
+    tuned.loc[0, "rho_eu_risk"] = np.nan  # a, t0
+    stray = tuned.iloc[[1]].assign(method=np.nan, method_label=np.nan, rho_eu_risk=np.nan)
+    both = pd.concat([tuned, stray], ignore_index=True)
+    got = _undefined(both, "tuned", "rho_eu_risk")
+    assert [(u["method"], u["n_undefined"], u["n_ok"], u["reason"]) for u in got] == [
+        ("a", 1, 5, "")
+    ]
+    # ρ(AU, AU*) is not taken on homoscedastic rows (as the leaderboard): not "undefined"
+    au = both.assign(rho_au=np.nan, noise="homoscedastic")
+    assert _undefined(au, "tuned", "rho_au") == []

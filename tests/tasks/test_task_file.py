@@ -248,3 +248,23 @@ def test_schema2_file_with_timings_still_loads_with_its_old_checksum(tmp_path) -
     _rewrite_meta(path, lambda m: m["diagnostics"]["sampler"].update(wall_seconds=1.0))
     with pytest.raises(UdbenchError, match="checksum"):
         Task.load(path)
+
+
+def test_timings_inside_tuples_and_non_string_keys_are_handled(tmp_path) -> None:
+    """The checksum is of the JSON form: a timing inside a tuple is found and left out like
+    one inside a list, and a non-string key (JSON writes it as a string) is no error."""
+    task = _timed(55.57)
+    task.diagnostics["stages"] = ({"stage": 1, "wall_seconds": 3.0},)
+    task.diagnostics["by_k"] = {2: 0.5}
+    path = task.save(tmp_path / "a.npz")
+    meta = read_task_meta(path)  # loads: the checksum written is the one read back
+    assert meta["schema_version"] == 3 and meta["diagnostics"]["by_k"] == {"2": 0.5}
+    other = _timed(71.2)
+    other.diagnostics["stages"] = ({"stage": 1, "wall_seconds": 9.0},)
+    other.diagnostics["by_k"] = {2: 0.5}
+    assert (
+        read_task_meta(other.save(tmp_path / "b.npz"))["content_sha256"] == meta["content_sha256"]
+    )
+    plain = _task()
+    plain.diagnostics = {**plain.diagnostics, "stages": ({"stage": 1, "rate_seconds": 1.0},)}
+    assert read_task_meta(plain.save(tmp_path / "c.npz"))["schema_version"] == 3

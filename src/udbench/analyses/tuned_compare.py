@@ -259,9 +259,19 @@ def _undefined(results: pd.DataFrame, name: str, rank_by: str) -> list[dict[str,
     """Per method of one run: its ``ok`` rows whose ``rank_by`` is NaN, with the reason the
     rows' ``metric_notes`` give most often (``"<metric>: <reason>; …"``); methods without
     such rows are not listed."""
+    import warnings
+
+    from udbench.evaluation.leaderboard import _AU_METRICS, _au_mask, select_task_versions
+
     if rank_by not in results.columns or "status" not in results.columns:
         return []
+    with warnings.catch_warnings():  # the leaderboard has warned of mixed versions already
+        warnings.simplefilter("ignore")
+        results, _ = select_task_versions(results)  # the rows the leaderboard's means use
     ok = results[results["status"].astype(str) == "ok"]
+    if rank_by in _AU_METRICS:  # as the leaderboard: heteroscedastic AU rows only
+        ok = ok[_au_mask(ok)]
+    ok = ok[ok["method_label" if "method_label" in ok.columns else "method"].notna()]
     values = pd.to_numeric(ok[rank_by], errors="coerce")
     out: list[dict[str, Any]] = []
     labels = _labels(ok, name)

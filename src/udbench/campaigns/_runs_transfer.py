@@ -19,21 +19,25 @@ oracle) gets an ``oracle-fit`` unit (:data:`ORACLE_FIT_KIND`) whose record holds
 kernel and scale, and the instance's transfer units require it and condition on that fit
 (:func:`udbench.evaluation.transfer.alternative_moments`, ``fitted``) instead of fitting
 again. So the 19 methods of an instance are scored against one oracle whichever machines
-ran them. A fit that fails is recorded in its unit's result (``status`` ``failed``, with the
-reason) and the transfer units record that oracle as failed, as before.
+ran them, provided the fit records are committed with the others. A transfer record scored
+under another fit than the committed one (its ``fit_sha256``) is stale (:func:`fit_check`)
+and is scored again. A fit that does not work (a :class:`~udbench._validation.UdbenchError`)
+is recorded in its unit's result (``status`` ``failed``, with the reason) and the transfer
+units record that oracle as failed, as before; any other error fails the unit (retried).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from udbench._validation import UdbenchError
-from udbench.campaigns.engine import jsonable
+from udbench.campaigns.engine import UnitFailed, jsonable
 
 #: The part that scores each tuned cell under the oracles and losses below.
 TRANSFER_PART = "transfer"
@@ -123,9 +127,13 @@ def oracle_fit_work(
     out: dict[str, Any] = {"status": "ok", "error": None, "task_arrays_sha256": arrays}
     try:
         moments = cached_oracle_moments(task, parsed, cache, task.content_sha256, data_dir=data_dir)
-    except Exception as err:  # recorded: the instance's transfer units record the reason
-        why = " ".join(str(err).split())
-        return {**out, "status": "failed", "error": f"{type(err).__name__}: {why}"}
+    except Exception as err:
+        why = f"{type(err).__name__}: {' '.join(str(err).split())}"
+        if not isinstance(err, UdbenchError):  # e.g. a full disk: a failed unit, retried
+            raise UnitFailed(f"the {oracle} fit failed: {why}", out) from err
+        # a fit that does not work (udbench says why): kept, and the instance's transfer
+        # units record the oracle as failed with this reason
+        return {**out, "status": "failed", "error": why}
     info = moments.info
     out.update(
         kernel=info["kernel"],
@@ -137,6 +145,60 @@ def oracle_fit_work(
         seconds=moments.seconds,
     )
     return jsonable(out)
+
+
+def _committed_fit_sha(fit_records: str, task_id: str, oracle: str) -> str | None:
+    """``fit_sha256`` of the (instance, oracle)'s done ``oracle-fit`` record with an ``ok``
+    fit, else None; read once per version of the file (status and summaries ask for every
+    transfer record)."""
+    from udbench.campaigns.engine import record_file
+
+    path = record_file(fit_records, oracle_fit_unit_id(task_id, oracle))
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return _fit_sha_of(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _fit_sha_of(path: str, mtime_ns: int, size: int) -> str | None:
+    from udbench.campaigns.engine import read_record
+
+    rec = read_record(path)
+    if rec is None or rec.get("status") != "done":
+        return None
+    res = rec.get("result") or {}
+    sha = res.get("fit_sha256")
+    return str(sha) if res.get("status") == "ok" and sha else None
+
+
+def fit_check(
+    fit_records: str | None, task_id: str, oracles: Sequence[str]
+) -> Callable[[dict[str, Any]], str | None] | None:
+    """The ``accepts`` check of a transfer record against the committed fits (module notes):
+    a ``gp:KERNEL`` oracle scored under a fit (``fit_sha256``) other than its instance's
+    current ``oracle-fit`` record's is stale, so it is scored again against that fit. An
+    entry without a checksum (records of before 2026-12-04, made from one cache) or without
+    a committed fit yet is not judged. None without ``fit_records``."""
+    fitted = [o for o in oracles if fits_kernel(o)]
+    if fit_records is None or not fitted:
+        return None
+    folder = str(fit_records)
+
+    def accepts(record: dict[str, Any]) -> str | None:
+        entries = (record.get("result") or {}).get("oracles") or {}
+        for oracle in fitted:
+            have = (entries.get(oracle) or {}).get("fit_sha256")
+            want = _committed_fit_sha(folder, task_id, oracle) if have else None
+            if have and want and have != want:
+                return (
+                    f"scored under another fit of {oracle} ({have[:8]}) than the committed "
+                    f"{oracle_fit_unit_id(task_id, oracle)} ({want[:8]})"
+                )
+        return None
+
+    return accepts
 
 
 def _given_fit(fit_records: str | None, task_id: str, oracle: str) -> dict[str, Any] | None:

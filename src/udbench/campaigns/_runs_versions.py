@@ -10,7 +10,13 @@ from typing import Any
 
 from udbench._validation import UdbenchError
 
-__all__ = ["check_task_version", "is_reference_task", "ready_task_file", "task_version_check"]
+__all__ = [
+    "all_checks",
+    "check_task_version",
+    "is_reference_task",
+    "ready_task_file",
+    "task_version_check",
+]
 
 
 def _numerics(family: str) -> dict[str, int]:
@@ -47,6 +53,22 @@ def task_version_check(
         return task_version_problem(
             suite, spec.task_id, numerics, arrays_sha256=arrays, content_sha256=content
         )
+
+    return accepts
+
+
+def all_checks(
+    *checks: Callable[[dict[str, Any]], str | None] | None,
+) -> Callable[[dict[str, Any]], str | None] | None:
+    """One ``accepts`` check of several (None ones left out): the first reason any gives."""
+    live = [c for c in checks if c is not None]
+    if not live:
+        return None
+    if len(live) == 1:
+        return live[0]
+
+    def accepts(record: dict[str, Any]) -> str | None:
+        return next((r for c in live if (r := c(record)) is not None), None)
 
     return accepts
 

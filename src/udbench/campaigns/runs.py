@@ -55,6 +55,7 @@ from udbench.campaigns._runs_transfer import (
     TRANSFER_LOSSES,
     TRANSFER_ORACLES,
     TRANSFER_PART,
+    fit_check,
     fits_kernel,
     oracle_fit_settings,
     oracle_fit_unit_id,
@@ -63,7 +64,7 @@ from udbench.campaigns._runs_transfer import (
     transfer_summary,
     transfer_unit,
 )
-from udbench.campaigns._runs_versions import _numerics, task_version_check
+from udbench.campaigns._runs_versions import _numerics, all_checks, task_version_check
 from udbench.campaigns.engine import Unit, current_records, jsonable
 
 __all__ = [
@@ -389,7 +390,12 @@ def campaign_units(
                     estimate_seconds=estimate,
                     estimate_note=None if estimate else "no calibration entry",
                     requires=() if tuned is None else (tuned, *fits),
-                    accepts=task_version_check(cfg, spec),
+                    accepts=task_version_check(cfg, spec)
+                    if tuned is None
+                    else all_checks(
+                        task_version_check(cfg, spec),
+                        fit_check(fit_records, spec.task_id, transfer_oracles),
+                    ),
                 )
                 tuned_of.update({key: unit} if part == "tuned" else {})
                 units.append(unit)
@@ -482,6 +488,8 @@ def runs_summary(
             }
     if units is not None:
         for u in units:
+            if u.kind == ORACLE_FIT_KIND:  # an instance's fit, not a method's cell
+                continue
             entry = progress.setdefault(_unit_name(u.unit_id), {}).setdefault(
                 u.kind, {"done": 0, "failed": 0}
             )

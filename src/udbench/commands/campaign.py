@@ -419,7 +419,7 @@ def status_command(
     for unit in units:
         status, rec = unit_status(unit, folder)
         part = unit.unit_id.split("/")[0]
-        if per_method and unit.unit_id.count("/") == 2:  # <part>/<instance>/<method>
+        if per_method and "method" in unit.settings:  # <part>/<instance>/<method>
             part += "/" + unit.unit_id.rsplit("/", 1)[1]
         if unit.kind == "hbart-validation":
             part += "/" + unit.settings["layout"]
@@ -552,7 +552,7 @@ def summarise_command(
         from udbench.commands._campaign_runs import summarise_runs
 
         runs_work = _work(campaign, work, suite)
-        units = _suite_units("runs", suite, methods, "all", None, runs_work, None)
+        units = _suite_units("runs", suite, methods, "all", None, runs_work, None, folder)
         summarise_runs(folder, suite, units, write, as_json, results, runs_work)
         return
     if campaign == "classification":

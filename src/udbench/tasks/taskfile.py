@@ -217,11 +217,12 @@ def is_timing_key(key: str) -> bool:
     later is covered too. Such keys are left out of a schema-3 file's ``content_sha256``
     (module notes, "Timings").
     """
-    return key.endswith("_seconds") or key.endswith("_per_second")
+    return isinstance(key, str) and (key.endswith("_seconds") or key.endswith("_per_second"))
 
 
 def _without_timings(obj: Any) -> Any:
-    """``obj`` with every dict entry whose key :func:`is_timing_key` removed, at any depth."""
+    """``obj`` (as JSON reads it back) with every dict entry whose key :func:`is_timing_key`
+    removed, at any depth."""
     if isinstance(obj, dict):
         return {k: _without_timings(v) for k, v in obj.items() if not is_timing_key(k)}
     if isinstance(obj, list):
@@ -230,10 +231,16 @@ def _without_timings(obj: Any) -> Any:
 
 
 def _has_timings(obj: Any) -> bool:
+    """Whether ``obj`` as JSON writes it (tuples as lists, keys as strings) holds a timing."""
+    obj = json.loads(_canonical(obj))
+    return _contains_timing(obj)
+
+
+def _contains_timing(obj: Any) -> bool:
     if isinstance(obj, dict):
-        return any(is_timing_key(k) or _has_timings(v) for k, v in obj.items())
+        return any(is_timing_key(k) or _contains_timing(v) for k, v in obj.items())
     if isinstance(obj, list):
-        return any(_has_timings(v) for v in obj)
+        return any(_contains_timing(v) for v in obj)
     return False
 
 
@@ -255,8 +262,9 @@ def content_checksum(meta: dict[str, Any]) -> str:
     str
         64 hex digits.
     """
-    if meta.get("schema_version") == 3:
-        meta = {**meta, "diagnostics": _without_timings(meta.get("diagnostics"))}
+    if meta.get("schema_version") == 3:  # on the JSON form: what a reader sees
+        diagnostics = json.loads(_canonical(meta.get("diagnostics")))
+        meta = {**meta, "diagnostics": _without_timings(diagnostics)}
     return hashlib.sha256(_canonical(meta)).hexdigest()
 
 
