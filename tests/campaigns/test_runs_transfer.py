@@ -336,3 +336,9 @@ def test_oracle_fit_units_commit_one_fit_that_every_method_is_scored_against(
     # a summary given the units (fits included) lists methods only
     summary = runs.runs_summary(records, units, n_resamples=50)
     assert set(summary["progress"]) == {"blr"}
+    assert (
+        "transfer: oracle fits: 1 committed (`oracle-fit` records; 1 failed or not done); the "
+        "compared records' gp:KERNEL entries: 1 scored against a committed fit, 0 scored "
+        "before it was committed (under a fit with a checksum), 0 from before fit checksums "
+        "were kept"
+    ) in transfer_summary(records, units, n_resamples=50)["notes"]

@@ -477,7 +477,39 @@ def _frames(records: str | Path, units: Any) -> tuple[Any, dict[str, Any], list[
                 alt["oracle_status"] = entry["status"]
                 per_oracle.setdefault(oracle, []).append(alt)
     frames = {o: pd.DataFrame(r) for o, r in per_oracle.items()}
+    fits = _fit_provenance(records, units, [r for m in complete for r in by_method[m]])
+    notes += [fits] if fits else []
     return pd.DataFrame(correct), frames, complete, notes
+
+
+def _fit_provenance(records: str | Path, units: Any, compared: list[dict[str, Any]]) -> str | None:
+    """One line: how many ``oracle-fit`` records there are, and which fit the compared
+    transfer records' ``gp:KERNEL`` entries were scored under (None without such entries)."""
+    from udbench.campaigns.engine import current_records
+
+    given = checksummed = bare = 0
+    for rec in compared:
+        for oracle, entry in ((rec.get("result") or {}).get("oracles") or {}).items():
+            if entry.get("status") != "ok" or not str(oracle).startswith("gp:"):
+                continue
+            if oracle == "gp:prior":  # read from the task, not fitted
+                continue
+            if entry.get("fit_given"):
+                given += 1
+            elif entry.get("fit_sha256"):
+                checksummed += 1
+            else:
+                bare += 1
+    if not given + checksummed + bare:
+        return None
+    fit_recs, _ = current_records(records, ORACLE_FIT_KIND, units, include_failed=True)
+    ok = sum((r.get("result") or {}).get("status") == "ok" for r in fit_recs)
+    return (
+        f"transfer: oracle fits: {ok} committed (`oracle-fit` records; {len(fit_recs) - ok} "
+        f"failed or not done); the compared records' gp:KERNEL entries: {given} scored "
+        f"against a committed fit, {checksummed} scored before it was committed (under a fit "
+        f"with a checksum), {bare} from before fit checksums were kept"
+    )
 
 
 def transfer_summary(
