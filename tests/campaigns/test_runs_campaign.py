@@ -326,3 +326,10 @@ def test_cli_status_counts_the_oracle_fit_units_of_the_transfer_part(tmp_path, m
     for part, n in (("untuned", 240), ("tuned", 240), ("oracle-fit", 720), ("transfer", 240)):
         assert f"│ {part} │ 0 │ 0 │ 0 │ {n} │" in out, part
     assert "│ total │ 0 │ 0 │ 0 │ 1440 │" in out
+    # per method: the fits stay one row of their kind; a tuning sweep's row is its method's
+    assert main(["campaign", "status", "runs", *args, "--per-method"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "│ oracle-fit │ 0 │ 0 │ 0 │ 720 │" in out and "│ transfer/blr │ 0 │ 0 │ 0 │ 240 │" in out
+    assert main(["campaign", "status", "tuning", "-m", "blr", "--per-method"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "│ blr │ 24 │ 0 │ 0 │ 0 │" in out and "__gp__" not in out

@@ -337,8 +337,8 @@ def test_oracle_fit_units_commit_one_fit_that_every_method_is_scored_against(
     summary = runs.runs_summary(records, units, n_resamples=50)
     assert set(summary["progress"]) == {"blr"}
     assert (
-        "transfer: oracle fits: 1 committed (`oracle-fit` records; 1 failed or not done); the "
-        "compared records' gp:KERNEL entries: 1 scored against a committed fit, 0 scored "
-        "before it was committed (under a fit with a checksum), 0 from before fit checksums "
-        "were kept"
+        "transfer: oracle fits: 1 committed with a fit (`oracle-fit` records; 1 of the "
+        "campaign's fit units without one: failed, not run or not a fit); the compared "
+        "records' gp:KERNEL entries: 1 scored against a committed fit, 0 scored before it was "
+        "committed (under a fit with a checksum), 0 from before fit checksums were kept"
     ) in transfer_summary(records, units, n_resamples=50)["notes"]

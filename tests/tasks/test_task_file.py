@@ -268,3 +268,8 @@ def test_timings_inside_tuples_and_non_string_keys_are_handled(tmp_path) -> None
     plain = _task()
     plain.diagnostics = {**plain.diagnostics, "stages": ({"stage": 1, "rate_seconds": 1.0},)}
     assert read_task_meta(plain.save(tmp_path / "c.npz"))["schema_version"] == 3
+    # schema 2 too: keys whose order changes as strings ({2, 10} → {"10", "2"}) still load
+    keyed = _task()
+    keyed.diagnostics = {**keyed.diagnostics, "by_k": {2: 0.5, 10: 0.25}}
+    meta2 = read_task_meta(keyed.save(tmp_path / "d.npz"))
+    assert meta2["schema_version"] == 2 and meta2["diagnostics"]["by_k"] == {"2": 0.5, "10": 0.25}

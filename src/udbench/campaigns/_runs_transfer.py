@@ -21,9 +21,9 @@ kernel and scale, and the instance's transfer units require it and condition on 
 again. So the 19 methods of an instance are scored against one oracle whichever machines
 ran them, provided the fit records are committed with the others. A transfer record scored
 under another fit than the committed one (its ``fit_sha256``) is stale (:func:`fit_check`)
-and is scored again. A fit that does not work (a :class:`~udbench._validation.UdbenchError`)
-is recorded in its unit's result (``status`` ``failed``, with the reason) and the transfer
-units record that oracle as failed, as before; any other error fails the unit (retried).
+and is scored again. A fit that does not work is recorded in its unit's result (``status``
+``failed``, with the reason) and the transfer units record that oracle as failed, as before;
+an error of the machine (:data:`MACHINE_ERRORS`) fails the unit instead, and it is retried.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from udbench._validation import UdbenchError
-from udbench.campaigns.engine import UnitFailed, jsonable
+from udbench._validation import InputUnavailableError, UdbenchError
+from udbench.campaigns.engine import jsonable
 
 #: The part that scores each tuned cell under the oracles and losses below.
 TRANSFER_PART = "transfer"
@@ -51,6 +51,9 @@ TRANSFER_LOSSES: tuple[str, ...] = ("crps", "log")
 #: The kind of the units that fit a ``gp:KERNEL`` oracle once per instance (module notes);
 #: built with the ``transfer`` part, before the instance's first transfer unit.
 ORACLE_FIT_KIND = "oracle-fit"
+#: Errors of the machine rather than of a fit or a score (a full disk, no memory): the unit
+#: fails and the next run retries it, instead of recording the oracle as failed for good.
+MACHINE_ERRORS: tuple[type[Exception], ...] = (OSError, MemoryError)
 #: An ``oracle-fit`` unit's CPU seconds: one L-BFGS-B kernel fit and its conditioning on
 #: gp-small (the instance's three fits took 9-13 s).
 ORACLE_FIT_UNIT_SECONDS = 4.0
@@ -121,18 +124,20 @@ def oracle_fit_work(
     from udbench.tasks import Task
 
     path, arrays = ready_task_file(spec, work_dir, data_dir, generate, suite)
-    task = Task.load(path)
+    task = Task.load(path).verify()  # its arrays now: a damaged file is no fit's failure
     parsed = parse_oracle(oracle, "udbench campaign runs")
     cache = Path(work_dir) / "transfer-oracles" / parsed.slug
     out: dict[str, Any] = {"status": "ok", "error": None, "task_arrays_sha256": arrays}
     try:
         moments = cached_oracle_moments(task, parsed, cache, task.content_sha256, data_dir=data_dir)
+    except InputUnavailableError:  # nothing failed: the unit waits for the input
+        raise
+    except MACHINE_ERRORS:  # not the fit's failure: the unit fails, retried
+        raise
     except Exception as err:
+        # a fit that does not work: kept with its reason, and the instance's transfer units
+        # record the oracle as failed with it
         why = f"{type(err).__name__}: {' '.join(str(err).split())}"
-        if not isinstance(err, UdbenchError):  # e.g. a full disk: a failed unit, retried
-            raise UnitFailed(f"the {oracle} fit failed: {why}", out) from err
-        # a fit that does not work (udbench says why): kept, and the instance's transfer
-        # units record the oracle as failed with this reason
         return {**out, "status": "failed", "error": why}
     info = moments.info
     out.update(
@@ -399,6 +404,8 @@ def _transfer_work(
             entry["metrics"] = {k: {**got, **by}.get(k, float("nan")) for k in wanted}
             entry["fit_sha256"] = oracle_fit_checksum(moments.info)
             entry["fit_given"] = fitted is not None
+        except MACHINE_ERRORS:  # not the oracle's failure: the unit fails, retried
+            raise
         except Exception as err:  # recorded with its reason: the other oracles go on
             why = " ".join(str(err).split())
             entry.update(status="failed", error=f"{type(err).__name__}: {why}")
@@ -503,10 +510,15 @@ def _fit_provenance(records: str | Path, units: Any, compared: list[dict[str, An
     if not given + checksummed + bare:
         return None
     fit_recs, _ = current_records(records, ORACLE_FIT_KIND, units, include_failed=True)
-    ok = sum((r.get("result") or {}).get("status") == "ok" for r in fit_recs)
+    ok = sum(
+        r.get("status") == "done" and (r.get("result") or {}).get("status") == "ok"
+        for r in fit_recs
+    )
+    expected = len(fit_recs) if units is None else sum(u.kind == ORACLE_FIT_KIND for u in units)
     return (
-        f"transfer: oracle fits: {ok} committed (`oracle-fit` records; {len(fit_recs) - ok} "
-        f"failed or not done); the compared records' gp:KERNEL entries: {given} scored "
+        f"transfer: oracle fits: {ok} committed with a fit (`oracle-fit` records; "
+        f"{max(expected - ok, 0)} of the campaign's fit units without one: failed, not run or "
+        f"not a fit); the compared records' gp:KERNEL entries: {given} scored "
         f"against a committed fit, {checksummed} scored before it was committed (under a fit "
         f"with a checksum), {bare} from before fit checksums were kept"
     )

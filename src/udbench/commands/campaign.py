@@ -419,7 +419,8 @@ def status_command(
     for unit in units:
         status, rec = unit_status(unit, folder)
         part = unit.unit_id.split("/")[0]
-        if per_method and "method" in unit.settings:  # <part>/<instance>/<method>
+        # <part>/<instance>/<method> (not an instance's oracle-fit, nor a tuning sweep)
+        if per_method and "method" in unit.settings and unit.unit_id.count("/") == 2:
             part += "/" + unit.unit_id.rsplit("/", 1)[1]
         if unit.kind == "hbart-validation":
             part += "/" + unit.settings["layout"]

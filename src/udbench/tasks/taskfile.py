@@ -247,7 +247,8 @@ def _contains_timing(obj: Any) -> bool:
 def content_checksum(meta: dict[str, Any]) -> str:
     """The ``content_sha256`` of a task file's metadata (without its ``content_sha256``).
 
-    SHA-256 of the canonical JSON (sorted keys, no spaces) of ``meta``. For schema 3 the
+    SHA-256 of the canonical JSON (sorted keys, no spaces) of ``meta`` as JSON reads it back
+    (so a non-string key is hashed as the string a reader sees). For schema 3 the
     timings under ``meta["diagnostics"]`` (:func:`is_timing_key`) are left out first, so
     two generations of one task that differ only in how long they took have one checksum;
     for schema 2 every entry counts, as it always has.
@@ -262,9 +263,9 @@ def content_checksum(meta: dict[str, Any]) -> str:
     str
         64 hex digits.
     """
-    if meta.get("schema_version") == 3:  # on the JSON form: what a reader sees
-        diagnostics = json.loads(_canonical(meta.get("diagnostics")))
-        meta = {**meta, "diagnostics": _without_timings(diagnostics)}
+    meta = json.loads(_canonical(meta))  # the JSON form, what a reader sees (keys as strings)
+    if meta.get("schema_version") == 3:
+        meta = {**meta, "diagnostics": _without_timings(meta.get("diagnostics"))}
     return hashlib.sha256(_canonical(meta)).hexdigest()
 
 
