@@ -29,7 +29,7 @@ import numpy as np
 
 from udbench.priors.gp import GPPrior
 from udbench.tasks import Task, TaskSpec, make_task
-from udbench.tasks.taskfile import _write_schema1
+from udbench.tasks._schema1 import write_schema1
 
 N_TRAIN, N_EVAL, D = 3136, 1500, 1000
 SUITES = {"gp-all": ("gp",), "paper": ("gp", "hbart", "bnn")}
@@ -97,7 +97,7 @@ def main() -> None:
         old = make_task(spec, GPPrior(hyper, 1.0), *args, draws_train=True)
         t_make_old = time.perf_counter() - t0
         t0 = time.perf_counter()
-        old_path = _write_schema1(old, Path(tmp) / "old.npz")
+        old_path = write_schema1(old, Path(tmp) / "old.npz")
         t_write_old = time.perf_counter() - t0
         t0 = time.perf_counter()
         with np.load(old_path) as npz:

@@ -16,8 +16,9 @@ from udbench.evaluation.scoring import score_prediction
 from udbench.evaluation.store import read_results
 from udbench.priors.gp import GPPrior
 from udbench.tasks import Task, TaskSpec, make_task, pool_checks
+from udbench.tasks._schema1 import write_schema1
 from udbench.tasks.checks import acceptance_checks
-from udbench.tasks.taskfile import _write_schema1, is_draws_array, task_file_is_valid
+from udbench.tasks.taskfile import is_draws_array, task_file_is_valid
 
 HYPER = {
     "kernel_family": "rbf",
@@ -129,7 +130,7 @@ def test_float32_draws_keep_stored_metrics_and_acceptance_verdicts(tmp_path) -> 
 
 def test_old_format_file_is_a_one_line_error_naming_its_version(tmp_path) -> None:
     (task, _), *_ = _seeded_set()
-    path = _write_schema1(task, tmp_path / "old.npz")
+    path = write_schema1(task, tmp_path / "old.npz")
     with pytest.raises(UdbenchError) as err:
         Task.load(path)
     text = str(err.value)
@@ -161,7 +162,7 @@ def test_generate_treats_an_old_format_file_as_one_to_write_again(tmp_path) -> N
     from udbench.tasks.generate import task_file_clash
 
     (task, _), *_ = _seeded_set()
-    old = _write_schema1(task, tmp_path / "old.npz")
+    old = write_schema1(task, tmp_path / "old.npz")
     assert task_file_clash(old, task.spec, None) is None  # like a damaged file: regenerated
     new = task.save(tmp_path / "new.npz")
     assert task_file_clash(new, task.spec, None) == ""  # the same instance: skipped

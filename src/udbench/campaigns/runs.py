@@ -14,9 +14,9 @@ complete method at a time:
     configuration ``udbench run --tuned <suite>`` uses, labelled ``<label>[tuned]``. A
     (method, condition) without a usable record (not tuned yet, its sweep failed, or stale:
     :func:`udbench.tuning.records.shipped_staleness`) has no units yet; it is listed by
-    :func:`tuned_configurations` as waiting, and a later run, after the tuning campaign has
-    committed the record, adds them. The record's tuned values are among the unit's settings,
-    so a re-tuned record makes its cells stale.
+    :func:`udbench.campaigns._runs_tuned.tuned_configurations` as waiting, and a later run,
+    after the tuning campaign has committed the record, adds them. The record's tuned values
+    are among the unit's settings, so a re-tuned record makes its cells stale.
 ``transfer``
     The tuned cell's predictions scored under alternative oracles and losses
     (:mod:`udbench.campaigns._runs_transfer`; issue 36, item 4). With the campaign's records
@@ -49,21 +49,16 @@ from pathlib import Path
 from typing import Any
 
 from udbench._validation import check_choice, param_error
+from udbench.campaigns._runs_fits import ORACLE_FIT_KIND, fit_check, fit_units, fits_kernel
 from udbench.campaigns._runs_transfer import (
-    ORACLE_FIT_KIND,
-    ORACLE_FIT_UNIT_SECONDS,
     TRANSFER_LOSSES,
     TRANSFER_ORACLES,
     TRANSFER_PART,
-    fit_check,
-    fits_kernel,
-    oracle_fit_settings,
-    oracle_fit_unit_id,
-    oracle_fit_work,
     predictions_path,
     transfer_summary,
     transfer_unit,
 )
+from udbench.campaigns._runs_tuned import tuned_configurations
 from udbench.campaigns._runs_versions import _numerics, all_checks, task_version_check
 from udbench.campaigns.engine import Unit, current_records, jsonable
 
@@ -150,68 +145,6 @@ def _cell_work(
     return {**result, "predictions_sha256": sha, "task_arrays_sha256": arrays}
 
 
-def tuned_configurations(
-    suite: str, methods: Sequence[Any], specs: Sequence[Any], records: str | Path | None = None
-) -> tuple[dict[tuple[str, str], tuple[Any, dict[str, Any]]], list[str]]:
-    """The tuned configuration of every (method, condition) with a usable shipped record.
-
-    Parameters
-    ----------
-    suite : str
-        The suite whose shipped records are read.
-    methods : sequence of MethodConfig
-        The method configurations (the suite's, or those of ``--methods``).
-    specs : sequence of TaskSpec
-        The suite's instances.
-    records : str or Path, optional
-        Another records folder (default: :func:`udbench.tuning.shipped.shipped_folder`).
-
-    Returns
-    -------
-    (chosen, waiting) : tuple
-        ``chosen[(config hash, condition key)] = (tuned MethodConfig, row extras)``, as
-        ``udbench run --tuned`` configures the cell; ``waiting``: per method, one line for
-        its conditions without a record (or whose sweep failed) and one for those whose record
-        is stale (:func:`udbench.tuning.records.shipped_staleness`), with how many; each
-        condition waits alone, the method's other conditions are not held back.
-    """
-    from udbench.tuning.records import Condition, StaleRecordError, tuned_configurer
-    from udbench.tuning.shipped import shipped_folder
-
-    folder = Path(records) if records is not None else shipped_folder(suite)
-    conditions = {Condition.of(s).key: s for s in specs}
-    chosen: dict[tuple[str, str], tuple[Any, dict[str, Any]]] = {}
-    waiting: list[str] = []
-    for mc in methods:
-        missing, stale = 0, []
-        for key, spec in conditions.items():
-            try:  # per condition: a stale record holds back its own condition's cells only
-                configure = tuned_configurer(
-                    folder, [mc], [spec], fallback="default", shipped=suite, command="campaign runs"
-                )
-            except StaleRecordError as err:
-                stale.append(
-                    f"record {err.record} is stale ({err.why}); re-tune it (udbench campaign run "
-                    f"tuning --suite {suite} --methods {mc.name})"
-                )
-                continue
-            tuned, extra = configure(spec, mc)
-            if extra.get("tuned_record") is None:
-                missing += 1
-            else:
-                chosen[(mc.config_hash, key)] = (tuned, extra)
-        if missing:
-            waiting.append(
-                f"{mc.name}: {missing} of {len(conditions)} conditions wait for a tuning record"
-            )
-        if stale:
-            waiting.append(
-                f"{mc.name}: {len(stale)} of {len(conditions)} conditions wait for a stale "
-                f"record to be re-tuned ({stale[0]}{'; …' if len(stale) > 1 else ''})"
-            )
-    return chosen, waiting
-
-
 def waiting_cells(
     suite: str = "gp-small",
     methods: Sequence[str] | None = None,
@@ -219,7 +152,7 @@ def waiting_cells(
     records: str | Path | None = None,
 ) -> list[str]:
     """Why some ``tuned`` cells have no units yet: per method, the conditions without a usable
-    shipped record (:func:`tuned_configurations`)."""
+    shipped record (:func:`udbench.campaigns._runs_tuned.tuned_configurations`)."""
     from udbench.methods.configs import resolve_methods
     from udbench.recipes.suites import load_suite, method_specs
 
@@ -292,7 +225,7 @@ def campaign_units(
     campaign_records : str or Path, optional
         The campaign's own records folder (``udbench campaign run runs`` passes it). With it,
         the ``transfer`` part has an ``oracle-fit`` unit
-        (:data:`udbench.campaigns._runs_transfer.ORACLE_FIT_KIND`) per
+        (:data:`udbench.campaigns._runs_fits.ORACLE_FIT_KIND`) per
         (instance, ``gp:KERNEL`` oracle), which the instance's transfer units require and
         whose committed fit they condition on (:mod:`udbench.campaigns._runs_transfer`,
         "One fit per (instance, oracle)"); without it, each transfer unit uses this
@@ -378,7 +311,7 @@ def campaign_units(
                     )
                     settings.update(more)
                     if fitted and spec.task_id not in fits_of:  # before its first transfer
-                        fits_of[spec.task_id] = _fit_units(spec, fitted, where)
+                        fits_of[spec.task_id] = fit_units(spec, fitted, where)
                         units.extend(fits_of[spec.task_id])
                     fits = fits_of.get(spec.task_id, ())
                 unit = Unit(
@@ -401,25 +334,6 @@ def campaign_units(
                 units.append(unit)
     kinds = set(parts) | ({ORACLE_FIT_KIND} if TRANSFER_PART in parts else set())
     return [u for u in units if u.kind in kinds]
-
-
-def _fit_units(spec: Any, oracles: Sequence[str], where: tuple[Any, ...]) -> tuple[Unit, ...]:
-    """The ``oracle-fit`` units of one instance (one per ``gp:KERNEL`` oracle)."""
-    work_dir, data_dir, generate, cfg = where
-    return tuple(
-        Unit(
-            unit_id=oracle_fit_unit_id(spec.task_id, oracle),
-            kind=ORACLE_FIT_KIND,
-            settings=oracle_fit_settings(spec, oracle, str(cfg.get("name"))),
-            numerics=_numerics(spec.family),
-            work=functools.partial(
-                oracle_fit_work, spec, oracle, work_dir, data_dir, generate, cfg
-            ),
-            estimate_seconds=ORACLE_FIT_UNIT_SECONDS,
-            accepts=task_version_check(cfg, spec),
-        )
-        for oracle in oracles
-    )
 
 
 def runs_summary(

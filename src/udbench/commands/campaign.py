@@ -97,9 +97,8 @@ def _records(campaign: str, records: Path | None, suite: str = "gp-small") -> Pa
 
 
 def _docs() -> Path:
-    """The docs folder of the checkout udbench runs from (its records are committed there),
-    so the defaults do not depend on the current folder; ``docs`` of the current folder for
-    an installed package."""
+    """The docs folder of the checkout udbench runs from (its records are committed there;
+    defaults independent of the current folder), else ``docs`` of the current folder."""
     import udbench
 
     checkout = Path(udbench.__file__).resolve().parents[2] / "docs"
@@ -157,8 +156,7 @@ def _suite_units(  # type: ignore[no-untyped-def]
     data_dir: Path | None,
     records: Path | None = None,
 ):
-    """The units of the classification or runs campaign (``campaign_units`` of its module);
-    ``records``: the runs campaign's records folder (its ``oracle-fit`` records)."""
+    """The units of the classification or runs campaign (``campaign_units`` of its module)."""
     import importlib
 
     from udbench.recipes.suites import SUITES
@@ -180,14 +178,13 @@ def _suite_units(  # type: ignore[no-untyped-def]
         for spec in specs or []:
             if spec.split(":", 1)[0].strip() not in known:
                 raise param_error(comp, "--methods", f"name registered methods ({known})", spec)
-    extra = {"campaign_records": records} if campaign == "runs" else {}
     return module.campaign_units(
         chosen,
         work_dir=work,
         data_dir=None if data_dir is None else str(data_dir),
         suite=suite,
         methods=specs,
-        **extra,
+        **({"campaign_records": records} if campaign == "runs" else {}),  # its oracle fits
     )
 
 
@@ -419,8 +416,7 @@ def status_command(
     for unit in units:
         status, rec = unit_status(unit, folder)
         part = unit.unit_id.split("/")[0]
-        # <part>/<instance>/<method> (not an instance's oracle-fit, nor a tuning sweep)
-        if per_method and "method" in unit.settings and unit.unit_id.count("/") == 2:
+        if per_method and "method" in unit.settings and unit.unit_id.count("/") == 2:  # a cell
             part += "/" + unit.unit_id.rsplit("/", 1)[1]
         if unit.kind == "hbart-validation":
             part += "/" + unit.settings["layout"]

@@ -27,10 +27,11 @@ Timings (schema 3): the MCMC samplers record wall-clock measurements in the diag
 (``diagnostics["sampler"]["wall_seconds"]``, ``chain_iterations_per_second``; the GP
 classifier's ``sampler_seconds``, ``conditional_seconds``, ``reference_seconds``), which
 differ between two generations of one task. A key under ``diagnostics`` is a timing by name
-(:func:`is_timing_key`: ``*_seconds`` or ``*_per_second``). A file whose diagnostics hold one
-is written as schema 3, whose ``content_sha256`` leaves every timing out
-(:func:`content_checksum`), so the same spec, seed and data give the same checksum however
-long the sampler took; the timings stay in ``meta.json`` where :mod:`udbench.tuning.plan`
+(:func:`udbench.tasks._checksum.is_timing_key`: ``*_seconds`` or ``*_per_second``). A file
+whose diagnostics hold one is written as schema 3, whose ``content_sha256`` leaves every
+timing out (:func:`udbench.tasks._checksum.content_checksum`), so the same spec, seed and
+data give the same checksum however long the sampler took; the timings stay in
+``meta.json`` where :mod:`udbench.tuning.plan`
 reads them, unprotected by the checksum. A file without timings (every GP regression task)
 is written as schema 2, byte for byte as before. Schema-2 files of MCMC families written
 before schema 3 (2026-12-04) load unchanged, with their checksum over the timings;
@@ -87,6 +88,7 @@ import numpy as np
 
 from udbench import __version__
 from udbench._validation import UdbenchError
+from udbench.tasks._checksum import _has_timings, content_checksum, is_timing_key
 from udbench.tasks.spec import TaskSpec
 
 __all__ = [
@@ -203,70 +205,6 @@ def _storage(name: str, arr: np.ndarray | None) -> np.ndarray | None:
     if is_draws_array(name) and np.issubdtype(arr.dtype, np.floating):
         return arr.astype(DRAWS_DTYPE, copy=False)
     return arr
-
-
-def _canonical(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=True).encode()
-
-
-def is_timing_key(key: str) -> bool:
-    """True for a diagnostics key that holds a wall-clock measurement.
-
-    The rule is by name, like :func:`is_draws_array`: ``*_seconds`` (e.g. ``wall_seconds``)
-    or ``*_per_second`` (e.g. ``chain_iterations_per_second``), so a timing a sampler adds
-    later is covered too. Such keys are left out of a schema-3 file's ``content_sha256``
-    (module notes, "Timings").
-    """
-    return isinstance(key, str) and (key.endswith("_seconds") or key.endswith("_per_second"))
-
-
-def _without_timings(obj: Any) -> Any:
-    """``obj`` (as JSON reads it back) with every dict entry whose key :func:`is_timing_key`
-    removed, at any depth."""
-    if isinstance(obj, dict):
-        return {k: _without_timings(v) for k, v in obj.items() if not is_timing_key(k)}
-    if isinstance(obj, list):
-        return [_without_timings(v) for v in obj]
-    return obj
-
-
-def _has_timings(obj: Any) -> bool:
-    """Whether ``obj`` as JSON writes it (tuples as lists, keys as strings) holds a timing."""
-    obj = json.loads(_canonical(obj))
-    return _contains_timing(obj)
-
-
-def _contains_timing(obj: Any) -> bool:
-    if isinstance(obj, dict):
-        return any(is_timing_key(k) or _contains_timing(v) for k, v in obj.items())
-    if isinstance(obj, list):
-        return any(_contains_timing(v) for v in obj)
-    return False
-
-
-def content_checksum(meta: dict[str, Any]) -> str:
-    """The ``content_sha256`` of a task file's metadata (without its ``content_sha256``).
-
-    SHA-256 of the canonical JSON (sorted keys, no spaces) of ``meta`` as JSON reads it back
-    (so a non-string key is hashed as the string a reader sees). For schema 3 the
-    timings under ``meta["diagnostics"]`` (:func:`is_timing_key`) are left out first, so
-    two generations of one task that differ only in how long they took have one checksum;
-    for schema 2 every entry counts, as it always has.
-
-    Parameters
-    ----------
-    meta : dict
-        The metadata as written to ``meta.json``, without ``content_sha256``.
-
-    Returns
-    -------
-    str
-        64 hex digits.
-    """
-    meta = json.loads(_canonical(meta))  # the JSON form, what a reader sees (keys as strings)
-    if meta.get("schema_version") == 3:
-        meta = {**meta, "diagnostics": _without_timings(meta.get("diagnostics"))}
-    return hashlib.sha256(_canonical(meta)).hexdigest()
 
 
 def _npy_bytes(arr: np.ndarray) -> bytes:
@@ -645,40 +583,3 @@ def task_file_is_valid(path: str | Path, spec: TaskSpec | None = None) -> bool:
     except (UdbenchError, zipfile.BadZipFile, OSError, zlib.error, EOFError, ValueError):
         return False
     return spec is None or TaskSpec.from_dict(meta["spec"]) == spec
-
-
-def _write_schema1(task: Task, path: str | Path) -> Path:
-    """Write ``task`` in the retired schema-1 layout (tests and the storage benchmark only).
-
-    Schema 1: every array float64 (draws upcast from float32), members uncompressed. This
-    udbench rejects such a file on load; it exists to measure the old size and test that error.
-    """
-    path = Path(path)
-    members: list[tuple[str, bytes]] = []
-    hashes: dict[str, str] = {}
-    for name in ARRAY_NAMES:
-        arr = task._get(name)
-        if arr is None:
-            continue
-        arr = np.asarray(arr)
-        if is_draws_array(name):
-            arr = arr.astype(np.float64)
-        data = _npy_bytes(arr)
-        hashes[name] = hashlib.sha256(data).hexdigest()
-        members.append((f"{name}.npy", data))
-    meta: dict[str, Any] = {
-        "format": "udbench-task",
-        "schema_version": 1,
-        "udbench_version": "0.1.0",
-        "task_id": task.spec.task_id,
-        "spec": task.spec.to_dict(),
-        "prior": task.prior,
-        "diagnostics": task.diagnostics,
-        "array_sha256": hashes,
-    }
-    meta["content_sha256"] = hashlib.sha256(_canonical(meta)).hexdigest()
-    members.append(("meta.json", json.dumps(meta, indent=1, sort_keys=True).encode()))
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
-        for name, data in members:
-            zf.writestr(zipfile.ZipInfo(name, date_time=_ZIP_DATE), data)
-    return path
