@@ -209,7 +209,8 @@ def oracle_fit_checksum(info: dict[str, Any]) -> str | None:
     :class:`udbench.evaluation.transfer.OracleMoments` ``info``), None for an oracle that
     fits nothing. The fit is an L-BFGS-B optimum, which another machine can place elsewhere
     (docs/campaigns.md, "Task versions across machines"); the transfer records keep this so
-    that an instance scored under two fits of one oracle is found (:func:`transfer_summary`).
+    that an instance scored under two fits of one oracle is found
+    (:func:`udbench.campaigns._runs_transfer.transfer_summary`).
     """
     if "kernel" not in info:
         return None

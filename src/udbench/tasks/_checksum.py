@@ -22,10 +22,10 @@ def _canonical(obj: Any) -> bytes:
 def is_timing_key(key: str) -> bool:
     """True for a diagnostics key that holds a wall-clock measurement.
 
-    The rule is by name, like :func:`is_draws_array`: ``*_seconds`` (e.g. ``wall_seconds``)
-    or ``*_per_second`` (e.g. ``chain_iterations_per_second``), so a timing a sampler adds
-    later is covered too. Such keys are left out of a schema-3 file's ``content_sha256``
-    (module notes, "Timings").
+    The rule is by name, like :func:`udbench.tasks.taskfile.is_draws_array`: ``*_seconds``
+    (e.g. ``wall_seconds``) or ``*_per_second`` (e.g. ``chain_iterations_per_second``), so a
+    timing a sampler adds later is covered too. Such keys are left out of a schema-3 file's
+    ``content_sha256`` (:mod:`udbench.tasks.taskfile`, module notes, "Timings").
     """
     return isinstance(key, str) and (key.endswith("_seconds") or key.endswith("_per_second"))
 
