@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from udbench._resampling import DEFAULT_CONFIDENCE, DEFAULT_N_RESAMPLES
@@ -272,12 +273,12 @@ def _undefined(results: pd.DataFrame, name: str, rank_by: str) -> list[dict[str,
     if rank_by in _AU_METRICS:  # as the leaderboard: heteroscedastic AU rows only
         ok = ok[_au_mask(ok)]
     ok = ok[ok["method_label" if "method_label" in ok.columns else "method"].notna()]
-    values = pd.to_numeric(ok[rank_by], errors="coerce")
+    finite = np.isfinite(pd.to_numeric(ok[rank_by], errors="coerce").astype(float))
     out: list[dict[str, Any]] = []
     labels = _labels(ok, name)
     for method in sorted(set(labels)):
         mine = labels == method
-        bad = mine & ~values.apply(lambda v: math.isfinite(v) if pd.notna(v) else False)
+        bad = mine & ~finite
         if not bad.any():
             continue
         reasons: dict[str, int] = {}

@@ -49,11 +49,13 @@ ORACLE_FIT_UNIT_SECONDS = 4.0
 
 def fits_kernel(oracle: str) -> bool:
     """Whether ``oracle`` (a :func:`udbench.evaluation.transfer.parse_oracle` spec) is fitted
-    per instance: ``gp:KERNEL`` (not ``gp:prior``, not ``family:``)."""
-    from udbench.evaluation.transfer import GP_ORACLE, parse_oracle
+    per instance: ``gp:KERNEL`` (not ``gp:prior``, not ``family:``). By its kind and name
+    only, so an oracle text kept in an old record is classed without being parsed; a kernel
+    that does not parse is refused where its unit is built (:func:`oracle_fit_unit_id`)."""
+    from udbench.evaluation.transfer import GP_ORACLE
 
-    parsed = parse_oracle(oracle, "udbench campaign runs")
-    return parsed.kind == GP_ORACLE and parsed.name != "prior"
+    kind, _, name = str(oracle).partition(":")
+    return kind.strip().lower() == GP_ORACLE and name.strip().lower() not in ("", "prior")
 
 
 def oracle_fit_unit_id(task_id: str, oracle: str) -> str:
@@ -126,13 +128,10 @@ def oracle_fit_work(
     return jsonable(out)
 
 
-def _committed_fit_sha(fit_records: str, task_id: str, oracle: str) -> str | None:
-    """``fit_sha256`` of the (instance, oracle)'s done ``oracle-fit`` record with an ``ok``
+def _committed_fit_sha(path: Path) -> str | None:
+    """``fit_sha256`` of the ``oracle-fit`` record at ``path`` if it is done with an ``ok``
     fit, else None; read once per version of the file (status and summaries ask for every
     transfer record)."""
-    from udbench.campaigns.engine import record_file
-
-    path = record_file(fit_records, oracle_fit_unit_id(task_id, oracle))
     try:
         st = path.stat()
     except OSError:
@@ -160,20 +159,24 @@ def fit_check(
     current ``oracle-fit`` record's is stale, so it is scored again against that fit. An
     entry without a checksum (records of before 2026-12-04, made from one cache) or without
     a committed fit yet is not judged. None without ``fit_records``."""
-    fitted = [o for o in oracles if fits_kernel(o)]
-    if fit_records is None or not fitted:
+    from udbench.campaigns.engine import record_file
+
+    if fit_records is None:
         return None
-    folder = str(fit_records)
+    fit_ids = {o: oracle_fit_unit_id(task_id, o) for o in oracles if fits_kernel(o)}
+    if not fit_ids:
+        return None
+    paths = {o: record_file(fit_records, uid) for o, uid in fit_ids.items()}
 
     def accepts(record: dict[str, Any]) -> str | None:
         entries = (record.get("result") or {}).get("oracles") or {}
-        for oracle in fitted:
+        for oracle, uid in fit_ids.items():
             have = (entries.get(oracle) or {}).get("fit_sha256")
-            want = _committed_fit_sha(folder, task_id, oracle) if have else None
+            want = _committed_fit_sha(paths[oracle]) if have else None
             if have and want and have != want:
                 return (
                     f"scored under another fit of {oracle} ({have[:8]}) than the committed "
-                    f"{oracle_fit_unit_id(task_id, oracle)} ({want[:8]})"
+                    f"{uid} ({want[:8]})"
                 )
         return None
 
@@ -245,9 +248,7 @@ def _fit_provenance(records: str | Path, units: Any, compared: list[dict[str, An
     given = checksummed = bare = 0
     for rec in compared:
         for oracle, entry in ((rec.get("result") or {}).get("oracles") or {}).items():
-            if entry.get("status") != "ok" or not str(oracle).startswith("gp:"):
-                continue
-            if oracle == "gp:prior":  # read from the task, not fitted
+            if entry.get("status") != "ok" or not fits_kernel(oracle):
                 continue
             if entry.get("fit_given"):
                 given += 1

@@ -323,11 +323,9 @@ def campaign_units(
                     estimate_seconds=estimate,
                     estimate_note=None if estimate else "no calibration entry",
                     requires=() if tuned is None else (tuned, *fits),
-                    accepts=task_version_check(cfg, spec)
-                    if tuned is None
-                    else all_checks(
+                    accepts=all_checks(
                         task_version_check(cfg, spec),
-                        fit_check(fit_records, spec.task_id, transfer_oracles),
+                        fit_check(fit_records, spec.task_id, fitted) if tuned else None,
                     ),
                 )
                 tuned_of.update({key: unit} if part == "tuned" else {})

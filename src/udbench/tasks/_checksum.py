@@ -12,7 +12,7 @@ import hashlib
 import json
 from typing import Any
 
-__all__ = ["content_checksum", "is_timing_key"]
+__all__ = ["content_checksum", "has_timings", "is_timing_key", "json_form"]
 
 
 def _canonical(obj: Any) -> bytes:
@@ -40,25 +40,28 @@ def _without_timings(obj: Any) -> Any:
     return obj
 
 
-def _has_timings(obj: Any) -> bool:
-    """Whether ``obj`` as JSON writes it (tuples as lists, keys as strings) holds a timing."""
-    obj = json.loads(_canonical(obj))
-    return _contains_timing(obj)
+def json_form(obj: Any) -> Any:
+    """``obj`` as JSON reads it back (tuples as lists, keys as strings): the form
+    :func:`content_checksum` hashes, which metadata read from a file already has."""
+    return json.loads(_canonical(obj))
 
 
-def _contains_timing(obj: Any) -> bool:
+def has_timings(obj: Any) -> bool:
+    """Whether ``obj`` (in its JSON form, :func:`json_form`) holds a timing at any depth."""
     if isinstance(obj, dict):
-        return any(is_timing_key(k) or _contains_timing(v) for k, v in obj.items())
+        return any(is_timing_key(k) or has_timings(v) for k, v in obj.items())
     if isinstance(obj, list):
-        return any(_contains_timing(v) for v in obj)
+        return any(has_timings(v) for v in obj)
     return False
 
 
 def content_checksum(meta: dict[str, Any]) -> str:
     """The ``content_sha256`` of a task file's metadata (without its ``content_sha256``).
 
-    SHA-256 of the canonical JSON (sorted keys, no spaces) of ``meta`` as JSON reads it back
-    (so a non-string key is hashed as the string a reader sees). For schema 3 the
+    SHA-256 of the canonical JSON (sorted keys, no spaces) of ``meta`` in its JSON form
+    (:func:`json_form`: as :func:`udbench.tasks.taskfile.read_task_meta` reads it, and as
+    :meth:`udbench.tasks.taskfile.Task.save` puts it before hashing, so a non-string key is
+    hashed as the string a reader sees). For schema 3 the
     timings under ``meta["diagnostics"]`` (:func:`is_timing_key`) are left out first, so
     two generations of one task that differ only in how long they took have one checksum;
     for schema 2 every entry counts, as it always has.
@@ -66,14 +69,13 @@ def content_checksum(meta: dict[str, Any]) -> str:
     Parameters
     ----------
     meta : dict
-        The metadata as written to ``meta.json``, without ``content_sha256``.
+        The metadata as written to ``meta.json`` (its JSON form), without ``content_sha256``.
 
     Returns
     -------
     str
         64 hex digits.
     """
-    meta = json.loads(_canonical(meta))  # the JSON form, what a reader sees (keys as strings)
     if meta.get("schema_version") == 3:
         meta = {**meta, "diagnostics": _without_timings(meta.get("diagnostics"))}
     return hashlib.sha256(_canonical(meta)).hexdigest()

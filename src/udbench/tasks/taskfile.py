@@ -88,7 +88,7 @@ import numpy as np
 
 from udbench import __version__
 from udbench._validation import UdbenchError
-from udbench.tasks._checksum import _has_timings, content_checksum, is_timing_key
+from udbench.tasks._checksum import content_checksum, has_timings, is_timing_key, json_form
 from udbench.tasks.spec import TaskSpec
 
 __all__ = [
@@ -434,9 +434,7 @@ class Task:
             members.append((f"{name}.npy", data))
         meta: dict[str, Any] = {
             "format": "udbench-task",
-            # the lowest schema that describes the file: 2 keeps a file without timings
-            # byte for byte what it was (module notes, "Timings")
-            "schema_version": 3 if _has_timings(self.diagnostics) else 2,
+            "schema_version": 2,
             "udbench_version": self.version,
             "task_id": self.spec.task_id,
             "spec": self.spec.to_dict(),
@@ -446,6 +444,10 @@ class Task:
         }
         if self.source:  # absent (not empty) when unknown: older readers see the same layout
             meta["source"] = self.source
+        meta = json_form(meta)  # what a reader sees (keys as strings), the bytes unchanged
+        # the lowest schema that describes the file: 2 keeps a file without timings byte for
+        # byte what it was (module notes, "Timings")
+        meta["schema_version"] = 3 if has_timings(meta["diagnostics"]) else 2
         meta["content_sha256"] = content_checksum(meta)
         members.append(("meta.json", json.dumps(meta, indent=1, sort_keys=True).encode()))
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
