@@ -318,6 +318,7 @@ def test_oracle_fit_units_commit_one_fit_that_every_method_is_scored_against(
 
     # anything else than a fit that does not work (udbench's error): a failed unit, retried,
     # and the instance's transfer unit waits for it
+    real_fit = rescoring.cached_oracle_moments
     monkeypatch.setattr(rescoring, "cached_oracle_moments", boom)
     for uid in (fit1, f"transfer/{COND}__s1/blr"):
         record_file(records, uid).unlink()
@@ -342,3 +343,59 @@ def test_oracle_fit_units_commit_one_fit_that_every_method_is_scored_against(
         "records' gp:KERNEL entries: 1 scored against a committed fit, 0 scored before it was "
         "committed (under a fit with a checksum), 0 from before fit checksums were kept"
     ) in transfer_summary(records, units, n_resamples=50)["notes"]
+    # the fit is made later (here: the same fit unit again, now working): the transfer entry
+    # that failed for want of it is judged stale and scored against it
+    monkeypatch.setattr(rescoring, "cached_oracle_moments", real_fit)
+    record_file(records, fit1).unlink()
+    s1 = units[7]
+    assert unit_status(s1, records)[0] == "done"  # no fit record: not judged yet
+    assert run_campaign(units, records)["done"] == 2  # the fit, then the transfer again
+    redone = json.loads(record_file(records, s1.unit_id).read_text())["result"]
+    now = json.loads(record_file(records, fit1).read_text())["result"]
+    assert redone["oracles"]["gp:rbf"]["status"] == "ok"
+    assert redone["oracles"]["gp:rbf"]["fit_sha256"] == now["fit_sha256"]
+    assert run_campaign(units, records)["done"] == 0  # and it stays done
+    # a fit record that is itself not current (another oracle-moments version) judges
+    # nothing; made current again, it does
+    doc = json.loads(record_file(records, fit0).read_text())
+    old_fit = {**doc, "result": fit, "settings": {**doc["settings"], "oracle_moments": "0"}}
+    record_file(records, fit0).write_text(json.dumps(old_fit))
+    assert unit_status(fit_unit, records)[0] == "stale"
+    assert unit_status(transfer, records)[0] == "done"
+    record_file(records, fit0).write_text(json.dumps({**old_fit, "settings": doc["settings"]}))
+    assert unit_status(fit_unit, records)[0] == "done"
+    assert unit_status(transfer, records)[0] == "stale"
+
+
+def test_fit_check_judges_failed_entries_by_the_fit_they_were_made_under(tmp_path) -> None:
+    """An oracle entry that failed under the committed fit (its checksum kept) stays done, so
+    a scoring error is not redone on every run; one that failed with no fit (the fit failed
+    or was not there) is stale once a fit is committed; an old ok entry without a checksum
+    and an oracle the record did not score are not judged."""
+    from udbench.campaigns._runs_fits import ORACLE_FIT_KIND, fit_check
+
+    fit = Unit(
+        "oracle-fit/t/gp-rbf",
+        ORACLE_FIT_KIND,
+        {"oracle": "gp:rbf"},
+        {"v": 1},
+        lambda: {"status": "ok", "fit_sha256": "abcdef0123456789"},
+    )
+    assert fit_check(None, (fit,)) is None and fit_check(str(tmp_path), ()) is None
+    accepts = fit_check(str(tmp_path), (fit,))
+    assert accepts is not None
+
+    def rec(**entry):
+        return {"result": {"oracles": {"gp:rbf": entry}}}
+
+    failed_bare = rec(status="failed", error="UdbenchError: the oracle's fit failed")
+    assert accepts(failed_bare) is None  # no fit record yet: not judged
+    run_campaign([fit], tmp_path)
+    why = accepts(failed_bare)
+    assert why is not None and why.startswith("gp:rbf failed (UdbenchError") and fit.unit_id in why
+    same = rec(status="failed", error="ValueError: x", fit_sha256="abcdef0123456789")
+    assert accepts(same) is None
+    other = rec(status="ok", fit_sha256="0123456789abcdef")
+    assert "another fit of gp:rbf (01234567)" in (accepts(other) or "")
+    assert accepts(rec(status="ok")) is None  # from before checksums
+    assert accepts({"result": {"oracles": {}}}) is None

@@ -128,56 +128,74 @@ def oracle_fit_work(
     return jsonable(out)
 
 
-def _committed_fit_sha(path: Path) -> str | None:
-    """``fit_sha256`` of the ``oracle-fit`` record at ``path`` if it is done with an ``ok``
-    fit, else None; read once per version of the file (status and summaries ask for every
-    transfer record)."""
+#: ``(record path, inode, mtime_ns, size, fit unit's settings and numerics)`` → the fit's
+#: checksum (None: no current ``ok`` fit): status and summaries judge every transfer record,
+#: 19 per fit; a record rewritten meanwhile (records are replaced whole) has another key.
+_FIT_SHA_CACHE: dict[tuple[str, int, int, int, str], str | None] = {}
+
+
+def _committed_fit_sha(unit: Unit, records: str | Path) -> str | None:
+    """``fit_sha256`` of ``unit``'s (an ``oracle-fit`` unit) record if it is current
+    (:func:`udbench.campaigns.engine.unit_status` ``done``: its settings, numerics and task
+    version) and its fit is ``ok``, else None."""
+    from udbench.campaigns.engine import record_file, unit_status
+
+    path = record_file(records, unit.unit_id)
     try:
         st = path.stat()
     except OSError:
         return None
-    return _fit_sha_of(str(path), st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=4096)
-def _fit_sha_of(path: str, mtime_ns: int, size: int) -> str | None:
-    from udbench.campaigns.engine import read_record
-
-    rec = read_record(path)
-    if rec is None or rec.get("status") != "done":
-        return None
-    res = rec.get("result") or {}
-    sha = res.get("fit_sha256")
-    return str(sha) if res.get("status") == "ok" and sha else None
+    made = json.dumps([unit.settings, unit.numerics], sort_keys=True, default=str)
+    key = (str(path), st.st_ino, st.st_mtime_ns, st.st_size, made)
+    if key not in _FIT_SHA_CACHE:
+        status, rec = unit_status(unit, records)
+        res = (rec or {}).get("result") or {}
+        sha = res.get("fit_sha256")
+        ok = status == "done" and res.get("status") == "ok" and bool(sha)
+        if len(_FIT_SHA_CACHE) > 8192:
+            _FIT_SHA_CACHE.clear()
+        _FIT_SHA_CACHE[key] = str(sha) if ok else None
+    return _FIT_SHA_CACHE[key]
 
 
 def fit_check(
-    fit_records: str | None, task_id: str, oracles: Sequence[str]
+    fit_records: str | None, fits: Sequence[Unit]
 ) -> Callable[[dict[str, Any]], str | None] | None:
-    """The ``accepts`` check of a transfer record against the committed fits (module notes):
-    a ``gp:KERNEL`` oracle scored under a fit (``fit_sha256``) other than its instance's
-    current ``oracle-fit`` record's is stale, so it is scored again against that fit. An
-    entry without a checksum (records of before 2026-12-04, made from one cache) or without
-    a committed fit yet is not judged. None without ``fit_records``."""
-    from udbench.campaigns.engine import record_file
+    """The ``accepts`` check of a transfer record against its instance's committed fits
+    (module notes), judged against each ``oracle-fit`` unit of ``fits`` whose record is
+    current and holds an ``ok`` fit:
 
+    - a ``gp:KERNEL`` entry scored under another fit (its ``fit_sha256``) is stale;
+    - an entry that failed before that fit was there (no ``fit_sha256``: the fit had failed
+      or was not committed) is stale too, so it is scored against the fit now committed.
+
+    While an instance's fit record is not current (missing, failed, stale), its oracle's
+    entries are not judged: a run redoes the fit first (the transfer units require it) and
+    judges them then. An ``ok`` entry without a checksum (records of before 2026-12-04,
+    made from one cache) is not judged. None without ``fit_records`` or fit units.
+    """
     if fit_records is None:
         return None
-    fit_ids = {o: oracle_fit_unit_id(task_id, o) for o in oracles if fits_kernel(o)}
-    if not fit_ids:
+    by_oracle = {str(u.settings["oracle"]): u for u in fits if u.kind == ORACLE_FIT_KIND}
+    if not by_oracle:
         return None
-    paths = {o: record_file(fit_records, uid) for o, uid in fit_ids.items()}
 
     def accepts(record: dict[str, Any]) -> str | None:
         entries = (record.get("result") or {}).get("oracles") or {}
-        for oracle, uid in fit_ids.items():
-            have = (entries.get(oracle) or {}).get("fit_sha256")
-            want = _committed_fit_sha(paths[oracle]) if have else None
-            if have and want and have != want:
-                return (
-                    f"scored under another fit of {oracle} ({have[:8]}) than the committed "
-                    f"{uid} ({want[:8]})"
-                )
+        for oracle, unit in by_oracle.items():
+            entry = entries.get(oracle) or {}
+            have = entry.get("fit_sha256")
+            if not have and entry.get("status") != "failed":
+                continue  # an old record's ok entry, or an oracle it did not score
+            want = _committed_fit_sha(unit, fit_records)
+            if want is None or have == want:
+                continue
+            if not have:
+                return f"{oracle} failed ({entry.get('error')}) before {unit.unit_id} held a fit"
+            return (
+                f"scored under another fit of {oracle} ({have[:8]}) than the committed "
+                f"{unit.unit_id} ({want[:8]})"
+            )
         return None
 
     return accepts

@@ -191,6 +191,7 @@ def _transfer_work(
     for text in oracles:
         oracle = parse_oracle(text, "udbench campaign runs")
         entry: dict[str, Any] = {"status": "ok", "error": None}
+        fitted: dict[str, Any] | None = None
         try:
             fitted = _given_fit(fit_records, spec.task_id, text)
             moments = cached_oracle_moments(
@@ -216,6 +217,8 @@ def _transfer_work(
         except Exception as err:  # recorded with its reason: the other oracles go on
             why = " ".join(str(err).split())
             entry.update(status="failed", error=f"{type(err).__name__}: {why}")
+            if fitted is not None:  # failed under the committed fit: judged as made with it
+                entry.update(fit_sha256=oracle_fit_checksum(fitted), fit_given=True)
         by_oracle[text] = entry
     return jsonable(
         {

@@ -325,7 +325,7 @@ def campaign_units(
                     requires=() if tuned is None else (tuned, *fits),
                     accepts=all_checks(
                         task_version_check(cfg, spec),
-                        fit_check(fit_records, spec.task_id, fitted) if tuned else None,
+                        fit_check(fit_records, fits) if tuned else None,
                     ),
                 )
                 tuned_of.update({key: unit} if part == "tuned" else {})
