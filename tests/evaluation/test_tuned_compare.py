@@ -155,3 +155,18 @@ def test_the_undefined_count_skips_rows_without_a_label_and_homoscedastic_au_row
     # ρ(AU, AU*) is not taken on homoscedastic rows (as the leaderboard): not "undefined"
     au = both.assign(rho_au=np.nan, noise="homoscedastic")
     assert _undefined(au, "tuned", "rho_au") == []
+
+
+@pytest.mark.parametrize("blank", [None, "", "  "])
+def test_a_row_without_a_method_label_is_refused_by_name(blank):
+    """udbench writes a label on every row; a table with a row without one is refused with
+    the table's name, the rule and the count (before, the labels' clean-up crashed)."""
+    tuned = _frame(TUNED, "[tuned]")
+    tuned.loc[3, "method_label"] = blank
+    with pytest.raises(UdbenchError) as err:
+        tuned_vs_untuned(_frame(UNTUNED), tuned, n_resamples=50)
+    msg = str(err.value)
+    assert "parameter 'tuned' must have a method label ('method_label') on every row" in msg
+    assert "1 row(s) without one (first: task 't3')" in msg
+    with pytest.raises(UdbenchError, match="parameter 'untuned' must have a 'method_label'"):
+        tuned_vs_untuned(_frame(UNTUNED).drop(columns=["method", "method_label"]), tuned)

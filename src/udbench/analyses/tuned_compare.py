@@ -145,6 +145,26 @@ def _labels(results: pd.DataFrame, name: str) -> pd.Series:
     return labels.map(_untuned_label) if name == "tuned" else labels
 
 
+def _require_labels(results: pd.DataFrame, name: str) -> None:
+    """Refuse rows without a method label (``method_label``, else ``method``): udbench
+    writes one on every row, and a row without one cannot be paired across the runs."""
+    col = "method_label" if "method_label" in results.columns else "method"
+    if len(results) == 0:
+        return  # refused as empty by its leaderboard
+    if col not in results.columns:
+        have = sorted(map(str, results.columns))
+        raise param_error("tuned_vs_untuned", name, "have a 'method_label' column", have)
+    blank = results[col].isna() | (results[col].astype(str).str.strip() == "")
+    if blank.any():
+        first = results.loc[blank].iloc[0]
+        raise param_error(
+            "tuned_vs_untuned",
+            name,
+            f"have a method label ({col!r}) on every row",
+            f"{int(blank.sum())} row(s) without one (first: task {first.get('task_id')!r})",
+        )
+
+
 def _board(results: pd.DataFrame, name: str, rank_by: str, **kw: Any) -> pd.DataFrame:
     if results is None or len(results) == 0:
         raise UdbenchError(f"tuned_vs_untuned: the {name} results table is empty")
@@ -203,8 +223,8 @@ def tuned_vs_untuned(
     Raises
     ------
     UdbenchError
-        An empty table, a missing column, two configurations of one method label in one
-        table, or ``top < 0``.
+        An empty table, a missing column, a row without a method label, two configurations
+        of one method label in one table, or ``top < 0``.
     """
     if isinstance(top, bool) or not isinstance(top, int) or top < 0:
         raise param_error("tuned_vs_untuned", "top", "be an integer >= 0", top)
@@ -214,6 +234,7 @@ def tuned_vs_untuned(
             raise param_error(
                 "tuned_vs_untuned", name, "be a results DataFrame (read_results(folder))", frame
             )
+        _require_labels(frame, name)
     a = _board(untuned, "untuned", rank_by, **kw)
     b = _board(tuned, "tuned", rank_by, **kw)
     common = a.index.intersection(b.index)
