@@ -56,6 +56,7 @@ from typing import Any
 
 from udbench._threads import release_compiled_programs_if_crowded
 from udbench._validation import InputUnavailableError, param_error
+from udbench.campaigns import _timeout
 from udbench.campaigns._claims import (
     UnitBusy,
     claim_path,
@@ -242,6 +243,7 @@ def run_campaign(
     projected: Callable[[Unit], float | None] | None = None,
     progress: Callable[[str], None] | None = None,
     started: float | None = None,
+    unit_timeout: float | None = None,
 ) -> dict[str, int]:
     """Run every unit of ``units`` that has no valid record, in order, writing records.
 
@@ -270,6 +272,10 @@ def run_campaign(
         ``time.perf_counter()`` at the start that ``max_seconds`` and ``finish_within``
         count from (default: this call's; a command passes its own start, before it built
         the units and read the records).
+    unit_timeout : float, optional
+        Wall seconds a unit may run: one still running then is stopped at its next return
+        to Python and recorded as failed (:mod:`udbench.campaigns._timeout`); a failed unit
+        that timed out under a limit at least this long is not retried (counted ``left``).
 
     Returns
     -------
@@ -283,8 +289,10 @@ def run_campaign(
     ------
     UdbenchError
         Duplicate unit ids; the records folder is held whole by a live run of an earlier
-        udbench (which locked the folder, not the units).
+        udbench (which locked the folder, not the units); a ``unit_timeout`` that is not a
+        positive number, or that this process cannot keep (not its main thread).
     """
+    _timeout.check_unit_timeout("run_campaign", unit_timeout)
     ids = [u.unit_id for u in units]
     if len(set(ids)) != len(ids):
         dup = sorted({i for i in ids if ids.count(i) > 1})
@@ -301,6 +309,10 @@ def run_campaign(
         status, old = unit_status(unit, records)
         if status == "done":
             counts["skipped"] += 1
+            continue
+        if status == "failed" and (why := _timeout.skip_reason(old, unit_timeout)):
+            counts["left"] += 1
+            say(f"{unit.unit_id}: {why}")
             continue
         pending = next((r for r in unit.requires if unit_status(r, records)[0] != "done"), None)
         if pending is not None:
@@ -339,7 +351,7 @@ def run_campaign(
                     counts["busy"] += 1
                     say(f"{unit.unit_id}: just recorded by another run ({now}); skipped")
                     continue
-                outcome = _run_unit(unit, records, now, rec, say, missing_inputs)
+                outcome = _run_unit(unit, records, now, rec, say, missing_inputs, unit_timeout)
         except UnitBusy as busy:  # another live run works on it: not ours to do
             counts["busy"] += 1
             owner = busy.owner
@@ -363,20 +375,6 @@ def _then_waiting(units: Sequence[Unit], waiting: list[Unit]) -> Any:
     yield from list(waiting)
 
 
-def _interrupted(err: BaseException) -> bool:
-    """Whether a KeyboardInterrupt is among ``err``'s causes and contexts: an interrupt that
-    landed in a library's clean-up (e.g. a file lock's unlink) may surface as that library's
-    error, and must stop the run, not be recorded as the unit's failure."""
-    seen: set[int] = set()
-    link: BaseException | None = err
-    while link is not None and id(link) not in seen:
-        if isinstance(link, KeyboardInterrupt):
-            return True
-        seen.add(id(link))
-        link = link.__cause__ or link.__context__
-    return False
-
-
 def _run_unit(
     unit: Unit,
     records: str | Path,
@@ -384,6 +382,7 @@ def _run_unit(
     old: dict[str, Any] | None,
     say: Callable[[str], None],
     missing_inputs: set[str],
+    unit_timeout: float | None = None,
 ) -> str:
     """Do one claimed unit's work and write its record; ``done``, ``failed`` or
     ``unavailable`` (no record: an input is missing, each named in full once)."""
@@ -399,11 +398,16 @@ def _run_unit(
     machine = machine_facts()
     t0, c0 = time.perf_counter(), time.process_time()
     partial: dict[str, Any] | None = None
+    timed_out: float | None = None
     try:
-        result: dict[str, Any] | None = unit.work()
+        with _timeout.time_limit(unit_timeout):
+            result: dict[str, Any] | None = unit.work()
         error = None
     except KeyboardInterrupt:
         raise
+    except _timeout.UnitTimedOut as err:  # stopped: recorded as failed, the campaign goes on
+        result, error, timed_out = None, str(err), err.seconds
+        tb = traceback.format_exc(limit=8)
     except InputUnavailableError as err:  # nothing failed: no record, stays missing
         first = err.what not in missing_inputs
         missing_inputs.add(err.what)
@@ -417,7 +421,9 @@ def _run_unit(
         result, error, partial = None, str(err), err.result
         tb = traceback.format_exc(limit=8)
     except Exception as err:  # recorded, the campaign goes on
-        if _interrupted(err):  # a Ctrl-C that a library's clean-up turned into another error
+        if _timeout.interrupted(
+            err
+        ):  # a Ctrl-C that a library's clean-up turned into another error
             raise KeyboardInterrupt from err
         result, error = None, f"{type(err).__name__}: {err}"
         tb = traceback.format_exc(limit=8)
@@ -444,6 +450,8 @@ def _run_unit(
     else:
         record["error"] = error
         record["traceback"] = tb
+        if timed_out is not None:
+            record[_timeout.TIMED_OUT_KEY] = timed_out
         if partial is not None:
             record["result"] = _canonical(partial)
     # the record first: a progress line that cannot be written (a closed pipe) loses nothing

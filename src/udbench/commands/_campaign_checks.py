@@ -184,3 +184,33 @@ def select_units(command: str, units: list[Any], only: str | None) -> list[Any]:
                 pattern,
             )
     return [u for u in units if any(fnmatch.fnmatchcase(u.unit_id, p) for p in patterns)]
+
+
+def check_run_limits(
+    max_hours: float | None,
+    max_units: int | None,
+    finish_within: float | None,
+    workers: int,
+    unit_timeout: float | None,
+) -> None:
+    """Refuse ``udbench campaign run``'s limits that break their rule, naming the option.
+
+    Raises
+    ------
+    UdbenchError
+        ``--max-hours``, ``--finish-within`` or ``--unit-timeout`` not > 0 (the last also
+        finite), ``--max-units`` or ``--workers`` below 1.
+    """
+    import math
+
+    cmd = "udbench campaign run"
+    if max_hours is not None and not max_hours > 0:
+        raise param_error(cmd, "max-hours", "be > 0", max_hours)
+    if max_units is not None and max_units < 1:
+        raise param_error(cmd, "max-units", "be an integer >= 1", max_units)
+    if finish_within is not None and not finish_within > 0:
+        raise param_error(cmd, "finish-within", "be > 0", finish_within)
+    if unit_timeout is not None and not (math.isfinite(unit_timeout) and unit_timeout > 0):
+        raise param_error(cmd, "unit-timeout", "be a finite number of hours > 0", unit_timeout)
+    if workers < 1:
+        raise param_error(cmd, "workers", "be an integer >= 1", workers)

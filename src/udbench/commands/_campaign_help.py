@@ -35,3 +35,8 @@ _WORKERS_HELP = (
     "are prefixed [1]..[N]; --max-units counts the units of all of them; the exit status is "
     "0 only if every run's is."
 )
+_UNIT_TIMEOUT_HELP = (
+    "Stop a unit that runs longer than this many hours (wall time; at its next return to "
+    "Python) and record it as failed; the run goes on. A later run retries it only under a "
+    "longer limit, or none. Default: no limit."
+)

@@ -38,6 +38,7 @@ _FLAGS = {
     "parts": "--parts", "layouts": "--layouts", "suite": "--suite", "methods": "--methods",
     "pruner": "--pruner", "trials": "--trials", "records": "--records", "work": "--work",
     "max_hours": "--max-hours", "finish_within": "--finish-within", "nice": "--nice",
+    "unit_timeout": "--unit-timeout",
     "data_dir": "--data-dir", "only": "--only",
 }  # fmt: skip
 #: The names :func:`worker_commands` reads from ``options``.

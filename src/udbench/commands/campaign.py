@@ -19,6 +19,7 @@ from rich.table import Table
 from udbench._validation import param_error
 from udbench.commands._campaign_checks import (
     check_records,
+    check_run_limits,
     check_work,
     download_note,
     select_units,
@@ -39,6 +40,7 @@ from udbench.commands._campaign_help import (
     _SUITE_HELP,
     _TRIALS_HELP,
     _TUNE_METHODS_HELP,
+    _UNIT_TIMEOUT_HELP,
     _WORK_HELP,
     _WORKERS_HELP,
 )
@@ -261,6 +263,7 @@ def run_command(
         "by the records' median wall/CPU ratio); the "
         "others are left for the next run, shorter ones after them still run.",
     ),
+    unit_timeout: float | None = typer.Option(None, "--unit-timeout", help=_UNIT_TIMEOUT_HELP),
     nice: int = typer.Option(
         19, "--nice", help="Lower this process's priority by this much (0-19) first."
     ),
@@ -300,14 +303,7 @@ def run_command(
     _check_campaign(campaign)
     pruner, trials = _tuning_only(campaign, pruner, trials)
     check_data_dir("campaign run", data_dir)
-    if max_hours is not None and not max_hours > 0:
-        raise param_error("udbench campaign run", "max-hours", "be > 0", max_hours)
-    if max_units is not None and max_units < 1:
-        raise param_error("udbench campaign run", "max-units", "be an integer >= 1", max_units)
-    if finish_within is not None and not finish_within > 0:
-        raise param_error("udbench campaign run", "finish-within", "be > 0", finish_within)
-    if workers < 1:
-        raise param_error("udbench campaign run", "workers", "be an integer >= 1", workers)
+    check_run_limits(max_hours, max_units, finish_within, workers, unit_timeout)
     check_nice(nice)
     # lowered in each worker, not in the command that starts them (it only waits)
     note = lower_priority(nice) if workers == 1 else None  # the session's autogroup too
@@ -345,6 +341,7 @@ def run_command(
         projected=projected,
         progress=console.print,
         started=started,
+        unit_timeout=None if unit_timeout is None else unit_timeout * 3600,
     )
     console.print(
         f"{counts['done']} unit(s) done, {counts['failed']} failed, {counts['skipped']} "

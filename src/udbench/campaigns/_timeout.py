@@ -1,0 +1,129 @@
+"""Stopping a campaign unit: its time limit (``udbench campaign run --unit-timeout``), and a
+user's interrupt told from a failure (:func:`interrupted`).
+
+A campaign runs unattended for hours; one unit that never ends (an optimiser that does not
+converge, a sampler stuck in a loop) would hold the run and its cores until someone looks.
+With a limit, :func:`udbench.campaigns.engine.run_campaign` stops a unit that runs past it
+and records it as failed (``timed_out_seconds`` in the record), and the run goes on with
+the next unit. A later run with a limit no longer than that does not retry it (it would
+time out again); a run with a longer limit, or none, does.
+
+The limit is a wall-clock alarm (``SIGALRM``) in the process that runs the unit, so it
+stops the unit at its next return to Python: a single long call into compiled code (one
+XLA program, one C++ fit) finishes that call first. It needs the main thread of a POSIX
+process, which each ``udbench campaign run`` (and each of its ``--workers``) is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from udbench._validation import param_error
+
+__all__ = [
+    "TIMED_OUT_KEY",
+    "UnitTimedOut",
+    "check_unit_timeout",
+    "interrupted",
+    "skip_reason",
+    "time_limit",
+]
+
+#: The record key of a unit stopped by its time limit: the limit in wall seconds.
+TIMED_OUT_KEY = "timed_out_seconds"
+
+
+class UnitTimedOut(BaseException):
+    """A unit ran past its time limit (:func:`time_limit`).
+
+    A ``BaseException``, like ``KeyboardInterrupt``: a library's ``except Exception`` in the
+    unit's work must not take it for its own failure and go on.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"timed out after {_span(seconds)} (the run's --unit-timeout)")
+        self.seconds = float(seconds)
+
+
+def _span(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.3g} s"
+
+
+def check_unit_timeout(component: str, seconds: float | None) -> None:
+    """Refuse a limit that is not a positive finite number of seconds, or one this process
+    cannot keep (no ``SIGALRM``, or not the main thread).
+
+    Raises
+    ------
+    UdbenchError
+        Naming ``component``'s ``unit_timeout`` and the value received.
+    """
+    if seconds is None:
+        return
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise param_error(component, "unit_timeout", "be a number of seconds > 0", seconds)
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise param_error(component, "unit_timeout", "be a finite number of seconds > 0", seconds)
+    if not hasattr(signal, "SIGALRM"):
+        raise param_error(
+            component, "unit_timeout", "be left out on this system (no SIGALRM)", seconds
+        )
+    if threading.current_thread() is not threading.main_thread():
+        raise param_error(
+            component,
+            "unit_timeout",
+            "be left out outside the main thread (a signal alarm)",
+            seconds,
+        )
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`UnitTimedOut` in the block once it has run ``seconds`` of wall time
+    (None: no limit); the alarm and the previous ``SIGALRM`` handler are restored on exit.
+    Checked by :func:`check_unit_timeout` first."""
+    if seconds is None:
+        yield
+        return
+
+    def alarm(signum: int, frame: Any) -> None:
+        raise UnitTimedOut(seconds)
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, float(seconds))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def skip_reason(record: dict[str, Any] | None, seconds: float | None) -> str | None:
+    """Why a failed unit is not retried under the limit ``seconds``: it timed out under a
+    limit at least as long (None: retry it; also without a limit now)."""
+    limit = (record or {}).get(TIMED_OUT_KEY)
+    if seconds is None or not isinstance(limit, int | float) or limit < seconds:
+        return None
+    return (
+        f"timed out under a limit of {_span(float(limit))}; not retried under "
+        f"{_span(float(seconds))} (give a longer --unit-timeout, or none, to retry it)"
+    )
+
+
+def interrupted(err: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among ``err``'s causes and contexts: an interrupt that
+    landed in a library's clean-up (e.g. a file lock's unlink) may surface as that library's
+    error, and must stop the run, not be recorded as the unit's failure."""
+    seen: set[int] = set()
+    link: BaseException | None = err
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return True
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return False

@@ -1,0 +1,132 @@
+"""A time limit per campaign unit (``udbench campaign run --unit-timeout``): a unit that runs
+past it is stopped and recorded as failed, the run goes on, and a later run retries it only
+under a longer limit (or none)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from udbench._validation import UdbenchError
+from udbench.campaigns import Unit, read_record, run_campaign, unit_status
+from udbench.campaigns._timeout import TIMED_OUT_KEY, UnitTimedOut, skip_reason, time_limit
+from udbench.campaigns.engine import record_file
+
+
+def _slow(seconds: float, log: list[str], name: str):
+    def work() -> dict:
+        log.append(name)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:  # Python code: stopped at once by the alarm
+            time.sleep(0.01)
+        return {"slept": seconds}
+
+    return work
+
+
+def test_a_unit_past_its_limit_is_recorded_failed_and_the_run_goes_on(tmp_path: Path) -> None:
+    log: list[str] = []
+    units = [
+        Unit("slow", "toy", {}, {"toy": 1}, _slow(30.0, log, "slow")),
+        Unit("quick", "toy", {}, {"toy": 1}, _slow(0.0, log, "quick")),
+    ]
+    t0 = time.monotonic()
+    counts = run_campaign(units, tmp_path, unit_timeout=0.3)
+    assert time.monotonic() - t0 < 10.0  # not the 30 s the unit would take
+    assert (counts["failed"], counts["done"]) == (1, 1) and log == ["slow", "quick"]
+    rec = read_record(record_file(tmp_path, "slow"))
+    assert rec is not None and rec["status"] == "failed"
+    assert rec[TIMED_OUT_KEY] == pytest.approx(0.3)
+    assert "timed out after 0.3 s (the run's --unit-timeout)" in rec["error"]
+    assert 0.25 <= rec["wall_seconds"] < 5.0
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # the alarm is off again
+    assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL  # and its handler restored
+    # the same limit, or a shorter one: not retried (it would time out again)
+    said: list[str] = []
+    again = run_campaign(units, tmp_path, unit_timeout=0.2, progress=said.append)
+    assert (again["left"], again["skipped"], again["failed"]) == (1, 1, 0)
+    assert log == ["slow", "quick"]
+    assert any("timed out under a limit of 0.3 s; not retried under 0.2 s" in s for s in said)
+    assert unit_status(units[0], tmp_path)[0] == "failed"  # still counted as failed
+    # a longer limit retries it (and it finishes this time)
+    units[0] = Unit("slow", "toy", {}, {"toy": 1}, _slow(0.05, log, "slow"))
+    assert run_campaign(units, tmp_path, unit_timeout=5.0)["done"] == 1
+    rec = read_record(record_file(tmp_path, "slow"))
+    assert rec["status"] == "done" and TIMED_OUT_KEY not in rec
+
+
+def test_without_a_limit_a_timed_out_unit_is_retried() -> None:
+    record = {"status": "failed", TIMED_OUT_KEY: 60.0}
+    assert skip_reason(record, None) is None
+    assert skip_reason(record, 61.0) is None
+    assert "timed out under a limit of 1.0 min" in (skip_reason(record, 60.0) or "")
+    assert skip_reason({"status": "failed", "error": "x"}, 1.0) is None  # another failure
+
+
+def test_a_library_catching_exception_does_not_swallow_the_timeout() -> None:
+    def stubborn() -> None:
+        while True:
+            try:
+                time.sleep(0.01)
+            except Exception:  # what a library's broad clean-up does
+                pass
+
+    with pytest.raises(UnitTimedOut), time_limit(0.1):
+        stubborn()
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), True, "1"])
+def test_a_bad_limit_is_refused_by_name(tmp_path: Path, bad) -> None:
+    with pytest.raises(UdbenchError, match="run_campaign: parameter 'unit_timeout' must be"):
+        run_campaign([], tmp_path, unit_timeout=bad)
+
+
+def test_a_limit_outside_the_main_thread_is_refused(tmp_path: Path) -> None:
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            run_campaign([], tmp_path, unit_timeout=1.0)
+        except BaseException as err:  # reported to the test's thread
+            errors.append(err)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert len(errors) == 1 and "outside the main thread" in str(errors[0])
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_the_option_must_be_a_positive_number_of_hours(tmp_path, capsys, value) -> None:
+    from udbench.cli import main
+
+    args = ["campaign", "run", "mcmc", "--nice", "0", "--records", str(tmp_path / "r")]
+    assert main([*args, "--work", str(tmp_path / "w"), "--unit-timeout", value]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "parameter 'unit-timeout' must be a finite number of hours > 0" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_option_reaches_the_run_in_seconds_and_each_worker(tmp_path, monkeypatch) -> None:
+    import udbench.campaigns as campaigns
+    from udbench.cli import main
+    from udbench.commands._campaign_workers import worker_commands
+
+    cmds = worker_commands({"campaign": "mcmc", "unit_timeout": 0.5}, 2)
+    assert len(cmds) == 2 and all(c[c.index("--unit-timeout") + 1] == "0.5" for c in cmds)
+    seen: dict = {}
+
+    def fake_run(units, records, **kw):
+        seen.update(kw, n=len(units))
+        return {"skipped": 0, "done": 0, "failed": 0, "left": 0, "unavailable": 0, "busy": 0}
+
+    monkeypatch.setattr(campaigns, "run_campaign", fake_run)
+    args = ["campaign", "run", "mcmc", "--parts", "bnn-sweep", "--only", "bnn-sweep/d8"]
+    args += ["--nice", "0", "--records", str(tmp_path / "r"), "--work", str(tmp_path / "w")]
+    assert main([*args, "--unit-timeout", "0.25"]) == 0
+    assert seen["n"] == 1 and seen["unit_timeout"] == pytest.approx(900.0)
