@@ -3,6 +3,8 @@ untuned and the tuned run side by side, as ``udbench analyze`` computes them on 
 
 from __future__ import annotations
 
+import pytest
+
 from _results import fabricate_results
 from udbench.analyses.proxies import proxy_agreement_table
 from udbench.analyses.tables import stability_table
@@ -62,3 +64,47 @@ def test_w_and_tau_rows_are_those_of_analyze_side_by_side_and_undefined_ones_sai
     )
     assert "CRPS, PICP" in undefined[0] and ": NLL," not in undefined[0]
     assert not any(line.startswith("| eu | CRPS |") for line in lines)
+
+
+def test_cost_section_sums_each_methods_records_by_part_with_its_tuning_sweeps(tmp_path):
+    """Hand-made records: each method's CPU-hours per part and in all; a sweep resumed from
+    its journal adds its earlier trials' CPU where known and is marked ``≥`` where not; a
+    tuning sweep of a method the runs do not hold is left out; the oracle fits are a line of
+    their own."""
+    import json
+
+    from udbench.campaigns._runs_analyses import cost_section
+
+    def put(folder, uid, kind, cpu, **extra):
+        path = folder / f"{uid}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rec = {"unit_id": uid, "kind": kind, "status": "done", "cpu_seconds": cpu}
+        path.write_text(json.dumps({"settings": {}, "numerics": {}, "result": {}, **rec, **extra}))
+
+    runs, tuning = tmp_path / "runs", tmp_path / "tuning"
+    for part, a, b in (("untuned", 360, 720), ("tuned", 1800, 36), ("transfer", 3600, 0)):
+        put(runs, f"{part}/t0/a", part, a)
+        put(runs, f"{part}/t1/a", part, a)
+        put(runs, f"{part}/t0/b", part, b)
+    put(runs, "oracle-fit/t0/gp-rbf", "oracle-fit", 72)
+    sweep = {"kind": "tuning-sweep", "wall_seconds": 10.0}
+    put(tuning, "a/c0", cpu=3600, settings={"method": "a"}, **sweep)
+    resumed = {"resumed_trials": 3, "resumed_trials_cpu_seconds": 1800.0}
+    put(tuning, "a/c1", cpu=1800, settings={"method": "a"}, result=resumed, **sweep)
+    put(tuning, "b/c0", cpu=7200, settings={"method": "b"}, result={"resumed_trials": 2}, **sweep)
+    put(tuning, "z/c0", cpu=99999, settings={"method": "z"}, **sweep)  # not in the runs
+    md, hours = cost_section(runs, None, tuning)
+    want = {"untuned": 0.2, "tuned": 1.0, "transfer": 2.0, "tuning": 2.0, "total": 5.2}
+    assert hours["a"] == pytest.approx(want, abs=1e-12)
+    assert hours["b"]["tuning"] == pytest.approx(2.0, abs=1e-12)
+    assert hours["b"]["total"] == pytest.approx(2.21, abs=1e-12)
+    assert set(hours) == {"a", "b"}
+    lines = md.splitlines()
+    assert "| `a` | 2 | 2.00 | 0.20 | 1.00 | 2.00 | 5.20 |" in lines
+    assert "| `b` | 1 | ≥ 2.00 | 0.20 | 0.01 | 0.00 | 2.21 |" in lines
+    assert lines.index("| `a` | 2 | 2.00 | 0.20 | 1.00 | 2.00 | 5.20 |") < lines.index(
+        "| `b` | 1 | ≥ 2.00 | 0.20 | 0.01 | 0.00 | 2.21 |"
+    )  # most costly first
+    assert "All methods: 7.41 CPU-h; the instances' oracle fits, shared by every method: " in md
+    assert "0.02 CPU-h (1 records)." in md
+    assert "no tuning folder given" in cost_section(runs, None, None)[0]

@@ -1,6 +1,6 @@
 """The parts of the runs campaign's summary beyond the tuned leaderboard (issue 36, item 3):
 what the tuner changed, Kendall's W across the factors and the proxies' agreement, each for
-the untuned and the tuned run side by side."""
+the untuned and the tuned run side by side, and what the whole campaign cost per method."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["changes_section", "stability_and_proxies_section"]
+__all__ = ["changes_section", "cost_section", "stability_and_proxies_section"]
 
 
 def changes_section(comparison: Any, tuned: pd.DataFrame, tuning: str | Path) -> str:
@@ -143,3 +143,88 @@ def task_versions_section(records: str | Path, units: Any) -> tuple[str, dict[st
         f"instance. First: `{mixed[0]}`.\n",
         per,
     )
+
+
+def cost_section(
+    records: str | Path,
+    units: Any,
+    tuning: str | Path | None,
+) -> tuple[str, dict[str, dict[str, float]]]:
+    """CPU-hours per method of the whole campaign (issue 36, "Performance"): its tuning
+    sweeps (the records in ``tuning``), its untuned, tuned and transfer units (the current
+    records in ``records``, as :func:`udbench.campaigns.engine.current_records` selects
+    them), and the total; the instances' oracle fits, shared by every method, on a line of
+    their own.
+
+    CPU seconds of one thread as each record gives them (``cpu_seconds``); a tuning sweep
+    resumed from its journal adds the trials an earlier process finished where its record
+    knows them (:func:`udbench.tuning._measured.sweep_cpu_seconds`), and its method's
+    tuning figure is marked ``≥`` where it does not.
+
+    Returns
+    -------
+    (markdown, hours) : tuple
+        ``hours``: method -> {"tuning", "untuned", "tuned", "transfer", "total"} in CPU-hours.
+    """
+    from udbench.campaigns._runs_fits import ORACLE_FIT_KIND
+    from udbench.campaigns.engine import current_records, load_done_records
+    from udbench.tuning._measured import sweep_cpu_seconds
+    from udbench.tuning.shipped import CAMPAIGN_KIND
+
+    parts = ("untuned", "tuned", "transfer")
+    hours: dict[str, dict[str, float]] = {}
+    for part in parts:
+        recs, _ = current_records(records, part, units, include_failed=True)
+        for r in recs:
+            m = str(r["unit_id"]).rsplit("/", 1)[-1]
+            row = hours.setdefault(m, {})
+            row[part] = row.get(part, 0.0) + float(r.get("cpu_seconds") or 0.0) / 3600
+    fits, _ = current_records(records, ORACLE_FIT_KIND, units, include_failed=True)
+    fit_hours = sum(float(r.get("cpu_seconds") or 0.0) for r in fits) / 3600
+    lower: set[str] = set()
+    sweeps: dict[str, int] = {}
+    if tuning is not None:
+        for r in load_done_records(tuning, CAMPAIGN_KIND)[0]:
+            m = str((r.get("settings") or {}).get("method"))
+            if m not in hours:  # a method the runs do not hold (yet)
+                continue
+            cpu = sweep_cpu_seconds(
+                r.get("result") or {}, r.get("cpu_seconds"), r.get("wall_seconds")
+            )
+            if cpu is None:
+                lower.add(m)
+                cpu = float(r.get("cpu_seconds") or 0.0)
+            hours[m]["tuning"] = hours[m].get("tuning", 0.0) + cpu / 3600
+            sweeps[m] = sweeps.get(m, 0) + 1
+    cols = ("tuning", *parts)
+    lines = [
+        "| method | tuning sweeps | CPU-h tuning | CPU-h untuned | CPU-h tuned "
+        "| CPU-h transfer | CPU-h total |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for m in sorted(hours, key=lambda k: (-sum(hours[k].values()), k)):
+        row = hours[m]
+        row["total"] = sum(row.get(c, 0.0) for c in cols)
+        tune = ("≥ " if m in lower else "") + f"{row.get('tuning', 0.0):.2f}"
+        figures = " | ".join(f"{row.get(c, 0.0):.2f}" for c in parts)
+        lines.append(f"| `{m}` | {sweeps.get(m, 0)} | {tune} | {figures} | {row['total']:.2f} |")
+    total = sum(r["total"] for r in hours.values())
+    notes = [
+        "Per method, from the records: its tuning sweeps"
+        + ("" if tuning is not None else " (no tuning folder given: 0)")
+        + ", its untuned, tuned and transfer units, and the total, most costly first (a "
+        "method still running counts what is done).",
+        "A transfer figure includes the oracles' moments where the method's unit was the "
+        "first on its machine to need them (then cached for the instance's other methods).",
+    ]
+    if lower:
+        notes.append("`≥`: a sweep resumed from its journal whose earlier trials' CPU is unknown.")
+    md = (
+        "\n## Cost (CPU-hours of one thread)\n\n"
+        + " ".join(notes)
+        + "\n\n"
+        + "\n".join(lines)
+        + f"\n\nAll methods: {total:.2f} CPU-h; the instances' oracle fits, shared by every "
+        f"method: {fit_hours:.2f} CPU-h ({len(fits)} records).\n"
+    )
+    return md, hours

@@ -367,14 +367,20 @@ def runs_summary(
         ``progress`` (unit name, i.e. the method, or ``<method>+<hash[:10]>`` for a
         configuration other than the suite's -> part -> {"done", "failed", "units",
         "cpu_hours"}),
-        ``complete`` (methods in the comparison), ``comparison``
+        ``complete`` (methods in the comparison), ``cost_hours`` (method -> CPU-hours of
+        its tuning, untuned, tuned and transfer units and their total:
+        :func:`udbench.campaigns._runs_analyses.cost_section`), ``comparison``
         (:class:`~udbench.analyses.tuned_compare.TunedComparison` or None), ``notes`` and
         ``markdown``.
     """
     import pandas as pd
 
     from udbench.analyses.tuned_compare import tuned_vs_untuned
-    from udbench.campaigns._runs_analyses import changes_section, stability_and_proxies_section
+    from udbench.campaigns._runs_analyses import (
+        changes_section,
+        cost_section,
+        stability_and_proxies_section,
+    )
 
     frames: dict[str, pd.DataFrame] = {}
     notes: list[str] = []
@@ -457,6 +463,8 @@ def runs_summary(
         md += stability_and_proxies_section(pick["untuned"], pick["tuned"], n_resamples=n_resamples)
     else:
         md += "\nNo method is complete in both parts yet: no comparison.\n"
+    cost_md, cost = cost_section(records, units, tuning)
+    md += cost_md
     if notes:
         md += "\n## Records left out\n\n" + "\n".join(f"- {n}" for n in notes[:50]) + "\n"
         if len(notes) > 50:
@@ -466,6 +474,7 @@ def runs_summary(
         "complete": complete,
         "comparison": comparison,
         "notes": notes,
+        "cost_hours": cost,
         "markdown": md,
     }
 
