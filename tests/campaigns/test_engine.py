@@ -593,3 +593,38 @@ def test_the_record_is_written_before_the_done_line(tmp_path: Path) -> None:
         run_campaign([_unit("u", 1)], tmp_path, progress=progress)
     rec = read_record(record_file(tmp_path, "u"))
     assert rec is not None and rec["status"] == "done" and rec["result"] == {"value": 1}
+
+
+def test_a_summary_parses_a_record_of_another_kind_once_per_version_of_its_file(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """load_done_records(kind=...) remembers each file's kind: a second call for another kind
+    parses only that kind's files, and a record rewritten (replaced whole, as runs write
+    them) is read again, so a record that changed kind is found under its new one."""
+    import udbench.campaigns.engine as engine
+
+    run_campaign([Unit(f"a/{i}", "ka", {}, {}, lambda: {"x": 1}) for i in range(3)], tmp_path)
+    run_campaign([Unit(f"b/{i}", "kb", {}, {}, lambda: {"x": 2}) for i in range(2)], tmp_path)
+    assert len(load_done_records(tmp_path, "ka")[0]) == 3  # every file parsed once here
+    parsed: list[str] = []
+    real = engine.read_record
+
+    def counting(path):
+        parsed.append(Path(path).parent.name)
+        return real(path)
+
+    monkeypatch.setattr(engine, "read_record", counting)
+    done, _ = load_done_records(tmp_path, "kb")
+    assert [r["unit_id"] for r in done] == ["b/0", "b/1"] and parsed == ["b", "b"]
+    # the records handed out are each call's own: changing one changes no later result
+    done[0]["result"]["x"] = 99
+    assert load_done_records(tmp_path, "kb")[0][0]["result"] == {"x": 2}
+    # a/2 rewritten as a kb record (a new file version): found under kb, gone from ka
+    path = record_file(tmp_path, "a/2")
+    rec = json.loads(path.read_text())
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({**rec, "kind": "kb"}))
+    os.replace(tmp, path)
+    assert [r["unit_id"] for r in load_done_records(tmp_path, "kb")[0]] == ["a/2", "b/0", "b/1"]
+    assert [r["unit_id"] for r in load_done_records(tmp_path, "ka")[0]] == ["a/0", "a/1"]
+    assert len(load_done_records(tmp_path)[0]) == 5  # no kind: every record

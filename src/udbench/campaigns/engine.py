@@ -56,7 +56,7 @@ from typing import Any
 
 from udbench._threads import release_compiled_programs_if_crowded
 from udbench._validation import InputUnavailableError, param_error
-from udbench.campaigns import _timeout
+from udbench.campaigns import _record_kinds, _timeout
 from udbench.campaigns._claims import (
     UnitBusy,
     claim_path,
@@ -498,7 +498,7 @@ def load_done_records(
     if not folder.is_dir():
         return done, notes
     for path in sorted(folder.rglob("*.json")):
-        record = read_record(path)
+        record = _record_kinds.read_unless_other_kind(path, kind, read_record)  # known others skipped
         if record is None:
             continue
         rel = path.relative_to(folder).with_suffix("").as_posix()
