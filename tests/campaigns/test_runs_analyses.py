@@ -67,10 +67,10 @@ def test_w_and_tau_rows_are_those_of_analyze_side_by_side_and_undefined_ones_sai
 
 
 def test_cost_section_sums_each_methods_records_by_part_with_its_tuning_sweeps(tmp_path):
-    """Hand-made records: each method's CPU-hours per part and in all; a sweep resumed from
-    its journal adds its earlier trials' CPU where known and is marked ``≥`` where not; a
-    tuning sweep of a method the runs do not hold is left out; the oracle fits are a line of
-    their own."""
+    """Hand-made records: each method's CPU-hours per part and in all, failed units included
+    (their hours were spent); a sweep resumed from its journal adds its earlier trials' CPU
+    where known, and its method's figure is marked ``≥`` (a lower bound); a tuning sweep of a
+    method the runs do not hold is left out; the oracle fits are a line of their own."""
     import json
 
     from udbench.campaigns._runs_analyses import cost_section
@@ -87,6 +87,7 @@ def test_cost_section_sums_each_methods_records_by_part_with_its_tuning_sweeps(t
         put(runs, f"{part}/t1/a", part, a)
         put(runs, f"{part}/t0/b", part, b)
     put(runs, "oracle-fit/t0/gp-rbf", "oracle-fit", 72)
+    put(runs, "untuned/t1/b", "untuned", 360, status="failed", error="boom", result=None)
     sweep = {"kind": "tuning-sweep", "wall_seconds": 10.0}
     put(tuning, "a/c0", cpu=3600, settings={"method": "a"}, **sweep)
     resumed = {"resumed_trials": 3, "resumed_trials_cpu_seconds": 1800.0}
@@ -97,14 +98,15 @@ def test_cost_section_sums_each_methods_records_by_part_with_its_tuning_sweeps(t
     want = {"untuned": 0.2, "tuned": 1.0, "transfer": 2.0, "tuning": 2.0, "total": 5.2}
     assert hours["a"] == pytest.approx(want, abs=1e-12)
     assert hours["b"]["tuning"] == pytest.approx(2.0, abs=1e-12)
-    assert hours["b"]["total"] == pytest.approx(2.21, abs=1e-12)
+    assert hours["b"]["untuned"] == pytest.approx(0.3, abs=1e-12)  # 0.2 done + 0.1 failed
+    assert hours["b"]["total"] == pytest.approx(2.31, abs=1e-12)
     assert set(hours) == {"a", "b"}
     lines = md.splitlines()
-    assert "| `a` | 2 | 2.00 | 0.20 | 1.00 | 2.00 | 5.20 |" in lines
-    assert "| `b` | 1 | ≥ 2.00 | 0.20 | 0.01 | 0.00 | 2.21 |" in lines
-    assert lines.index("| `a` | 2 | 2.00 | 0.20 | 1.00 | 2.00 | 5.20 |") < lines.index(
-        "| `b` | 1 | ≥ 2.00 | 0.20 | 0.01 | 0.00 | 2.21 |"
+    assert "| `a` | 2 | ≥ 2.00 | 0.20 | 1.00 | 2.00 | 5.20 |" in lines
+    assert "| `b` | 1 | ≥ 2.00 | 0.30 | 0.01 | 0.00 | 2.31 |" in lines
+    assert lines.index("| `a` | 2 | ≥ 2.00 | 0.20 | 1.00 | 2.00 | 5.20 |") < lines.index(
+        "| `b` | 1 | ≥ 2.00 | 0.30 | 0.01 | 0.00 | 2.31 |"
     )  # most costly first
-    assert "All methods: 7.41 CPU-h; the instances' oracle fits, shared by every method: " in md
+    assert "All methods: 7.51 CPU-h; the instances' oracle fits, shared by every method: " in md
     assert "0.02 CPU-h (1 records)." in md
     assert "no tuning folder given" in cost_section(runs, None, None)[0]

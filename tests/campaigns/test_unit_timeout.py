@@ -59,12 +59,36 @@ def test_a_unit_past_its_limit_is_recorded_failed_and_the_run_goes_on(tmp_path: 
     assert rec["status"] == "done" and TIMED_OUT_KEY not in rec
 
 
-def test_without_a_limit_a_timed_out_unit_is_retried() -> None:
+def test_without_a_limit_a_timed_out_unit_is_retried_and_a_sweep_always_is() -> None:
+    from udbench.campaigns._timeout import RESUMABLE_KINDS
+    from udbench.tuning.shipped import CAMPAIGN_KIND
+
+    cell = Unit("c", "untuned", {}, {}, lambda: {})
     record = {"status": "failed", TIMED_OUT_KEY: 60.0}
-    assert skip_reason(record, None) is None
-    assert skip_reason(record, 61.0) is None
-    assert "timed out under a limit of 1.0 min" in (skip_reason(record, 60.0) or "")
-    assert skip_reason({"status": "failed", "error": "x"}, 1.0) is None  # another failure
+    assert skip_reason(cell, record, None) is None
+    assert skip_reason(cell, record, 61.0) is None
+    assert "timed out under a limit of 1.0 min" in (skip_reason(cell, record, 60.0) or "")
+    assert skip_reason(cell, {"status": "failed", "error": "x"}, 1.0) is None  # another failure
+    # a tuning sweep keeps its finished trials in its journal: retried, it goes on
+    assert RESUMABLE_KINDS == {CAMPAIGN_KIND}
+    sweep = Unit("m/c", CAMPAIGN_KIND, {}, {}, lambda: {})
+    assert skip_reason(sweep, record, 60.0) is None
+
+
+def test_a_timeout_a_library_turns_into_its_own_error_is_still_a_timeout(tmp_path) -> None:
+    def cleanup_fails() -> dict:
+        try:
+            _slow(30.0, [], "x")()
+        finally:
+            raise RuntimeError("could not release the pool")  # its context: the timeout
+        return {}
+
+    unit = Unit("u", "toy", {}, {"toy": 1}, cleanup_fails)
+    assert run_campaign([unit], tmp_path, unit_timeout=0.2)["failed"] == 1
+    rec = read_record(record_file(tmp_path, "u"))
+    assert rec["error"] == "RuntimeError: could not release the pool"
+    assert rec[TIMED_OUT_KEY] == pytest.approx(0.2)  # so not retried under the same limit
+    assert run_campaign([unit], tmp_path, unit_timeout=0.2)["left"] == 1
 
 
 def test_a_library_catching_exception_does_not_swallow_the_timeout() -> None:
@@ -80,7 +104,7 @@ def test_a_library_catching_exception_does_not_swallow_the_timeout() -> None:
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
-@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), True, "1"])
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), 3.6e10, True, "1"])
 def test_a_bad_limit_is_refused_by_name(tmp_path: Path, bad) -> None:
     with pytest.raises(UdbenchError, match="run_campaign: parameter 'unit_timeout' must be"):
         run_campaign([], tmp_path, unit_timeout=bad)
@@ -101,14 +125,14 @@ def test_a_limit_outside_the_main_thread_is_refused(tmp_path: Path) -> None:
     assert len(errors) == 1 and "outside the main thread" in str(errors[0])
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "1e6"])
 def test_the_option_must_be_a_positive_number_of_hours(tmp_path, capsys, value) -> None:
     from udbench.cli import main
 
     args = ["campaign", "run", "mcmc", "--nice", "0", "--records", str(tmp_path / "r")]
     assert main([*args, "--work", str(tmp_path / "w"), "--unit-timeout", value]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "parameter 'unit-timeout' must be a finite number of hours > 0" in err
+    assert "parameter 'unit-timeout' must be a number of hours > 0 and <= 27778" in err
     assert not (tmp_path / "r").exists()
 
 

@@ -151,15 +151,16 @@ def cost_section(
     tuning: str | Path | None,
 ) -> tuple[str, dict[str, dict[str, float]]]:
     """CPU-hours per method of the whole campaign (issue 36, "Performance"): its tuning
-    sweeps (the records in ``tuning``), its untuned, tuned and transfer units (the current
-    records in ``records``, as :func:`udbench.campaigns.engine.current_records` selects
-    them), and the total; the instances' oracle fits, shared by every method, on a line of
-    their own.
+    sweeps (the records in ``tuning``, the suite's shipped folder, done or failed), its
+    untuned, tuned and transfer units (the records of ``units`` in ``records``, done or
+    failed: a failed unit's hours were spent too), and the total; the instances' oracle
+    fits, shared by every method, on a line of their own.
 
     CPU seconds of one thread as each record gives them (``cpu_seconds``); a tuning sweep
     resumed from its journal adds the trials an earlier process finished where its record
     knows them (:func:`udbench.tuning._measured.sweep_cpu_seconds`), and its method's
-    tuning figure is marked ``≥`` where it does not.
+    tuning figure is marked ``≥`` (a lower bound: an interrupted trial and an earlier
+    process's overheads are not counted).
 
     Returns
     -------
@@ -167,33 +168,38 @@ def cost_section(
         ``hours``: method -> {"tuning", "untuned", "tuned", "transfer", "total"} in CPU-hours.
     """
     from udbench.campaigns._runs_fits import ORACLE_FIT_KIND
-    from udbench.campaigns.engine import current_records, load_done_records
-    from udbench.tuning._measured import sweep_cpu_seconds
+    from udbench.campaigns.engine import load_done_records
+    from udbench.tuning._measured import sweep_cpu_seconds, sweep_resumed
     from udbench.tuning.shipped import CAMPAIGN_KIND
+
+    def spent(kind: str) -> list[dict[str, Any]]:
+        recs, _ = load_done_records(records, kind, include_failed=True)
+        if units is None:
+            return recs
+        ids = {u.unit_id for u in units if u.kind == kind}
+        return [r for r in recs if r["unit_id"] in ids]
 
     parts = ("untuned", "tuned", "transfer")
     hours: dict[str, dict[str, float]] = {}
     for part in parts:
-        recs, _ = current_records(records, part, units, include_failed=True)
-        for r in recs:
+        for r in spent(part):
             m = str(r["unit_id"]).rsplit("/", 1)[-1]
             row = hours.setdefault(m, {})
             row[part] = row.get(part, 0.0) + float(r.get("cpu_seconds") or 0.0) / 3600
-    fits, _ = current_records(records, ORACLE_FIT_KIND, units, include_failed=True)
+    fits = spent(ORACLE_FIT_KIND)
     fit_hours = sum(float(r.get("cpu_seconds") or 0.0) for r in fits) / 3600
     lower: set[str] = set()
     sweeps: dict[str, int] = {}
     if tuning is not None:
-        for r in load_done_records(tuning, CAMPAIGN_KIND)[0]:
+        for r in load_done_records(tuning, CAMPAIGN_KIND, include_failed=True)[0]:
             m = str((r.get("settings") or {}).get("method"))
             if m not in hours:  # a method the runs do not hold (yet)
                 continue
-            cpu = sweep_cpu_seconds(
-                r.get("result") or {}, r.get("cpu_seconds"), r.get("wall_seconds")
-            )
-            if cpu is None:
+            res, cpu_s, wall = r.get("result") or {}, r.get("cpu_seconds"), r.get("wall_seconds")
+            cpu = sweep_cpu_seconds(res, cpu_s, wall)
+            if cpu is None or sweep_resumed(res, wall)[0]:
                 lower.add(m)
-                cpu = float(r.get("cpu_seconds") or 0.0)
+            cpu = float(cpu_s or 0.0) if cpu is None else cpu
             hours[m]["tuning"] = hours[m].get("tuning", 0.0) + cpu / 3600
             sweeps[m] = sweeps.get(m, 0) + 1
     cols = ("tuning", *parts)
@@ -212,13 +218,17 @@ def cost_section(
     notes = [
         "Per method, from the records: its tuning sweeps"
         + ("" if tuning is not None else " (no tuning folder given: 0)")
-        + ", its untuned, tuned and transfer units, and the total, most costly first (a "
-        "method still running counts what is done).",
+        + ", its untuned, tuned and transfer units, and the total, most costly first (failed "
+        "units count: their hours were spent; a method still running counts what is done).",
         "A transfer figure includes the oracles' moments where the method's unit was the "
         "first on its machine to need them (then cached for the instance's other methods).",
     ]
     if lower:
-        notes.append("`≥`: a sweep resumed from its journal whose earlier trials' CPU is unknown.")
+        notes.append(
+            "`≥`: a sweep resumed from its journal (a lower bound: its earlier processes' "
+            "interrupted trials and overheads, and where its record does not know them, their "
+            "finished trials, are not counted)."
+        )
     md = (
         "\n## Cost (CPU-hours of one thread)\n\n"
         + " ".join(notes)

@@ -6,12 +6,17 @@ converge, a sampler stuck in a loop) would hold the run and its cores until some
 With a limit, :func:`udbench.campaigns.engine.run_campaign` stops a unit that runs past it
 and records it as failed (``timed_out_seconds`` in the record), and the run goes on with
 the next unit. A later run with a limit no longer than that does not retry it (it would
-time out again); a run with a longer limit, or none, does.
+time out again); a run with a longer limit, or none, does. A unit that keeps its progress
+when stopped (:data:`RESUMABLE_KINDS`: a tuning sweep's finished trials are in its journal)
+is retried under any limit, and goes on from where it stopped.
 
 The limit is a wall-clock alarm (``SIGALRM``) in the process that runs the unit, so it
 stops the unit at its next return to Python: a single long call into compiled code (one
 XLA program, one C++ fit) finishes that call first. It needs the main thread of a POSIX
-process, which each ``udbench campaign run`` (and each of its ``--workers``) is.
+process, which each ``udbench campaign run`` (and each of its ``--workers``) is. The
+process goes on with the next unit; like a Ctrl-C, the alarm can land between a library's
+setting of some process state and its ``try`` that would undo it (a window of
+microseconds), so a run in which units time out often is better restarted now and then.
 """
 
 from __future__ import annotations
@@ -26,16 +31,27 @@ from typing import Any
 from udbench._validation import param_error
 
 __all__ = [
+    "MAX_SECONDS",
+    "RESUMABLE_KINDS",
     "TIMED_OUT_KEY",
     "UnitTimedOut",
     "check_unit_timeout",
     "interrupted",
+    "limit_in",
     "skip_reason",
     "time_limit",
 ]
 
 #: The record key of a unit stopped by its time limit: the limit in wall seconds.
 TIMED_OUT_KEY = "timed_out_seconds"
+
+#: The longest limit, in seconds (about 3 years; the alarm timer refuses ~1e10 s).
+MAX_SECONDS = 1e8
+
+#: Kinds of units that keep their progress when stopped, retried under any limit: the
+#: tuning campaign's sweeps (:data:`udbench.tuning.shipped.CAMPAIGN_KIND`), whose finished
+#: trials are in their journal (a test checks the two names agree).
+RESUMABLE_KINDS = frozenset({"tuning-sweep"})
 
 
 class UnitTimedOut(BaseException):
@@ -55,8 +71,8 @@ def _span(seconds: float) -> str:
 
 
 def check_unit_timeout(component: str, seconds: float | None) -> None:
-    """Refuse a limit that is not a positive finite number of seconds, or one this process
-    cannot keep (no ``SIGALRM``, or not the main thread).
+    """Refuse a limit that is not a finite number of seconds in (0, :data:`MAX_SECONDS`], or
+    one this process cannot keep (no ``SIGALRM``, or not the main thread).
 
     Raises
     ------
@@ -65,10 +81,11 @@ def check_unit_timeout(component: str, seconds: float | None) -> None:
     """
     if seconds is None:
         return
+    rule = f"be a number of seconds > 0 and <= {MAX_SECONDS:g}"
     if isinstance(seconds, bool) or not isinstance(seconds, int | float):
-        raise param_error(component, "unit_timeout", "be a number of seconds > 0", seconds)
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise param_error(component, "unit_timeout", "be a finite number of seconds > 0", seconds)
+        raise param_error(component, "unit_timeout", rule, seconds)
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS):
+        raise param_error(component, "unit_timeout", rule, seconds)
     if not hasattr(signal, "SIGALRM"):
         raise param_error(
             component, "unit_timeout", "be left out on this system (no SIGALRM)", seconds
@@ -86,28 +103,54 @@ def check_unit_timeout(component: str, seconds: float | None) -> None:
 def time_limit(seconds: float | None) -> Iterator[None]:
     """Raise :class:`UnitTimedOut` in the block once it has run ``seconds`` of wall time
     (None: no limit); the alarm and the previous ``SIGALRM`` handler are restored on exit.
-    Checked by :func:`check_unit_timeout` first."""
+    An alarm that comes after the block has finished is ignored. Checked by
+    :func:`check_unit_timeout` first."""
     if seconds is None:
         yield
         return
+    finished = False
 
     def alarm(signum: int, frame: Any) -> None:
-        raise UnitTimedOut(seconds)
+        if not finished:
+            raise UnitTimedOut(seconds)
 
     previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, float(seconds))
     try:
+        signal.setitimer(signal.ITIMER_REAL, float(seconds))
         yield
+        finished = True
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0.0)
         signal.signal(signal.SIGALRM, previous)
 
 
-def skip_reason(record: dict[str, Any] | None, seconds: float | None) -> str | None:
-    """Why a failed unit is not retried under the limit ``seconds``: it timed out under a
-    limit at least as long (None: retry it; also without a limit now)."""
+def _in_chain(err: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """The first exception of ``kind`` among ``err`` and its causes and contexts."""
+    seen: set[int] = set()
+    link: BaseException | None = err
+    while link is not None and id(link) not in seen:
+        if isinstance(link, kind):
+            return link
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return None
+
+
+def limit_in(err: BaseException) -> float | None:
+    """The limit in seconds of a :class:`UnitTimedOut` that is ``err`` or among its causes
+    and contexts (a library's clean-up may turn it into its own error), else None."""
+    found = _in_chain(err, UnitTimedOut)
+    return found.seconds if isinstance(found, UnitTimedOut) else None
+
+
+def skip_reason(unit: Any, record: dict[str, Any] | None, seconds: float | None) -> str | None:
+    """Why the failed ``unit`` is not retried under the limit ``seconds``: it timed out under
+    a limit at least as long (None: retry it; also without a limit now, and for a unit of
+    :data:`RESUMABLE_KINDS`)."""
     limit = (record or {}).get(TIMED_OUT_KEY)
     if seconds is None or not isinstance(limit, int | float) or limit < seconds:
+        return None
+    if getattr(unit, "kind", None) in RESUMABLE_KINDS:
         return None
     return (
         f"timed out under a limit of {_span(float(limit))}; not retried under "
@@ -119,11 +162,4 @@ def interrupted(err: BaseException) -> bool:
     """Whether a KeyboardInterrupt is among ``err``'s causes and contexts: an interrupt that
     landed in a library's clean-up (e.g. a file lock's unlink) may surface as that library's
     error, and must stop the run, not be recorded as the unit's failure."""
-    seen: set[int] = set()
-    link: BaseException | None = err
-    while link is not None and id(link) not in seen:
-        if isinstance(link, KeyboardInterrupt):
-            return True
-        seen.add(id(link))
-        link = link.__cause__ or link.__context__
-    return False
+    return _in_chain(err, KeyboardInterrupt) is not None

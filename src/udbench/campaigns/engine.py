@@ -310,7 +310,7 @@ def run_campaign(
         if status == "done":
             counts["skipped"] += 1
             continue
-        if status == "failed" and (why := _timeout.skip_reason(old, unit_timeout)):
+        if status == "failed" and (why := _timeout.skip_reason(unit, old, unit_timeout)):
             counts["left"] += 1
             say(f"{unit.unit_id}: {why}")
             continue
@@ -405,9 +405,6 @@ def _run_unit(
         error = None
     except KeyboardInterrupt:
         raise
-    except _timeout.UnitTimedOut as err:  # stopped: recorded as failed, the campaign goes on
-        result, error, timed_out = None, str(err), err.seconds
-        tb = traceback.format_exc(limit=8)
     except InputUnavailableError as err:  # nothing failed: no record, stays missing
         first = err.what not in missing_inputs
         missing_inputs.add(err.what)
@@ -420,12 +417,11 @@ def _run_unit(
     except UnitFailed as err:  # failed, with what it made
         result, error, partial = None, str(err), err.result
         tb = traceback.format_exc(limit=8)
-    except Exception as err:  # recorded, the campaign goes on
-        if _timeout.interrupted(
-            err
-        ):  # a Ctrl-C that a library's clean-up turned into another error
+    except (Exception, _timeout.UnitTimedOut) as err:  # recorded, the campaign goes on
+        if _timeout.interrupted(err):  # a Ctrl-C a library's clean-up made another error
             raise KeyboardInterrupt from err
-        result, error = None, f"{type(err).__name__}: {err}"
+        # stopped by --unit-timeout: also where a library's clean-up made it another error
+        result, error, timed_out = None, f"{type(err).__name__}: {err}", _timeout.limit_in(err)
         tb = traceback.format_exc(limit=8)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     record: dict[str, Any] = {
@@ -498,7 +494,7 @@ def load_done_records(
     if not folder.is_dir():
         return done, notes
     for path in sorted(folder.rglob("*.json")):
-        record = _record_kinds.read_unless_other_kind(path, kind, read_record)  # known others skipped
+        record = _record_kinds.read_unless_other_kind(path, kind, read_record)
         if record is None:
             continue
         rel = path.relative_to(folder).with_suffix("").as_posix()

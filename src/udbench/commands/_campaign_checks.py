@@ -199,9 +199,12 @@ def check_run_limits(
     ------
     UdbenchError
         ``--max-hours``, ``--finish-within`` or ``--unit-timeout`` not > 0 (the last also
-        finite), ``--max-units`` or ``--workers`` below 1.
+        at most :data:`udbench.campaigns._timeout.MAX_SECONDS` in hours), ``--max-units`` or
+        ``--workers`` below 1.
     """
     import math
+
+    from udbench.campaigns._timeout import MAX_SECONDS
 
     cmd = "udbench campaign run"
     if max_hours is not None and not max_hours > 0:
@@ -210,7 +213,9 @@ def check_run_limits(
         raise param_error(cmd, "max-units", "be an integer >= 1", max_units)
     if finish_within is not None and not finish_within > 0:
         raise param_error(cmd, "finish-within", "be > 0", finish_within)
-    if unit_timeout is not None and not (math.isfinite(unit_timeout) and unit_timeout > 0):
-        raise param_error(cmd, "unit-timeout", "be a finite number of hours > 0", unit_timeout)
+    most = MAX_SECONDS / 3600
+    if unit_timeout is not None and not (math.isfinite(unit_timeout) and 0 < unit_timeout <= most):
+        rule = f"be a number of hours > 0 and <= {most:.0f}"
+        raise param_error(cmd, "unit-timeout", rule, unit_timeout)
     if workers < 1:
         raise param_error(cmd, "workers", "be an integer >= 1", workers)

@@ -38,5 +38,6 @@ _WORKERS_HELP = (
 _UNIT_TIMEOUT_HELP = (
     "Stop a unit that runs longer than this many hours (wall time; at its next return to "
     "Python) and record it as failed; the run goes on. A later run retries it only under a "
-    "longer limit, or none. Default: no limit."
+    "longer limit, or none (a tuning sweep, which keeps its finished trials, under any). "
+    "Default: no limit."
 )
