@@ -154,3 +154,55 @@ def test_the_option_reaches_the_run_in_seconds_and_each_worker(tmp_path, monkeyp
     args += ["--nice", "0", "--records", str(tmp_path / "r"), "--work", str(tmp_path / "w")]
     assert main([*args, "--unit-timeout", "0.25"]) == 0
     assert seen["n"] == 1 and seen["unit_timeout"] == pytest.approx(900.0)
+
+
+_STUCK = """
+import signal, sys, time
+import udbench.campaigns._timeout as t
+from udbench.campaigns import Unit, run_campaign
+
+t.GRACE_SECONDS = 0.5
+
+def stuck():
+    # as a unit inside one long compiled call: the alarm's Python handler cannot run
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    time.sleep(60)
+    return {}
+
+units = [Unit("stuck", "toy", {}, {"toy": 1}, stuck), Unit("next", "toy", {}, {"toy": 1}, dict)]
+run_campaign(units, sys.argv[1], unit_timeout=0.3, progress=print)
+print("not reached")
+"""
+
+
+def test_a_unit_that_does_not_return_to_python_is_hard_stopped(tmp_path: Path) -> None:
+    """A unit stuck where the alarm cannot reach it (here: SIGALRM blocked, as inside one long
+    XLA call) is ended GRACE_SECONDS after the alarm: its failed record is written, with the
+    limit, and the run ends with status 124; a rerun under the same limit leaves it and goes
+    on with the others."""
+    import subprocess
+    import sys
+
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-c", _STUCK, str(tmp_path)],
+        capture_output=True, text=True, timeout=50,
+    )  # fmt: skip
+    assert proc.returncode == 124, proc.stderr
+    assert time.monotonic() - t0 < 40  # not the 60 s the unit would sleep
+    assert "not reached" not in proc.stdout
+    assert "stuck: FAILED (timed out after 0.3 s (the run's --unit-timeout), and it did not " in (
+        proc.stdout
+    )
+    rec = read_record(record_file(tmp_path, "stuck"))
+    assert rec is not None and rec["status"] == "failed" and rec[TIMED_OUT_KEY] == 0.3
+    assert rec["error"].startswith("UnitTimedOut: timed out after 0.3 s")
+    assert "within 0.5 s more (inside compiled code): the run was ended" in rec["error"]
+    assert 0.7 <= rec["wall_seconds"] < 30 and rec["settings"] == {} and rec["kind"] == "toy"
+    assert read_record(record_file(tmp_path, "next")) is None  # the run ended there
+    units = [
+        Unit("stuck", "toy", {}, {"toy": 1}, dict),
+        Unit("next", "toy", {}, {"toy": 1}, dict),
+    ]
+    counts = run_campaign(units, tmp_path, unit_timeout=0.3)
+    assert (counts["left"], counts["done"]) == (1, 1)

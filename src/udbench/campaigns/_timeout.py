@@ -11,26 +11,37 @@ when stopped (:data:`RESUMABLE_KINDS`: a tuning sweep's finished trials are in i
 is retried under any limit, and goes on from where it stopped.
 
 The limit is a wall-clock alarm (``SIGALRM``) in the process that runs the unit, so it
-stops the unit at its next return to Python: a single long call into compiled code (one
-XLA program, one C++ fit) finishes that call first. It needs the main thread of a POSIX
-process, which each ``udbench campaign run`` (and each of its ``--workers``) is. The
-process goes on with the next unit; like a Ctrl-C, the alarm can land between a library's
-setting of some process state and its ``try`` that would undo it (a window of
-microseconds), so a run in which units time out often is better restarted now and then.
+stops the unit at its next return to Python. It needs the main thread of a POSIX process,
+which each ``udbench campaign run`` (and each of its ``--workers``) is. The process goes on
+with the next unit; like a Ctrl-C, the alarm can land between a library's setting of some
+process state and its ``try`` that would undo it (a window of microseconds), so a run in
+which units time out often is better restarted now and then.
+
+A unit inside one long call into compiled code (an XLA program such as a whole NUTS run, a
+C++ fit) does not return to Python until the call ends, and one stuck there never does. So
+:data:`GRACE_SECONDS` after the alarm a watchdog thread *hard-stops* it: it writes the
+unit's failed record itself (with ``timed_out_seconds``) and ends the process with exit
+status :data:`HARD_STOP_STATUS` (the run ends there; a rerun goes on with the other units).
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import os
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from udbench._validation import param_error
 
 __all__ = [
+    "GRACE_SECONDS",
+    "HARD_STOP_STATUS",
     "MAX_SECONDS",
     "RESUMABLE_KINDS",
     "TIMED_OUT_KEY",
@@ -44,6 +55,12 @@ __all__ = [
 
 #: The record key of a unit stopped by its time limit: the limit in wall seconds.
 TIMED_OUT_KEY = "timed_out_seconds"
+
+#: Seconds after the alarm before a unit that has not returned to Python is hard-stopped.
+GRACE_SECONDS = 60.0
+
+#: Exit status of a run whose unit was hard-stopped (as ``timeout(1)``'s).
+HARD_STOP_STATUS = 124
 
 #: The longest limit, in seconds (about 3 years; the alarm timer refuses ~1e10 s).
 MAX_SECONDS = 1e8
@@ -99,29 +116,76 @@ def check_unit_timeout(component: str, seconds: float | None) -> None:
         )
 
 
+#: What a hard stop writes: the record's path, the record made before the work (status
+#: ``failed``) and the atomic writer.
+HardStop = tuple[Path, dict[str, Any], Callable[[Path, dict[str, Any]], None]]
+
+
 @contextlib.contextmanager
-def time_limit(seconds: float | None) -> Iterator[None]:
+def time_limit(seconds: float | None, hard_stop: HardStop | None = None) -> Iterator[None]:
     """Raise :class:`UnitTimedOut` in the block once it has run ``seconds`` of wall time
     (None: no limit); the alarm and the previous ``SIGALRM`` handler are restored on exit.
-    An alarm that comes after the block has finished is ignored. Checked by
-    :func:`check_unit_timeout` first."""
+    An alarm that comes after the block has finished is ignored. With ``hard_stop``, a block
+    still running :data:`GRACE_SECONDS` after the alarm (inside compiled code) is ended by
+    :func:`_hard_stop` (module notes). Checked by :func:`check_unit_timeout` first."""
     if seconds is None:
         yield
         return
-    finished = False
+    lock = threading.Lock()  # the block's end and a hard stop: one of them, never both
+    state = {"finished": False}
+    t0, c0 = time.perf_counter(), time.process_time()
 
     def alarm(signum: int, frame: Any) -> None:
-        if not finished:
+        if not state["finished"]:
             raise UnitTimedOut(seconds)
 
+    def watchdog() -> None:
+        with lock:
+            if not state["finished"] and hard_stop is not None:
+                _hard_stop(seconds, hard_stop, time.perf_counter() - t0, time.process_time() - c0)
+
+    timer = threading.Timer(float(seconds) + GRACE_SECONDS, watchdog)
+    timer.daemon = True
     previous = signal.signal(signal.SIGALRM, alarm)
     try:
         signal.setitimer(signal.ITIMER_REAL, float(seconds))
+        if hard_stop is not None:
+            timer.start()
         yield
-        finished = True
     finally:
+        with lock:
+            state["finished"] = True
+        timer.cancel()
         signal.setitimer(signal.ITIMER_REAL, 0.0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def _hard_stop(seconds: float, hard_stop: HardStop, wall: float, cpu: float) -> None:
+    """Write the unit's failed record and end the process (:data:`HARD_STOP_STATUS`)."""
+    path, record, write = hard_stop
+    why = (
+        f"{UnitTimedOut(seconds)}, and it did not return to Python within "
+        f"{GRACE_SECONDS:g} s more (inside compiled code): the run was ended"
+    )
+    try:
+        write(
+            path,
+            {
+                **record,
+                "status": "failed",
+                "wall_seconds": round(wall, 3),
+                "cpu_seconds": round(cpu, 3),
+                "error": f"UnitTimedOut: {why}",
+                "traceback": "",
+                TIMED_OUT_KEY: float(seconds),
+            },
+        )
+        print(f"{record.get('unit_id')}: FAILED ({why}); recorded", flush=True)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(HARD_STOP_STATUS)
 
 
 def _in_chain(err: BaseException, kind: type[BaseException]) -> BaseException | None:

@@ -395,12 +395,25 @@ def _run_unit(
         say(f"{unit.unit_id}: record {status} ({why}); redoing it")
     say(f"{unit.unit_id}: started")
     began = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    machine = machine_facts()
+    record: dict[str, Any] = {
+        "schema": RECORD_SCHEMA,
+        "unit_id": unit.unit_id,
+        "kind": unit.kind,
+        "status": "failed",  # until the work is done; as written by a hard stop
+        "settings": _canonical(unit.settings),
+        "numerics": dict(unit.numerics),
+        "started": began,
+        "wall_seconds": 0.0,
+        "cpu_seconds": 0.0,
+        "machine": machine_facts(),
+        "code": code_version(),
+    }
     t0, c0 = time.perf_counter(), time.process_time()
     partial: dict[str, Any] | None = None
     timed_out: float | None = None
+    path = record_file(records, unit.unit_id)
     try:
-        with _timeout.time_limit(unit_timeout):
+        with _timeout.time_limit(unit_timeout, (path, record, _write_atomic)):
             result: dict[str, Any] | None = unit.work()
         error = None
     except KeyboardInterrupt:
@@ -424,19 +437,8 @@ def _run_unit(
         result, error, timed_out = None, f"{type(err).__name__}: {err}", _timeout.limit_in(err)
         tb = traceback.format_exc(limit=8)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    record: dict[str, Any] = {
-        "schema": RECORD_SCHEMA,
-        "unit_id": unit.unit_id,
-        "kind": unit.kind,
-        "status": "done" if error is None else "failed",
-        "settings": _canonical(unit.settings),
-        "numerics": dict(unit.numerics),
-        "started": began,
-        "wall_seconds": round(wall, 3),
-        "cpu_seconds": round(cpu, 3),
-        "machine": machine,
-        "code": code_version(),
-    }
+    record.update(status="done" if error is None else "failed")
+    record.update(wall_seconds=round(wall, 3), cpu_seconds=round(cpu, 3))
     if error is None:
         record["result"] = _canonical(result)
         refused = stale_reason(unit, record)
@@ -451,7 +453,7 @@ def _run_unit(
         if partial is not None:
             record["result"] = _canonical(partial)
     # the record first: a progress line that cannot be written (a closed pipe) loses nothing
-    _write_atomic(record_file(records, unit.unit_id), record)
+    _write_atomic(path, record)
     if error is None:
         say(f"{unit.unit_id}: done in {wall / 60:.1f} min")
     else:
