@@ -274,8 +274,9 @@ def run_campaign(
         the units and read the records).
     unit_timeout : float, optional
         Wall seconds a unit may run: one still running then is stopped at its next return
-        to Python and recorded as failed (:mod:`udbench.campaigns._timeout`); a failed unit
-        that timed out under a limit at least this long is not retried (counted ``left``).
+        to Python and recorded as failed, or, inside compiled code, its record is written
+        and the process ends (:mod:`udbench.campaigns._timeout`); a failed unit that timed
+        out under a limit at least this long is not retried (counted ``left``).
 
     Returns
     -------
