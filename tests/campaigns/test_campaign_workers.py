@@ -61,6 +61,8 @@ def test_the_exit_status_is_zero_only_if_every_worker_succeeded() -> None:
     assert combined_status([1, 2, 0]) == 2  # a refused input wins: the user must act
     assert combined_status([0, -signal.SIGKILL]) == 1
     assert combined_status([130, 130]) == 130 and combined_status([130, 2]) == 2  # Ctrl-C
+    # a worker that hard-stopped a unit (--unit-timeout) is said as such, after the two above
+    assert combined_status([0, 124, 1]) == 124 and combined_status([124, 130]) == 130
     assert workers_line([0, -9]) == "2 worker run(s) ended, exit status 0, killed by signal 9"
 
 

@@ -132,7 +132,7 @@ def test_the_option_must_be_a_positive_number_of_hours(tmp_path, capsys, value) 
     args = ["campaign", "run", "mcmc", "--nice", "0", "--records", str(tmp_path / "r")]
     assert main([*args, "--work", str(tmp_path / "w"), "--unit-timeout", value]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "parameter 'unit-timeout' must be a number of hours > 0 and <= 27778" in err
+    assert "parameter 'unit-timeout' must be a number of hours > 0 and <= 27777" in err
     assert not (tmp_path / "r").exists()
 
 
@@ -199,6 +199,7 @@ def test_a_unit_that_does_not_return_to_python_is_hard_stopped(tmp_path: Path) -
     assert rec["error"].startswith("UnitTimedOut: timed out after 0.3 s")
     assert "within 0.5 s more (inside compiled code): the run was ended" in rec["error"]
     assert 0.7 <= rec["wall_seconds"] < 30 and rec["settings"] == {} and rec["kind"] == "toy"
+    assert rec["hard_stopped"] is True
     assert read_record(record_file(tmp_path, "next")) is None  # the run ended there
     units = [
         Unit("stuck", "toy", {}, {"toy": 1}, dict),
@@ -206,3 +207,52 @@ def test_a_unit_that_does_not_return_to_python_is_hard_stopped(tmp_path: Path) -
     ]
     counts = run_campaign(units, tmp_path, unit_timeout=0.3)
     assert (counts["left"], counts["done"]) == (1, 1)
+    # a hard-stopped tuning sweep is not retried under the same limit either (a rerun would
+    # end on it again), though a sweep stopped the soft way is
+    from udbench.tuning.shipped import CAMPAIGN_KIND
+
+    sweep = Unit("m/c", CAMPAIGN_KIND, {}, {}, dict)
+    assert skip_reason(sweep, rec, 0.3) is not None
+    assert skip_reason(sweep, {**rec, "hard_stopped": False}, 0.3) is None
+
+
+def test_an_alarm_in_the_clean_up_after_a_finished_block_is_ignored() -> None:
+    """The alarm landing after the block's work returned, as the clean-up begins (raised
+    there by a trace function, the way a signal handler would), neither fails the block nor
+    leaves the alarm, its handler or the watchdog behind (a review reproduced a late alarm
+    that left the watchdog armed to end the run during the next unit)."""
+    import inspect
+    import sys
+    import threading
+
+    import udbench.campaigns._timeout as t
+
+    gen_fn = t.time_limit.__wrapped__
+    lines, first = inspect.getsourcelines(gen_fn)
+    target = first + next(i for i, line in enumerate(lines) if 'state["finished"] = True' in line)
+    fired: list[int] = []
+
+    def tracer(frame, event, arg):
+        if frame.f_code is not gen_fn.__code__:
+            return None
+
+        def local(frame, event, arg):
+            if event == "line" and frame.f_lineno == target and not fired:
+                fired.append(frame.f_lineno)
+                raise UnitTimedOut(5.0)
+            return local
+
+        return local
+
+    before = threading.active_count()
+    sys.settrace(tracer)
+    try:
+        with time_limit(5.0, (Path("/nonexistent"), {}, lambda p, r: None)):
+            pass  # the block finished
+    finally:
+        sys.settrace(None)
+    assert fired == [target]  # the late alarm came, and was ignored
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+    time.sleep(0.05)
+    assert threading.active_count() == before  # the watchdog timer is gone

@@ -17,11 +17,13 @@ with the next unit; like a Ctrl-C, the alarm can land between a library's settin
 process state and its ``try`` that would undo it (a window of microseconds), so a run in
 which units time out often is better restarted now and then.
 
-A unit inside one long call into compiled code (an XLA program such as a whole NUTS run, a
-C++ fit) does not return to Python until the call ends, and one stuck there never does. So
+A unit inside one long call into compiled code (an XLA program such as a whole NUTS run)
+does not return to Python until the call ends, and one stuck there never does. So
 :data:`GRACE_SECONDS` after the alarm a watchdog thread *hard-stops* it: it writes the
-unit's failed record itself (with ``timed_out_seconds``) and ends the process with exit
-status :data:`HARD_STOP_STATUS` (the run ends there; a rerun goes on with the other units).
+unit's failed record itself (with ``timed_out_seconds`` and ``hard_stopped``) and ends the
+process with exit status :data:`HARD_STOP_STATUS` (the run ends there; a rerun goes on with
+the other units). The watchdog is a Python thread, so it needs the compiled code to release
+the GIL, as JAX/XLA does; a call that keeps the GIL is stopped only when it returns.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from udbench._validation import param_error
 
 __all__ = [
     "GRACE_SECONDS",
+    "HARD_STOPPED_KEY",
     "HARD_STOP_STATUS",
     "MAX_SECONDS",
     "RESUMABLE_KINDS",
@@ -55,6 +58,10 @@ __all__ = [
 
 #: The record key of a unit stopped by its time limit: the limit in wall seconds.
 TIMED_OUT_KEY = "timed_out_seconds"
+
+#: The record key of a unit that was hard-stopped (True): even a resumable unit is then
+#: retried only under a longer limit, so that a rerun does not end on it again.
+HARD_STOPPED_KEY = "hard_stopped"
 
 #: Seconds after the alarm before a unit that has not returned to Python is hard-stopped.
 GRACE_SECONDS = 60.0
@@ -124,15 +131,18 @@ HardStop = tuple[Path, dict[str, Any], Callable[[Path, dict[str, Any]], None]]
 @contextlib.contextmanager
 def time_limit(seconds: float | None, hard_stop: HardStop | None = None) -> Iterator[None]:
     """Raise :class:`UnitTimedOut` in the block once it has run ``seconds`` of wall time
-    (None: no limit); the alarm and the previous ``SIGALRM`` handler are restored on exit.
-    An alarm that comes after the block has finished is ignored. With ``hard_stop``, a block
-    still running :data:`GRACE_SECONDS` after the alarm (inside compiled code) is ended by
-    :func:`_hard_stop` (module notes). Checked by :func:`check_unit_timeout` first."""
+    (None: no limit); the alarm and the previous ``SIGALRM`` handler are restored on exit,
+    however the block ends. An alarm that comes after the block has finished is ignored.
+    With ``hard_stop``, a block still running :data:`GRACE_SECONDS` after the alarm (inside
+    compiled code) is ended by :func:`_hard_stop` (module notes). Not nestable: an inner
+    limit, or a unit that sets ``SIGALRM`` itself, replaces the alarm (the hard stop stays).
+    Checked by :func:`check_unit_timeout` first."""
     if seconds is None:
         yield
         return
     lock = threading.Lock()  # the block's end and a hard stop: one of them, never both
     state = {"finished": False}
+    completed = False
     t0, c0 = time.perf_counter(), time.process_time()
 
     def alarm(signum: int, frame: Any) -> None:
@@ -148,14 +158,20 @@ def time_limit(seconds: float | None, hard_stop: HardStop | None = None) -> Iter
     timer.daemon = True
     previous = signal.signal(signal.SIGALRM, alarm)
     try:
-        signal.setitimer(signal.ITIMER_REAL, float(seconds))
-        if hard_stop is not None:
-            timer.start()
-        yield
-    finally:
-        with lock:
-            state["finished"] = True
-        timer.cancel()
+        try:
+            signal.setitimer(signal.ITIMER_REAL, float(seconds))
+            if hard_stop is not None:
+                timer.start()
+            yield
+            completed = True
+        finally:
+            state["finished"] = True  # first: the alarm is ignored from here on
+    except UnitTimedOut:
+        if not completed:  # else an alarm in the clean-up after a finished block: ignored
+            raise
+    finally:  # always, also when the alarm came in the clean-up above
+        with lock:  # a hard stop under way ends the process here
+            timer.cancel()
         signal.setitimer(signal.ITIMER_REAL, 0.0)
         signal.signal(signal.SIGALRM, previous)
 
@@ -178,6 +194,7 @@ def _hard_stop(seconds: float, hard_stop: HardStop, wall: float, cpu: float) -> 
                 "error": f"UnitTimedOut: {why}",
                 "traceback": "",
                 TIMED_OUT_KEY: float(seconds),
+                HARD_STOPPED_KEY: True,
             },
         )
         print(f"{record.get('unit_id')}: FAILED ({why}); recorded", flush=True)
@@ -210,12 +227,12 @@ def limit_in(err: BaseException) -> float | None:
 def skip_reason(unit: Any, record: dict[str, Any] | None, seconds: float | None) -> str | None:
     """Why the failed ``unit`` is not retried under the limit ``seconds``: it timed out under
     a limit at least as long (None: retry it; also without a limit now, and for a unit of
-    :data:`RESUMABLE_KINDS`)."""
+    :data:`RESUMABLE_KINDS` that was not hard-stopped)."""
     limit = (record or {}).get(TIMED_OUT_KEY)
     if seconds is None or not isinstance(limit, int | float) or limit < seconds:
         return None
-    if getattr(unit, "kind", None) in RESUMABLE_KINDS:
-        return None
+    if getattr(unit, "kind", None) in RESUMABLE_KINDS and not (record or {}).get(HARD_STOPPED_KEY):
+        return None  # it goes on from its journal (a hard-stopped one would end the run)
     return (
         f"timed out under a limit of {_span(float(limit))}; not retried under "
         f"{_span(float(seconds))} (give a longer --unit-timeout, or none, to retry it)"

@@ -215,7 +215,7 @@ def check_run_limits(
         raise param_error(cmd, "finish-within", "be > 0", finish_within)
     most = MAX_SECONDS / 3600
     if unit_timeout is not None and not (math.isfinite(unit_timeout) and 0 < unit_timeout <= most):
-        rule = f"be a number of hours > 0 and <= {most:.0f}"
+        rule = f"be a number of hours > 0 and <= {math.floor(most)}"
         raise param_error(cmd, "unit-timeout", rule, unit_timeout)
     if workers < 1:
         raise param_error(cmd, "workers", "be an integer >= 1", workers)

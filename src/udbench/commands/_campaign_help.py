@@ -38,7 +38,8 @@ _WORKERS_HELP = (
 _UNIT_TIMEOUT_HELP = (
     "Stop a unit that runs longer than this many hours (wall time) and record it as failed; "
     "the run goes on (a unit inside compiled code that has not returned 60 s later is "
-    "hard-stopped: its record is written and the run ends with exit status 124). A later run "
-    "retries it only under a longer limit, or none (a tuning sweep, which keeps its finished "
-    "trials, under any). Default: no limit."
+    "hard-stopped: its record is written and the run ends with exit status 124; under "
+    "--workers only that worker). A later run retries it only under a longer limit, or none "
+    "(a tuning sweep, which keeps its finished trials, under any unless hard-stopped). "
+    "Default: no limit."
 )

@@ -112,13 +112,15 @@ def combined_status(statuses: Sequence[int]) -> int:
     """The exit status of the whole command from its workers' statuses.
 
     0 when every worker exited 0; 2 when one refused its input (a user error, the CLI's
-    status 2); else 130 when one was interrupted (Ctrl-C, the CLI's status 130); otherwise 1
+    status 2); else 130 when one was interrupted (Ctrl-C, the CLI's status 130); else 124
+    when one ended on a unit it hard-stopped (``--unit-timeout``:
+    :data:`udbench.campaigns._timeout.HARD_STOP_STATUS`; the others went on); otherwise 1
     (a missing input, a crash, or a worker killed by a signal, whose status
     :mod:`subprocess` gives as ``-signum``).
     """
     if all(s == 0 for s in statuses):
         return 0
-    for status in (2, 130):
+    for status in (2, 130, 124):
         if status in statuses:
             return status
     return 1
