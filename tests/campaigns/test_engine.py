@@ -516,7 +516,7 @@ def test_current_records_leave_out_stale_other_and_rowless_failed_records(tmp_pa
     recs, notes = current_records(tmp_path, "toy", units, include_failed=True)
     assert [r["unit_id"] for r in recs] == ["a", "b", "e", "c-failed"]
     assert notes == [
-        "d-failed: failed without a result (RuntimeError: no result); redone by the next run"
+        "d-failed: failed without a result (RuntimeError: no result); redone by a later run"
     ]
     # now: unit "a" has other settings, "b" another numerics version, "e" is not selected
     now = [_unit("a", 7), _unit("b", 2, numerics=3), units[2]]

@@ -507,7 +507,7 @@ def load_done_records(
         if kind is not None and record.get("kind") != kind:
             continue
         if record["status"] != "done" and not include_failed:
-            notes.append(f"{rel}: failed ({record.get('error')}); retried by the next run")
+            notes.append(f"{rel}: failed ({record.get('error')}); retried by a later run")
             continue
         if numerics is not None:
             theirs = record.get("numerics") or {}
@@ -592,7 +592,7 @@ def current_records(
             )
         recs = kept
     notes += [
-        f"{r['unit_id']}: {r['status']} without a result ({r.get('error')}); redone by the next run"
+        f"{r['unit_id']}: {r['status']} without a result ({r.get('error')}); redone by a later run"
         for r in recs
         if not isinstance(r.get("result"), dict)
     ]
