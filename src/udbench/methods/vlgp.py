@@ -476,4 +476,32 @@ class VLGP(BaseMethod):
         # GPJax adds its jitter to both predictive diagonals; the latent variances are without
         var_f = np.maximum(var_f - self._JITTER, 0.0)
         var_g = np.maximum(var_g - self._JITTER, 0.0)
+        if not (np.all(np.isfinite(mean_g)) and np.all(np.isfinite(var_g))):
+            mean_g, var_g = self._noise_marginals_whitened(X)
         return Prediction(mean=mean_f, aleatoric=np.exp(mean_g + 0.5 * var_g), epistemic=var_f)
+
+    def _noise_marginals_whitened(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """q(g)'s marginal mean and variance at the rows of X in the whitened form the bound
+        uses (:func:`_noise_marginals`: μ₀ + Aᵀa and k(x, x) − ‖A‖² + ‖BᵀA‖², A = L_g⁻¹K_zx),
+        the same moments as GPJax's conditional of N(μ₀ + L_g a, L_g B (L_g B)ᵀ) in exact
+        arithmetic (tested). Used where that conditional is not finite: with long noise
+        lengthscales K_zz is near singular and GPJax's un-whitened variance can come out NaN
+        (tuned configurations on gp-small, 2026-12-05), while the whitened form, as GPflow's
+        ``whiten=True`` (Hensman et al. 2015), needs only the L_g the fit itself used.
+        Shapes (n,) each; log-variance units of the standardised target."""
+        import jax
+        import jax.numpy as jnp
+
+        with jax.enable_x64(True):
+            c = {k: jnp.asarray(v) for k, v in self.params_.items()}
+            Xs = jnp.asarray(self._transform(X))
+            Z = jnp.asarray(self.inducing_inputs_)
+            mean, var, _, _ = _noise_marginals(c, Xs, Z, self._JITTER)
+            mean_g, var_g = np.asarray(mean, dtype=np.float64), np.asarray(var, dtype=np.float64)
+        if not (np.all(np.isfinite(mean_g)) and np.all(np.isfinite(var_g))):
+            raise UdbenchError(
+                "VLGP.predict: the noise GP's predictive moments are not finite in either form "
+                f"(GPJax's and the whitened one; {int(np.sum(~np.isfinite(var_g)))} of "
+                f"{var_g.size} variances)"
+            )
+        return mean_g, var_g
