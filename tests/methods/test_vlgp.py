@@ -159,5 +159,9 @@ def test_the_whitened_noise_moments_equal_gpjax_and_replace_them_where_not_finit
     monkeypatch.setattr(
         vlgp, "_noise_marginals", lambda c, X, Z, j: (jnp.nan * X[:, 0], jnp.nan * X[:, 0], 0, 0)
     )
-    with pytest.raises(UdbenchError, match=r"not finite in either form .* 40 of 40 variances"):
+    with pytest.raises(UdbenchError, match=r"not finite in either form .* 40 of 40 points"):
         m.predict(grid)
+    # ... unless k_g's variance has underflowed to 0: then q(g) is exactly its mean μ₀
+    m.params_["var_g"] = np.asarray(0.0)
+    got = m._predict(grid)
+    np.testing.assert_allclose(got.aleatoric, np.exp(float(m.params_["mu0"])), rtol=1e-12)

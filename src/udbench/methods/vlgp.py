@@ -476,9 +476,38 @@ class VLGP(BaseMethod):
         # GPJax adds its jitter to both predictive diagonals; the latent variances are without
         var_f = np.maximum(var_f - self._JITTER, 0.0)
         var_g = np.maximum(var_g - self._JITTER, 0.0)
-        if not (np.all(np.isfinite(mean_g)) and np.all(np.isfinite(var_g))):
-            mean_g, var_g = self._noise_marginals_whitened(X)
+        bad = ~(np.isfinite(mean_g) & np.isfinite(var_g))
+        if bad.any():
+            mean_g, var_g = self._repair_noise_marginals(X, mean_g, var_g, bad)
         return Prediction(mean=mean_f, aleatoric=np.exp(mean_g + 0.5 * var_g), epistemic=var_f)
+
+    def _repair_noise_marginals(
+        self, X: np.ndarray, mean_g: np.ndarray, var_g: np.ndarray, bad: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """q(g)'s marginals (shapes (n,), log-variance units of the standardised target) with
+        the entries ``bad`` (not finite in GPJax's conditional) taken from the whitened form
+        (:meth:`_noise_marginals_whitened`); where that is not finite either and k_g's
+        variance has underflowed to 0, q(g) is exactly its constant mean μ₀ (K_g ≡ 0 makes
+        A = 0; the NaN is 0·∞ from a distance that overflows as a lengthscale goes to 0).
+
+        Raises
+        ------
+        UdbenchError
+            Entries finite in no form.
+        """
+        mean_w, var_w = self._noise_marginals_whitened(X)
+        mean_g, var_g = mean_g.copy(), var_g.copy()
+        mean_g[bad], var_g[bad] = mean_w[bad], var_w[bad]
+        still = ~(np.isfinite(mean_g) & np.isfinite(var_g))
+        if still.any() and float(self.params_["var_g"]) == 0.0:
+            mean_g[still], var_g[still] = float(self.params_["mu0"]), 0.0
+            still[:] = False
+        if still.any():
+            raise UdbenchError(
+                "VLGP.predict: the noise GP's predictive moments are not finite in either form "
+                f"(GPJax's and the whitened one; {int(still.sum())} of {still.size} points)"
+            )
+        return mean_g, var_g
 
     def _noise_marginals_whitened(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """q(g)'s marginal mean and variance at the rows of X in the whitened form the bound
@@ -488,7 +517,8 @@ class VLGP(BaseMethod):
         lengthscales K_zz is near singular and GPJax's un-whitened variance can come out NaN
         (tuned configurations on gp-small, 2026-12-05), while the whitened form, as GPflow's
         ``whiten=True`` (Hensman et al. 2015), needs only the L_g the fit itself used.
-        Shapes (n,) each; log-variance units of the standardised target."""
+        Shapes (n,) each; log-variance units of the standardised target; not checked for
+        finiteness (:meth:`_repair_noise_marginals`)."""
         import jax
         import jax.numpy as jnp
 
@@ -497,11 +527,4 @@ class VLGP(BaseMethod):
             Xs = jnp.asarray(self._transform(X))
             Z = jnp.asarray(self.inducing_inputs_)
             mean, var, _, _ = _noise_marginals(c, Xs, Z, self._JITTER)
-            mean_g, var_g = np.asarray(mean, dtype=np.float64), np.asarray(var, dtype=np.float64)
-        if not (np.all(np.isfinite(mean_g)) and np.all(np.isfinite(var_g))):
-            raise UdbenchError(
-                "VLGP.predict: the noise GP's predictive moments are not finite in either form "
-                f"(GPJax's and the whitened one; {int(np.sum(~np.isfinite(var_g)))} of "
-                f"{var_g.size} variances)"
-            )
-        return mean_g, var_g
+        return np.asarray(mean, dtype=np.float64), np.asarray(var, dtype=np.float64)
