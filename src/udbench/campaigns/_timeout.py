@@ -123,13 +123,13 @@ def check_unit_timeout(component: str, seconds: float | None) -> None:
         )
 
 
-#: What a hard stop writes: the record's path, the record made before the work (status
-#: ``failed``) and the atomic writer.
-HardStop = tuple[Path, dict[str, Any], Callable[[Path, dict[str, Any]], None]]
+# What a hard stop writes: the record's path, the record made before the work (status
+# ``failed``) and the atomic writer (a private alias: autodoc cannot format a generic alias).
+_HardStop = tuple[Path, dict[str, Any], Callable[[Path, dict[str, Any]], None]]
 
 
 @contextlib.contextmanager
-def time_limit(seconds: float | None, hard_stop: HardStop | None = None) -> Iterator[None]:
+def time_limit(seconds: float | None, hard_stop: _HardStop | None = None) -> Iterator[None]:
     """Raise :class:`UnitTimedOut` in the block once it has run ``seconds`` of wall time
     (None: no limit); the alarm and the previous ``SIGALRM`` handler are restored on exit,
     however the block ends. An alarm that comes after the block has finished is ignored.
@@ -176,7 +176,7 @@ def time_limit(seconds: float | None, hard_stop: HardStop | None = None) -> Iter
         signal.signal(signal.SIGALRM, previous)
 
 
-def _hard_stop(seconds: float, hard_stop: HardStop, wall: float, cpu: float) -> None:
+def _hard_stop(seconds: float, hard_stop: _HardStop, wall: float, cpu: float) -> None:
     """Write the unit's failed record and end the process (:data:`HARD_STOP_STATUS`)."""
     path, record, write = hard_stop
     why = (
