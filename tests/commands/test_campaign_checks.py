@@ -158,9 +158,9 @@ def test_hours_left_use_the_mean_cpu_of_finished_units_of_the_same_shape():
     from udbench.commands._campaign_estimates import (
         _estimate,
         _shape_means,
-        record_cpu_seconds,
         wall_projection,
     )
+    from udbench.tuning._measured import record_cpu_seconds
 
     def rec(task: str, method: str, cpu: float | None) -> dict:
         return {

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["read_unless_other_kind"]
+__all__ = ["file_version", "read_unless_other_kind"]
 
 _Key = tuple[str, int, int, int]
 #: File version -> the ``kind`` its record holds (parsed, readable records only).
@@ -24,7 +24,10 @@ _KINDS: dict[_Key, str] = {}
 _MAX_ENTRIES = 200_000
 
 
-def _key(path: Path) -> _Key | None:
+def file_version(path: Path) -> _Key | None:
+    """The version of the file at ``path``: (path, inode, modification time in ns, size),
+    None when it cannot be stat'ed. Records are replaced whole, by a rename, so a rewritten
+    record has another version."""
     try:
         st = path.stat()
     except OSError:
@@ -41,7 +44,7 @@ def read_unless_other_kind(
     this version of the file is known to hold a record of another kind than ``kind`` (any
     kind when ``kind`` is None). The file's version is taken before it is read, so a file
     replaced meanwhile is remembered under its old version, which no later call matches."""
-    key = _key(path)
+    key = file_version(path)
     known = None if key is None else _KINDS.get(key)
     if kind is not None and known is not None and known != kind:
         return None

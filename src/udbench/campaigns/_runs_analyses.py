@@ -169,7 +169,7 @@ def cost_section(
     """
     from udbench.campaigns._runs_fits import ORACLE_FIT_KIND
     from udbench.campaigns.engine import load_done_records
-    from udbench.tuning._measured import sweep_cpu_seconds, sweep_resumed
+    from udbench.tuning._measured import record_cpu_seconds, sweep_resumed
     from udbench.tuning.shipped import CAMPAIGN_KIND
 
     def spent(kind: str) -> list[dict[str, Any]]:
@@ -183,11 +183,11 @@ def cost_section(
     hours: dict[str, dict[str, float]] = {}
     for part in parts:
         for r in spent(part):
-            m = str(r["unit_id"]).rsplit("/", 1)[-1]
-            row = hours.setdefault(m, {})
-            row[part] = row.get(part, 0.0) + float(r.get("cpu_seconds") or 0.0) / 3600
+            method = str(r["unit_id"]).rsplit("/", 1)[-1]  # <part>/<task id>/<method>
+            row = hours.setdefault(method, {})
+            row[part] = row.get(part, 0.0) + (record_cpu_seconds(r) or 0.0) / 3600
     fits = spent(ORACLE_FIT_KIND)
-    fit_hours = sum(float(r.get("cpu_seconds") or 0.0) for r in fits) / 3600
+    fit_hours = sum(record_cpu_seconds(r) or 0.0 for r in fits) / 3600
     lower: set[str] = set()
     sweeps: dict[str, int] = {}
     if tuning is not None:
@@ -195,12 +195,10 @@ def cost_section(
             m = str((r.get("settings") or {}).get("method"))
             if m not in hours:  # a method the runs do not hold (yet)
                 continue
-            res, cpu_s, wall = r.get("result") or {}, r.get("cpu_seconds"), r.get("wall_seconds")
-            cpu = sweep_cpu_seconds(res, cpu_s, wall)
-            if cpu is None or sweep_resumed(res, wall)[0]:
+            cpu = record_cpu_seconds(r)  # the earlier processes' trials where known
+            if cpu is None or sweep_resumed(r.get("result") or {}, r.get("wall_seconds"))[0]:
                 lower.add(m)
-            cpu = float(cpu_s or 0.0) if cpu is None else cpu
-            hours[m]["tuning"] = hours[m].get("tuning", 0.0) + cpu / 3600
+            hours[m]["tuning"] = hours[m].get("tuning", 0.0) + (cpu or 0.0) / 3600
             sweeps[m] = sweeps.get(m, 0) + 1
     cols = ("tuning", *parts)
     lines = [

@@ -138,15 +138,14 @@ def _committed_fit_sha(unit: Unit, records: str | Path) -> str | None:
     """``fit_sha256`` of ``unit``'s (an ``oracle-fit`` unit) record if it is current
     (:func:`udbench.campaigns.engine.unit_status` ``done``: its settings, numerics and task
     version) and its fit is ``ok``, else None."""
+    from udbench.campaigns._record_kinds import file_version
     from udbench.campaigns.engine import record_file, unit_status
 
-    path = record_file(records, unit.unit_id)
-    try:
-        st = path.stat()
-    except OSError:
+    version = file_version(record_file(records, unit.unit_id))
+    if version is None:
         return None
     made = json.dumps([unit.settings, unit.numerics], sort_keys=True, default=str)
-    key = (str(path), st.st_ino, st.st_mtime_ns, st.st_size, made)
+    key = (*version, made)
     if key not in _FIT_SHA_CACHE:
         status, rec = unit_status(unit, records)
         res = (rec or {}).get("result") or {}

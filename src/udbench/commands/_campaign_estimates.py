@@ -12,6 +12,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from udbench.tuning._measured import record_cpu_seconds
+
 
 def _shape_means(done: list[dict[str, Any]], clock: str = "cpu") -> dict[tuple[Any, ...], float]:
     """Mean CPU seconds (else wall seconds; ``clock="wall"``: wall seconds) of the finished
@@ -26,22 +28,6 @@ def _shape_means(done: list[dict[str, Any]], clock: str = "cpu") -> dict[tuple[A
         acc[0] += float(r["wall_seconds"] if cpu is None else cpu)
         acc[1] += 1
     return {key: total / n for key, (total, n) in sums.items()}
-
-
-def record_cpu_seconds(record: dict[str, Any]) -> float | None:
-    """A finished record's CPU seconds: its ``cpu_seconds``, plus, for a tuning sweep resumed
-    from its journal, the CPU of the trials an earlier process finished where known
-    (:func:`udbench.tuning._measured.sweep_cpu_seconds`); None without ``cpu_seconds``."""
-    from udbench.tuning._measured import sweep_cpu_seconds
-    from udbench.tuning.shipped import CAMPAIGN_KIND
-
-    cpu = record.get("cpu_seconds")
-    if not isinstance(cpu, int | float):
-        return None
-    if record.get("kind") == CAMPAIGN_KIND and isinstance(record.get("result"), dict):
-        whole = sweep_cpu_seconds(record["result"], cpu, record.get("wall_seconds"))
-        return float(cpu) if whole is None else whole
-    return float(cpu)
 
 
 def _undercounted(record: dict[str, Any]) -> bool:

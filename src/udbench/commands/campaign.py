@@ -30,7 +30,6 @@ from udbench.commands._campaign_estimates import (
     _hours_left,
     _shape_means,
     estimate_ratios,
-    record_cpu_seconds,
     wall_projection,
 )
 from udbench.commands._campaign_help import (
@@ -49,6 +48,7 @@ from udbench.commands._campaign_workers import WORKER_OPTIONS as _WORKER_OPTIONS
 from udbench.commands._campaign_workers import start_workers, watch_parent
 from udbench.commands._console import make_console
 from udbench.commands._options import DATA_DIR_HELP, check_data_dir, parse_choice_list
+from udbench.tuning._measured import record_cpu_seconds
 
 campaign_app = typer.Typer(
     name="campaign",

@@ -329,6 +329,32 @@ def sweep_cpu_seconds(result: dict[str, Any], cpu_seconds: Any, wall_seconds: An
     return float(cpu_seconds) + float(earlier)
 
 
+def record_cpu_seconds(record: dict[str, Any]) -> float | None:
+    """A finished campaign record's CPU seconds of one thread: its ``cpu_seconds``, plus,
+    for a tuning sweep resumed from its journal, the CPU seconds of the trials an earlier
+    process finished where known (:func:`sweep_cpu_seconds`).
+
+    Parameters
+    ----------
+    record : dict
+        A campaign record (:mod:`udbench.campaigns.engine`) of any kind.
+
+    Returns
+    -------
+    float or None
+        None without a numeric ``cpu_seconds``.
+    """
+    from udbench.tuning.records import CAMPAIGN_KIND
+
+    cpu = record.get("cpu_seconds")
+    if not isinstance(cpu, int | float):
+        return None
+    if record.get("kind") == CAMPAIGN_KIND and isinstance(record.get("result"), dict):
+        whole = sweep_cpu_seconds(record["result"], cpu, record.get("wall_seconds"))
+        return float(cpu) if whole is None else whole
+    return float(cpu)
+
+
 #: ``kind`` of a runs campaign record (:mod:`udbench.campaigns.runs`): its two parts.
 _RUN_KINDS = ("untuned", "tuned")
 
