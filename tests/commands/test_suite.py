@@ -39,7 +39,15 @@ FLAGS = ("--workers", "0", "--no-plan")
 
 
 @pytest.mark.parametrize(
-    ("name", "n"), [("quickstart", 4), ("gp-small", 240), ("gp-all", 960), ("paper", 3120)]
+    ("name", "n"),
+    [
+        ("quickstart", 4),
+        ("gp-small", 240),
+        ("hbart-small", 120),
+        ("bnn-small", 120),
+        ("gp-all", 960),
+        ("paper", 3120),
+    ],
 )
 def test_preset_grids_have_the_issue_sizes(name, n) -> None:
     s = load_suite(name)

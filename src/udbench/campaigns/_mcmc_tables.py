@@ -170,13 +170,20 @@ def hbart_validation_records(
     return out, notes
 
 
-def multi_family_table(records: str | Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
-    """Pooled SPEC §7 checks per family from the multi-family records.
+def multi_family_table(
+    records: str | Path, kind: str = "multi-family"
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Pooled SPEC §7 checks per family from the records of generated tasks
+    (:func:`udbench.tasks.checks.generation_record`).
 
     Parameters
     ----------
     records : str or Path
-        The MCMC campaign's records folder (``docs/validation/mcmc``).
+        The MCMC campaign's records folder (``docs/validation/mcmc``), or a runs campaign's
+        (``docs/validation/runs/<suite>``, with ``kind="generate"``).
+    kind : str, default "multi-family"
+        The records' unit kind: ``"multi-family"`` (MCMC campaign) or ``"generate"`` (the
+        runs campaign's generation part).
 
     Returns
     -------
@@ -187,7 +194,7 @@ def multi_family_table(records: str | Path) -> tuple[dict[str, dict[str, Any]], 
     """
     from udbench.tasks.pooling import pool_checks
 
-    done, notes = load_done_records(records, "multi-family", numerics_versions())
+    done, notes = load_done_records(records, kind, numerics_versions())
     by: dict[str, list[dict[str, Any]]] = {}
     for r in done:
         by.setdefault(r["result"]["family"], []).append(r)

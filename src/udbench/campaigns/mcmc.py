@@ -385,24 +385,13 @@ def hbart_validation_units(
 @_single_threaded
 def _multi_family_work(spec: Any, work_dir: str, data_dir: str | None) -> dict[str, Any]:
     from udbench.tasks import generate_task
-    from udbench.tasks.checks import mcmc_summary
+    from udbench.tasks.checks import generation_record
 
     task = generate_task(spec, data_dir=data_dir)
     path = Path(work_dir) / "tasks" / f"{spec.task_id}.npz"
     path.parent.mkdir(parents=True, exist_ok=True)
     task.save(path)
-    replacement = task.diagnostics.get("seed_replacement", {})
-    sampler = task.diagnostics.get("sampler") or {}
-    return {
-        "task_id": spec.task_id,
-        "family": spec.family,
-        "dataset": spec.dataset,
-        "checks": task.diagnostics["checks"],
-        "mcmc": mcmc_summary(task.diagnostics),
-        "seed_replacement": replacement,
-        "sampler_wall_seconds": sampler.get("wall_seconds"),
-        "task_file": path.name,
-    }
+    return {**generation_record(task), "task_file": path.name}
 
 
 def multi_family_units(

@@ -1,11 +1,17 @@
 """The suite-run campaign (issue 36, items 3–4): a regression suite's cells, with default and
 with tuned configurations, as resumable units.
 
-Three parts, each one unit per (instance, method) cell of the suite (default ``gp-small``: 240
-instances × 19 methods), run **method-major** (cheapest method first; a method's untuned
-cells, its tuned ones, then their ``transfer`` units), so the tuned leaderboard grows one
-complete method at a time:
+A ``generate`` part of one unit per instance, then three parts of one unit per (instance,
+method) cell of the suite (default ``gp-small``: 240 instances × 19 methods), run
+**method-major** (cheapest method first; a method's untuned cells, its tuned ones, then their
+``transfer`` units), so the tuned leaderboard grows one complete method at a time:
 
+``generate``
+    The instance's task file, made in the work folder where the cells read it (or found
+    there), and its SPEC §7 checks (:func:`udbench.tasks.checks.generation_record`, pooled
+    per family by :func:`generation_table`) with the file's numbers checksum: an MCMC
+    truth's reference posterior (HBART, BNN: minutes per instance) is generated and checked
+    once, before any cell needs it.
 ``untuned``
     The cell with the suite's method configuration (``udbench suite``'s defaults).
 ``tuned``
@@ -63,6 +69,7 @@ from udbench.campaigns._runs_versions import _numerics, all_checks, task_version
 from udbench.campaigns.engine import Unit, current_records, jsonable
 
 __all__ = [
+    "GENERATE_PART",
     "KINDS",
     "ORACLE_FIT_KIND",
     "PARTS",
@@ -71,6 +78,8 @@ __all__ = [
     "TRANSFER_ORACLES",
     "campaign_units",
     "export_results",
+    "generate_units",
+    "generation_table",
     "instance_specs",
     "predictions_path",
     "runs_summary",
@@ -79,8 +88,10 @@ __all__ = [
     "waiting_cells",
 ]
 
-#: The parts of the campaign (per method, in this order).
-PARTS: tuple[str, ...] = ("untuned", "tuned", "transfer")
+#: The part that generates and checks the suite's task files (one unit per instance, first).
+GENERATE_PART = "generate"
+#: The parts of the campaign (generation, then per method, in this order).
+PARTS: tuple[str, ...] = (GENERATE_PART, "untuned", "tuned", "transfer")
 #: Every kind of unit the parts make: the ``transfer`` part also makes ``oracle-fit`` units.
 KINDS: tuple[str, ...] = (*PARTS, ORACLE_FIT_KIND)
 #: The parts whose records hold a results row (one cell each).
@@ -143,6 +154,96 @@ def _cell_work(
         tmp.replace(out)
         sha = _sha256(out)
     return {**result, "predictions_sha256": sha, "task_arrays_sha256": arrays}
+
+
+def _generate_work(
+    spec: Any,
+    work_dir: str,
+    data_dir: str | None,
+    generate: Generate | None,
+    suite: dict[str, Any],
+) -> dict[str, Any]:
+    from udbench.campaigns._runs_versions import ready_task_file
+    from udbench.tasks import Task
+    from udbench.tasks.checks import generation_record
+
+    path, arrays = ready_task_file(spec, work_dir, data_dir, generate, suite)
+    return {**generation_record(Task.load(path)), "task_arrays_sha256": arrays}
+
+
+#: CPU seconds of one ``standard`` task on concrete (n = 348 training points) per family,
+#: from the MCMC campaign's multi-family records (:mod:`udbench.campaigns._mcmc_costs`);
+#: other datasets scale with their training size (HBART and BNN sweeps are linear in n:
+#: kin8nm/concrete is 9.3 and 7.6 in those records for a 9.0 ratio of n).
+_GENERATE_CONCRETE_SECONDS = {"gp": 40.0, "hbart": 76.0, "bnn": 49.0}
+
+
+def _generate_seconds(spec: Any) -> float | None:
+    from udbench.data import get_dataset_spec
+
+    base = _GENERATE_CONCRETE_SECONDS.get(spec.family)
+    try:
+        n = int(get_dataset_spec(spec.dataset).n_train or 0)
+    except Exception:
+        return None
+    return None if base is None or n <= 0 else base * n / 348.0
+
+
+def generate_units(
+    specs: Sequence[Any],
+    where: tuple[str, str | None, Generate | None, dict[str, Any]],
+) -> list[Unit]:
+    """One ``generate`` unit per instance (module docstring), in the grid's order.
+
+    Parameters
+    ----------
+    specs : sequence of TaskSpec
+        The suite's instances.
+    where : tuple
+        ``(work_dir, data_dir, generate, suite)`` as the cells take them.
+    """
+    suite = where[3]
+    units = []
+    for spec in specs:
+        estimate = _generate_seconds(spec)
+        units.append(
+            Unit(
+                unit_id=f"{GENERATE_PART}/{spec.task_id}",
+                kind=GENERATE_PART,
+                settings={
+                    "suite": str(suite.get("name")),
+                    "part": GENERATE_PART,
+                    "task_id": spec.task_id,
+                    "fidelity": str(spec.fidelity),
+                    "n_draws": int(spec.n_draws),
+                },
+                numerics=_numerics(spec.family),
+                work=functools.partial(_generate_work, spec, *where),
+                estimate_seconds=estimate,
+                estimate_note=None if estimate else "no measured generation of its family",
+                accepts=task_version_check(suite, spec),
+            )
+        )
+    return units
+
+
+def generation_table(records: str | Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Pooled SPEC §7 checks per family of a suite's ``generate`` records
+    (:func:`udbench.campaigns._mcmc_tables.multi_family_table` with ``kind="generate"``).
+
+    Parameters
+    ----------
+    records : str or Path
+        The suite's runs-campaign records folder (``docs/validation/runs/<suite>``).
+
+    Returns
+    -------
+    (by_family, notes) : tuple
+        As :func:`~udbench.campaigns._mcmc_tables.multi_family_table`.
+    """
+    from udbench.campaigns._mcmc_tables import multi_family_table
+
+    return multi_family_table(records, kind=GENERATE_PART)
 
 
 def waiting_cells(
@@ -268,8 +369,10 @@ def campaign_units(
     fits_of: dict[str, tuple[Unit, ...]] = {}  # an instance's oracle-fit units
     fit_records = None if campaign_records is None else str(campaign_records)
     fitted = [o for o in transfer_oracles if fits_kernel(o)] if fit_records else []
-    built = set(parts) | ({"tuned"} if TRANSFER_PART in parts else set())
+    built = (set(parts) - {GENERATE_PART}) | ({"tuned"} if TRANSFER_PART in parts else set())
     where = (str(work_dir), data_dir, generate, cfg)
+    if GENERATE_PART in parts:
+        units += generate_units(specs, where)
     for mc in order:
         for part in (p for p in PARTS if p in built):
             for spec in specs:

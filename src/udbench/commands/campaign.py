@@ -238,7 +238,7 @@ def run_command(
         "all",
         "--parts",
         help="Comma list of parts, or 'all' (mcmc: bnn-sweep, hbart-validation, multi-family; "
-        "classification: gpc-check, clf-small; runs: untuned, tuned, transfer).",
+        "classification: gpc-check, clf-small; runs: generate, untuned, tuned, transfer).",
     ),
     layouts: str | None = typer.Option(
         None, "--layouts", help="HBART layouts to validate (default all, cheapest first)."
@@ -278,8 +278,10 @@ def run_command(
     method first; its records are the package's shipped tuned configurations.
     classification: the gpc-check part (one unit per instance of --suite, default clf-small:
     generate the task into --work, record its udbench check figures), then the clf-small part
-    (one unit per (instance, classifier) cell, its results row). runs: every (instance,
-    method) cell of the regression --suite (default gp-small), with the suite's configuration
+    (one unit per (instance, classifier) cell, its results row). runs: the generate part
+    (one unit per instance of the regression --suite, default gp-small: its task file made
+    into --work and its SPEC §7 checks recorded), then every (instance, method) cell of the
+    suite, with the suite's configuration
     (untuned) and with its shipped tuning record's (tuned, where the record exists), then each
     tuned cell scored under three refitted GP-kernel oracles and the CRPS and log losses
     (transfer), method by method; records hold the results rows and the transfer figures,
@@ -485,7 +487,7 @@ def status_command(
             f"note: {len(mine)} unit(s) without a current record being run now ({', '.join(pids)})",
             markup=False,
         )
-    if campaign == "runs":
+    if campaign == "runs" and any(u.kind in ("tuned", "transfer") for u in units):
         from udbench.campaigns.runs import waiting_cells
 
         chosen = None if methods is None else [m.strip() for m in methods.split(",") if m.strip()]

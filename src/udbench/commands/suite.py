@@ -400,8 +400,8 @@ def register(app: typer.Typer) -> None:
     def suite_cmd(
         name: str | None = typer.Argument(
             None,
-            help="Preset (quickstart, gp-small, gp-all, paper, clf-small, clf-all) or a suite "
-            ".toml file.",
+            help="Preset (quickstart, gp-small, hbart-small, bnn-small, gp-all, paper, clf-small, "
+            "clf-all) or a suite .toml file.",
         ),
         out: Path | None = typer.Option(
             None, "--out", "-o", help="Suite folder (tasks/, results/, report/).", parser=out_path

@@ -62,8 +62,8 @@ _LOCAL = (
 )
 
 #: The preset suites (name → settings). Instances = datasets × families × modes × coverages ×
-#: seeds (× K × difficulties for classification): quickstart 4, gp-small 240, gp-all 960,
-#: paper 3120, clf-small 120, clf-all 5760.
+#: seeds (× K × difficulties for classification): quickstart 4, gp-small 240, hbart-small and
+#: bnn-small 120 each, gp-all 960, paper 3120, clf-small 120, clf-all 5760.
 SUITES: dict[str, dict[str, Any]] = {
     "quickstart": {
         "description": "udbench quickstart's grid: diabetes, GP, 2 modes × 2 coverages, seed 0, "
@@ -87,6 +87,34 @@ SUITES: dict[str, dict[str, Any]] = {
         "noise": "all",
         "coverage": "all",
         "seeds": "0-9",
+        "fidelity": "standard",
+        "draws": 1000,
+        "methods": "registered",
+        "method_params": "default",
+        "keep_predictions": False,
+    },
+    "hbart-small": {
+        "description": "gp-small's design with the HBART truth: concrete, airfoil, qsar_fish; "
+        "all modes and coverages; seeds 0-4 (120 instances); every registered method",
+        "datasets": "concrete,airfoil,qsar_fish",
+        "families": "hbart",
+        "noise": "all",
+        "coverage": "all",
+        "seeds": "0-4",
+        "fidelity": "standard",
+        "draws": 1000,
+        "methods": "registered",
+        "method_params": "default",
+        "keep_predictions": False,
+    },
+    "bnn-small": {
+        "description": "gp-small's design with the BNN truth: concrete, airfoil, qsar_fish; "
+        "all modes and coverages; seeds 0-4 (120 instances); every registered method",
+        "datasets": "concrete,airfoil,qsar_fish",
+        "families": "bnn",
+        "noise": "all",
+        "coverage": "all",
+        "seeds": "0-4",
         "fidelity": "standard",
         "draws": 1000,
         "methods": "registered",

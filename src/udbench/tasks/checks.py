@@ -54,6 +54,7 @@ __all__ = [
     "coverage_rank_bounds",
     "coverage_summary",
     "expected_coverage",
+    "generation_record",
     "mcmc_summary",
     "mcse_implied_ess",
     "missing_training_classes",
@@ -519,3 +520,35 @@ def stuck_chains(
     if int(n_chains) < MCSE_N_BATCHES or ess is None or ess > per_chain * int(n_chains):
         return None
     return {"ess_implied": ess, "ess_per_chain": ess / int(n_chains)}
+
+
+def generation_record(task: Any) -> dict[str, Any]:
+    """What a generation campaign unit records of one generated task: its SPEC §7 checks,
+    MCMC scalars and seed replacements, the summary :func:`udbench.tasks.pooling.pool_checks`
+    pools per family.
+
+    Parameters
+    ----------
+    task : Task
+        A task from :func:`udbench.tasks.generate_task` (its ``diagnostics`` hold
+        ``"checks"``).
+
+    Returns
+    -------
+    dict
+        ``task_id``, ``family``, ``dataset``, ``checks`` (the stored SPEC §7 checks),
+        ``mcmc`` (:func:`mcmc_summary`), ``seed_replacement`` (the stored record, ``{}``
+        without one) and ``sampler_wall_seconds`` (None for exact families).
+    """
+    spec = task.spec
+    diagnostics = task.diagnostics
+    sampler = diagnostics.get("sampler") or {}
+    return {
+        "task_id": spec.task_id,
+        "family": spec.family,
+        "dataset": spec.dataset,
+        "checks": diagnostics["checks"],
+        "mcmc": mcmc_summary(diagnostics),
+        "seed_replacement": diagnostics.get("seed_replacement", {}),
+        "sampler_wall_seconds": sampler.get("wall_seconds"),
+    }
