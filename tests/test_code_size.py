@@ -1,4 +1,7 @@
-"""No module over 600 lines, no function over 120 (issue 33, item 6).
+"""No module over 1,000 lines, no function over 120 (issue 33, item 6; issue 63, item 3).
+
+The module bound is a warning bound, not a reason to split a coherent module (issue 63 raised
+it from 600, which had led to splits by size rather than by job).
 
 A function's size is its body without its docstring and without the functions and classes
 nested in it (each of those is measured on its own): typer commands declare their options in
@@ -13,7 +16,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "udbench"
-MAX_FILE_LINES = 600
+MAX_FILE_LINES = 1000
 MAX_FUNCTION_LINES = 120
 _FILES = sorted(SRC.rglob("*.py"))
 

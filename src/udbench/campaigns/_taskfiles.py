@@ -22,6 +22,9 @@ def ensure_task_file(
 ) -> bool:
     """Make the task file of ``spec`` at ``path`` unless it is there; whether it was made now.
 
+    A file that cannot be read as a task (damaged: a disk fault, a bad copy; a kill leaves
+    none, :meth:`udbench.tasks.Task.save` is atomic) is made again.
+
     Parameters
     ----------
     path : Path
@@ -46,8 +49,13 @@ def ensure_task_file(
     """
     from udbench.tasks import Task, generate_task
 
+    have = None
     if path.is_file():
-        have = Task.load(path).spec
+        try:
+            have = Task.load(path).spec
+        except UdbenchError:  # damaged (a disk fault, a bad copy): derived data, made again
+            have = None
+    if have is not None:
         found = have.task_id
         if found != spec.task_id:
             raise UdbenchError(

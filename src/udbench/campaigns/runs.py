@@ -7,11 +7,12 @@ method) cell of the suite (default ``gp-small``: 240 instances × 19 methods), r
 ``transfer`` units), so the tuned leaderboard grows one complete method at a time:
 
 ``generate``
-    The instance's task file, made in the work folder where the cells read it (or found
-    there), and its SPEC §7 checks (:func:`udbench.tasks.checks.generation_record`, pooled
-    per family by :func:`generation_table`) with the file's numbers checksum: an MCMC
-    truth's reference posterior (HBART, BNN: minutes per instance) is generated and checked
-    once, before any cell needs it.
+    For an instance whose reference posterior is sampled by MCMC (HBART, BNN truths:
+    minutes per instance), its task file, made in the work folder where the cells read it
+    (or found there), and its SPEC §7 checks (:func:`udbench.tasks.checks.generation_record`,
+    pooled per family by :func:`generation_table`) with the file's numbers checksum: generated
+    and checked once, before any cell needs it. An exact (GP) truth's file takes seconds and
+    is made by the instance's first cell, as it always was (gp-small has no such units).
 ``untuned``
     The cell with the suite's method configuration (``udbench suite``'s defaults).
 ``tuned``
@@ -193,7 +194,8 @@ def generate_units(
     specs: Sequence[Any],
     where: tuple[str, str | None, Generate | None, dict[str, Any]],
 ) -> list[Unit]:
-    """One ``generate`` unit per instance (module docstring), in the grid's order.
+    """One ``generate`` unit per instance of an MCMC family (module docstring), in the grid's
+    order; none for the others.
 
     Parameters
     ----------
@@ -202,9 +204,11 @@ def generate_units(
     where : tuple
         ``(work_dir, data_dir, generate, suite)`` as the cells take them.
     """
+    from udbench.priors import MCMC_FAMILIES
+
     suite = where[3]
     units = []
-    for spec in specs:
+    for spec in (s for s in specs if s.family in MCMC_FAMILIES):
         estimate = _generate_seconds(spec)
         units.append(
             Unit(

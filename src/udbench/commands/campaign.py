@@ -487,7 +487,8 @@ def status_command(
             f"note: {len(mine)} unit(s) without a current record being run now ({', '.join(pids)})",
             markup=False,
         )
-    if campaign == "runs" and any(u.kind in ("tuned", "transfer") for u in units):
+    chosen_parts = {p.strip() for p in parts.split(",")}
+    if campaign == "runs" and (chosen_parts & {"all", "tuned", "transfer"}):
         from udbench.campaigns.runs import waiting_cells
 
         chosen = None if methods is None else [m.strip() for m in methods.split(",") if m.strip()]

@@ -530,13 +530,14 @@ def generation_record(task: Any) -> dict[str, Any]:
     Parameters
     ----------
     task : Task
-        A task from :func:`udbench.tasks.generate_task` (its ``diagnostics`` hold
+        A task, normally from :func:`udbench.tasks.generate_task` (its ``diagnostics`` hold
         ``"checks"``).
 
     Returns
     -------
     dict
-        ``task_id``, ``family``, ``dataset``, ``checks`` (the stored SPEC §7 checks),
+        ``task_id``, ``family``, ``dataset``, ``checks`` (the stored SPEC §7 checks; empty
+        for a task that stores none, e.g. one made outside :func:`~udbench.tasks.generate_task`),
         ``mcmc`` (:func:`mcmc_summary`), ``seed_replacement`` (the stored record, ``{}``
         without one) and ``sampler_wall_seconds`` (None for exact families).
     """
@@ -547,7 +548,7 @@ def generation_record(task: Any) -> dict[str, Any]:
         "task_id": spec.task_id,
         "family": spec.family,
         "dataset": spec.dataset,
-        "checks": diagnostics["checks"],
+        "checks": diagnostics.get("checks", {}),
         "mcmc": mcmc_summary(diagnostics),
         "seed_replacement": diagnostics.get("seed_replacement", {}),
         "sampler_wall_seconds": sampler.get("wall_seconds"),
