@@ -303,7 +303,8 @@ def check_command(
     than K classes are listed as degenerate (valid and pooled; --json: "degenerate"), and HBART
     instances whose chains look stuck (about one effective draw of σ_f² per chain; not a SPEC §7
     gate; --json: "stuck_chains"). Exit status 1 if any file is invalid (listed with the reason,
-    left out of the tables), 2 for a bad argument, 4 with --strict when a verdict is FAIL.
+    left out of the tables; so is a file named for another task id than it holds), 2 for a bad
+    argument, 4 with --strict when a verdict is FAIL.
     """
     report = check_tasks(tasks, by_dataset=by_dataset)
     result, invalid = report["families"], report["invalid"]
@@ -359,7 +360,8 @@ def check_command(
     if invalid:
         total = len(invalid) + sum(r["n_instances"] for r in result.values())
         unreadable = sum(1 for bad in invalid if bad.get("unreadable"))
-        corrupt = len(invalid) - unreadable
+        misnamed = sum(1 for bad in invalid if bad.get("misnamed"))
+        corrupt = len(invalid) - unreadable - misnamed
         if corrupt:
             console.print(
                 f"{corrupt} of {total} task files are invalid (left out of the tables above); "
@@ -370,6 +372,13 @@ def check_command(
             console.print(
                 f"{unreadable} of {total} task files cannot be read by this user (left out of "
                 "the tables above): fix their permissions (chmod u+r) and check again",
+                highlight=False,
+            )
+        if misnamed:
+            console.print(
+                f"{misnamed} of {total} task files are named for another task than they hold "
+                "(left out of the tables above): rename each to the task id it holds, as "
+                "its line says, and check again",
                 highlight=False,
             )
         raise typer.Exit(code=1)
