@@ -320,3 +320,30 @@ def test_tied_distances_that_make_unequal_shells_are_a_clear_error(user_dir):
     frame = pd.DataFrame({"switch": np.arange(200) % 2})
     with pytest.raises(UdbenchError, match=r"n_eval/5 = 20 rows.*\[200, 0, 0, 0, 0\]"):
         prepare_dataset(frame, "grid", duplicates="keep")
+
+
+def test_repeated_column_names_are_refused_not_renamed(user_dir, tmp_path):
+    # pandas reads the header "temp,flow,temp" as temp, flow, temp.1: two covariates
+    frame = small_table()
+    text = frame.to_csv(index=False).splitlines()
+    header = text[0].split(",")
+    header[2] = header[0] = "temp"  # 'temp', 'Pressure (bar)', 'temp', 'depth', 'yield'
+    header[3] = header[1] = "depth"
+    path = tmp_path / "twice.csv"
+    path.write_text("\n".join([",".join(header), *text[1:]]) + "\n")
+    with pytest.raises(UdbenchError) as info:
+        prepare_dataset(path, "plant", target="yield")
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(
+        "udbench datasets add: parameter 'PATH' must have distinct column names"
+    )
+    assert message.endswith("got ['depth', 'temp']")
+    # one repeat in a gzipped CSV too; distinct names (also 'temp.1' typed by hand) still pass
+    frame.columns = ["temp", "temp.1", "flow", "temp", "yield"]
+    frame.to_csv(tmp_path / "once.csv.gz", index=False)
+    with pytest.raises(UdbenchError, match=r"got \['temp'\]$"):
+        prepare_dataset(tmp_path / "once.csv.gz", "plant", target="yield")
+    frame.columns = ["temp", "temp.1", "flow", "depth", "yield"]
+    frame.to_csv(tmp_path / "fine.csv", index=False)
+    assert prepare_dataset(tmp_path / "fine.csv", "plant", target="yield").spec.n_features == 4
