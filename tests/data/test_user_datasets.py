@@ -223,6 +223,29 @@ def test_cleaning_counts_missing_rows_and_drops_constant_columns(user_dir):
     assert prepare_dataset(frame.drop(columns="yield"), "plant").spec.n_rows == 307
 
 
+def test_near_constant_columns_are_dropped_like_constant_ones(user_dir):
+    frame = small_table(300)
+    frame["site"] = 4.0
+    frame["gauge"] = 1.0 + 1e-12 * (np.arange(300) % 3)  # rounding-level variation
+    frame["tiny"] = 1e-12 * (1.0 + np.arange(300) % 7)  # small, but it varies: kept
+    prepared = prepare_dataset(frame, "plant", target="yield")
+    text = "\n".join(prepared.messages)
+    assert "dropped constant column(s) ['site'] (min-max scaling needs max > min)" in text
+    assert (
+        "dropped near-constant column(s) ['gauge'] (max - min <= 1e-09 × max(|min|, |max|)" in text
+    )
+    assert prepared.spec.covariates == ("temp", "Pressure (bar)", "flow", "depth", "tiny")
+    assert prepared.provenance["columns_dropped_constant"] == ["site", "gauge"]
+    np.testing.assert_array_equal(prepared.X.min(axis=0), 0.0)
+    np.testing.assert_array_equal(prepared.X.max(axis=0), 1.0)
+    # a table of near-constant covariates only: nothing left to scale
+    only = pd.DataFrame({"gauge": frame["gauge"], "yield": frame["yield"]})
+    with pytest.raises(
+        UdbenchError, match=r"every covariate is constant .*gauge in \[1, 1.000000000002\]"
+    ):
+        prepare_dataset(only, "plant", target="yield")
+
+
 def test_categorical_columns_are_rejected_with_every_name(user_dir):
     frame = small_table()
     frame["colour"] = np.where(np.arange(300) % 3 == 0, "red", "blue")

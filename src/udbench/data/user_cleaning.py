@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from udbench._validation import UdbenchError, param_error
-from udbench.data.cleaning import normalise_name
+from udbench.data.cleaning import NEAR_CONSTANT_RTOL, is_near_constant, normalise_name
 from udbench.data.user_design import _COMMAND, MIN_TRAIN, min_rows_needed
 
 __all__ = ["read_table"]
@@ -259,13 +259,38 @@ def _drop_missing(
 def _drop_constant(
     kept: pd.DataFrame, cols: list[str], messages: list[str]
 ) -> tuple[list[str], list[str]]:
-    """The covariates without the constant ones (min-max scaling needs max > min), and those."""
-    constant = [c for c in cols if kept[c].nunique() <= 1]
+    """The covariates without the constant ones (min-max scaling needs max > min), and those.
+
+    A near-constant column (relative range at most :data:`NEAR_CONSTANT_RTOL`,
+    :func:`~udbench.data.cleaning.is_near_constant`) counts as constant: scaled, its
+    rounding-level differences would become a full-range covariate. Each kind is noted.
+    """
+    values = kept[cols].to_numpy(dtype=np.float64)
+    low, high = values.min(axis=0), values.max(axis=0)
+    exact = [c for c, lo, hi in zip(cols, low, high, strict=True) if lo == hi]
+    near = [
+        c
+        for c, flag, lo, hi in zip(cols, is_near_constant(low, high), low, high, strict=True)
+        if flag and lo != hi
+    ]
+    if exact:
+        messages.append(f"dropped constant column(s) {exact} (min-max scaling needs max > min)")
+    if near:
+        messages.append(
+            f"dropped near-constant column(s) {near} (max - min <= {NEAR_CONSTANT_RTOL:g} × "
+            "max(|min|, |max|): min-max scaling would turn rounding into a full-range "
+            "covariate; if its variation is real, subtract its offset first)"
+        )
+    constant = [c for c in cols if c in exact or c in near]
     if constant:
-        messages.append(f"dropped constant column(s) {constant} (min-max scaling needs max > min)")
         cols = [c for c in cols if c not in constant]
         if not cols:
-            shown = ", ".join(f"{c} = {kept[c].iloc[0]:g}" for c in constant)
+            shown = ", ".join(
+                f"{c} = {kept[c].iloc[0]:g}"
+                if c in exact
+                else f"{c} in [{kept[c].min():.17g}, {kept[c].max():.17g}]"
+                for c in constant
+            )
             raise UdbenchError(
                 f"{_COMMAND}: every covariate is constant on the {len(kept)} row(s) kept after "
                 f"cleaning ({shown}), and min-max scaling needs max > min; a table needs at "
