@@ -30,7 +30,7 @@ from udbench.commands._options import (
     out_path,
     parse_seeds,
 )
-from udbench.priors import DEFAULT_FIDELITY, Fidelity
+from udbench.priors import DEFAULT_FIDELITY, MAX_N_CLASSES, Fidelity
 from udbench.tasks.grid import GridPlan, GridProgress, expand_grid, generate_grid
 from udbench.tasks.replacement import MAX_REPLACEMENTS
 from udbench.tasks.spec import DEFAULT_DRAWS, MAX_DRAWS, MIN_DRAWS
@@ -103,17 +103,18 @@ def generate_command(
         f"before it is reported as failed (0 to {MAX_REPLACE_LIMIT}); 0 fails at the first "
         "rejection.",
     ),
-    classes: str = typer.Option(
-        "3",
+    classes: str | None = typer.Option(
+        None,
         "--classes",
         help="Classification families (gpc) only: the numbers of classes K, a comma list of "
-        "integers >= 2.",
+        f"integers from 2 to {MAX_N_CLASSES}; default 3. An error without gpc in --families.",
     ),
-    difficulty: str = typer.Option(
-        "medium",
+    difficulty: str | None = typer.Option(
+        None,
         "--difficulty",
         help="Classification families (gpc) only: the temperature level rule's difficulties "
-        "(easy, medium, hard), a comma list or 'all'.",
+        "(easy, medium, hard), a comma list or 'all'; default medium. An error without gpc "
+        "in --families.",
     ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
     draws_train: bool | None = typer.Option(
