@@ -131,3 +131,19 @@ def test_add_errors_exit_2_with_one_line(folders, capsys, monkeypatch):
         == 0
     )
     assert main(["datasets", "download", "plant", "--data-dir", str(data)]) == 2
+
+
+def test_add_refuses_repeated_column_names_in_one_line(folders, capsys):
+    lines = (folders / "plant.csv").read_text().splitlines()
+    assert lines[0] == "dose,ratio,temperature,batch"
+    (folders / "twice.csv").write_text("\n".join(["dose,ratio,dose,batch", *lines[1:]]) + "\n")
+    code = main(
+        ["datasets", "add", str(folders / "twice.csv"), "--name", "plant", "--drop", "batch"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "error: udbench datasets add: parameter 'PATH' must have distinct column names (pandas "
+        "would rename a repeat 'a' to 'a.1'); rename or remove the repeated columns; got ['dose']"
+    ]
+    assert not (folders / "data" / "plant").exists()

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from udbench.data import get_dataset_spec, list_datasets, load_covariates
+from udbench.data.cleaning import NEAR_CONSTANT_RTOL
 from udbench.data.covariates import _load, stratified_split
 from udbench.design import NOISE_MODES, NoiseModel, select_training_inputs
 
@@ -21,6 +22,11 @@ def test_real_table_cleans_to_spec(data_dir, key):
     assert cov.X.shape == (spec.n_rows, spec.n_features)
     np.testing.assert_array_equal(cov.X.min(axis=0), 0.0)
     np.testing.assert_array_equal(cov.X.max(axis=0), 1.0)
+    # far from the near-constant bound (issue 68): no shipped covariate is dropped or refused,
+    # so no task version changes (the smallest relative range is red_wine's density, 0.0136)
+    low, high = cov.bounds
+    relative = (high - low) / np.maximum(np.abs(low), np.abs(high))
+    assert relative.min() > 1e6 * NEAR_CONSTANT_RTOL
     assert cov.y_real.shape == (spec.n_rows,) and np.all(np.isfinite(cov.y_real))
     # noise score standardised over all kept rows (SPEC §3)
     assert abs(cov.z.mean()) < 1e-12 and abs(cov.z.std() - 1.0) < 1e-12

@@ -109,6 +109,12 @@ def test_cleaning_a_written_table(tmp_path: Path, make_concrete, write):
             lambda f: f.assign(Cement=5.0),
             r"'covariate Cement' must vary over the kept rows.*got 'the constant value 5.0'",
         ),
+        (  # issue 68: scaled, 5 and 5 + 5e-12 became a full-range covariate
+            lambda f: f.assign(Cement=5.0 + 5e-12 * (np.arange(len(f)) % 2)),
+            r"'covariate Cement' must vary over the kept rows by more than rounding \(min-max "
+            r"scaling needs max - min > 1e-09 × max\(\|min\|, \|max\|\)\); "
+            r"got 'min 5.0, max 5.000000000005'",
+        ),
         (lambda f: f.iloc[:900], r"'table' must clean to SPEC's \(N, d\) = \(1030, 8\).*899, 8"),
         (
             lambda f: f.assign(Age=["x1"] + [1.0] * 1030),
@@ -123,7 +129,16 @@ def test_cleaning_a_written_table(tmp_path: Path, make_concrete, write):
             r"parameter 'column Age' must hold finite numbers .*got -inf",
         ),
     ],
-    ids=["missing", "renamed", "constant", "short", "non-numeric", "ambiguous", "infinite"],
+    ids=[
+        "missing",
+        "renamed",
+        "constant",
+        "near-constant",
+        "short",
+        "non-numeric",
+        "ambiguous",
+        "infinite",
+    ],
 )
 def test_bad_tables_give_clear_errors(tmp_path: Path, edit, match, make_concrete, write):
     write(tmp_path, "concrete", edit(make_concrete()))

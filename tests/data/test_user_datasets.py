@@ -223,6 +223,29 @@ def test_cleaning_counts_missing_rows_and_drops_constant_columns(user_dir):
     assert prepare_dataset(frame.drop(columns="yield"), "plant").spec.n_rows == 307
 
 
+def test_near_constant_columns_are_dropped_like_constant_ones(user_dir):
+    frame = small_table(300)
+    frame["site"] = 4.0
+    frame["gauge"] = 1.0 + 1e-12 * (np.arange(300) % 3)  # rounding-level variation
+    frame["tiny"] = 1e-12 * (1.0 + np.arange(300) % 7)  # small, but it varies: kept
+    prepared = prepare_dataset(frame, "plant", target="yield")
+    text = "\n".join(prepared.messages)
+    assert "dropped constant column(s) ['site'] (min-max scaling needs max > min)" in text
+    assert (
+        "dropped near-constant column(s) ['gauge'] (max - min <= 1e-09 × max(|min|, |max|)" in text
+    )
+    assert prepared.spec.covariates == ("temp", "Pressure (bar)", "flow", "depth", "tiny")
+    assert prepared.provenance["columns_dropped_constant"] == ["site", "gauge"]
+    np.testing.assert_array_equal(prepared.X.min(axis=0), 0.0)
+    np.testing.assert_array_equal(prepared.X.max(axis=0), 1.0)
+    # a table of near-constant covariates only: nothing left to scale
+    only = pd.DataFrame({"gauge": frame["gauge"], "yield": frame["yield"]})
+    with pytest.raises(
+        UdbenchError, match=r"every covariate is constant .*gauge in \[1, 1.000000000002\]"
+    ):
+        prepare_dataset(only, "plant", target="yield")
+
+
 def test_categorical_columns_are_rejected_with_every_name(user_dir):
     frame = small_table()
     frame["colour"] = np.where(np.arange(300) % 3 == 0, "red", "blue")
@@ -320,3 +343,30 @@ def test_tied_distances_that_make_unequal_shells_are_a_clear_error(user_dir):
     frame = pd.DataFrame({"switch": np.arange(200) % 2})
     with pytest.raises(UdbenchError, match=r"n_eval/5 = 20 rows.*\[200, 0, 0, 0, 0\]"):
         prepare_dataset(frame, "grid", duplicates="keep")
+
+
+def test_repeated_column_names_are_refused_not_renamed(user_dir, tmp_path):
+    # pandas reads the header "temp,flow,temp" as temp, flow, temp.1: two covariates
+    frame = small_table()
+    text = frame.to_csv(index=False).splitlines()
+    header = text[0].split(",")
+    header[2] = header[0] = "temp"  # 'temp', 'Pressure (bar)', 'temp', 'depth', 'yield'
+    header[3] = header[1] = "depth"
+    path = tmp_path / "twice.csv"
+    path.write_text("\n".join([",".join(header), *text[1:]]) + "\n")
+    with pytest.raises(UdbenchError) as info:
+        prepare_dataset(path, "plant", target="yield")
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(
+        "udbench datasets add: parameter 'PATH' must have distinct column names"
+    )
+    assert message.endswith("got ['depth', 'temp']")
+    # one repeat in a gzipped CSV too; distinct names (also 'temp.1' typed by hand) still pass
+    frame.columns = ["temp", "temp.1", "flow", "temp", "yield"]
+    frame.to_csv(tmp_path / "once.csv.gz", index=False)
+    with pytest.raises(UdbenchError, match=r"got \['temp'\]$"):
+        prepare_dataset(tmp_path / "once.csv.gz", "plant", target="yield")
+    frame.columns = ["temp", "temp.1", "flow", "depth", "yield"]
+    frame.to_csv(tmp_path / "fine.csv", index=False)
+    assert prepare_dataset(tmp_path / "fine.csv", "plant", target="yield").spec.n_features == 4

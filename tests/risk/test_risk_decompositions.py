@@ -219,6 +219,41 @@ def test_crps_is_deterministic_per_random_state():
     np.testing.assert_array_equal(a.total, c.total)  # total does not use the noise samples
 
 
+@pytest.mark.parametrize("decompose", [crps_decomposition, log_score_decomposition])
+@pytest.mark.parametrize(
+    ("bad", "shown"),
+    [
+        ("x", "'x'"),
+        (None, "None"),
+        (2.7, "2.7"),
+        (3.0, "3.0"),
+        (-1, "-1"),
+        (True, "True"),
+        (2**32, "4294967296"),
+    ],
+)
+def test_bad_random_state_is_one_line_error(decompose, bad, shown):
+    # issue 68: 'x' and None gave a raw ValueError/TypeError, 2.7 was truncated to 2
+    f = gaussian_draws(50, 1)
+    with pytest.raises(UdbenchError) as info:
+        decompose(f, S2, MU, V_HAT, random_state=bad)
+    assert str(info.value) == (
+        f"{decompose.__name__}: parameter 'random_state' must be an integer from 0 to "
+        f"4294967295; got {shown}"
+    )
+
+
+@pytest.mark.parametrize("decompose", [crps_decomposition, log_score_decomposition])
+def test_random_state_takes_numpy_integers_and_the_largest_seed(decompose):
+    f = gaussian_draws(50, 1)
+    a = decompose(f, S2, MU, V_HAT, random_state=np.int64(7))
+    b = decompose(f, S2, MU, V_HAT, random_state=7)
+    assert a.generalized_variance.tobytes() == b.generalized_variance.tobytes()
+    assert a.extra["random_state"] == 7 and type(a.extra["random_state"]) is int
+    top = decompose(f, S2, MU, V_HAT, random_state=2**32 - 1)
+    assert np.all(np.isfinite(top.generalized_variance))
+
+
 # --------------------------------------------------------------------------- log score
 def test_log_score_closed_form_hand_values():
     # σ² = 1, σ_f² = 3 (v = 4), μ̂ − m = 2, ŝ² = 2

@@ -21,6 +21,7 @@ import pytest
 
 from udbench._validation import UdbenchError
 from udbench.cli import main
+from udbench.priors import MAX_N_CLASSES
 from udbench.priors.gp import GPPrior
 from udbench.priors.gp.fit import default_kernel_hyper
 from udbench.priors.gp_classification import GPClassificationPrior
@@ -105,9 +106,9 @@ def test_a_regression_spec_keeps_its_id_seeds_and_record() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"n_classes": 1}, "parameter 'n_classes' must be an integer >= 2; got 1"),
-        ({"n_classes": True}, "parameter 'n_classes' must be an integer >= 2"),
-        ({"n_classes": 2.0}, "parameter 'n_classes' must be an integer >= 2"),
+        ({"n_classes": 1}, "parameter 'n_classes' must be an integer from 2 to 100; got 1"),
+        ({"n_classes": True}, "parameter 'n_classes' must be an integer from 2 to 100"),
+        ({"n_classes": 2.0}, "parameter 'n_classes' must be an integer from 2 to 100"),
         ({"difficulty": "brutal"}, "parameter 'difficulty' must be one of"),
     ],
 )
@@ -157,8 +158,59 @@ def test_the_grid_names_classification_settings_per_family() -> None:
         expand_grid("diabetes", "gpc", "all", "all", "0", "smoke", 40, difficulty="x")
     with pytest.raises(UdbenchError, match="generate: parameter 'noise' must be temperature"):
         expand_grid("diabetes", "gpc", "student-t", "all", "0", "smoke", 40)
-    # the settings of a classification family are not checked for a regression grid
-    assert len(expand_grid("diabetes", "gp", "all", "all", "0", "smoke", 40, classes="x")) == 8
+    assert len(expand_grid("diabetes", "gp", "all", "all", "0", "smoke", 40)) == 8
+
+
+def test_classification_settings_without_a_classification_family_are_refused() -> None:
+    # issue 68: `--families gp --classes 3 --difficulty hard` made the gp grid without a word
+    for kw, name in (({"classes": "3"}, "classes"), ({"difficulty": "hard"}, "difficulty")):
+        for families in ("gp", "all", "gp,bnn"):
+            with pytest.raises(UdbenchError) as info:
+                expand_grid("diabetes", families, "all", "all", "0", "smoke", 40, **kw)
+            text = str(info.value)
+            assert text.startswith(
+                f"generate: parameter {name!r} must be left out unless --families names a "
+                "classification family (gpc)"
+            )
+            assert text.endswith(f"got {kw[name]!r}") and "\n" not in text
+    # with gpc among them they apply to gpc (the regression family as ever)
+    mixed = expand_grid("diabetes", "gp,gpc", "u-shaped", "balanced", "0", "smoke", 40, classes="2")
+    assert [s.family_coordinate for s in mixed] == ["gp", "gpc-k2-medium"]
+
+
+def test_the_number_of_classes_is_bounded_before_anything_is_made() -> None:
+    # issue 68: --classes 1000000 allocated 122 GiB before it failed
+    assert MAX_N_CLASSES == 100
+    rule = "generate: parameter 'classes' must be a comma list of integers from 2 to 100"
+    for bad in ("1000000", "101", "3,101"):
+        with pytest.raises(UdbenchError, match=f"^{rule}; got {bad!r}$"):
+            expand_grid("diabetes", "gpc", "u-shaped", "balanced", "0", "smoke", 40, classes=bad)
+    [spec] = expand_grid("diabetes", "gpc", "u-shaped", "balanced", "0", "smoke", 40, classes="100")
+    assert spec.n_classes == 100
+    with pytest.raises(UdbenchError, match="'n_classes' must be an integer from 2 to 100; got 101"):
+        TaskSpec("diabetes", "gpc", "u-shaped", "balanced", 0, n_classes=101)
+
+
+def test_generate_refuses_them_in_one_line(tmp_path, capsys) -> None:
+    for args in (["--classes", "3", "--difficulty", "hard"], ["--classes", "1000000"]):
+        families = "gp" if "--difficulty" in args else "gpc"
+        code = main(
+            [
+                "generate",
+                "--datasets",
+                "diabetes",
+                "--families",
+                families,
+                *args,
+                "--out",
+                str(tmp_path / "t"),
+            ]
+        )
+        err = capsys.readouterr().err
+        assert code == 2 and "Traceback" not in err
+        [line] = [x for x in err.splitlines() if x.strip()]
+        assert line.startswith("error: generate: parameter 'classes' must ")
+    assert not (tmp_path / "t").exists() or not list((tmp_path / "t").glob("*.npz"))
 
 
 # -- the task file --------------------------------------------------------------------

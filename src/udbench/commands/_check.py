@@ -54,7 +54,9 @@ def check_tasks(
     -------
     dict
         ``{"families": {family: stats}, "invalid": [{"path", "error"[, "unreadable":
-        True]}, ...] (``unreadable``: the file's permissions, not its content), "approximate":
+        True][, "misnamed": True]}, ...] (``unreadable``: the file's permissions, not its
+        content; ``misnamed``: its name is a task id other than the one it holds,
+        :class:`udbench.tasks.taskfile.TaskFileMisnamed`), "approximate":
         [{"task_id", "path", "note"}, ...], "before_nugget": [{"task_id", "path",
         "mc_agree"}, ...], "degenerate": [{"task_id", "path", "missing_classes",
         "n_classes"}, ...], "stuck_chains": [{"task_id", "path", "ess_implied",
@@ -94,7 +96,7 @@ def check_tasks(
     """
     from udbench.tasks import gate_verdicts, pool_checks
     from udbench.tasks.discovery import find_task_files
-    from udbench.tasks.taskfile import TaskFileUnreadable
+    from udbench.tasks.taskfile import TaskFileMisnamed, TaskFileUnreadable
 
     paths = find_task_files(list(tasks), command="udbench check")
     report: dict[str, Any] = {
@@ -112,6 +114,8 @@ def check_tasks(
             entry: dict[str, Any] = {"path": str(path), "error": str(err)}
             if isinstance(err, TaskFileUnreadable):  # the remedy is permissions, not generate
                 entry["unreadable"] = True
+            if isinstance(err, TaskFileMisnamed):  # the remedy is its name, not its content
+                entry["misnamed"] = True
             report["invalid"].append(entry)
     fidelities: dict[tuple[str, bool], set[str]] = {}  # exact and approximate apart
     for e in entries:

@@ -30,7 +30,7 @@ from udbench.commands._options import (
     out_path,
     parse_seeds,
 )
-from udbench.priors import DEFAULT_FIDELITY, Fidelity
+from udbench.priors import DEFAULT_FIDELITY, MAX_N_CLASSES, Fidelity
 from udbench.tasks.grid import GridPlan, GridProgress, expand_grid, generate_grid
 from udbench.tasks.replacement import MAX_REPLACEMENTS
 from udbench.tasks.spec import DEFAULT_DRAWS, MAX_DRAWS, MIN_DRAWS
@@ -103,17 +103,18 @@ def generate_command(
         f"before it is reported as failed (0 to {MAX_REPLACE_LIMIT}); 0 fails at the first "
         "rejection.",
     ),
-    classes: str = typer.Option(
-        "3",
+    classes: str | None = typer.Option(
+        None,
         "--classes",
         help="Classification families (gpc) only: the numbers of classes K, a comma list of "
-        "integers >= 2.",
+        f"integers from 2 to {MAX_N_CLASSES}; default 3. An error without gpc in --families.",
     ),
-    difficulty: str = typer.Option(
-        "medium",
+    difficulty: str | None = typer.Option(
+        None,
         "--difficulty",
         help="Classification families (gpc) only: the temperature level rule's difficulties "
-        "(easy, medium, hard), a comma list or 'all'.",
+        "(easy, medium, hard), a comma list or 'all'; default medium. An error without gpc "
+        "in --families.",
     ),
     data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
     draws_train: bool | None = typer.Option(
@@ -303,7 +304,8 @@ def check_command(
     than K classes are listed as degenerate (valid and pooled; --json: "degenerate"), and HBART
     instances whose chains look stuck (about one effective draw of σ_f² per chain; not a SPEC §7
     gate; --json: "stuck_chains"). Exit status 1 if any file is invalid (listed with the reason,
-    left out of the tables), 2 for a bad argument, 4 with --strict when a verdict is FAIL.
+    left out of the tables; so is a file named for another task id than it holds), 2 for a bad
+    argument, 4 with --strict when a verdict is FAIL.
     """
     report = check_tasks(tasks, by_dataset=by_dataset)
     result, invalid = report["families"], report["invalid"]
@@ -359,7 +361,8 @@ def check_command(
     if invalid:
         total = len(invalid) + sum(r["n_instances"] for r in result.values())
         unreadable = sum(1 for bad in invalid if bad.get("unreadable"))
-        corrupt = len(invalid) - unreadable
+        misnamed = sum(1 for bad in invalid if bad.get("misnamed"))
+        corrupt = len(invalid) - unreadable - misnamed
         if corrupt:
             console.print(
                 f"{corrupt} of {total} task files are invalid (left out of the tables above); "
@@ -370,6 +373,13 @@ def check_command(
             console.print(
                 f"{unreadable} of {total} task files cannot be read by this user (left out of "
                 "the tables above): fix their permissions (chmod u+r) and check again",
+                highlight=False,
+            )
+        if misnamed:
+            console.print(
+                f"{misnamed} of {total} task files are named for another task than they hold "
+                "(left out of the tables above): rename each to the task id it holds, as "
+                "its line says, and check again",
                 highlight=False,
             )
         raise typer.Exit(code=1)

@@ -16,7 +16,42 @@ import pandas as pd
 from udbench._validation import UdbenchError, param_error
 from udbench.data.registry import DatasetSpec
 
-__all__ = ["clean_table", "normalise_name"]
+__all__ = ["NEAR_CONSTANT_RTOL", "clean_table", "is_near_constant", "normalise_name"]
+
+#: A covariate whose range over the kept rows is at most this share of its largest magnitude,
+#: ``max - min <= NEAR_CONSTANT_RTOL * max(|min|, |max|)``, counts as constant: min-max scaling
+#: would blow its rounding-level differences (a column 1 and 1 + 1e-12) up into a full-range
+#: covariate. 1e-9 is about 10⁷ float64 rounding units (2.2e-16), so a column that varies only
+#: by the rounding of a text round trip or a unit conversion falls under it; a column that
+#: varies in its 9th significant digit is kept when its offset is subtracted first. The shipped
+#: datasets' smallest relative range is 0.0136 (red_wine's density), far above it.
+NEAR_CONSTANT_RTOL = 1e-9
+
+
+def is_near_constant(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Which covariates count as constant, from their minimum and maximum over the rows.
+
+    Parameters
+    ----------
+    low, high : array_like of shape (d,)
+        Each covariate's minimum and maximum.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (d,)
+        True where ``high - low <= NEAR_CONSTANT_RTOL * max(|low|, |high|)``
+        (:data:`NEAR_CONSTANT_RTOL`): an exactly constant column (zero too) and one whose
+        range is rounding-level relative to its magnitude.
+
+    Examples
+    --------
+    >>> is_near_constant(np.array([1.0, 1.0, 0.0, 1e-12]), np.array([1.0, 1.0 + 1e-12, 0.0, 5e-12]))
+    array([ True,  True,  True, False])
+    """
+    lo = np.asarray(low, dtype=np.float64)
+    hi = np.asarray(high, dtype=np.float64)
+    scale = np.maximum(np.abs(lo), np.abs(hi))
+    return np.asarray(hi - lo <= NEAR_CONSTANT_RTOL * scale)
 
 
 def normalise_name(name: str) -> str:
@@ -71,7 +106,8 @@ def clean_table(
     ------
     UdbenchError
         A covariate or target column is missing or renamed, a value is not numeric or is
-        infinite, a covariate is constant, or the cleaned (N, d) differs from SPEC.
+        infinite, a covariate is constant or near-constant (:func:`is_near_constant`), or the
+        cleaned (N, d) differs from SPEC.
     """
     component = f"load_covariates({spec.key!r})"
     by_name: dict[str, list[str]] = {}
@@ -116,13 +152,17 @@ def clean_table(
             f"shape {X.shape}",
         )
     low, high = X.min(axis=0), X.max(axis=0)
-    constant = np.flatnonzero(high <= low)
+    constant = np.flatnonzero(is_near_constant(low, high))
     if constant.size:
+        j = int(constant[0])
         raise param_error(
             component,
-            f"covariate {spec.covariates[constant[0]]}",
-            "vary over the kept rows (min-max scaling needs max > min)",
-            f"the constant value {float(low[constant[0]])!r}",
+            f"covariate {spec.covariates[j]}",
+            "vary over the kept rows by more than rounding (min-max scaling needs max - min > "
+            f"{NEAR_CONSTANT_RTOL:g} × max(|min|, |max|))",
+            f"the constant value {float(low[j])!r}"
+            if high[j] == low[j]
+            else f"min {float(low[j])!r}, max {float(high[j])!r}",
         )
     X = (X - low) / (high - low)
     return X, y_real, np.vstack([low, high])

@@ -227,9 +227,10 @@ def prepare_dataset(
 
     Steps: select the covariates (``covariates``, else every column but ``target`` and
     ``drop``); reject non-numeric ones; drop rows with a missing covariate or target
-    (``?`` and empty cells count as missing; a count is reported); drop constant covariates
-    (named); treat duplicate covariate rows by ``duplicates``; check feasibility; scale to
-    [0, 1]; fit the noise score and shells (SPEC §3); split (SPEC §2); set n and ρ.
+    (``?`` and empty cells count as missing; a count is reported); drop constant and
+    near-constant covariates (named; :func:`udbench.data.cleaning.is_near_constant`); treat
+    duplicate covariate rows by ``duplicates``; check feasibility; scale to [0, 1]; fit the
+    noise score and shells (SPEC §3); split (SPEC §2); set n and ρ.
 
     Parameters
     ----------

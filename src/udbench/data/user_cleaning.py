@@ -12,6 +12,7 @@ option that fixes it.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from udbench._validation import UdbenchError, param_error
-from udbench.data.cleaning import normalise_name
+from udbench.data.cleaning import NEAR_CONSTANT_RTOL, is_near_constant, normalise_name
 from udbench.data.user_design import _COMMAND, MIN_TRAIN, min_rows_needed
 
 __all__ = ["read_table"]
@@ -28,10 +29,23 @@ __all__ = ["read_table"]
 def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a CSV (any compression pandas infers, ``?`` counts as missing) or Parquet table.
 
+    Parameters
+    ----------
+    path : str or Path
+        The file; its suffix says the format (``.csv``, ``.csv.gz``, ``.tsv``, ``.txt``,
+        ``.parquet``, ``.pq``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table, its columns named as the file's header names them.
+
     Raises
     ------
     UdbenchError
-        The file does not exist, has another format, or cannot be parsed.
+        The file does not exist, has another format, cannot be parsed, or its header names a
+        column twice (pandas would rename the repeat ``a.1`` without a word, and the two
+        columns would then pass as distinct covariates).
     """
     p = Path(path).expanduser()
     if not p.is_file():
@@ -42,7 +56,10 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
             return pd.read_parquet(p)
         if ".csv" in suffixes or ".tsv" in suffixes or ".txt" in suffixes:
             sep = "\t" if ".tsv" in suffixes else ","
+            _check_header_names(p, sep)
             return pd.read_csv(p, sep=sep, na_values=["?"], low_memory=False)
+    except UdbenchError:  # a ValueError too: said as it is, not as a parsing failure
+        raise
     except (OSError, ValueError, EOFError, ImportError) as err:
         raise UdbenchError(
             f"{_COMMAND}: file {str(p)!r} must be a readable CSV (header row) or Parquet "
@@ -51,6 +68,33 @@ def read_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     raise param_error(
         _COMMAND, "PATH", "end in .csv, .csv.gz, .tsv or .parquet (the format)", str(path)
     )
+
+
+def _check_header_names(path: Path, sep: str) -> None:
+    """Raise when the header row of the CSV ``path`` names a column twice.
+
+    ``pandas.read_csv`` renames repeats (``a, a.1``), so the read frame cannot tell; the
+    header is read raw here. Empty header cells (an unnamed index column) are left to
+    pandas (``Unnamed: 0``).
+
+    Raises
+    ------
+    UdbenchError
+        Naming the repeated column names.
+    """
+    header = pd.read_csv(
+        path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False
+    ).iloc[0]
+    counts = Counter(str(v) for v in header if str(v) != "")
+    repeated = sorted(n for n, k in counts.items() if k > 1)
+    if repeated:
+        raise param_error(
+            _COMMAND,
+            "PATH",
+            "have distinct column names (pandas would rename a repeat 'a' to 'a.1'); rename "
+            "or remove the repeated columns",
+            repeated,
+        )
 
 
 def _match(frame: pd.DataFrame, names: Sequence[str], option: str) -> list[str]:
@@ -215,13 +259,38 @@ def _drop_missing(
 def _drop_constant(
     kept: pd.DataFrame, cols: list[str], messages: list[str]
 ) -> tuple[list[str], list[str]]:
-    """The covariates without the constant ones (min-max scaling needs max > min), and those."""
-    constant = [c for c in cols if kept[c].nunique() <= 1]
+    """The covariates without the constant ones (min-max scaling needs max > min), and those.
+
+    A near-constant column (relative range at most :data:`NEAR_CONSTANT_RTOL`,
+    :func:`~udbench.data.cleaning.is_near_constant`) counts as constant: scaled, its
+    rounding-level differences would become a full-range covariate. Each kind is noted.
+    """
+    values = kept[cols].to_numpy(dtype=np.float64)
+    low, high = values.min(axis=0), values.max(axis=0)
+    exact = [c for c, lo, hi in zip(cols, low, high, strict=True) if lo == hi]
+    near = [
+        c
+        for c, flag, lo, hi in zip(cols, is_near_constant(low, high), low, high, strict=True)
+        if flag and lo != hi
+    ]
+    if exact:
+        messages.append(f"dropped constant column(s) {exact} (min-max scaling needs max > min)")
+    if near:
+        messages.append(
+            f"dropped near-constant column(s) {near} (max - min <= {NEAR_CONSTANT_RTOL:g} × "
+            "max(|min|, |max|): min-max scaling would turn rounding into a full-range "
+            "covariate; if its variation is real, subtract its offset first)"
+        )
+    constant = [c for c in cols if c in exact or c in near]
     if constant:
-        messages.append(f"dropped constant column(s) {constant} (min-max scaling needs max > min)")
         cols = [c for c in cols if c not in constant]
         if not cols:
-            shown = ", ".join(f"{c} = {kept[c].iloc[0]:g}" for c in constant)
+            shown = ", ".join(
+                f"{c} = {kept[c].iloc[0]:g}"
+                if c in exact
+                else f"{c} in [{kept[c].min():.17g}, {kept[c].max():.17g}]"
+                for c in constant
+            )
             raise UdbenchError(
                 f"{_COMMAND}: every covariate is constant on the {len(kept)} row(s) kept after "
                 f"cleaning ({shown}), and min-max scaling needs max > min; a table needs at "

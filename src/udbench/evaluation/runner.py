@@ -162,7 +162,8 @@ def plan_cells(
     Raises
     ------
     UdbenchError
-        Two task files hold the same task id with different content.
+        Two task files hold the same task id with different content; a file's name is a
+        task id other than the one it holds (:class:`udbench.tasks.taskfile.TaskFileMisnamed`).
     """
     done = finished or set()
     todo: list[Cell] = []

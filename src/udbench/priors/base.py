@@ -68,6 +68,7 @@ __all__ = [
     "DEFAULT_FIDELITY",
     "DEFAULT_N_CLASSES",
     "FAMILY_CAPABILITIES",
+    "MAX_N_CLASSES",
     "PRIOR_FAMILIES",
     "SCALE_N_DRAWS",
     "TASK_TYPES",
@@ -167,6 +168,12 @@ TASK_TYPES: tuple[str, ...] = ("regression", "classification")
 
 #: K, the number of classes of a classification task, when none is named.
 DEFAULT_N_CLASSES: int = 3
+#: The largest K a classification task accepts (``TaskSpec``, ``generate --classes``). A task
+#: holds (n_eval, K) arrays and its draws of π take D × n_eval × K × 4 bytes (D = 1000, 1500
+#: points, K = 100: 600 MB per file, as much as the largest D allows a regression task), and
+#: the sampler's latents grow alike; a typo such as ``--classes 1000000`` asked for 122 GiB
+#: before it failed.
+MAX_N_CLASSES: int = 100
 #: The temperature level rule's target (normalised mean Bayes error) per difficulty name.
 CLASSIFICATION_DIFFICULTIES: dict[str, float] = {"easy": 0.1, "medium": 0.3, "hard": 0.6}
 #: The difficulty of a classification task when none is named.

@@ -35,7 +35,7 @@ import numpy as np
 import scoringrules as sr
 
 from udbench._seeding import make_rng
-from udbench._validation import check_array, param_error
+from udbench._validation import check_array, check_seed, param_error
 from udbench.risk import _checks
 from udbench.risk._estimators import (
     _SQRT_PI,
@@ -255,7 +255,9 @@ def crps_decomposition(
     n_noise : int, default 1
         Number K >= 1 of noise samples per draw for the pairwise term (cost grows with K).
     random_state : int, default 0
-        Names the stream of the noise samples ε (via :func:`udbench._seeding.make_rng`).
+        Names the stream of the noise samples ε (via :func:`udbench._seeding.make_rng`): an
+        integer from 0 to 2³² − 1 (:data:`udbench._validation.MAX_SEED`). None is refused,
+        not fresh entropy: every figure here is reproducible from its arguments.
 
     Returns
     -------
@@ -266,9 +268,10 @@ def crps_decomposition(
     ------
     UdbenchError
         Wrong shapes, NaN/inf, fewer than 2 draws, negative ``noise_var``, ``pred_var`` <= 0,
-        ``n_noise`` < 1.
+        ``n_noise`` < 1, ``random_state`` not an integer from 0 to 2³² − 1.
     """
     name = "crps_decomposition"
+    seed = check_seed(name, "random_state", random_state)
     f = _checks.regression_draws(name, draws)
     d, n = f.shape
     s2 = _checks.vector(name, "noise_var", noise_var, n, nonnegative=True)
@@ -279,7 +282,7 @@ def crps_decomposition(
     if k < 1:
         raise param_error(name, "n_noise", "be an integer >= 1", n_noise)
     au = sd / _SQRT_PI
-    rng = make_rng("risk", "crps", "noise", int(random_state))
+    rng = make_rng("risk", "crps", "noise", seed)
     eps = rng.standard_normal((k, d, n))  # the K = 1 stream is a prefix of the K > 1 stream
     cross, pair = np.empty(n), np.empty(n)
     # blocks of points keep the (K, D, block) temporaries in cache (~1.5x faster at D = 1000)
@@ -304,7 +307,7 @@ def crps_decomposition(
         n_draws=d,
         n_samples=k * d,
         estimator=f"energy form; fair pairwise term over distinct draws, {k} noise sample(s)/draw",
-        extra={"random_state": int(random_state), "n_noise": k},
+        extra={"random_state": seed, "n_noise": k},
     )
 
 
@@ -400,7 +403,8 @@ def log_score_decomposition(
         Number M of outcome samples per point for the mixture entropy, 2 <= M <= D;
         default D.
     random_state : int, default 0
-        Names the stream of the noise samples ε.
+        Names the stream of the noise samples ε: an integer from 0 to 2³² − 1. None is
+        refused, not fresh entropy (as for :func:`crps_decomposition`).
     mixture_entropy : array_like, shape (n,), optional
         H(p̄) per point from an earlier call on the same draws, noise variance, ``n_samples``
         and ``random_state`` (``au + generalized_variance`` of its result): it does not depend
@@ -416,9 +420,10 @@ def log_score_decomposition(
     ------
     UdbenchError
         Wrong shapes, NaN/inf, fewer than 2 draws, ``noise_var`` or ``pred_var`` <= 0,
-        ``n_samples`` outside [2, D].
+        ``n_samples`` outside [2, D], ``random_state`` not an integer from 0 to 2³² − 1.
     """
     name = "log_score_decomposition"
+    seed = check_seed(name, "random_state", random_state)
     f = _checks.regression_draws(name, draws)
     d, n = f.shape
     s2 = _checks.vector(name, "noise_var", noise_var, n, positive=True)
@@ -432,9 +437,9 @@ def log_score_decomposition(
         raise param_error(name, "n_samples", f"be an integer in [2, {d}] (D)", n_samples)
     if mixture_entropy is not None:
         h_given = _checks.vector(name, "mixture_entropy", mixture_entropy, n)
-        return _log_terms(au, h_given, total, d, m_out, random_state)
+        return _log_terms(au, h_given, total, d, m_out, seed)
     rows = np.linspace(0, d - 1, m_out).round().astype(np.intp)
-    y = _noise_samples(f[rows], sd, "log", random_state)
+    y = _noise_samples(f[rows], sd, "log", seed)
     h_mix = np.empty(n)
     step = max(1, _MIXTURE_CHUNK_ENTRIES // (d * m_out))
     comps = f.T  # (n, D): mixture components per point
@@ -447,7 +452,7 @@ def log_score_decomposition(
         )
         eps2 = ((y[:, lo:hi] - f[rows, lo:hi]) / sd[lo:hi]) ** 2
         h_mix[lo:hi] = _control_variate(scores, eps2)
-    return _log_terms(au, h_mix, total, d, m_out, random_state)
+    return _log_terms(au, h_mix, total, d, m_out, seed)
 
 
 def _log_terms(
@@ -465,7 +470,7 @@ def _log_terms(
         n_samples=m_out,
         estimator="exact AU and total; mixture entropy by Monte Carlo over outcome samples "
         "with the own-component control variate",
-        extra={"random_state": int(random_state)},
+        extra={"random_state": random_state},
     )
 
 

@@ -9,6 +9,7 @@ the value received), before any data table or JAX is loaded. Used by
 from __future__ import annotations
 
 from udbench._validation import check_choice, param_error
+from udbench.priors.base import MAX_N_CLASSES
 
 
 def parse_seeds(text: str, all_seeds: int = 10, *, command: str = "generate") -> list[int]:
@@ -94,7 +95,9 @@ def parse_choice_list(command: str, parameter: str, text: str, choices: list[str
 
 
 def _parse_classes(text: str) -> list[int]:
-    """``--classes``: a comma list of K >= 2 (e.g. ``"2,3"``)."""
+    """``--classes``: a comma list of K from 2 to
+    :data:`~udbench.priors.base.MAX_N_CLASSES` (e.g. ``"2,3"``)."""
+    rule = f"be a comma list of integers from 2 to {MAX_N_CLASSES}"
     values = [v.strip() for v in str(text).split(",") if v.strip()]
     out: list[int] = []
     for v in values:
@@ -102,9 +105,9 @@ def _parse_classes(text: str) -> list[int]:
             k = int(v)
         except ValueError:
             k = 0
-        if k < 2:
-            raise param_error("generate", "classes", "be a comma list of integers >= 2", text)
+        if not 2 <= k <= MAX_N_CLASSES:
+            raise param_error("generate", "classes", rule, text)
         out.append(k)
     if not out:
-        raise param_error("generate", "classes", "be a comma list of integers >= 2", text)
+        raise param_error("generate", "classes", rule, text)
     return out

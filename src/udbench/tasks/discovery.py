@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from udbench._validation import UdbenchError, as_list, param_error
-from udbench.tasks.taskfile import Task
+from udbench.tasks.taskfile import Task, TaskFileMisnamed
 
 __all__ = ["TASK_SUFFIXES", "find_task_files", "task_files_by_id", "task_identity"]
 
@@ -126,10 +126,18 @@ def task_identity(path: str | os.PathLike[str]) -> tuple[str, str | None]:
         file cannot be read (the runner then stores the cell as failed under that id).
     content_sha256 : str or None
         :attr:`udbench.tasks.Task.content_sha256` (covers every array); None if unreadable.
+
+    Raises
+    ------
+    TaskFileMisnamed
+        The file's name is a task id other than the one it holds: which id it would be
+        stored under is the question, so it is refused rather than failed under either.
     """
     try:
         task = Task.load(Path(path))
         return task.spec.task_id, task.content_sha256
+    except TaskFileMisnamed:
+        raise
     except Exception:
         return Path(path).name.split(".")[0], None
 

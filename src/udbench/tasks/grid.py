@@ -54,17 +54,19 @@ def expand_grid(
     draws: int,
     data_dir: str | None = None,
     *,
-    classes: str = "3",
-    difficulty: str = "medium",
+    classes: str | None = None,
+    difficulty: str | None = None,
 ) -> list[Any]:
     """The list of :class:`~udbench.tasks.TaskSpec` selected by the CLI's options.
 
     ``all`` families means the regression families
     (:func:`udbench.priors.base.families_of_task_type`); a classification family (``gpc``)
-    is generated when named, one spec per K of ``classes`` (comma list of integers >= 2)
-    and difficulty of ``difficulty`` (comma list or ``all``), its noise modes being the
-    temperature modes (``student-t`` is refused: a noise law, not a shape). ``classes`` and
-    ``difficulty`` are checked only when a classification family is named.
+    is generated when named, one spec per K of ``classes`` (comma list of integers from 2
+    to :data:`~udbench.priors.base.MAX_N_CLASSES`; None: ``DEFAULT_N_CLASSES``, 3) and
+    difficulty of ``difficulty`` (comma list or ``all``; None: ``"medium"``), its noise
+    modes being the temperature modes (``student-t`` is refused: a noise law, not a shape).
+    ``classes`` or ``difficulty`` given (not None) without a classification family among
+    the families is an error: they would be ignored.
 
     ``all`` noise modes means the four of SPEC §4 (``student-t`` only when named).
     ``all`` datasets means the paper's suite (SPEC §2: every dataset with a task design,
@@ -73,6 +75,8 @@ def expand_grid(
     """
     from udbench.priors import (
         CLASSIFICATION_DIFFICULTIES,
+        DEFAULT_DIFFICULTY,
+        DEFAULT_N_CLASSES,
         MCMC_FAMILIES,
         PRIOR_FAMILIES,
         families_of_task_type,
@@ -86,14 +90,28 @@ def expand_grid(
         fams = families_of_task_type("regression")
     else:
         fams = parse_choice_list("generate", "families", families, list(PRIOR_FAMILIES))
+    classifiers = [f for f in fams if prior_capabilities(f).task_type == "classification"]
+    for name, value in (("classes", classes), ("difficulty", difficulty)):
+        if value is not None and not classifiers:
+            raise param_error(
+                "generate",
+                name,
+                "be left out unless --families names a classification family (gpc): the "
+                f"families {fams} are regression families, which have no classes or "
+                "difficulty",
+                value,
+            )
     settings: dict[str, list[tuple[int | None, str | None]]] = {}
     for family in fams:
-        if prior_capabilities(family).task_type != "classification":
+        if family not in classifiers:
             settings[family] = [(None, None)]
             continue
-        ks = _parse_classes(classes)
+        ks = _parse_classes(str(DEFAULT_N_CLASSES) if classes is None else classes)
         levels = parse_choice_list(
-            "generate", "difficulty", difficulty, list(CLASSIFICATION_DIFFICULTIES)
+            "generate",
+            "difficulty",
+            DEFAULT_DIFFICULTY if difficulty is None else difficulty,
+            list(CLASSIFICATION_DIFFICULTIES),
         )
         settings[family] = [(k, lv) for k in ks for lv in levels]
     fid = Fidelity.parse("generate", fidelity)

@@ -12,6 +12,7 @@ from udbench.priors import (
     DEFAULT_DIFFICULTY,
     DEFAULT_FIDELITY,
     DEFAULT_N_CLASSES,
+    MAX_N_CLASSES,
     Fidelity,
     prior_capabilities,
 )
@@ -56,7 +57,8 @@ class TaskSpec:
     n_classes : int or None, default None
         K, the number of classes of a classification task (a family whose
         ``PriorCapabilities.task_type`` is ``"classification"``, e.g. ``"gpc"``): None
-        there means :data:`~udbench.priors.base.DEFAULT_N_CLASSES` (3); must be >= 2.
+        there means :data:`~udbench.priors.base.DEFAULT_N_CLASSES` (3); must be from 2 to
+        :data:`~udbench.priors.base.MAX_N_CLASSES` (100).
         Must be None for a regression family.
     difficulty : str or None, default None
         The temperature level rule's difficulty of a classification task (a key of
@@ -68,7 +70,8 @@ class TaskSpec:
     UdbenchError
         A coordinate that is not a non-empty name without ``"__"``, a seed that is not an
         integer >= 0, an unknown fidelity, or D not an integer in [:data:`MIN_DRAWS`,
-        :data:`MAX_DRAWS`]; K not an integer >= 2 or an unknown difficulty (classification),
+        :data:`MAX_DRAWS`]; K not an integer from 2 to ``MAX_N_CLASSES`` or an unknown
+        difficulty (classification),
         or either given for a regression family. These
         are checked here, once; the code below (task generation, the priors) trusts them.
 
@@ -110,8 +113,10 @@ class TaskSpec:
             raise param_error("TaskSpec", "n_draws", rule, self.n_draws)
         if self.task_type == "classification":
             k = DEFAULT_N_CLASSES if self.n_classes is None else self.n_classes
-            if isinstance(k, bool) or not isinstance(k, int) or k < 2:
-                raise param_error("TaskSpec", "n_classes", "be an integer >= 2", k)
+            if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= MAX_N_CLASSES:
+                raise param_error(
+                    "TaskSpec", "n_classes", f"be an integer from 2 to {MAX_N_CLASSES}", k
+                )
             level = DEFAULT_DIFFICULTY if self.difficulty is None else self.difficulty
             if level not in CLASSIFICATION_DIFFICULTIES:
                 raise param_error(

@@ -78,6 +78,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import tempfile
 import zipfile
 import zlib
@@ -87,7 +88,7 @@ from typing import Any
 import numpy as np
 
 from udbench import __version__
-from udbench._validation import UdbenchError
+from udbench._validation import UdbenchError, param_error
 from udbench.tasks._checksum import content_checksum, has_timings, is_timing_key, json_form
 from udbench.tasks.spec import TaskSpec
 
@@ -101,6 +102,7 @@ __all__ = [
     "READ_SCHEMA_VERSIONS",
     "SCHEMA_VERSION",
     "Task",
+    "TaskFileMisnamed",
     "TaskFileUnreadable",
     "check_query_arrays",
     "content_checksum",
@@ -108,6 +110,7 @@ __all__ = [
     "is_timing_key",
     "read_task_meta",
     "task_file_is_valid",
+    "task_id_in_file_name",
 ]
 
 #: Newest version of the task-file schema; files with a version outside
@@ -230,6 +233,73 @@ def _unreadable(path: Path | str, err: OSError) -> TaskFileUnreadable:
         f"Task.load: file {str(path)!r} cannot be read ({reason}): give this user read "
         "permission on it (e.g. chmod u+r, or ask its owner); the file itself may be fine"
     )
+
+
+class TaskFileMisnamed(UdbenchError):
+    """A task file whose name is a task id other than the one it holds.
+
+    Task files are named ``<task id>.npz`` (:func:`udbench.tasks.grid.task_path`); a file
+    named for one instance (seed, dataset, ...) and holding another would be run, checked and
+    stored under the held id while every listing shows the name. The remedy is renaming it
+    (or regenerating it), not its content.
+    """
+
+
+#: A task id as a file name: ``<dataset>__<family>__<noise>__<coverage>__s<seed>``.
+_SEED_PART = re.compile(r"s[0-9]+")
+
+
+def task_id_in_file_name(path: str | os.PathLike[str]) -> str | None:
+    """The task id that the name of ``path`` says, or None for a name that is not one.
+
+    A name says a task id when, without its ``.npz`` suffix, it has the form of
+    :attr:`udbench.tasks.TaskSpec.task_id`: five non-empty parts joined by ``__``, the last
+    ``s<seed>`` (split from the right, so a dataset name may hold ``__``). Any other name
+    (``my-task.npz``, ``broken.npz``) says nothing and is never compared.
+
+    Parameters
+    ----------
+    path : str or Path
+        A task file's path (only its name is read).
+
+    Returns
+    -------
+    str or None
+        The task id of the name, or None.
+
+    Examples
+    --------
+    >>> task_id_in_file_name("tasks/diabetes__gp__homoscedastic__balanced__s3.npz")
+    'diabetes__gp__homoscedastic__balanced__s3'
+    >>> task_id_in_file_name("my-task.npz") is None
+    True
+    """
+    name = Path(path).name
+    stem = name[: -len(".npz")] if name.endswith(".npz") else name
+    parts = stem.rsplit("__", 4)
+    if len(parts) != 5 or not all(parts) or not _SEED_PART.fullmatch(parts[-1]):
+        return None
+    return stem
+
+
+def _check_file_name(path: Path, held: str) -> None:
+    """Raise :class:`TaskFileMisnamed` when the name of ``path`` is a task id other than
+    ``held`` (the id in its metadata); the rule ``udbench generate`` applies to the file it
+    would write (:func:`udbench.tasks.provenance.task_file_clash`)."""
+    named = task_id_in_file_name(path)
+    if named is not None and named != held:
+        raise TaskFileMisnamed(
+            str(
+                param_error(
+                    "Task.load",
+                    "path",
+                    f"hold the task its file name names ({named!r}), but it holds {held!r} "
+                    f"(its metadata): rename it to '{held}.npz' (or to a name that is not a "
+                    "task id), or regenerate it with udbench generate",
+                    str(path),
+                )
+            )
+        )
 
 
 def check_query_arrays(
@@ -474,17 +544,34 @@ class Task:
 
     # -- reading -------------------------------------------------------------------
     @classmethod
-    def load(cls, path: str | Path) -> Task:
+    def load(cls, path: str | Path, *, check_name: bool = True) -> Task:
         """Open a task file lazily: metadata now, each array on first access.
+
+        Parameters
+        ----------
+        path : str or Path
+            The task file.
+        check_name : bool, default True
+            Refuse a file whose name is a task id (:func:`task_id_in_file_name`) other
+            than the one it holds. Only a resume check that compares the content with the
+            instance it wants itself (``udbench generate``) turns it off.
+
+        Returns
+        -------
+        Task
+            The task, its arrays not yet read.
 
         Raises
         ------
         UdbenchError
             Missing, truncated or corrupt file, wrong format or schema version, or a
             metadata checksum mismatch (array checksums are checked on first access);
-            :class:`TaskFileUnreadable` (a subclass) for a file this process may not read.
+            :class:`TaskFileUnreadable` (a subclass) for a file this process may not read;
+            :class:`TaskFileMisnamed` (a subclass) for a file named for another task.
         """
         meta = read_task_meta(path)
+        if check_name:
+            _check_file_name(Path(path), TaskSpec.from_dict(meta["spec"]).task_id)
         task = cls(
             TaskSpec.from_dict(meta["spec"]),
             {},
@@ -577,11 +664,14 @@ def task_file_is_valid(path: str | Path, spec: TaskSpec | None = None) -> bool:
 
     Everything :meth:`Task.verify` checks: the metadata and its checksum, and every array's
     bytes against its SHA-256 (an array rewritten inside a valid ZIP passes the ZIP's CRCs
-    but not this), so a resume that skips a valid file skips only what a run can read.
+    but not this), so a resume that skips a valid file skips only what a run can read. The
+    file's name is not compared with its content here (``udbench run`` refuses a file named
+    for another task, :class:`TaskFileMisnamed`): the resume checks that call this compare
+    the content with the instance they want, and call a difference a clash.
     """
     try:
         meta = read_task_meta(path)
-        Task.load(path).verify()
+        Task.load(path, check_name=False).verify()
     except (UdbenchError, zipfile.BadZipFile, OSError, zlib.error, EOFError, ValueError):
         return False
     return spec is None or TaskSpec.from_dict(meta["spec"]) == spec
