@@ -87,7 +87,7 @@ def _load_cached(path: Path, oracle: OracleSpec) -> OracleMoments | None:
 def _save_cached(path: Path, m: OracleMoments) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # workers may share the cache
-    entries = {
+    entries: dict[str, Any] = {
         "mean": np.asarray(m.mean),
         "var": np.asarray(m.var),
         "seconds": np.asarray(np.float64(m.seconds)),
