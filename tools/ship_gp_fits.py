@@ -20,6 +20,7 @@ import json
 import platform
 import subprocess
 
+from udbench._cache import CACHE_CHECKSUM_FIELD
 from udbench.data.covariates import load_covariates
 from udbench.priors.gp.fit import FIT_SETTINGS
 from udbench.priors.gp.fit_store import SHIPPED_FITS_DIR, data_fingerprint, fit_cache_path
@@ -52,6 +53,7 @@ def main() -> None:
             print(f"{key}: {target.name} is shipped already (--replace to remake it)")
             continue
         record = json.loads(cached.read_text())
+        record.pop(CACHE_CHECKSUM_FIELD, None)  # the cache's own seal; shipped fits are data
         record["shipped_from"] = {
             "machine": platform.node(),
             "processor": platform.processor() or platform.machine(),

@@ -18,21 +18,34 @@ code. Programs that take under a second to compile are not stored (JAX's default
 folder is trimmed to :data:`COMPILE_CACHE_MAX_BYTES` when a process starts using it (the
 oldest entries go first).
 ``UDBENCH_COMPILE_CACHE=off`` turns it off, ``UDBENCH_COMPILE_CACHE=/path`` moves it.
+
+**Checksums.** A cache whose content a result depends on (a GP kernel fit, an oracle's
+moments) keeps a content checksum of what it holds, :func:`cache_checksum`, and its reader
+recomputes the entry when the checksum is missing or differs (issue 68: an edited cache was
+used silently). :func:`seal` adds it to a JSON record, :func:`seal_status` checks it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 __all__ = [
+    "CACHE_CHECKSUM_FIELD",
     "CACHE_DIR_ENV",
     "COMPILE_CACHE_ENV",
     "COMPILE_CACHE_MAX_BYTES",
+    "cache_checksum",
     "cache_dir",
     "compile_cache_dir",
     "disable_compile_cache",
     "enable_compile_cache",
+    "seal",
+    "seal_status",
 ]
 
 #: Environment variable naming the download cache (default ``~/.cache/udbench``).
@@ -47,6 +60,81 @@ def cache_dir() -> Path:
     """
     value = os.environ.get(CACHE_DIR_ENV)
     return Path(value).expanduser() if value else Path.home() / ".cache" / "udbench"
+
+
+#: Field of a JSON cache record that holds its :func:`cache_checksum` (:func:`seal`).
+CACHE_CHECKSUM_FIELD = "cache_sha256"
+
+
+def cache_checksum(entries: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of a cache entry's content, for :func:`seal` and the ``.npz`` caches.
+
+    Parameters
+    ----------
+    entries : mapping of str to array or JSON value
+        What the entry holds: each key with its value, in sorted key order; a NumPy array
+        counts by its dtype, shape and bytes, any other value by its canonical JSON (sorted
+        keys, no spaces).
+
+    Returns
+    -------
+    str
+        64 hex digits.
+    """
+    import numpy as np
+
+    h = hashlib.sha256()
+    for key in sorted(entries):
+        value = entries[key]
+        if isinstance(value, np.ndarray):
+            a = np.ascontiguousarray(value)
+            h.update(f"{key}:{a.dtype.str}:{a.shape}:".encode())
+            h.update(a.tobytes())
+        else:
+            text = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=True)
+            h.update(f"{key}={text}".encode())
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def seal(record: Mapping[str, Any]) -> dict[str, Any]:
+    """``record`` (a JSON cache record) with its :func:`cache_checksum` in
+    :data:`CACHE_CHECKSUM_FIELD`, taken over the record as JSON reads it back.
+
+    Parameters
+    ----------
+    record : mapping
+        JSON-serialisable; a :data:`CACHE_CHECKSUM_FIELD` already there is replaced.
+
+    Returns
+    -------
+    dict
+        The record in its JSON form, sealed.
+    """
+    body = {k: v for k, v in record.items() if k != CACHE_CHECKSUM_FIELD}
+    body = json.loads(json.dumps(body, allow_nan=True))
+    return {**body, CACHE_CHECKSUM_FIELD: cache_checksum(body)}
+
+
+def seal_status(record: Mapping[str, Any]) -> str:
+    """Whether a JSON cache record read back is the one :func:`seal` wrote.
+
+    Parameters
+    ----------
+    record : mapping
+        The record as read from its file.
+
+    Returns
+    -------
+    str
+        ``"ok"`` (its checksum matches), ``"unsealed"`` (no checksum: written before
+        checksums were kept) or ``"mismatch"`` (edited or damaged since it was written).
+    """
+    stored = record.get(CACHE_CHECKSUM_FIELD)
+    if not isinstance(stored, str):
+        return "unsealed"
+    body = {k: v for k, v in record.items() if k != CACHE_CHECKSUM_FIELD}
+    return "ok" if cache_checksum(body) == stored else "mismatch"
 
 
 #: Environment variable: ``off`` (or ``0``) disables the compilation cache, a path moves it.

@@ -189,6 +189,27 @@ def test_rerun_reuses_cached_oracles(run_dir) -> None:
     pd.testing.assert_frame_equal(first.cells["gp:rbf"], again.cells["gp:rbf"])
 
 
+def test_an_edited_oracle_cache_is_recomputed_and_the_cells_stay(run_dir) -> None:
+    """Issue 68: rewriting the mean and variance inside a cache file (still a valid zip) was
+    reused silently and turned blr's rho(EU, EU*_risk) from 0.486 to -0.213."""
+    from udbench._validation import UdbenchWarning
+
+    first = run_transfer(run_dir / "res", ["gp:rbf"], n_resamples=50)
+    cache = run_dir / "res" / "transfer" / "gp-rbf" / "oracles"
+    for path in sorted(cache.glob("*.npz")):
+        with np.load(path) as z:
+            entries = {k: z[k] for k in z.files}
+        entries["mean"] = entries["mean"][::-1] * 3.0
+        entries["var"] = entries["var"][::-1]
+        with open(path, "wb") as fh:
+            np.savez(fh, **entries)
+    with pytest.warns(UdbenchWarning, match="cached oracle moments .* do not match"):
+        again = run_transfer(run_dir / "res", ["gp:rbf"], n_resamples=50)
+    a, b = (r.cells["gp:rbf"].drop(columns="oracle_seconds") for r in (first, again))
+    pd.testing.assert_frame_equal(a, b)  # the recomputed moments, as before (the clock aside)
+    assert again.cells["gp:rbf"]["oracle_seconds"].ne(first.cells["gp:rbf"]["oracle_seconds"]).all()
+
+
 def test_moments_view_scores_like_the_task(run_dir) -> None:
     task = Task.load(sorted((run_dir / "tasks").glob("*.npz"))[0])
     view = task_with_moments(task, task.post_mean, task.post_var)

@@ -195,6 +195,34 @@ def test_build_prior_scale_gives_median_sd_one_and_is_cached(tmp_path, monkeypat
     assert again.scale == prior.scale and again.hyper == prior.hyper
 
 
+def test_an_edited_gp_fit_cache_is_refitted_not_used(tmp_path, monkeypatch) -> None:
+    """Issue 68: a cache whose lengthscales were set to 0.05 was used by ``generate``."""
+    from udbench._validation import UdbenchWarning
+
+    monkeypatch.setenv("UDBENCH_CACHE_DIR", str(tmp_path))
+    cov = _synthetic_cov()
+    prior = build_prior(cov, "smoke")
+    (path,) = (tmp_path / "priors" / "gp").glob("*.json")
+    written = path.read_text()
+    record = json.loads(written)
+    assert len(record["cache_sha256"]) == 64
+    lengthscales = [p for p in record["hyperparameters"]["parts"] if "lengthscale" in p]
+    assert lengthscales and all(np.min(p["lengthscale"]) > 0.05 for p in lengthscales)
+    for part in lengthscales:
+        part["lengthscale"] = [0.05] * len(part["lengthscale"])
+    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")  # still valid JSON
+    with pytest.warns(UdbenchWarning, match="does not match its checksum .*refitting"):
+        again = build_prior(cov, "smoke")
+    assert again.hyper == prior.hyper and again.scale == prior.scale
+    assert path.read_text() == written  # refitted and overwritten with the true fit
+
+    # a cache written before checksums were kept: refitted (no warning), then sealed
+    del record["cache_sha256"]
+    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    assert build_prior(cov, "smoke").hyper == prior.hyper
+    assert path.read_text() == written
+
+
 def test_make_prior_unknown_family_or_fidelity() -> None:
     with pytest.raises(UdbenchError, match="family"):
         make_prior("spline", _synthetic_cov(), "smoke")

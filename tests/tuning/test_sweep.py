@@ -163,3 +163,29 @@ def test_two_workers_give_the_records_of_one_and_record_the_constant_liar_orderi
     assert rec["n_complete"] == 8
     assert max(h["running_at_ask"] for h in rec["history"]) == 1
     assert sorted(h["finish_index"] for h in rec["history"]) == list(range(8))
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "random"])
+def test_a_journal_with_its_last_line_cut_resumes_without_repeating_a_configuration(
+    tasks, tmp_path, sampler
+):
+    # issue 68: the resumed sampler started its stream over and drew trial 0's parameters again
+    unbroken = tmp_path / "unbroken"
+    tune([tasks], [QuadMethod()], unbroken, trials=5, sampler=sampler, workers=0)
+    out = tmp_path / "cut"
+    tune([tasks], [QuadMethod()], out, trials=4, sampler=sampler, workers=0)
+    (journal,) = out.glob("*/*.journal")
+    data = journal.read_bytes()
+    last = data.rstrip(b"\n").rfind(b"\n") + 1
+    assert b'"trial_id":3' in data[last:]  # the line that finished trial 3
+    journal.write_bytes(data[: last + 20])  # cut short in the middle
+    for record in out.glob("*/*.json"):
+        record.unlink()
+    summary = tune([tasks], [QuadMethod()], out, trials=4, sampler=sampler, workers=0)
+    assert summary.n_interrupted == 1 and summary.n_trials_run == 1
+    history = {h["number"]: h for h in _one_record(out)["history"]}
+    assert history[3]["state"] == "interrupted" and history[4]["state"] == "complete"
+    configs = [tuple(h["params"].values()) for h in history.values()]
+    assert len(set(configs)) == len(configs) == 5
+    # the random draws were replayed: trial 4 is what the unbroken sweep asked
+    assert history[4]["params"] == _one_record(unbroken)["history"][4]["params"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from udbench._cache import cache_checksum
 from udbench._losses import LOSS_TABLE, loss_names
-from udbench._validation import UdbenchError, check_choice
+from udbench._validation import UdbenchError, UdbenchWarning, check_choice
 from udbench.evaluation.scoring import score_prediction
 from udbench.evaluation.store import ResultsStore, prediction_from_frame
 from udbench.evaluation.transfer import (
@@ -55,29 +57,44 @@ def _cache_path(cache_dir: Path, task_id: str, sha: str | None, request: dict[st
 
 
 def _load_cached(path: Path, oracle: OracleSpec) -> OracleMoments | None:
+    """The cached moments at ``path``, or None (recomputed): damaged, foreign, written before
+    checksums were kept, or not matching its checksum (then said, in one warning line)."""
     try:
         with np.load(path, allow_pickle=False) as z:
-            info = json.loads(str(z["info"]))
-            if info.get("oracle") != oracle.text:
-                return None
-            return OracleMoments(
-                np.asarray(z["mean"]), np.asarray(z["var"]), float(z["seconds"]), info
-            )
+            entries = {k: np.asarray(z[k]) for k in ("mean", "var", "seconds", "info")}
+            stored = str(z["checksum"]) if "checksum" in z.files else None
     except (OSError, ValueError, KeyError):
         return None  # damaged or foreign: recomputed
+    if stored is None:
+        return None  # written before checksums were kept: recomputed
+    if cache_checksum(entries) != stored:  # edited or damaged: never used (issue 68)
+        warnings.warn(
+            f"udbench transfer: the cached oracle moments {str(path)!r} do not match their "
+            "checksum (edited or damaged): recomputing them",
+            UdbenchWarning,
+            stacklevel=3,
+        )
+        return None
+    try:
+        info = json.loads(str(entries["info"]))
+    except ValueError:
+        return None
+    if not isinstance(info, dict) or info.get("oracle") != oracle.text:
+        return None
+    return OracleMoments(entries["mean"], entries["var"], float(entries["seconds"]), info)
 
 
 def _save_cached(path: Path, m: OracleMoments) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # workers may share the cache
+    entries: dict[str, Any] = {
+        "mean": np.asarray(m.mean),
+        "var": np.asarray(m.var),
+        "seconds": np.asarray(np.float64(m.seconds)),
+        "info": np.asarray(json.dumps(m.info, default=str)),
+    }
     with open(tmp, "wb") as fh:
-        np.savez(
-            fh,
-            mean=m.mean,
-            var=m.var,
-            seconds=np.float64(m.seconds),
-            info=np.asarray(json.dumps(m.info, default=str)),
-        )
+        np.savez(fh, **entries, checksum=np.asarray(cache_checksum(entries)))
     os.replace(tmp, path)
 
 
@@ -229,8 +246,11 @@ def cached_oracle_moments(
     alternative_moments`), read from ``cache_dir`` when a run with the same request (oracle,
     fit settings, :data:`ORACLE_MOMENTS_VERSION`, and the given fit ``fitted`` if any) and
     task checksum ``sha`` left them there, else computed and cached (``cache_dir`` None: never
-    cached). A damaged or foreign cache file is recomputed. Raises what
-    :func:`alternative_moments` raises."""
+    cached). Each cache file holds a content checksum of its moments
+    (:func:`udbench._cache.cache_checksum`): a damaged or foreign one, one written before
+    checksums were kept, or one that does not match its checksum (edited; a warning says so)
+    is recomputed and overwritten, never used. Raises what :func:`alternative_moments`
+    raises."""
     request: dict[str, Any] = {
         "oracle": oracle.text,
         "moments": ORACLE_MOMENTS_VERSION,

@@ -194,6 +194,39 @@ def _repair_journal(path: Path) -> None:
             fh.truncate(data.rfind(b"\n") + 1)
 
 
+def _continue_sampler(sampler: Any, trials: list[Any], resume_seed: int) -> None:
+    """Move a resumed sweep's freshly seeded sampler past the draws its journal's trials made.
+
+    A sampler made again with the sweep's seed starts its random stream over: without this,
+    the first trial asked after a resume (a killed driver, a journal whose last line was cut
+    and its trial marked interrupted) draws trial 0's parameters again, one configuration tried
+    twice (issue 68). The random draws (``RandomSampler``, and TPE's random start-up trials:
+    one uniform double per sampled parameter) are replayed, so a sweep resumed in its random
+    phase asks what an unbroken one would have asked; TPE's own stream, whose draws depend on
+    the history, cannot be replayed and is seeded with ``resume_seed`` instead.
+    """
+    from optuna.trial import TrialState
+
+    asked = sorted((t for t in trials if t.params), key=lambda t: t.number)
+    if not asked:
+        return
+    random_part = getattr(sampler, "_random_sampler", sampler)
+    n_startup = getattr(sampler, "_n_startup_trials", math.inf)
+    done = (TrialState.COMPLETE, TrialState.PRUNED)
+    ends = [t.datetime_complete for t in trials if t.state in done and t.datetime_complete]
+    draws, modelled = 0, False
+    for t in asked:
+        # TPE draws at random while fewer trials than its start-up count had finished
+        before = sum(1 for end in ends if t.datetime_start is not None and end <= t.datetime_start)
+        if before < n_startup:
+            draws += sum(1 for dist in t.distributions.values() if not dist.single())
+        else:
+            modelled = True
+    random_part._rng.rng.uniform(size=draws)
+    if modelled and random_part is not sampler:
+        sampler._rng.rng.seed(resume_seed)
+
+
 class _Sweep:
     """A sweep at run time: its study, what is asked and running."""
 
@@ -264,6 +297,9 @@ class _Sweep:
                     f"{', '.join(changed)} than this run's{hint}; tune into another --out, or "
                     "delete the journal to start this sweep again"
                 )
+        journal = self.study.get_trials(deepcopy=False)
+        resume_seed = derive_seed("tune-sampler-resume", plan.sampler_seed, len(journal), bits=32)
+        _continue_sampler(sampler, journal, resume_seed)
         # trials left running by a driver that died: failed, not counted
         self.n_interrupted = 0
         for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):

@@ -31,7 +31,10 @@ Persistence and resume: each sweep is an Optuna study in its own journal file
 asked and told), ``OUT/<method>/<condition>.journal``. A re-run loads it: finished trials are
 kept; trials that were running when the previous driver died are marked failed with
 ``interrupted = True`` and do not count; new trials are asked until ``trials`` trials have
-finished (complete or failed). A trial that raises, times out, returns an invalid prediction
+finished (complete or failed). A last line cut short is dropped, and the resumed sampler is
+moved past the draws of the journal's trials, so no configuration is asked twice (issue 68;
+its random draws are replayed: a sweep resumed in its random phase asks what an unbroken one
+would have). A trial that raises, times out, returns an invalid prediction
 or kills its process is told as failed with its reason and the sweep goes on (the driver
 writes one user attribute per trial, ``outcome``: the ``error`` text, fit and predict seconds,
 ``running_at_ask``, how many trials of the sweep were in flight when it was asked (what the

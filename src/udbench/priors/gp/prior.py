@@ -34,6 +34,7 @@ import jax
 import numpy as np
 
 from udbench import __version__
+from udbench._cache import seal, seal_status
 from udbench._seeding import derive_seed, make_rng
 from udbench._validation import UdbenchWarning, check_array, param_error
 from udbench.priors.base import (
@@ -461,7 +462,9 @@ def build_prior(
     the dataset key; fit the kernel family of ``cov.spec.kernel_family`` to the real target
     ``cov.y_real`` at those rows (:func:`fit_kernel`); draw :data:`SCALE_N_DRAWS` unit-scale
     prior draws at the evaluation pool and set a = 1 / median SD. Fit and a are cached as
-    JSON with the package version; a cache written by another version is refitted.
+    JSON with the package version and a content checksum (:func:`udbench._cache.seal`); a
+    cache written by another version, without a checksum or not matching it (edited or
+    damaged) is refitted and overwritten.
 
     Parameters
     ----------
@@ -483,6 +486,12 @@ def build_prior(
     ------
     UdbenchError
         A dataset without a kernel family; an unreadable or incomplete shipped fit.
+
+    Warns
+    -----
+    UdbenchWarning
+        A cached fit that does not match its checksum (it is refitted), or a cache folder
+        that cannot be written.
     """
     fidelity = Fidelity.parse("build_prior", fidelity)
     fit_set = FIT_SETTINGS[fidelity]
@@ -500,6 +509,15 @@ def build_prior(
             record = None
         if record is not None and record.get("udbench_version") != __version__:
             record = None
+        if record is not None and (status := seal_status(record)) != "ok":
+            if status == "mismatch":  # edited or damaged: never used (issue 68)
+                warnings.warn(
+                    f"build_prior: the cached GP fit {str(path)!r} does not match its checksum "
+                    "(edited or damaged): refitting it",
+                    UdbenchWarning,
+                    stacklevel=2,
+                )
+            record = None  # no checksum (written before they were kept): refitted too
     fitted_here = record is None
     if record is None:
         y_all = np.asarray(cov.y_real, dtype=np.float64)
@@ -552,7 +570,7 @@ def build_prior(
         }
         if use_cache and fitted_here:
             try:
-                _write_json_atomic(path, record)
+                _write_json_atomic(path, seal(record))
             except OSError as err:  # a cache is an optimisation: a read-only one is no error
                 warnings.warn(
                     f"build_prior: could not cache the GP fit in {str(path.parent)!r} "
