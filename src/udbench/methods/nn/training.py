@@ -137,46 +137,22 @@ def gaussian_loss(
     return gaussian_nll(mean, var, yb, mask), state
 
 
-def _train_one(
-    params: Any,
-    state: Any,
+def _plain_epoch(
     rows: jax.Array,
-    key: jax.Array,
     X: jax.Array,
     y: jax.Array,
-    valid: jax.Array | None = None,
+    opt: optax.GradientTransformation,
     *,
     loss_fn: LossFn,
     model: BackboneConfig,
     train: TrainConfig,
-    collect_iterates: bool = False,
-) -> Any:
-    """Train one member on ``X[rows]``; return (params, state, epoch losses (n_epochs,)).
-
-    ``valid`` (n_rows,) of 0/1 marks the real entries of ``rows`` (None: all real; the
-    original code path). With ``collect_iterates`` a fourth output holds the parameters at
-    the end of every epoch (leading axis n_epochs).
-    """
-    if valid is not None:
-        return _train_one_masked(
-            params,
-            state,
-            rows,
-            key,
-            X,
-            y,
-            valid,
-            loss_fn=loss_fn,
-            model=model,
-            train=train,
-            collect_iterates=collect_iterates,
-        )
+) -> Callable[[Any, jax.Array], tuple[Any, jax.Array]]:
+    """One epoch of one member on ``X[rows]`` (all entries real): a function
+    ``epoch((params, state, opt_state), epoch key) -> (carry, mean batch loss)``."""
     n_rows = rows.shape[0]
     batch = min(train.batch_size, n_rows)
     n_batches = -(-n_rows // batch)
     pad = n_batches * batch - n_rows
-    opt = make_optimizer(train)
-    opt_state = opt.init(params)
     mask_flat = jnp.concatenate([jnp.ones(n_rows, X.dtype), jnp.zeros(pad, X.dtype)])
     masks = mask_flat.reshape(n_batches, batch)
 
@@ -199,40 +175,29 @@ def _train_one(
         order = jnp.concatenate([perm, jnp.zeros(pad, perm.dtype)]).reshape(n_batches, batch)
         step_keys = jax.random.split(k_steps, n_batches)
         carry, losses = jax.lax.scan(step, carry, (order, masks, step_keys))
-        if collect_iterates:
-            return carry, (jnp.mean(losses), carry[0])
         return carry, jnp.mean(losses)
 
-    (params, state, _), out = jax.lax.scan(
-        epoch, (params, state, opt_state), jax.random.split(key, train.n_epochs)
-    )
-    if collect_iterates:
-        return params, state, out[0], out[1]
-    return params, state, out
+    return epoch
 
 
-def _train_one_masked(
-    params: Any,
-    state: Any,
+def _masked_epoch(
     rows: jax.Array,
-    key: jax.Array,
+    valid: jax.Array,
     X: jax.Array,
     y: jax.Array,
-    valid: jax.Array,
+    opt: optax.GradientTransformation,
     *,
     loss_fn: LossFn,
     model: BackboneConfig,
     train: TrainConfig,
-    collect_iterates: bool,
-) -> Any:
-    """:func:`_train_one` for padded ``rows``: real rows shuffled first, padding last, and
-    no update on a batch without a real row (see the module docstring)."""
+) -> Callable[[Any, jax.Array], tuple[Any, jax.Array]]:
+    """:func:`_plain_epoch` for padded ``rows`` (``valid`` (n_rows,) of 0/1): real rows
+    shuffled first, padding last, and no update on a batch without a real row (see the
+    module docstring)."""
     n_rows = rows.shape[0]
     batch = min(train.batch_size, n_rows)
     n_batches = -(-n_rows // batch)
     pad = n_batches * batch - n_rows
-    opt = make_optimizer(train)
-    opt_state = opt.init(params)
     valid = valid.astype(X.dtype)
     invalid = (valid <= 0).astype(jnp.int32)
 
@@ -264,7 +229,40 @@ def _train_one_masked(
             step, carry, (order, mask_perm.reshape(n_batches, batch), step_keys)
         )
         n_real = jnp.sum(mask_perm.reshape(n_batches, batch).sum(1) > 0)
-        mean_loss = jnp.sum(losses) / jnp.maximum(n_real, 1)
+        return carry, jnp.sum(losses) / jnp.maximum(n_real, 1)
+
+    return epoch
+
+
+def _train_one(
+    params: Any,
+    state: Any,
+    rows: jax.Array,
+    key: jax.Array,
+    X: jax.Array,
+    y: jax.Array,
+    valid: jax.Array | None = None,
+    *,
+    loss_fn: LossFn,
+    model: BackboneConfig,
+    train: TrainConfig,
+    collect_iterates: bool = False,
+) -> Any:
+    """Train one member on ``X[rows]``; return (params, state, epoch losses (n_epochs,)).
+
+    ``valid`` (n_rows,) of 0/1 marks the real entries of ``rows`` (None: all real; the
+    original code path). With ``collect_iterates`` a fourth output holds the parameters at
+    the end of every epoch (leading axis n_epochs).
+    """
+    opt = make_optimizer(train)
+    opt_state = opt.init(params)
+    if valid is None:
+        one_epoch = _plain_epoch(rows, X, y, opt, loss_fn=loss_fn, model=model, train=train)
+    else:
+        one_epoch = _masked_epoch(rows, valid, X, y, opt, loss_fn=loss_fn, model=model, train=train)
+
+    def epoch(carry, ekey):
+        carry, mean_loss = one_epoch(carry, ekey)
         if collect_iterates:
             return carry, (mean_loss, carry[0])
         return carry, mean_loss
