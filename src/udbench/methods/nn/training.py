@@ -373,7 +373,7 @@ def _train_one_early(
             "val_history": c["val_history"].at[e].set(jnp.where(active, v, nan)),
         }
 
-    init = {
+    init: dict[str, Any] = {
         "e": jnp.asarray(0, jnp.int32),
         "carry": (params, state, opt_state),
         "best": (params, state),
@@ -384,7 +384,7 @@ def _train_one_early(
         "history": jnp.full((train.n_epochs,), nan),
         "val_history": jnp.full((train.n_epochs,), nan),
     }
-    c = jax.lax.while_loop(cond, body, init)
+    c: dict[str, Any] = jax.lax.while_loop(cond, body, init)
     best_params, best_state = c["best"]
     return best_params, best_state, c["history"], c["val_history"], c["best_epoch"], c["n_run"]
 
