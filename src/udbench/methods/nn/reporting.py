@@ -111,8 +111,8 @@ def train_members_reporting(
     passed as run-time values instead of compile-time constants: one compiled program then
     serves every such configuration of a shape in the process (the trials of a sweep). The
     results agree with :func:`train_members` up to floating-point rounding of those
-    constants (tested with a tolerance), not bit for bit. Not for spectral normalisation or
-    masked rows (the callers do not report then).
+    constants (tested with a tolerance), not bit for bit. Not for spectral normalisation,
+    masked rows or early stopping (the callers do not report then).
 
     Returns
     -------
@@ -121,6 +121,13 @@ def train_members_reporting(
     """
     if model.spectral_norm:
         raise param_error("train_members_reporting", "model", "not use spectral_norm", model)
+    if train.patience is not None:
+        raise param_error(
+            "train_members_reporting",
+            "train.patience",
+            "be None (no early stopping here)",
+            train.patience,
+        )
     leaves = jax.tree_util.tree_leaves(params)
     dtype = leaves[0].dtype
     rows = jnp.asarray(rows)

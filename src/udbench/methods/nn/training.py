@@ -14,7 +14,7 @@ model_config) -> (loss, new_state)`` for one member on one batch, where ``state`
 per-member pytree carried through training (empty for most methods; e.g. power-iteration
 vectors for spectral normalisation) and ``key`` is a fresh per-step key (dropout).
 
-Two additive options, off by default (then the computation is bit-identical to the loop
+Three additive options, off by default (then the computation is bit-identical to the loop
 without them, tested):
 
 - ``row_mask`` (M, n_m) of 0/1: which entries of each member's ``rows`` are real. Members
@@ -25,6 +25,12 @@ without them, tested):
   unchanged. A padded entry never reaches the loss (its mask is 0), whatever row it names.
 - ``collect_iterates=True`` (:func:`train_members_with_iterates`): also return each member's
   parameters at the end of every epoch (SWAG's moments are taken over them).
+- ``TrainConfig(patience=p)`` (:func:`train_members_early_stopping`): early stopping on
+  held-out rows. Each member's held-out loss is evaluated after every epoch; a member keeps
+  its best epoch's parameters and stops ``p`` epochs after it; ``n_epochs`` is the maximum.
+  The epochs are the same as without the option, so the returned parameters are bit for bit
+  those of a run of ``best_epoch + 1`` epochs (tested). The fixed-epoch trainers refuse a
+  config with ``patience`` set.
 
 Both work with spectral normalisation. With ``row_mask`` the SN start vectors are part of the
 carried state, so a step without a real row leaves them unchanged like everything else (the
@@ -43,9 +49,9 @@ returns the *normalised* parameters with the caller's own state
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -57,12 +63,14 @@ from udbench.methods.nn import spectral
 from udbench.methods.nn.backbone import BackboneConfig, apply_gaussian, gaussian_nll
 
 __all__ = [
+    "EarlyStoppingResult",
     "LossFn",
     "TrainConfig",
     "gaussian_loss",
     "make_optimizer",
     "predict_members",
     "train_members",
+    "train_members_early_stopping",
     "train_members_with_iterates",
     "train_single",
 ]
@@ -89,6 +97,11 @@ class TrainConfig:
         Decoupled weight decay (applied to every parameter).
     clip_norm : float, default 1.0
         Global-norm gradient clipping threshold, per member.
+    patience : int or None, default None
+        Early stopping (:func:`train_members_early_stopping`): a member stops after
+        ``patience`` epochs without a strictly lower held-out loss, and ``n_epochs`` is the
+        maximum number of epochs. None: no early stopping, every member trains ``n_epochs``
+        epochs (:func:`train_members`, the original loop).
     """
 
     n_epochs: int
@@ -97,6 +110,7 @@ class TrainConfig:
     momentum: float
     weight_decay: float
     clip_norm: float = 1.0
+    patience: int | None = None
 
     def __post_init__(self) -> None:
         for field in ("n_epochs", "batch_size"):
@@ -111,6 +125,10 @@ class TrainConfig:
             raise param_error("TrainConfig", "weight_decay", "be >= 0", self.weight_decay)
         if not self.clip_norm > 0:
             raise param_error("TrainConfig", "clip_norm", "be > 0", self.clip_norm)
+        if self.patience is not None and (
+            not isinstance(self.patience, int | np.integer) or self.patience < 1
+        ):
+            raise param_error("TrainConfig", "patience", "be None or an int >= 1", self.patience)
 
 
 def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
@@ -137,46 +155,22 @@ def gaussian_loss(
     return gaussian_nll(mean, var, yb, mask), state
 
 
-def _train_one(
-    params: Any,
-    state: Any,
+def _plain_epoch(
     rows: jax.Array,
-    key: jax.Array,
     X: jax.Array,
     y: jax.Array,
-    valid: jax.Array | None = None,
+    opt: optax.GradientTransformation,
     *,
     loss_fn: LossFn,
     model: BackboneConfig,
     train: TrainConfig,
-    collect_iterates: bool = False,
-) -> Any:
-    """Train one member on ``X[rows]``; return (params, state, epoch losses (n_epochs,)).
-
-    ``valid`` (n_rows,) of 0/1 marks the real entries of ``rows`` (None: all real; the
-    original code path). With ``collect_iterates`` a fourth output holds the parameters at
-    the end of every epoch (leading axis n_epochs).
-    """
-    if valid is not None:
-        return _train_one_masked(
-            params,
-            state,
-            rows,
-            key,
-            X,
-            y,
-            valid,
-            loss_fn=loss_fn,
-            model=model,
-            train=train,
-            collect_iterates=collect_iterates,
-        )
+) -> Callable[[Any, jax.Array], tuple[Any, jax.Array]]:
+    """One epoch of one member on ``X[rows]`` (all entries real): a function
+    ``epoch((params, state, opt_state), epoch key) -> (carry, mean batch loss)``."""
     n_rows = rows.shape[0]
     batch = min(train.batch_size, n_rows)
     n_batches = -(-n_rows // batch)
     pad = n_batches * batch - n_rows
-    opt = make_optimizer(train)
-    opt_state = opt.init(params)
     mask_flat = jnp.concatenate([jnp.ones(n_rows, X.dtype), jnp.zeros(pad, X.dtype)])
     masks = mask_flat.reshape(n_batches, batch)
 
@@ -199,40 +193,29 @@ def _train_one(
         order = jnp.concatenate([perm, jnp.zeros(pad, perm.dtype)]).reshape(n_batches, batch)
         step_keys = jax.random.split(k_steps, n_batches)
         carry, losses = jax.lax.scan(step, carry, (order, masks, step_keys))
-        if collect_iterates:
-            return carry, (jnp.mean(losses), carry[0])
         return carry, jnp.mean(losses)
 
-    (params, state, _), out = jax.lax.scan(
-        epoch, (params, state, opt_state), jax.random.split(key, train.n_epochs)
-    )
-    if collect_iterates:
-        return params, state, out[0], out[1]
-    return params, state, out
+    return epoch
 
 
-def _train_one_masked(
-    params: Any,
-    state: Any,
+def _masked_epoch(
     rows: jax.Array,
-    key: jax.Array,
+    valid: jax.Array,
     X: jax.Array,
     y: jax.Array,
-    valid: jax.Array,
+    opt: optax.GradientTransformation,
     *,
     loss_fn: LossFn,
     model: BackboneConfig,
     train: TrainConfig,
-    collect_iterates: bool,
-) -> Any:
-    """:func:`_train_one` for padded ``rows``: real rows shuffled first, padding last, and
-    no update on a batch without a real row (see the module docstring)."""
+) -> Callable[[Any, jax.Array], tuple[Any, jax.Array]]:
+    """:func:`_plain_epoch` for padded ``rows`` (``valid`` (n_rows,) of 0/1): real rows
+    shuffled first, padding last, and no update on a batch without a real row (see the
+    module docstring)."""
     n_rows = rows.shape[0]
     batch = min(train.batch_size, n_rows)
     n_batches = -(-n_rows // batch)
     pad = n_batches * batch - n_rows
-    opt = make_optimizer(train)
-    opt_state = opt.init(params)
     valid = valid.astype(X.dtype)
     invalid = (valid <= 0).astype(jnp.int32)
 
@@ -264,7 +247,40 @@ def _train_one_masked(
             step, carry, (order, mask_perm.reshape(n_batches, batch), step_keys)
         )
         n_real = jnp.sum(mask_perm.reshape(n_batches, batch).sum(1) > 0)
-        mean_loss = jnp.sum(losses) / jnp.maximum(n_real, 1)
+        return carry, jnp.sum(losses) / jnp.maximum(n_real, 1)
+
+    return epoch
+
+
+def _train_one(
+    params: Any,
+    state: Any,
+    rows: jax.Array,
+    key: jax.Array,
+    X: jax.Array,
+    y: jax.Array,
+    valid: jax.Array | None = None,
+    *,
+    loss_fn: LossFn,
+    model: BackboneConfig,
+    train: TrainConfig,
+    collect_iterates: bool = False,
+) -> Any:
+    """Train one member on ``X[rows]``; return (params, state, epoch losses (n_epochs,)).
+
+    ``valid`` (n_rows,) of 0/1 marks the real entries of ``rows`` (None: all real; the
+    original code path). With ``collect_iterates`` a fourth output holds the parameters at
+    the end of every epoch (leading axis n_epochs).
+    """
+    opt = make_optimizer(train)
+    opt_state = opt.init(params)
+    if valid is None:
+        one_epoch = _plain_epoch(rows, X, y, opt, loss_fn=loss_fn, model=model, train=train)
+    else:
+        one_epoch = _masked_epoch(rows, valid, X, y, opt, loss_fn=loss_fn, model=model, train=train)
+
+    def epoch(carry, ekey):
+        carry, mean_loss = one_epoch(carry, ekey)
         if collect_iterates:
             return carry, (mean_loss, carry[0])
         return carry, mean_loss
@@ -275,6 +291,116 @@ def _train_one_masked(
     if collect_iterates:
         return params, state, out[0], out[1]
     return params, state, out
+
+
+#: fold_in tag deriving a member's fixed held-out evaluation key from its training key.
+_VAL_KEY_TAG = 0xE5
+
+
+#: Name of the member axis of :func:`_train_early_vmapped` (the stopping rule looks across it).
+_MEMBERS = "members"
+
+
+def _train_one_early(
+    params: Any,
+    state: Any,
+    rows: jax.Array,
+    key: jax.Array,
+    X: jax.Array,
+    y: jax.Array,
+    valid: jax.Array | None,
+    val_rows: jax.Array,
+    val_mask: jax.Array,
+    *,
+    loss_fn: LossFn,
+    model: BackboneConfig,
+    train: TrainConfig,
+) -> tuple[Any, Any, jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Train one member with early stopping, under ``vmap`` over the axis ``"members"``.
+
+    The epochs are :func:`_train_one`'s (same epoch function, epoch ``e`` with key
+    ``split(key, n_epochs)[e]``), run by a ``while_loop`` that goes on while any member is
+    active (a ``psum`` over the member axis) and for at most ``n_epochs`` epochs. After each
+    epoch the held-out loss is evaluated and the best parameters, state and epoch updated;
+    the member becomes inactive ``patience`` epochs after its best. An inactive member is
+    still stepped (the vectorised loop runs all members alike) but its best, its histories
+    and its count no longer change. The loop condition is the same for all members on
+    purpose: a per-member condition makes ``vmap`` select every member's carry after every
+    epoch, which changes XLA's program and the parameters' last bits.
+
+    Returns (best params, best state, epoch losses (n_epochs,), held-out losses
+    (n_epochs,), best epoch (0-based), epochs run); the losses of epochs not run are NaN.
+    See :func:`train_members_early_stopping`.
+    """
+    assert train.patience is not None  # checked by the caller
+    patience = train.patience
+    opt = make_optimizer(train)
+    opt_state = opt.init(params)
+    if valid is None:
+        one_epoch = _plain_epoch(rows, X, y, opt, loss_fn=loss_fn, model=model, train=train)
+    else:
+        one_epoch = _masked_epoch(rows, valid, X, y, opt, loss_fn=loss_fn, model=model, train=train)
+    ekeys = jax.random.split(key, train.n_epochs)  # as _train_one: epoch e gets ekeys[e]
+    val_key = jax.random.fold_in(key, _VAL_KEY_TAG)
+    val_model = replace(model, dropout=0.0)
+    Xv, yv, vmask = X[val_rows], y[val_rows], val_mask.astype(X.dtype)
+    nan = jnp.asarray(jnp.nan, X.dtype)
+
+    def cond(c: Any) -> jax.Array:
+        n_active = jax.lax.psum(c["active"].astype(jnp.int32), _MEMBERS)
+        return (c["e"] < train.n_epochs) & (n_active > 0)
+
+    def body(c: Any) -> Any:
+        e, active = c["e"], c["active"]
+        carry, loss = one_epoch(c["carry"], ekeys[e])
+        v, _ = loss_fn(carry[0], carry[1], Xv, yv, vmask, val_key, val_model)
+        v_cmp = jnp.where(jnp.isnan(v), jnp.inf, v)  # a NaN loss never improves
+        improved = active & ((v_cmp < c["best_loss"]) | (e == 0))
+        best = jax.tree_util.tree_map(
+            lambda new, old: jnp.where(improved, new, old), (carry[0], carry[1]), c["best"]
+        )
+        best_epoch = jnp.where(improved, e, c["best_epoch"])
+        return {
+            "e": e + 1,
+            "carry": carry,
+            "best": best,
+            "best_epoch": best_epoch,
+            "best_loss": jnp.where(improved, v_cmp, c["best_loss"]),
+            # stop once `patience` epochs have passed without a strictly lower loss
+            "active": active & (e - best_epoch < patience),
+            "n_run": c["n_run"] + active.astype(jnp.int32),
+            "history": c["history"].at[e].set(jnp.where(active, loss, nan)),
+            "val_history": c["val_history"].at[e].set(jnp.where(active, v, nan)),
+        }
+
+    init: dict[str, Any] = {
+        "e": jnp.asarray(0, jnp.int32),
+        "carry": (params, state, opt_state),
+        "best": (params, state),
+        "best_epoch": jnp.asarray(0, jnp.int32),
+        "best_loss": jnp.asarray(jnp.inf, X.dtype),
+        "active": jnp.asarray(True),
+        "n_run": jnp.asarray(0, jnp.int32),
+        "history": jnp.full((train.n_epochs,), nan),
+        "val_history": jnp.full((train.n_epochs,), nan),
+    }
+    c: dict[str, Any] = jax.lax.while_loop(cond, body, init)
+    best_params, best_state = c["best"]
+    return best_params, best_state, c["history"], c["val_history"], c["best_epoch"], c["n_run"]
+
+
+@partial(jax.jit, static_argnames=("loss_fn", "model", "train"))
+def _train_early_vmapped(
+    params, state, rows, keys, X, y, valid, val_rows, val_mask, *, loss_fn, model, train
+):
+    fn = partial(_train_one_early, loss_fn=loss_fn, model=model, train=train)
+    if valid is None:
+        return jax.vmap(
+            lambda p, s, r, k, vr, vm: fn(p, s, r, k, X, y, None, vr, vm), axis_name=_MEMBERS
+        )(params, state, rows, keys, val_rows, val_mask)
+    return jax.vmap(fn, in_axes=(0, 0, 0, 0, None, None, 0, 0, 0), axis_name=_MEMBERS)(
+        params, state, rows, keys, X, y, valid, val_rows, val_mask
+    )
 
 
 @partial(jax.jit, static_argnames=("loss_fn", "model", "train"))
@@ -362,6 +488,7 @@ def train_members(
     n_members = leaves[0].shape[0]
     if rows.ndim != 2 or rows.shape[0] != n_members:
         raise param_error("train_members", "rows", f"have shape ({n_members}, n_m)", rows.shape)
+    _check_fixed_epochs("train_members", train)
     if state is None:
         state = jnp.zeros((n_members,), dtype)
     if model.spectral_norm:  # additive option; with it off the calls below are unchanged
@@ -398,15 +525,31 @@ def train_members(
     )
 
 
-def _check_row_mask(row_mask: Any, shape: tuple[int, ...]) -> jax.Array:
+def _check_row_mask(
+    row_mask: Any,
+    shape: tuple[int, ...],
+    component: str = "train_members",
+    parameter: str = "row_mask",
+) -> jax.Array:
     mask = np.asarray(row_mask)
     if mask.shape != tuple(shape):
-        raise param_error("train_members", "row_mask", f"have shape {tuple(shape)}", mask.shape)
+        raise param_error(component, parameter, f"have shape {tuple(shape)}", mask.shape)
     if not np.all((mask == 0) | (mask == 1)):
-        raise param_error("train_members", "row_mask", "hold only 0 and 1", mask)
+        raise param_error(component, parameter, "hold only 0 and 1", mask)
     if not np.all(mask.sum(axis=1) > 0):
-        raise param_error("train_members", "row_mask", "mark a real row for every member", mask)
+        raise param_error(component, parameter, "mark a real row for every member", mask)
     return jnp.asarray(mask)
+
+
+def _check_fixed_epochs(component: str, train: TrainConfig) -> None:
+    """Refuse a ``TrainConfig`` asking for early stopping in a fixed-epoch trainer."""
+    if train.patience is not None:
+        raise param_error(
+            component,
+            "train.patience",
+            "be None here (early stopping: train_members_early_stopping)",
+            train.patience,
+        )
 
 
 def train_members_with_iterates(
@@ -438,6 +581,7 @@ def train_members_with_iterates(
         raise param_error(
             "train_members_with_iterates", "rows", f"have shape ({n_members}, n_m)", rows.shape
         )
+    _check_fixed_epochs("train_members_with_iterates", train)
     if state is None:
         state = jnp.zeros((n_members,), dtype)
     valid = None if row_mask is None else _check_row_mask(row_mask, rows.shape)
@@ -471,6 +615,146 @@ def train_members_with_iterates(
     )
 
 
+class EarlyStoppingResult(NamedTuple):
+    """What :func:`train_members_early_stopping` returns (M members).
+
+    Attributes
+    ----------
+    params : pytree
+        Member-stacked parameters of each member's best epoch (leading axis M).
+    state : pytree
+        Member-stacked state at each member's best epoch.
+    history : jax.Array, shape (M, n_epochs)
+        Mean batch loss of every epoch run, per member; NaN after a member stopped.
+    val_history : jax.Array, shape (M, n_epochs)
+        Held-out loss after every epoch run, per member; NaN after a member stopped.
+    best_epoch : jax.Array of int32, shape (M,)
+        0-based epoch whose end parameters are returned: the member's parameters after
+        ``best_epoch + 1`` epochs.
+    n_epochs_run : jax.Array of int32, shape (M,)
+        Epochs each member trained (``min(best_epoch + 1 + patience, n_epochs)``).
+    """
+
+    params: Any
+    state: Any
+    history: jax.Array
+    val_history: jax.Array
+    best_epoch: jax.Array
+    n_epochs_run: jax.Array
+
+
+def train_members_early_stopping(
+    params: Any,
+    X: Any,
+    y: Any,
+    rows: Any,
+    keys: jax.Array,
+    model: BackboneConfig,
+    train: TrainConfig,
+    *,
+    val_rows: Any,
+    val_mask: Any = None,
+    loss_fn: LossFn = gaussian_loss,
+    state: Any = None,
+    row_mask: Any = None,
+) -> EarlyStoppingResult:
+    """:func:`train_members` with early stopping on held-out rows (patience, restore best).
+
+    Each member trains as in :func:`train_members` (same epochs: minibatch order, keys and
+    updates) for at most ``train.n_epochs`` epochs. After every epoch its held-out loss is
+    ``loss_fn`` evaluated once on the member's held-out rows as one batch (the loss mean
+    over them, with ``val_mask`` as the batch mask), deterministically: dropout off
+    (``model`` with ``dropout=0``) and a fixed key per member, ``fold_in(key, 0xE5)``; it
+    includes whatever else ``loss_fn`` adds (a regulariser), and under spectral
+    normalisation it is the training-time normalised network's. The member keeps the
+    parameters and state of its epoch with the lowest held-out loss (the first of ties;
+    epoch 0 always counts, a NaN loss never improves) and stops once ``train.patience``
+    epochs have passed without a strictly lower one (early stopping with restoration of
+    the best weights: Prechelt, "Early stopping — but when?", 1998; Goodfellow, Bengio &
+    Courville, *Deep Learning*, 2016, Alg. 7.1). Training ends when every member has
+    stopped or after ``train.n_epochs`` epochs (a ``jax.lax.while_loop``: no compute after
+    the last member stops). While others go on, a stopped member is still stepped by the
+    vectorised loop, but its returned parameters, state, best epoch and histories no longer
+    change.
+
+    The returned parameters are bit for bit those of :func:`train_members` run for
+    ``best_epoch + 1`` epochs with the same arguments (its epoch keys are a prefix of
+    those of a longer run; tested on CPU).
+
+    Parameters
+    ----------
+    params, X, y, rows, keys, model, loss_fn, state, row_mask
+        As :func:`train_members`.
+    train : TrainConfig
+        With ``patience`` set (an int >= 1); ``n_epochs`` is the maximum.
+    val_rows : int array, shape (M, n_val)
+        Each member's held-out rows of ``X`` / ``y`` (for a fair held-out loss, rows the
+        member does not train on; not checked).
+    val_mask : array of 0/1, shape (M, n_val), optional
+        Which entries of ``val_rows`` are real (members with held-out sets of different
+        sizes, padded to one length); default all real.
+
+    Returns
+    -------
+    EarlyStoppingResult
+        Best parameters and state, the loss histories (M, n_epochs), the best epoch and the
+        epochs run per member.
+
+    Raises
+    ------
+    UdbenchError
+        ``train.patience`` None; ``rows``, ``row_mask``, ``val_rows`` or ``val_mask`` of the
+        wrong shape; ``val_rows`` outside ``[0, n)``; a mask that is not 0/1 or leaves a
+        member without a real row.
+    """
+    name = "train_members_early_stopping"
+    leaves = jax.tree_util.tree_leaves(params)
+    dtype = leaves[0].dtype
+    rows = jnp.asarray(rows)
+    n_members = leaves[0].shape[0]
+    if rows.ndim != 2 or rows.shape[0] != n_members:
+        raise param_error(name, "rows", f"have shape ({n_members}, n_m)", rows.shape)
+    if train.patience is None:
+        raise param_error(name, "train.patience", "be an int >= 1", train.patience)
+    n = np.shape(X)[0]
+    vrows = np.asarray(val_rows)
+    if vrows.ndim != 2 or vrows.shape[0] != n_members or vrows.shape[1] < 1:
+        raise param_error(name, "val_rows", f"have shape ({n_members}, n_val >= 1)", vrows.shape)
+    if not np.issubdtype(vrows.dtype, np.integer) or vrows.min() < 0 or vrows.max() >= n:
+        raise param_error(name, "val_rows", f"hold row indices in [0, {n})", vrows)
+    vmask = (
+        jnp.ones(vrows.shape, dtype)
+        if val_mask is None
+        else _check_row_mask(val_mask, vrows.shape, name, "val_mask")
+    )
+    valid = None if row_mask is None else _check_row_mask(row_mask, rows.shape, name)
+    if state is None:
+        state = jnp.zeros((n_members,), dtype)
+    wrapped, objective = state, loss_fn
+    if model.spectral_norm:  # as _train_spectral, baking each member's best epoch
+        wrapped = {"sn": _sn_init_vmapped(params, keys), "inner": state}
+        objective = spectral.SpectralNormLoss(loss_fn)
+    out = _train_early_vmapped(
+        params,
+        wrapped,
+        rows,
+        keys,
+        jnp.asarray(X, dtype),
+        jnp.asarray(y, dtype),
+        valid,
+        jnp.asarray(vrows),
+        vmask,
+        loss_fn=objective,
+        model=model,
+        train=train,
+    )
+    best_params, best_state = out[0], out[1]
+    if model.spectral_norm:
+        best_params = _sn_bake_vmapped(best_params, best_state["sn"], model.sn_coeff)
+        best_state = best_state["inner"]
+    return EarlyStoppingResult(best_params, best_state, *out[2:])
+
+
 def train_single(
     params: Any,
     X: Any,
@@ -489,6 +773,7 @@ def train_single(
     (``rows`` shape (n_m,), one ``key``); returns (params, state, history (n_epochs,)).
     """
     dtype = jax.tree_util.tree_leaves(params)[0].dtype
+    _check_fixed_epochs("train_single", train)
     if state is None:
         state = jnp.zeros((), dtype)
     if model.spectral_norm:
