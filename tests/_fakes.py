@@ -403,8 +403,10 @@ def tiny_runs_suite(name: str, seeds: str, methods: str) -> dict:
 
 def fake_concrete_generate(spec, data_dir=None):
     """``generate`` of the suite-run campaign's tests: the fake homoscedastic concrete task of
-    the spec's seed (40 training rows)."""
-    return make_fake_task(spec.seed, n_train=40, dataset="concrete", noise="homoscedastic")
+    the spec's seed and coverage (40 training rows)."""
+    return make_fake_task(
+        spec.seed, n_train=40, dataset="concrete", noise="homoscedastic", coverage=spec.coverage
+    )
 
 
 def tuned_blr_folder(root: Path) -> Path:

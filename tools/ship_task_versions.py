@@ -23,7 +23,12 @@ from pathlib import Path
 
 from udbench.priors import family_numerics_version
 from udbench.recipes.suites import load_suite, suite_grid
-from udbench.recipes.task_versions import TASK_SETTINGS, TASK_VERSIONS_DIR, task_arrays_sha256
+from udbench.recipes.task_versions import (
+    TASK_SETTINGS,
+    TASK_VERSIONS_DIR,
+    blas_kernel,
+    task_arrays_sha256,
+)
 from udbench.tasks import Task
 
 
@@ -56,6 +61,7 @@ def main() -> None:
         "made": {
             "machine": platform.node(),
             "processor": platform.processor() or platform.machine(),
+            "blas": blas_kernel(),
             "commit": commit,
             "date": datetime.date.today().isoformat(),
         },

@@ -180,3 +180,27 @@ def test_a_fresh_result_its_own_check_refuses_is_recorded_failed(tmp_path) -> No
     rec = json.loads(record_file(tmp_path, "u/x").read_text())
     assert rec["status"] == "failed" and rec["result"] == {"v": 1}
     assert rec["error"] == "made a record its check refuses: made elsewhere"
+
+
+def test_the_blas_kernel_is_named_where_it_explains_another_version(monkeypatch) -> None:
+    """gp-small's reference records OpenBLAS's SkylakeX kernel: under it nothing is added;
+    under another kernel both are named in the campaign's refusal and in the suite's line."""
+    from udbench.recipes import task_versions as tv
+    from udbench.recipes.suites import load_suite
+
+    suite = load_suite("gp-small")
+    assert tv.blas_kernel().split()[0] in {"openblas", "mkl", "blis", "unknown"}
+    monkeypatch.setattr(tv, "blas_kernel", lambda: "openblas SkylakeX")
+    assert tv.kernel_note(suite) is None
+    tid = "concrete__gp__homoscedastic__balanced__s0"
+    problem = tv.task_version_problem(suite, tid, {"gp": 2}, arrays_sha256="0" * 64)
+    assert problem is not None and "kernel" not in problem
+    monkeypatch.setattr(tv, "blas_kernel", lambda: "openblas Haswell")
+    note = tv.kernel_note(suite)
+    assert note is not None and note.startswith(
+        "this machine computes with openblas Haswell, the gp-small reference was made with "
+        "openblas SkylakeX"
+    )
+    problem = tv.task_version_problem(suite, tid, {"gp": 2}, arrays_sha256="0" * 64)
+    assert problem is not None and problem.endswith(note)
+    assert tv.kernel_note({**suite, "seeds": "0-1"}) is None  # not the reference's settings

@@ -107,10 +107,16 @@ def test_gp_small_tasks_generated_here_are_the_reference_versions(
 ) -> None:
     """A fresh cache (no fit of this machine's): the shipped fit makes the reference file.
     A failure here means this machine generates other gp-small tasks than the committed
-    campaign records were made on (its cells would be refused by the runs campaign)."""
+    campaign records were made on (its cells would be refused by the runs campaign). Under
+    another BLAS kernel than the reference's (recorded in it) the bits differ by a known
+    cause: an expected failure that names both kernels."""
     from udbench.priors import family_numerics_version
     from udbench.recipes.suites import load_suite, suite_grid
-    from udbench.recipes.task_versions import reference_task_versions
+    from udbench.recipes.task_versions import kernel_note, reference_task_versions
+
+    why = kernel_note(load_suite("gp-small"))
+    if why is not None:
+        pytest.xfail(why)
     from udbench.tasks import Task, generate_task
     from udbench.tasks.generate import get_covariates, get_prior
 

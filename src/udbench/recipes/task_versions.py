@@ -33,6 +33,8 @@ from udbench._validation import UdbenchError
 
 __all__ = [
     "TASK_VERSIONS_DIR",
+    "blas_kernel",
+    "kernel_note",
     "compare_with_reference",
     "reference_task_versions",
     "task_arrays_sha256",
@@ -41,6 +43,48 @@ __all__ = [
 
 #: Folder of the shipped references, one ``<suite>.json`` per suite.
 TASK_VERSIONS_DIR = Path(__file__).with_name("task_versions")
+
+
+@functools.cache
+def blas_kernel() -> str:
+    """The BLAS library and kernel NumPy computes with here, e.g. ``"openblas SkylakeX"``.
+
+    A task file's numbers depend on it: OpenBLAS picks its kernel by processor, and
+    ``OPENBLAS_CORETYPE`` overrides the choice. On 2026-12-07 one gp-small instance
+    generated on an AVX-512 processor was the reference version under the ``SkylakeX``
+    kernel (OpenBLAS's own choice there) and another version under ``Haswell`` (forced by
+    that machine's environment) — other bits in the last places, the same task otherwise.
+    Read with ``threadpoolctl`` (a scikit-learn dependency).
+
+    Returns
+    -------
+    str
+        ``"<internal_api> <architecture>"`` of the first BLAS NumPy loaded, ``"unknown"``
+        when none is found.
+    """
+    import numpy  # noqa: F401  (loads its BLAS, so that threadpoolctl sees it)
+    from threadpoolctl import threadpool_info
+
+    for info in threadpool_info():
+        if info.get("user_api") == "blas":
+            return f"{info.get('internal_api')} {info.get('architecture')}"
+    return "unknown"
+
+
+def kernel_note(suite: Mapping[str, Any]) -> str | None:
+    """Why this machine may make other task versions than the suite's reference: a sentence
+    naming both BLAS kernels when the reference records one (:func:`blas_kernel`) and it is
+    not this machine's; None otherwise (the same kernel, or not recorded)."""
+    data = _applicable(suite)
+    made = None if data is None else data.get("made", {}).get("blas")
+    here = blas_kernel()
+    if made is None or made == here:
+        return None
+    return (
+        f"this machine computes with {here}, the {suite.get('name')} reference was made with "
+        f"{made}: its task files differ in the last bits (docs/campaigns.md, 'Task versions "
+        "across machines'; unsetting OPENBLAS_CORETYPE lets OpenBLAS choose its kernel)"
+    )
 
 
 def task_arrays_sha256(path: str | Path) -> str:
@@ -190,9 +234,11 @@ def task_version_problem(
         return None
     has = "no checksum" if got is None else f"{kind} {got[:12]}"
     name = suite.get("name")
+    why = kernel_note(suite)
     return (
         f"task {task_id} has {has}, not the {name} reference version's {expected[:12]} "
         f"(udbench/recipes/task_versions/{name}.json): results on the two are not comparable"
+        + ("" if why is None else f"; {why}")
     )
 
 
@@ -247,10 +293,16 @@ def compare_with_reference(suite: Mapping[str, Any], paths: Sequence[str | Path]
     if unknown:
         line += f" ({unknown} task file(s) not in the reference)"
     if other:
+        why = kernel_note(suite)
         line += (
             f"; {len(other)} differ (first {other[0]}): results on them are not comparable "
-            "with the committed campaign's. Files made before udbench shipped the kernel fits "
-            "(2026-12-04) can be the cause: delete them and run again to regenerate "
-            "(docs/campaigns.md, 'Task versions across machines')"
+            "with the committed campaign's. "
+            + (
+                f"The cause can be the BLAS kernel: {why}"
+                if why is not None
+                else "Files made before udbench shipped the kernel fits (2026-12-04) can be the "
+                "cause: delete them and run again to regenerate (docs/campaigns.md, 'Task "
+                "versions across machines')"
+            )
         )
     return line

@@ -9,7 +9,7 @@ the value received), before any data table or JAX is loaded. Used by
 from __future__ import annotations
 
 from udbench._validation import check_choice, param_error
-from udbench.priors.base import MAX_N_CLASSES
+from udbench.priors import MAX_N_CLASSES
 
 
 def parse_seeds(text: str, all_seeds: int = 10, *, command: str = "generate") -> list[int]:
