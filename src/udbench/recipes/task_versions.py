@@ -34,8 +34,8 @@ from udbench._validation import UdbenchError
 __all__ = [
     "TASK_VERSIONS_DIR",
     "blas_kernel",
-    "kernel_note",
     "compare_with_reference",
+    "kernel_note",
     "reference_task_versions",
     "task_arrays_sha256",
     "task_version_problem",
