@@ -114,3 +114,25 @@ def test_generate_part_records_checks_and_resumes_after_a_kill(tmp_path) -> None
     table, notes = runs.generation_table(records)
     assert notes == [] and sorted(table) == ["bnn", "hbart"]
     assert table["hbart"]["n_instances"] == 1
+
+
+@pytest.mark.parametrize("family", ["hbart", "bnn"])
+def test_non_gp_tuned_cells_take_gp_smalls_record_of_the_same_condition(tmp_path, family) -> None:
+    from udbench.tuning.records import read_tuned_record
+    from udbench.tuning.shipped import shipped_folder
+
+    units = runs.campaign_units(
+        ("tuned",), work_dir=tmp_path / "w", suite=f"{family}-small", methods=["blr"]
+    )
+    assert len(units) == 120 and {u.kind for u in units} == {"tuned"}
+    unit = units[0]
+    assert unit.settings["task_id"] == f"concrete__{family}__homoscedastic__balanced__s0"
+    # the record of the GP truth of the same dataset, noise mode and coverage
+    assert unit.settings["tuned_record"] == "blr/concrete__gp__homoscedastic__balanced"
+    rec = read_tuned_record(
+        shipped_folder("gp-small") / "blr" / "concrete__gp__homoscedastic__balanced.json"
+    )
+    assert rec["tuned_params"]
+    for key, value in rec["tuned_params"].items():
+        assert unit.settings["config"][key] == value
+    assert unit.settings["method_label"] == "blr[tuned]"

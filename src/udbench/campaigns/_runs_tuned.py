@@ -8,7 +8,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["tuned_configurations"]
+__all__ = ["TUNED_FROM", "tuned_configurations"]
+
+#: Suites whose tuned cells take another suite's shipped records: the non-GP suites of issue 62
+#: use the configuration tuned on the GP truth of the same dataset, noise mode and coverage
+#: (a tuning transfer across truths, said wherever their tuned results are shown; the rows'
+#: ``tuned_record`` names the GP condition).
+TUNED_FROM: dict[str, str] = {"hbart-small": "gp-small", "bnn-small": "gp-small"}
 
 
 def tuned_configurations(
@@ -19,7 +25,8 @@ def tuned_configurations(
     Parameters
     ----------
     suite : str
-        The suite whose shipped records are read.
+        The suite whose shipped records are read (for a suite of :data:`TUNED_FROM`, those of
+        the suite it names, at each instance's GP condition).
     methods : sequence of MethodConfig
         The method configurations (the suite's, or those of ``--methods``).
     specs : sequence of TaskSpec
@@ -36,11 +43,17 @@ def tuned_configurations(
         is stale (:func:`udbench.tuning.records.shipped_staleness`), with how many; each
         condition waits alone, the method's other conditions are not held back.
     """
+    import dataclasses
+
     from udbench.tuning.records import Condition, StaleRecordError, tuned_configurer
     from udbench.tuning.shipped import shipped_folder
 
-    folder = Path(records) if records is not None else shipped_folder(suite)
-    conditions = {Condition.of(s).key: s for s in specs}
+    source = TUNED_FROM.get(suite, suite)
+    folder = Path(records) if records is not None else shipped_folder(source)
+    conditions = {
+        Condition.of(s).key: (s if source == suite else dataclasses.replace(s, family="gp"))
+        for s in specs
+    }
     chosen: dict[tuple[str, str], tuple[Any, dict[str, Any]]] = {}
     waiting: list[str] = []
     for mc in methods:
@@ -48,12 +61,12 @@ def tuned_configurations(
         for key, spec in conditions.items():
             try:  # per condition: a stale record holds back its own condition's cells only
                 configure = tuned_configurer(
-                    folder, [mc], [spec], fallback="default", shipped=suite, command="campaign runs"
+                    folder, [mc], [spec], fallback="default", shipped=source, command="campaign runs"
                 )
             except StaleRecordError as err:
                 stale.append(
                     f"record {err.record} is stale ({err.why}); re-tune it (udbench campaign run "
-                    f"tuning --suite {suite} --methods {mc.name})"
+                    f"tuning --suite {source} --methods {mc.name})"
                 )
                 continue
             tuned, extra = configure(spec, mc)

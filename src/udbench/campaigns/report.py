@@ -161,18 +161,47 @@ def _without_markdown(w: dict[str, Any]) -> str:
 
 
 def _multi_markdown(by_family: dict[str, dict[str, Any]]) -> list[str]:
-    out = [
-        "## Multi-family task set (multi-family)",
-        "",
+    return generation_markdown(
+        by_family,
+        "Multi-family task set (multi-family)",
         "concrete and kin8nm × four noise modes × two coverages × seeds 0–1 at `standard`, "
-        "D = 1000; pooled per family (task files outside the repository).",
+        "D = 1000",
+    )
+
+
+def generation_markdown(
+    by_family: dict[str, dict[str, Any]], title: str, design: str
+) -> list[str]:
+    """The page section of generated, checked task sets: one row per family.
+
+    Parameters
+    ----------
+    by_family : dict
+        Family -> pooled checks (:func:`udbench.campaigns.mcmc.multi_family_table`,
+        :func:`udbench.campaigns.runs.generation_table`).
+    title : str
+        The section's heading.
+    design : str
+        The set's design in words (its first sentence).
+
+    Returns
+    -------
+    list of str
+        Markdown lines: a table of coverage of the 90 % intervals with its bootstrap interval,
+        SBC, MCSE, corr(mean, f*), R̂, replaced seeds and CPU-hours per family (SPEC §7), then
+        one line per replaced seed.
+    """
+    out = [
+        f"## {title}",
+        "",
+        f"{design}; pooled per family (task files outside the repository).",
         "",
         "| family | instances | coverage 90 % [95 % CI] | SBC max dev. | MCSE σ_f² rel. median "
         "/ p95 | corr(mean, f*) median | max R̂ | replaced seeds | CPU-h |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for family, r in by_family.items():
-        lo, hi = r["coverage_90_ci"]
+        lo, hi = r["coverage_90_ci"] or (float("nan"), float("nan"))
         out.append(
             f"| {family} | {r['n_instances']} | {r['coverage_90']:.4f} [{lo:.4f}, {hi:.4f}] | "
             f"{r['sbc_max_bin_deviation']:.4f} | {r['mcse_var_median']:.3f} / "

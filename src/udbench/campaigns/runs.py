@@ -513,7 +513,7 @@ def runs_summary(
             }
     if units is not None:
         for u in units:
-            if u.kind == ORACLE_FIT_KIND:  # an instance's fit, not a method's cell
+            if u.kind in (ORACLE_FIT_KIND, GENERATE_PART):  # an instance's, not a method's
                 continue
             entry = progress.setdefault(_unit_name(u.unit_id), {}).setdefault(
                 u.kind, {"done": 0, "failed": 0}
