@@ -61,7 +61,12 @@ def tuned_configurations(
         for key, spec in conditions.items():
             try:  # per condition: a stale record holds back its own condition's cells only
                 configure = tuned_configurer(
-                    folder, [mc], [spec], fallback="default", shipped=source, command="campaign runs"
+                    folder,
+                    [mc],
+                    [spec],
+                    fallback="default",
+                    shipped=source,
+                    command="campaign runs",
                 )
             except StaleRecordError as err:
                 stale.append(

@@ -169,9 +169,7 @@ def _multi_markdown(by_family: dict[str, dict[str, Any]]) -> list[str]:
     )
 
 
-def generation_markdown(
-    by_family: dict[str, dict[str, Any]], title: str, design: str
-) -> list[str]:
+def generation_markdown(by_family: dict[str, dict[str, Any]], title: str, design: str) -> list[str]:
     """The page section of generated, checked task sets: one row per family.
 
     Parameters
