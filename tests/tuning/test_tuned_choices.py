@@ -46,9 +46,26 @@ def test_median_range_mode_and_edge_shares_by_hand() -> None:
     assert t.loc["depth", "share_at_edge"] == pytest.approx(0.5)
     assert t.loc["act", "kind"] == "categorical" and t.loc["act", "median"] == "tanh"
     assert t.loc["act", "share_mode"] == pytest.approx(0.75)
+    # each edge apart, against what a uniform choice gives at one edge: 2 % of a float's
+    # range; of depth's 9 values {2..10}, only 2 lies within 2 % of the range (0.16) of 2
+    assert (t.loc["lr", "share_at_low"], t.loc["lr", "share_at_high"]) == (0.25, 0.25)
+    assert (t.loc["depth", "share_at_low"], t.loc["depth", "share_at_high"]) == (0.25, 0.25)
+    assert t.loc["lr", "edge_chance"] == pytest.approx(0.02)
+    assert t.loc["depth", "edge_chance"] == pytest.approx(1 / 9)
+    assert t.loc["act", "edge_chance"] != t.loc["act", "edge_chance"]  # NaN: categorical
     text = tuned_choices_markdown(tuned_choices(recs))
-    assert "| m | act | relu | tanh (75%) | – | – |" in text
-    assert "| m | lr | 0.01 | 0.0255 | 0.0001–0.099 | 50% |" in text
+    assert "| m | act | relu | tanh (75%) | – | – | – |" in text
+    assert "| m | lr | 0.01 | 0.0255 | 0.0001–0.099 | 50% | 25% / 25% (2%) |" in text
+    assert "| m | depth | 6 | 5 | 2–10 | 50% | 25% / 25% (11%) |" in text
+
+
+def test_edge_chance_of_a_layer_count_is_one_value_in_three() -> None:
+    from udbench.tuning.choices import edge_chance
+
+    assert edge_chance({"type": "int", "low": 1, "high": 3}) == pytest.approx(1 / 3)
+    # a wide integer range: the values within 2 % of its span (4) of the low end, 5 of 201
+    assert edge_chance({"type": "int", "low": 50, "high": 250}) == pytest.approx(5 / 201)
+    assert edge_chance({"type": "float", "low": 1e-6, "high": 1e-2, "log": True}) == 0.02
 
 
 def test_no_complete_record_gives_an_empty_table() -> None:
