@@ -77,3 +77,34 @@ def test_ctrl_c_quickstart_while_planning_one_line(tmp_path):
     out = tmp_path / "qs"
     assert not _finished_cells(out)
     _one_line(stderr, out, "0")
+
+
+def test_ctrl_c_suite_while_planning_one_line(tmp_path):
+    """The plan stage (a child ``udbench plan``) interrupted: the suite says the one line."""
+    out, err = tmp_path / "suite", tmp_path / "stderr.txt"
+    env = dict(os.environ, UDBENCH_CACHE_DIR=str(tmp_path / "cache"))
+    with open(err, "w") as stderr:
+        proc = subprocess.Popen(
+            [str(BIN / "udbench"), "suite", "quickstart", "--out", str(out), "-w", "1"],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_default_sigint,
+        )
+        deadline = time.monotonic() + 240
+        while "plan: no tune stage" not in err.read_text():
+            assert proc.poll() is None, err.read_text()
+            assert time.monotonic() < deadline, "the suite did not reach its plan in time"
+            time.sleep(0.05)
+        time.sleep(0.5)  # the plan stage's process has started
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=120)
+    text = err.read_text()
+    assert proc.returncode == 130, text
+    assert "Traceback" not in text, text
+    said = [line for line in text.splitlines() if "interrupted" in line]
+    assert said == [
+        "udbench suite: interrupted; the stages finished before it and what stage plan "
+        f"finished are kept in {out}; re-run the same command to resume"
+    ], text
