@@ -91,6 +91,19 @@ def _show(key: str, data_dir: Path | None) -> dict[str, Any]:
     return out
 
 
+def _group_data_dir(ctx: typer.Context, data_dir: Path | None, command: str) -> Path | None:
+    """The sub-command's --data-dir, else the group's (``udbench datasets --data-dir X ...``)."""
+    given = (ctx.obj or {}).get("data_dir") if isinstance(ctx.obj, dict) else None
+    if data_dir is not None and given is not None and Path(data_dir) != Path(given):
+        raise param_error(
+            command,
+            "--data-dir",
+            f"be given once (or agree with the --data-dir {given} before the sub-command)",
+            data_dir,
+        )
+    return data_dir if data_dir is not None else given
+
+
 def register(app: typer.Typer) -> None:
     """Add ``udbench datasets`` (list), ``datasets show`` and ``datasets download``."""
     group = typer.Typer(
@@ -107,6 +120,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List every dataset with N, d, n_eval, n, ρ, GP kernel family and availability."""
         if ctx.invoked_subcommand is not None:
+            ctx.obj = {"data_dir": data_dir}  # `datasets --data-dir X show NAME` uses it
             return
         check_data_dir("udbench datasets", data_dir)
         rows = _list_rows(data_dir)
@@ -155,6 +169,7 @@ def register(app: typer.Typer) -> None:
 
     @group.command("show")
     def show_cmd(
+        ctx: typer.Context,
         key: str = typer.Argument(..., help="Dataset key (see `udbench datasets`)."),
         as_json: bool = typer.Option(False, "--json", help="Print a JSON object."),
         data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
@@ -163,6 +178,7 @@ def register(app: typer.Typer) -> None:
         evaluation pool (min, median, max)."""
         from udbench.data.sources import check_key
 
+        data_dir = _group_data_dir(ctx, data_dir, "udbench datasets show")
         check_data_dir("udbench datasets show", data_dir)
         info = _show(check_key(key, data_dir), data_dir)
         if as_json:
