@@ -46,3 +46,31 @@ def test_datasets_group_data_dir_is_honoured_by_show(tmp_path, monkeypatch, caps
     # the group's folder, when it exists, is the one read
     assert main(["datasets", "--data-dir", str(tmp_path), "show", "diabetes", "--json"]) == 0
     assert '"n_rows": 442' in capsys.readouterr().out
+
+
+@pytest.mark.filterwarnings("ignore:A network error occurred")
+def test_download_all_offline_ends_by_blaming_the_network(tmp_path, monkeypatch, capsys):
+    import socket
+
+    def offline(*args, **kwargs):
+        raise OSError(101, "Network is unreachable")
+
+    monkeypatch.setenv("UDBENCH_CACHE_DIR", str(tmp_path / "cache"))  # nothing cached
+    monkeypatch.setattr(socket.socket, "connect", offline)
+    monkeypatch.setattr(socket, "getaddrinfo", offline)
+    monkeypatch.setattr(socket, "create_connection", offline)
+    import time
+
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)  # the fetchers' retry delays
+    from udbench.data.sources import downloadable_keys
+
+    keys = downloadable_keys()
+    assert main(["datasets", "download", "all"]) == 2
+    err = capsys.readouterr().err
+    last = " ".join(err.strip().splitlines()[-1].split())
+    assert "parameter 'key'" not in err
+    assert last.startswith(
+        f"error: udbench datasets download: {len(keys)} of {len(keys)} datasets could not be "
+        f"downloaded ({', '.join(keys)}): no network (or the sources are down): every fetch "
+        "failed; the reasons are above."
+    ), last

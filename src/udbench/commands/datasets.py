@@ -217,7 +217,12 @@ def register(app: typer.Typer) -> None:
         """Fetch raw tables from OpenML (by data id) or UCI into the download cache."""
         from udbench._validation import check_writable
         from udbench.data import cache_dir, download_dataset
-        from udbench.data.sources import CACHE_DIR_ENV, check_key, downloadable_keys
+        from udbench.data.sources import (
+            CACHE_DIR_ENV,
+            FETCH_FAILED,
+            check_key,
+            downloadable_keys,
+        )
 
         # before any fetch: the tables are written to the cache
         check_writable("udbench datasets download", f"${CACHE_DIR_ENV}", cache_dir())
@@ -225,16 +230,27 @@ def register(app: typer.Typer) -> None:
         if key != "all":
             typer.echo(f"{key}: {download_dataset(check_key(key), force=force)}")
             return
-        failed = []
-        for k in downloadable_keys():  # go on after a failure; report all at the end
+        failed, unfetched = [], 0
+        keys = downloadable_keys()
+        for k in keys:  # go on after a failure; report all at the end
             try:
                 typer.echo(f"{k}: {download_dataset(k, force=force)}")
             except UdbenchError as err:
                 typer.echo(f"{k}: failed: {err}", err=True)
                 failed.append(k)
-        if failed:
-            raise param_error(
-                "udbench datasets download", "key", "name datasets that can be fetched", failed
+                unfetched += str(err).startswith(FETCH_FAILED)
+        if failed:  # the summary blames what each line above blamed, not the key
+            why = (
+                "no network (or the sources are down): every fetch failed"
+                if unfetched == len(failed)
+                else f"{unfetched} fetch(es) failed (no network?), "
+                f"{len(failed) - unfetched} table(s) did not check out"
+            )
+            raise UdbenchError(
+                f"udbench datasets download: {len(failed)} of {len(keys)} datasets could not be "
+                f"downloaded ({', '.join(failed)}): {why}; the reasons are above. Re-run "
+                "`udbench datasets download all` to fetch the missing ones (the others are "
+                "kept)"
             )
 
     @group.command("add")
