@@ -11,7 +11,9 @@ without a traceback, for the kinds of error a user causes and can fix:
   a read-only output folder or cache, a full disk, a path under a file), with the path and
   the system's reason.
 
-Anything else is a bug and keeps its traceback. Warnings meant for the user
+A Ctrl-C gives exit status 130 and one line, ``udbench CMD: interrupted; <what is kept>;
+<how to resume>`` (:mod:`udbench.commands._interrupt`). Anything else is a bug and keeps its
+traceback. Warnings meant for the user
 (:class:`udbench._validation.UdbenchWarning`, e.g. a skipped results part file) are printed
 as one line ``warning: ...``.
 """
