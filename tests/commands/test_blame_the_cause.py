@@ -71,6 +71,6 @@ def test_download_all_offline_ends_by_blaming_the_network(tmp_path, monkeypatch,
     assert "parameter 'key'" not in err
     assert last.startswith(
         f"error: udbench datasets download: {len(keys)} of {len(keys)} datasets could not be "
-        f"downloaded ({', '.join(keys)}): no network (or the sources are down): every fetch "
+        f"downloaded ({', '.join(keys)}): no network (or the sources are down): their fetches "
         "failed; the reasons are above."
     ), last

@@ -241,7 +241,7 @@ def register(app: typer.Typer) -> None:
                 unfetched += str(err).startswith(FETCH_FAILED)
         if failed:  # the summary blames what each line above blamed, not the key
             why = (
-                "no network (or the sources are down): every fetch failed"
+                "no network (or the sources are down): their fetches failed"
                 if unfetched == len(failed)
                 else f"{unfetched} fetch(es) failed (no network?), "
                 f"{len(failed) - unfetched} table(s) did not check out"
