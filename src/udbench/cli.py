@@ -11,7 +11,9 @@ without a traceback, for the kinds of error a user causes and can fix:
   a read-only output folder or cache, a full disk, a path under a file), with the path and
   the system's reason.
 
-Anything else is a bug and keeps its traceback. Warnings meant for the user
+A Ctrl-C gives exit status 130 and one line, ``udbench CMD: interrupted; <what is kept>;
+<how to resume>`` (:mod:`udbench.commands._interrupt`). Anything else is a bug and keeps its
+traceback. Warnings meant for the user
 (:class:`udbench._validation.UdbenchWarning`, e.g. a skipped results part file) are printed
 as one line ``warning: ...``.
 """
@@ -20,11 +22,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import re
+import signal
 import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -32,6 +37,13 @@ from rich.markup import escape
 from udbench import __version__
 from udbench._validation import UdbenchError, UdbenchWarning
 from udbench.commands._console import make_console
+from udbench.commands._interrupt import (
+    EXIT_INTERRUPTED,
+    GENERIC_NOTE,
+    QUIET_ENV,
+    Interrupted,
+    interrupt_line,
+)
 
 #: Modules under ``udbench.commands`` whose ``register(app)`` adds sub-commands.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -193,15 +205,53 @@ def _one_line_warnings() -> Iterator[None]:
         yield
 
 
+@contextmanager
+def _sigint_seen() -> Iterator[list[int]]:
+    """Note each SIGINT (then raise ``KeyboardInterrupt`` as Python does) while in the block.
+
+    The CLI framework turns a ``KeyboardInterrupt`` into a bare exit status 130; this tells
+    that status from a command's own. Left alone where SIGINT is ignored or handled otherwise.
+    """
+    seen: list[int] = []
+
+    def note(signum: int, frame: Any) -> None:
+        seen.append(signum)
+        signal.default_int_handler(signum, frame)
+
+    try:
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            raise ValueError("not ours to handle")
+        previous = signal.signal(signal.SIGINT, note)
+    except ValueError:  # not the main thread, or SIGINT ignored / handled by the caller
+        yield seen
+        return
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _say_interrupted(command: str, note: str = GENERIC_NOTE) -> int:
+    if not os.environ.get(QUIET_ENV):
+        make_console(stderr=True).print(
+            interrupt_line(command, note), highlight=False, markup=False, soft_wrap=True
+        )
+    return EXIT_INTERRUPTED
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return the exit status (0 ok, 2 user error)."""
+    """Run the CLI; return the exit status (0 ok, 2 user error, 130 interrupted)."""
     args = sys.argv[1:] if argv is None else list(argv)
     command = "udbench" if not args or args[0].startswith("-") else f"udbench {args[0]}"
     try:
-        with _one_line_warnings():
+        with _one_line_warnings(), _sigint_seen() as seen:
             result = app(args=argv, standalone_mode=False)
         if isinstance(result, int):  # click returns typer.Exit(code)'s code here
+            if result == EXIT_INTERRUPTED and seen:  # typer's Exit(130) for a Ctrl-C
+                return _say_interrupted(command)
             return result
+    except Interrupted as err:  # a command that says what its interrupt keeps
+        return _say_interrupted(command, str(err))
     except UdbenchError as err:
         _print_error(str(err))
         return 2
@@ -213,8 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Exit as ex:
         return int(ex.exit_code or 0)
     except (typer.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
-        make_console(stderr=True).print(f"{command}: interrupted", highlight=False, markup=False)
-        return 130
+        return _say_interrupted(command)
     except SystemExit as ex:  # click usage errors in standalone_mode=False still exit
         return int(ex.code or 0)
     except Exception as err:  # click exceptions (bad option, missing argument)

@@ -74,11 +74,12 @@ def _check(tmp_path: Path, workers: str) -> None:
     assert proc.returncode == 130, (stdout, stderr)
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1, stderr
-    assert lines[0].startswith("interrupted; ") and "re-run the same command to resume" in lines[0]
+    assert lines[0].startswith("udbench run: interrupted; ")
+    assert lines[0].endswith("; re-run the same command to resume")
     assert "Traceback" not in stdout + stderr
     kept = len(read_results(out))
     assert 1 <= kept < 8
-    assert f"interrupted; {kept} cell(s) finished in this run are kept" in lines[0]
+    assert f"interrupted; {kept} cell(s) finished in this run are kept in {out};" in lines[0]
     # the re-run skips the kept cells and finishes the rest
     again = subprocess.run(
         [

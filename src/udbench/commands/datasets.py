@@ -91,6 +91,19 @@ def _show(key: str, data_dir: Path | None) -> dict[str, Any]:
     return out
 
 
+def _group_data_dir(ctx: typer.Context, data_dir: Path | None, command: str) -> Path | None:
+    """The sub-command's --data-dir, else the group's (``udbench datasets --data-dir X ...``)."""
+    given = (ctx.obj or {}).get("data_dir") if isinstance(ctx.obj, dict) else None
+    if data_dir is not None and given is not None and Path(data_dir) != Path(given):
+        raise param_error(
+            command,
+            "--data-dir",
+            f"be given once (or agree with the --data-dir {given} before the sub-command)",
+            data_dir,
+        )
+    return data_dir if data_dir is not None else given
+
+
 def register(app: typer.Typer) -> None:
     """Add ``udbench datasets`` (list), ``datasets show`` and ``datasets download``."""
     group = typer.Typer(
@@ -107,6 +120,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List every dataset with N, d, n_eval, n, ρ, GP kernel family and availability."""
         if ctx.invoked_subcommand is not None:
+            ctx.obj = {"data_dir": data_dir}  # `datasets --data-dir X show NAME` uses it
             return
         check_data_dir("udbench datasets", data_dir)
         rows = _list_rows(data_dir)
@@ -155,6 +169,7 @@ def register(app: typer.Typer) -> None:
 
     @group.command("show")
     def show_cmd(
+        ctx: typer.Context,
         key: str = typer.Argument(..., help="Dataset key (see `udbench datasets`)."),
         as_json: bool = typer.Option(False, "--json", help="Print a JSON object."),
         data_dir: Path | None = typer.Option(None, "--data-dir", help=DATA_DIR_HELP),
@@ -163,6 +178,7 @@ def register(app: typer.Typer) -> None:
         evaluation pool (min, median, max)."""
         from udbench.data.sources import check_key
 
+        data_dir = _group_data_dir(ctx, data_dir, "udbench datasets show")
         check_data_dir("udbench datasets show", data_dir)
         info = _show(check_key(key, data_dir), data_dir)
         if as_json:
@@ -201,7 +217,12 @@ def register(app: typer.Typer) -> None:
         """Fetch raw tables from OpenML (by data id) or UCI into the download cache."""
         from udbench._validation import check_writable
         from udbench.data import cache_dir, download_dataset
-        from udbench.data.sources import CACHE_DIR_ENV, check_key, downloadable_keys
+        from udbench.data.sources import (
+            CACHE_DIR_ENV,
+            FETCH_FAILED,
+            check_key,
+            downloadable_keys,
+        )
 
         # before any fetch: the tables are written to the cache
         check_writable("udbench datasets download", f"${CACHE_DIR_ENV}", cache_dir())
@@ -209,16 +230,27 @@ def register(app: typer.Typer) -> None:
         if key != "all":
             typer.echo(f"{key}: {download_dataset(check_key(key), force=force)}")
             return
-        failed = []
-        for k in downloadable_keys():  # go on after a failure; report all at the end
+        failed, unfetched = [], 0
+        keys = downloadable_keys()
+        for k in keys:  # go on after a failure; report all at the end
             try:
                 typer.echo(f"{k}: {download_dataset(k, force=force)}")
             except UdbenchError as err:
                 typer.echo(f"{k}: failed: {err}", err=True)
                 failed.append(k)
-        if failed:
-            raise param_error(
-                "udbench datasets download", "key", "name datasets that can be fetched", failed
+                unfetched += str(err).startswith(FETCH_FAILED)
+        if failed:  # the summary blames what each line above blamed, not the key
+            why = (
+                "no network (or the sources are down): their fetches failed"
+                if unfetched == len(failed)
+                else f"{unfetched} fetch(es) failed (no network?), "
+                f"{len(failed) - unfetched} table(s) did not check out"
+            )
+            raise UdbenchError(
+                f"udbench datasets download: {len(failed)} of {len(keys)} datasets could not be "
+                f"downloaded ({', '.join(failed)}): {why}; the reasons are above. Re-run "
+                "`udbench datasets download all` to fetch the missing ones (the others are "
+                "kept)"
             )
 
     @group.command("add")

@@ -16,6 +16,7 @@ from udbench._losses import loss_help
 from udbench._resampling import DEFAULT_N_RESAMPLES
 from udbench._validation import check_timeout
 from udbench.commands._console import make_console
+from udbench.commands._interrupt import on_interrupt
 from udbench.commands._options import (
     ClusterConfigOpt,
     PinOpt,
@@ -38,8 +39,6 @@ _METHODS_HELP = (
 #: Exit status of ``udbench run`` when every cell was stored but at least one failed (0: all
 #: ok; 2: a user error before any work; 130: interrupted).
 EXIT_CELLS_FAILED = 3
-#: Exit status after Ctrl-C (128 + SIGINT, the shell's convention).
-EXIT_INTERRUPTED = 130
 
 
 def _tuned_configure(tuned: Path, fallback: str, task_args: list[str], specs: list[str]):  # type: ignore[no-untyped-def]
@@ -160,7 +159,9 @@ def register(app: typer.Typer) -> None:
             if configure is not None:
                 configure.copy_to(out / "tuned")  # the results folder carries its configurations
             stored = [0]  # cells this invocation stored, for the line after a Ctrl-C
-            try:
+            with on_interrupt(
+                lambda: f"{stored[0]} cell(s) finished in this run are kept in {out}"
+            ):
                 with cell_progress(progress) as bar:
 
                     def on_cell(done: int, total: int, row: dict[str, Any] | None) -> None:
@@ -181,15 +182,6 @@ def register(app: typer.Typer) -> None:
                         configure=configure,
                         losses=losses,
                     )
-            except KeyboardInterrupt:
-                make_console(stderr=True).print(
-                    f"interrupted; {stored[0]} cell(s) finished in this run are kept in {out}; "
-                    "re-run the same command to resume",
-                    highlight=False,
-                    markup=False,
-                    soft_wrap=True,
-                )
-                raise typer.Exit(EXIT_INTERRUPTED) from None
             console = make_console()
             console.print(
                 f"{summary.n_cells} cells: {summary.n_ok} ok, {summary.n_failed} failed, "
@@ -501,6 +493,7 @@ def register(app: typer.Typer) -> None:
         from udbench._validation import check_choice
         from udbench.commands._board import CLASSIFICATION_COLUMNS, parse_columns, print_board
         from udbench.commands._progress import cell_progress
+        from udbench.evaluation.runner import CellCallback
         from udbench.recipes.quickstart import (
             QUICKSTART_CLASSIFIERS,
             QUICKSTART_METHODS,
@@ -512,25 +505,51 @@ def register(app: typer.Typer) -> None:
         check_out_dir("udbench quickstart", out)
         names = tuple(n for m in methods for n in m.replace(",", " ").split())
         console = _console()
+        root = out / "classification" if task == "classification" else out
+        stored = [0]  # cells this invocation stored, for the line after a Ctrl-C
+
+        def kept() -> str:
+            return (
+                f"the task files and {stored[0]} cell(s) finished in this run are kept in "
+                f"{root / 'tasks'} and {root / 'results'}"
+            )
+
+        def counted(bar: CellCallback | None) -> CellCallback:
+            def on_cell(done: int, total: int, row: dict[str, Any] | None) -> None:
+                if row is not None:
+                    stored[0] += 1
+                if bar is not None:
+                    bar(done, total, row)
+
+            return on_cell
+
         if task == "classification":
-            with folder_lock(out, "udbench quickstart"), cell_progress(console=console) as bar:
+            with (
+                on_interrupt(kept),
+                folder_lock(out, "udbench quickstart"),
+                cell_progress(console=console) as bar,
+            ):
                 board = quickstart_classification(
                     out,
                     workers=workers,
                     methods=names or QUICKSTART_CLASSIFIERS,
                     console=console,
-                    on_cell=bar,
+                    on_cell=counted(bar),
                 )
             print_board(board, console, parse_columns(",".join(CLASSIFICATION_COLUMNS)))
             console.print(f"results in {out / 'classification' / 'results'}", highlight=False)
             return
-        with folder_lock(out, "udbench quickstart"), cell_progress(console=console) as on_cell:
+        with (
+            on_interrupt(kept),
+            folder_lock(out, "udbench quickstart"),
+            cell_progress(console=console) as bar,
+        ):
             board, report = quickstart(
                 out,
                 workers=workers,
                 methods=names or QUICKSTART_METHODS,
                 console=console,
-                on_cell=on_cell,
+                on_cell=counted(bar),
             )
         print_board(board, console)
         console.print(f"report written to {report}", highlight=False)

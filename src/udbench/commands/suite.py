@@ -50,6 +50,7 @@ from rich.markup import escape
 from udbench._lock import folder_lock
 from udbench._validation import UdbenchError, check_timeout, param_error
 from udbench.commands._console import make_console
+from udbench.commands._interrupt import EXIT_INTERRUPTED, QUIET_ENV, on_interrupt
 from udbench.commands._options import (
     DATA_DIR_HELP,
     ClusterConfigOpt,
@@ -67,7 +68,15 @@ __all__ = ["STAGES", "register", "stage_commands"]
 #: The stages, in order.
 STAGES: tuple[str, ...] = ("generate", "check", "run", "report")
 
-_LAUNCH = "import sys; from udbench.cli import main; sys.exit(main())"
+# a Ctrl-C while the stage still imports: its status 130, without a traceback
+_LAUNCH = (
+    "import sys\n"
+    "try:\n"
+    "    from udbench.cli import main\n"
+    "except KeyboardInterrupt:\n"
+    "    sys.exit(130)\n"
+    "sys.exit(main())\n"
+)
 _STATE = "suite.json"
 #: ``udbench run`` exit status when cells failed (all stored): the suite goes on to report.
 _RUN_CELLS_FAILED = 3
@@ -488,7 +497,16 @@ def register(app: typer.Typer) -> None:
             tuned=tuned,
             timeout=timeout,
         )
-        with folder_lock(out, "udbench suite"):
+        current = ["plan"]  # the stage running, for the line after a Ctrl-C
+        with (
+            on_interrupt(
+                lambda: (
+                    f"the stages finished before it and what stage {current[0]} finished "
+                    f"are kept in {out}"
+                )
+            ),
+            folder_lock(out, "udbench suite"),
+        ):
             state_path, state = _record_state(out, suite, data_dir, console)
             console.print(
                 f"[bold]suite {escape(suite['name'])}[/]: "
@@ -508,6 +526,7 @@ def register(app: typer.Typer) -> None:
             for i, stage in enumerate(STAGES, 1):
                 if stage not in wanted:
                     continue
+                current[0] = stage
                 head = f"[bold]stage {i}/{len(STAGES)} {stage}[/]"
                 if stage == "check":
                     _check_stage(head, argv["check"], out, state, state_path, console, suite)
@@ -534,6 +553,7 @@ def register(app: typer.Typer) -> None:
                     state["stages"]["report"] = _fingerprint(_result_files(out))
                     _write_json(state_path, state)
             if "report" in wanted:
+                current[0] = "leaderboard"
                 _child(argv["leaderboard"], console, "leaderboard")
             console.print(f"suite {suite['name']} done in {out}", highlight=False)
         if status:
@@ -574,14 +594,20 @@ def _child(
     KeyboardInterrupt
         Interrupted (exit 130).
     """
-    proc = subprocess.run(
+    with subprocess.Popen(
         [sys.executable, "-c", _LAUNCH, *args],
         stdout=subprocess.PIPE if capture else None,
         text=True,
         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-        check=False,
-    )
-    if proc.returncode == 130:
+        # the suite says the one line of an interrupt, not its stage as well
+        env={**os.environ, QUIET_ENV: "1"},
+    ) as proc:
+        try:
+            stdout, _ = proc.communicate()
+        except KeyboardInterrupt:
+            _stop_child(proc)
+            raise
+    if proc.returncode == EXIT_INTERRUPTED:
         raise KeyboardInterrupt
     if proc.returncode == 2:
         raise UdbenchError(
@@ -590,4 +616,27 @@ def _child(
         )
     if proc.returncode not in (0, 1, _RUN_CELLS_FAILED) and stage in ("plan", "leaderboard"):
         console.print(f"{stage}: exit status {proc.returncode}", highlight=False)
-    return proc.returncode, proc.stdout or ""
+    return proc.returncode, stdout or ""
+
+
+def _stop_child(proc: subprocess.Popen[str]) -> None:
+    """After a Ctrl-C: let the stage finish its own interrupt (it keeps what it finished).
+
+    A terminal's Ctrl-C reached the stage too; a SIGINT sent to the suite alone is passed on
+    after a few seconds. A stage that has not ended a minute later is killed.
+    """
+    try:
+        try:
+            proc.wait(5.0)
+            return
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(60.0)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    except KeyboardInterrupt:  # another Ctrl-C: stop waiting
+        pass
+    proc.kill()
+    proc.wait()

@@ -275,7 +275,16 @@ def register(app: typer.Typer) -> None:
             raise param_error("udbench plan", "workers", "be an integer >= 1", workers)
         if calibrate_now and not budget > 0:
             raise param_error("udbench plan", "budget", "be > 0 CPU minutes", budget)
-        specs = expand_grid(datasets, families, noise, coverage, seeds, fidelity, DEFAULT_DRAWS)
+        specs = expand_grid(
+            datasets,
+            families,
+            noise,
+            coverage,
+            seeds,
+            fidelity,
+            DEFAULT_DRAWS,
+            command="udbench plan",
+        )
         known = list(registered_methods())
         if methods.strip().lower() == "registered":
             names = known

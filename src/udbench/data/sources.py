@@ -26,6 +26,7 @@ from udbench.data.registry import (
 )
 
 __all__ = [
+    "FETCH_FAILED",
     "RawTable",
     "availability",
     "cache_dir",
@@ -177,6 +178,10 @@ def _same_name(a: object, b: str) -> bool:
     return normalise_name(str(a)) == normalise_name(b)
 
 
+#: How the message of a fetch that failed (network, source) begins.
+FETCH_FAILED = "download_dataset: fetching"
+
+
 def download_dataset(key: str, *, force: bool = False) -> Path:
     """Fetch ``key`` from OpenML (by data id) or UCI (``ucimlrepo``) into the cache.
 
@@ -218,7 +223,7 @@ def download_dataset(key: str, *, force: bool = False) -> Path:
         raise
     except Exception as err:  # network and parser errors of the fetchers
         raise UdbenchError(
-            f"download_dataset: fetching {key!r} from {spec.source} id {spec.source_id} "
+            f"{FETCH_FAILED} {key!r} from {spec.source} id {spec.source_id} "
             f"failed ({type(err).__name__}: {err}); check the internet connection or put the "
             f"table at <data folder>/{key}/{key}.csv.gz and set ${DATA_DIR_ENV}."
         ) from None

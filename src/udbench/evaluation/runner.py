@@ -26,6 +26,7 @@ in :mod:`udbench.evaluation.scoring`, execution and time limits in
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -380,15 +381,18 @@ def run_benchmark(
             **({"losses": extra_losses} if extra_losses else {}),
             measure=measure,
         )
-        for n_done, (cell, result) in enumerate(stream, start=1):
-            outcome = _outcome(cell, result, timeout, executor.log_file)
-            store.write_cell(outcome.row, outcome.predictions)
-            if outcome.row["status"] == "ok":
-                summary.n_ok += 1
-            else:
-                summary.n_failed += 1
-                summary.failures.append((cell.key, str(outcome.row["error"])))
-            if on_cell is not None:
-                on_cell(n_done, len(cells), outcome.row)
+        # closed before the executor: an interrupt cancels the pending cells while the Dask
+        # client still lives (not later, at garbage collection, with a traceback)
+        with contextlib.closing(stream):
+            for n_done, (cell, result) in enumerate(stream, start=1):
+                outcome = _outcome(cell, result, timeout, executor.log_file)
+                store.write_cell(outcome.row, outcome.predictions)
+                if outcome.row["status"] == "ok":
+                    summary.n_ok += 1
+                else:
+                    summary.n_failed += 1
+                    summary.failures.append((cell.key, str(outcome.row["error"])))
+                if on_cell is not None:
+                    on_cell(n_done, len(cells), outcome.row)
     store.compact()
     return summary

@@ -26,6 +26,8 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import signal
+import threading
 import tomllib
 import warnings
 from collections.abc import Iterator, Mapping
@@ -440,20 +442,21 @@ def _client(
     saved = {k: os.environ.get(k) for k in (*THREAD_ENV_VARS, LOG_ENV)}
     _refuse_in_a_starting_process()
     try:
-        cluster = LocalCluster(
-            n_workers=n,
-            threads_per_worker=threads_per_worker,
-            processes=True,
-            dashboard_address=None,
-            # the scheduler's small HTTP server (health, metrics) on a free port, not 8787
-            scheduler_kwargs={"dashboard_address": ":0"},
-            env=env,
-            # shutdown chatter ("Worker process still alive after 4.0 seconds, killing") is
-            # not the user's concern; errors still show
-            silence_logs=logging.ERROR,
-            # Ctrl-C is handled by the driver alone (one line, cells kept)
-            preload=["udbench.execution._worker_setup"],
-        )
+        with _ctrl_c_held() as held:
+            cluster = LocalCluster(
+                n_workers=n,
+                threads_per_worker=threads_per_worker,
+                processes=True,
+                dashboard_address=None,
+                # the scheduler's small HTTP server (health, metrics) on a free port, not 8787
+                scheduler_kwargs={"dashboard_address": ":0"},
+                env=env,
+                # shutdown chatter ("Worker process still alive after 4.0 seconds, killing") is
+                # not the user's concern; errors still show
+                silence_logs=logging.ERROR,
+                # Ctrl-C is handled by the driver alone (one line, cells kept)
+                preload=["udbench.execution._worker_setup"],
+            )
     except Exception as err:  # a worker process that did not start: say what usually causes it
         where = f"; Dask's log: {os.path.abspath(log_file)}" if log_file is not None else ""
         raise UdbenchError(
@@ -466,6 +469,8 @@ def _client(
             else:
                 os.environ[k] = v
     try:
+        if held:  # a Ctrl-C while the workers started: now that they can be closed
+            signal.raise_signal(signal.SIGINT)
         client = Client(cluster)
         try:
             if do_pin:
@@ -475,6 +480,34 @@ def _client(
             client.close()
     finally:
         _close_quietly(cluster)
+
+
+@contextmanager
+def _ctrl_c_held() -> Iterator[list[int]]:
+    """Hold a Ctrl-C while local workers start; yield the SIGINTs held (raise them after).
+
+    A Ctrl-C reaches every process of the terminal's foreground group: a worker still
+    importing (before its preload ignores SIGINT, :mod:`udbench.execution._worker_setup`)
+    prints a traceback, and a cluster interrupted half-built cannot be closed (Dask's exit
+    hook prints another). So while the cluster starts, SIGINT is blocked in this thread (the
+    threads Dask starts now, and the worker processes they start, inherit the block, so no
+    worker sees it) and noted, not raised, here; the caller raises it once the cluster exists
+    and can be closed (``signal.raise_signal``: to the handler it was held from). Outside the
+    main thread, or where SIGINT is ignored, nothing changes.
+    """
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread() or not callable(
+        signal.getsignal(signal.SIGINT)
+    ):
+        yield held
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield held
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a pending SIGINT is noted here
+        signal.signal(signal.SIGINT, previous)
 
 
 #: What a script that starts local workers needs (Python's multiprocessing rule).

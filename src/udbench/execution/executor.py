@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import ExitStack
 from typing import Any, TypeVar
 
@@ -180,7 +180,7 @@ class Executor:
         isolate: bool = False,
         name: str = "udbench-job",
         **kwargs: Any,
-    ) -> Iterator[tuple[T, Any]]:
+    ) -> Generator[tuple[T, Any], None, None]:
         """Yield ``(item, fn(item, **kwargs))`` for every item, as each finishes.
 
         Parameters
@@ -218,7 +218,7 @@ class Executor:
         isolate: bool,
         name: str,
         kwargs: dict[str, Any],
-    ) -> Iterator[tuple[T, Any]]:
+    ) -> Generator[tuple[T, Any], None, None]:
         from distributed import as_completed
 
         from udbench.execution.isolation import dumps_call, run_in_child

@@ -123,10 +123,17 @@ def in_child() -> bool:
     return _PARENT is not None
 
 
+#: Exit status of a child whose parent (the worker) is gone.
+_ORPHAN_STATUS = 70
+
+
 def _send(msg: Any) -> None:
     assert _PARENT is not None
     with _SEND_LOCK:
-        _PARENT.send(msg)
+        try:
+            _PARENT.send(msg)
+        except OSError:  # BrokenPipeError, reset: the worker is gone (a run ending on Ctrl-C);
+            os._exit(_ORPHAN_STATUS)  # nobody is left to answer, nor a traceback to print
 
 
 @contextlib.contextmanager
@@ -160,7 +167,7 @@ def _watch_parent(ppid: int) -> None:
     while True:
         time.sleep(_POLL_S)
         if os.getppid() != ppid:
-            os._exit(70)
+            os._exit(_ORPHAN_STATUS)
 
 
 def _child_main(conn: Connection) -> None:

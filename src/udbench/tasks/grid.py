@@ -56,6 +56,7 @@ def expand_grid(
     *,
     classes: str | None = None,
     difficulty: str | None = None,
+    command: str = "generate",
 ) -> list[Any]:
     """The list of :class:`~udbench.tasks.TaskSpec` selected by the CLI's options.
 
@@ -66,7 +67,8 @@ def expand_grid(
     difficulty of ``difficulty`` (comma list or ``all``; None: ``"medium"``), its noise
     modes being the temperature modes (``student-t`` is refused: a noise law, not a shape).
     ``classes`` or ``difficulty`` given (not None) without a classification family among
-    the families is an error: they would be ignored.
+    the families is an error: they would be ignored. Errors name ``command`` (``udbench
+    plan``'s are its own).
 
     ``all`` noise modes means the four of SPEC §4 (``student-t`` only when named).
     ``all`` datasets means the paper's suite (SPEC §2: every dataset with a task design,
@@ -85,16 +87,16 @@ def expand_grid(
     from udbench.tasks.spec import MAX_DRAWS, MIN_DRAWS
 
     # the options that need no data tables first (pandas, SciPy), and never JAX
-    seed_list = parse_seeds(seeds)
+    seed_list = parse_seeds(seeds, command=command)
     if families.strip().lower() == "all":
         fams = families_of_task_type("regression")
     else:
-        fams = parse_choice_list("generate", "families", families, list(PRIOR_FAMILIES))
+        fams = parse_choice_list(command, "families", families, list(PRIOR_FAMILIES))
     classifiers = [f for f in fams if prior_capabilities(f).task_type == "classification"]
     for name, value in (("classes", classes), ("difficulty", difficulty)):
         if value is not None and not classifiers:
             raise param_error(
-                "generate",
+                command,
                 name,
                 "be left out unless --families names a classification family (gpc): the "
                 f"families {fams} are regression families, which have no classes or "
@@ -108,14 +110,14 @@ def expand_grid(
             continue
         ks = _parse_classes(str(DEFAULT_N_CLASSES) if classes is None else classes)
         levels = parse_choice_list(
-            "generate",
+            command,
             "difficulty",
             DEFAULT_DIFFICULTY if difficulty is None else difficulty,
             list(CLASSIFICATION_DIFFICULTIES),
         )
         settings[family] = [(k, lv) for k in ks for lv in levels]
-    fid = Fidelity.parse("generate", fidelity)
-    check_int("generate", "--draws", draws, minimum=MIN_DRAWS, maximum=MAX_DRAWS)
+    fid = Fidelity.parse(command, fidelity)
+    check_int(command, "--draws", draws, minimum=MIN_DRAWS, maximum=MAX_DRAWS)
     for family in fams:
         if family not in MCMC_FAMILIES:
             continue
@@ -125,7 +127,7 @@ def expand_grid(
         chains = int((presets.get(fid.value) or {}).get("n_chains", 1))
         if draws % chains:
             raise param_error(
-                "generate",
+                command,
                 "--draws",
                 f"be a multiple of the {chains} chains of {family} at fidelity {fid.value}",
                 draws,
@@ -139,18 +141,18 @@ def expand_grid(
     if datasets.strip().lower() == "all":
         ds = [s.key for s in designed if s.source in ("uci", "openml")]
     else:
-        ds = parse_choice_list("generate", "datasets", datasets, keys)
+        ds = parse_choice_list(command, "datasets", datasets, keys)
     # 'all' is the grid of SPEC §4; a mode outside it (student-t) is generated when named
     if noise.strip().lower() == "all":
         modes = list(NOISE_MODES)
     else:
-        modes = parse_choice_list("generate", "noise", noise, list(ALL_NOISE_MODES))
-    covs = parse_choice_list("generate", "coverage", coverage, list(COVERAGES))
+        modes = parse_choice_list(command, "noise", noise, list(ALL_NOISE_MODES))
+    covs = parse_choice_list(command, "coverage", coverage, list(COVERAGES))
     for family, fam_settings in settings.items():
         bad = [m for m in modes if m not in NOISE_MODES]
         if fam_settings[0][0] is not None and bad:
             raise param_error(
-                "generate",
+                command,
                 "noise",
                 f"be temperature modes {list(NOISE_MODES)} for the classification family "
                 f"{family!r} (a noise law is no shape of τ)",
