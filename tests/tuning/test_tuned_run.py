@@ -160,3 +160,23 @@ def test_tune_takes_several_methods_after_one_m(tmp_path, monkeypatch):
     args = ["tune", "tasks", "-m", "blr", "gp", "--trials", "1", "--workers", "0"]
     assert main([*args, "--out", "tuning", "--no-progress"]) == 0
     assert sorted(r["method"] for r in load_records(tmp_path / "tuning")) == ["blr", "gp"]
+
+
+def test_a_results_folder_given_as_tuned_is_named_as_such(tmp_path) -> None:
+    """issue 68, item 4: not "no tuned record", but what the folder is."""
+    from udbench._validation import UdbenchError
+    from udbench.evaluation.store import ResultsStore
+    from udbench.tuning.shipped import resolve_tuned
+
+    results = tmp_path / "results"
+    ResultsStore(results).cells_dir.mkdir(parents=True)
+    with pytest.raises(UdbenchError) as err:
+        resolve_tuned(results, "udbench run --tuned")
+    assert str(err.value) == (
+        "udbench run --tuned: --tuned must be a tuning folder (udbench tune --out: "
+        "<method>/<condition>.json records) or a suite with shipped records; "
+        f"{str(results)!r} is a results folder (udbench run --out), which holds no tuned "
+        "configuration"
+    )
+    (tmp_path / "tuning" / "blr").mkdir(parents=True)  # a tuning folder is taken as it is
+    assert resolve_tuned(tmp_path / "tuning", "udbench run --tuned") == (tmp_path / "tuning", None)

@@ -93,10 +93,20 @@ def resolve_tuned(
     Raises
     ------
     UdbenchError
-        ``value`` is neither an existing folder nor a preset suite's name.
+        ``value`` is neither an existing folder nor a preset suite's name, or is a results
+        folder (``udbench run --out``) rather than a tuning folder.
     """
     path = Path(value)
     if path.is_dir():
+        from udbench.evaluation.store import ResultsStore
+
+        if ResultsStore(path).has_results and not any(path.glob("*/*.json")):
+            raise UdbenchError(
+                f"{command}: --tuned must be a tuning folder (udbench tune --out: "
+                f"<method>/<condition>.json records) or a suite with shipped records; "
+                f"{str(path)!r} is a results folder (udbench run --out), which holds no tuned "
+                "configuration"
+            )
         return path, None
     name = str(value)
     if name in shipped_names() or name in presets:
