@@ -7,6 +7,7 @@ parameter checks), so a failure can be fixed without reading a traceback.
 
 from __future__ import annotations
 
+import difflib
 import os
 import tempfile
 from collections.abc import Iterable
@@ -33,6 +34,7 @@ __all__ = [
     "check_workers",
     "check_writable",
     "param_error",
+    "unknown_name_error",
     "usable_core_count",
 ]
 
@@ -135,6 +137,39 @@ def param_error(component: str, parameter: str, rule: str, value: Any) -> Udbenc
     "NoiseModel: parameter 'rho' must be > 0; got -1.0"
     """
     return UdbenchError(f"{component}: parameter {parameter!r} must {rule}; got {_short(value)}")
+
+
+def unknown_name_error(component: str, kind: str, name: str, valid: Iterable[str]) -> UdbenchError:
+    """Build the error for a name that is not one of the valid ones (e.g. a misspelt key).
+
+    The message names the unknown name (not its value), suggests the closest valid one
+    (:func:`difflib.get_close_matches`) and lists them all.
+
+    Parameters
+    ----------
+    component : str
+        What was called, e.g. ``"GP"``.
+    kind : str
+        What a valid name is, e.g. ``"hyperparameter of 'gp'"``.
+    name : str
+        The name received.
+    valid : iterable of str
+        The names accepted.
+
+    Returns
+    -------
+    UdbenchError
+        The error, to be raised by the caller.
+
+    Examples
+    --------
+    >>> str(unknown_name_error("GP", "hyperparameter", "max_iters", ["max_iter", "tol"]))
+    "GP: 'max_iters' is not a hyperparameter; did you mean 'max_iter'? Valid: ['max_iter', 'tol']"
+    """
+    options = sorted(valid)
+    close = difflib.get_close_matches(str(name), options, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else "no close match."
+    return UdbenchError(f"{component}: {_short(name)} is not a {kind}; {hint} Valid: {options}")
 
 
 def check_choice(component: str, parameter: str, value: Any, choices: Iterable[Any]) -> Any:

@@ -148,7 +148,8 @@ def test_cli_run_imports_a_user_method_from_the_current_directory(
             "parameter 'name' must be one of ['blr'",
         ),
         (["-m", "no-such-method:x=1"], "parameter 'name' must be one of ['blr'"),
-        (["-m", "blr:nonexistent=3"], "BLR: parameter 'nonexistent' must be a hyperparameter"),
+        (["-m", "blr:nonexistent=3"], "BLR: 'nonexistent' is not a hyperparameter of 'blr'"),
+        (["-m", "blr:max_iters=5"], "'max_iters' is not a hyperparameter of 'blr'; did you mean"),
         (["-m", "blr:max_iter=abc"], "BLR: parameter 'max_iter' must be an integer; got 'abc'"),
     ],
 )

@@ -20,6 +20,8 @@ from udbench.methods import (
 )
 from udbench.methods import registry as registry_module
 from udbench.methods.blr import BLR
+from udbench.methods.classifiers import resolve_classifier
+from udbench.methods.configs import resolve_methods
 from udbench.methods.gp import GP
 
 
@@ -114,7 +116,7 @@ def test_make_method_coerces_types():
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("blr:foo=1", "BLR: parameter 'foo' must be a hyperparameter of 'blr': ['alpha_1', "),
+        ("blr:foo=1", "BLR: 'foo' is not a hyperparameter of 'blr'; no close match. Valid: ['"),
         ("blr:max_iter=0", "BLR: parameter 'max_iter' must be an integer >= 1; got 0"),
         ("blr:max_iter=2.5", "BLR: parameter 'max_iter' must be an integer; got '2.5'"),
         ("blr:tol=abc", "BLR: parameter 'tol' must be a real number; got 'abc'"),
@@ -127,6 +129,24 @@ def test_make_method_errors_name_parameter_and_value(spec, message):
     with pytest.raises(UdbenchError) as info:
         make_method(spec)
     assert str(info.value).startswith(message)
+
+
+def test_misspelt_hyperparameter_is_named_with_the_closest_valid_one():
+    # the message names the misspelt key, not its value ("got '5'"), and suggests a fix
+    for make in (make_method, lambda spec: resolve_methods([spec])):
+        with pytest.raises(UdbenchError) as info:
+            make("gp:max_iters=5")
+        text = str(info.value)
+        assert text.startswith("GP: 'max_iters' is not a hyperparameter of 'gp'; ")
+        assert "did you mean 'max_iter'?" in text and "'5'" not in text
+        assert text.endswith("'min_noise_std', 'random_state', 'standardize_X']")
+    with pytest.raises(UdbenchError) as info:
+        resolve_classifier("gpc-lap:n_restart=1")
+    assert str(info.value) == (
+        "GPCLaplace: 'n_restart' is not a hyperparameter of 'gpc-lap'; did you mean "
+        "'n_restarts_optimizer'? Valid: ['max_train', 'n_restarts_optimizer', 'n_samples', "
+        "'random_state']"
+    )
 
 
 def test_fit_validates_hyperparameters_and_random_state():

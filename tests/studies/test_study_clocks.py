@@ -55,7 +55,7 @@ def test_gate_counts_wall_clock_hours_as_cpu_hours_and_says_so():
     # each clock alone under the hour, their sum over it: the gate asks for --yes
     why = gate_message(0.6, 0.5, [])
     assert why == (
-        "the projected cost of this run is 0.6 CPU-h + 0.5 h wall-clock (measured elapsed "
+        "the projected cost of this run is 36 CPU-min + 30 min wall-clock (measured elapsed "
         "time, not CPU), 1.1 h counted against the limit of 1 h (wall-clock hours counted as "
         "CPU-hours, an upper bracket)"
     )
@@ -99,14 +99,14 @@ def test_spectral_norm_cli_labels_wall_hours_and_gates_on_the_sum(tmp_path, caps
     args += ["--measured", str(_results(tmp_path / "bench"))]
     assert main(args) == 2  # 0.6 CPU-h + 0.8 h wall = 1.4 h > 1 h: --yes is asked for
     err = " ".join(capsys.readouterr().err.split())
-    assert "measured CPU (1)" in err and "0.2 CPU-h" in err  # tune rows: 3 trials × 240 s
-    assert "measured wall (2)" in err and "0.267 h wall" in err  # run rows: 2 cells × 480 s
-    assert "0.267 CPU-h" not in err and "CPU-h measured" not in err
+    assert "measured CPU (1)" in err and "12 CPU-min" in err  # tune rows: 3 trials × 240 s
+    assert "measured wall (2)" in err and "16 min wall" in err  # run rows: 2 cells × 480 s
+    assert "16 CPU-min" not in err and "CPU-h measured" not in err
     assert (
-        "projected: measured 0.6 CPU-h + 0.8 h wall-clock (measured elapsed time, not CPU)" in err
+        "projected: measured 36 CPU-min + 48 min wall-clock (measured elapsed time, not CPU)" in err
     )
     assert (
-        "study spectral-norm: the projected cost of this run is 0.6 CPU-h + 0.8 h wall-clock "
+        "study spectral-norm: the projected cost of this run is 36 CPU-min + 48 min wall-clock "
         "(measured elapsed time, not CPU), 1.4 h counted against the limit of 1 h" in err
     )
     assert "--yes" in err and not (out / "tasks").exists()
@@ -142,14 +142,14 @@ def test_wine_ood_reads_runs_campaign_records_as_cpu_beside_wall_cells(
     args += ["--measured", str(bench)]
     assert main(args) == 2  # 0.5 CPU-h + 0.6 h wall = 1.1 h > 1 h
     err = " ".join(capsys.readouterr().err.split())
-    assert "measured CPU (2)" in err and "0.5 CPU-h" in err  # run blr: 2 × 900 CPU s
-    assert "measured wall (1)" in err and "0.6 h wall" in err  # run gp: 2 × 1080 wall s
+    assert "measured CPU (2)" in err and "30 CPU-min" in err  # run blr: 2 × 900 CPU s
+    assert "measured wall (1)" in err and "36 min wall" in err  # run gp: 2 × 1080 wall s
     assert (
-        "this run: 2 instances × 2 methods = 4 fits; measured 0.5 CPU-h + 0.6 h wall-clock "
+        "this run: 2 instances × 2 methods = 4 fits; measured 30 CPU-min + 36 min wall-clock "
         "(measured elapsed time, not CPU)" in err
     )
     assert (
-        "the projected cost of this run is 0.5 CPU-h + 0.6 h wall-clock (measured elapsed "
+        "the projected cost of this run is 30 CPU-min + 36 min wall-clock (measured elapsed "
         "time, not CPU), 1.1 h counted against the limit of 1 h" in err
     )
     assert not (tmp_path / "study" / "tasks").exists()

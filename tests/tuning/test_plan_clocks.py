@@ -10,6 +10,7 @@ import pytest
 
 from udbench.cli import main
 from udbench.tasks.grid import expand_grid
+from udbench.tuning.clocks import duration_text
 from udbench.tuning.plan import Measurements, collect_measurements, plan_grid, project
 
 SHIPPED = Path(__file__).resolve().parents[2] / "src/udbench/tuning/shipped/gp-small/nn-lap"
@@ -90,9 +91,9 @@ def test_wall_seconds_are_reported_as_wall_hours_apart_from_cpu(tmp_path, capsys
     args += ["--trials", "5", "--no-calibration", "--workers", "2"]
     assert main([*args, "--measured", str(_records(tmp_path / "tune", None))]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "measured wall (3)" in text and "0.0667 h wall" in text
-    assert "tune: 0.0667 h wall-clock (measured elapsed time, not CPU)" in text
-    assert "0.0667 CPU-h" not in text
+    assert "measured wall (3)" in text and "4 min wall" in text
+    assert "tune: 4 min wall-clock (measured elapsed time, not CPU)" in text
+    assert "4 CPU-min" not in text
     found = collect_measurements([tmp_path / "tune"])
     assert found.values("tune", "nn-lap")[:2] == ([WALL_PER_TRIAL] * 3, "wall")
     proj = project(_specs(), ["nn-lap"], 5, found, None, workers=2)
@@ -104,7 +105,7 @@ def test_wall_seconds_are_reported_as_wall_hours_apart_from_cpu(tmp_path, capsys
     # both clocks: the CPU record wins for its row
     assert main([*args, "--measured", str(_records(tmp_path / "camp", 30.0))]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "measured CPU (1)" in text and "tune: 0.0556 CPU-h" in text
+    assert "measured CPU (1)" in text and "tune: 3.33 CPU-min" in text
 
 
 def test_merge_keeps_both_clocks():
@@ -172,7 +173,44 @@ def test_runs_campaign_records_give_cpu_seconds_per_cell(tmp_path, capsys):
     args += ["--trials", "0", "--no-calibration", "--measured", str(root)]
     assert main(args) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "measured CPU (10)" in text and "0.00444 CPU-h" in text  # blr: 8 × 2 s
-    assert "measured CPU (3)" in text and "0.00667 CPU-h" in text  # nn-lap: 8 × 3 s
-    assert "run: 0.0111 CPU-h" in text and "h wall" not in text
+    assert "measured CPU (10)" in text and "16 CPU-s" in text  # blr: 8 × 2 s
+    assert "measured CPU (3)" in text and "24 CPU-s" in text  # nn-lap: 8 × 3 s
+    assert "run: 40 CPU-s" in text and " wall-clock (" not in text
     assert "run blr: 2 of the 10 measured cells ran other settings" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "text"),
+    [
+        ((1510.0, 1510.0), {}, "1,510 h (≈ 63 days)"),  # equal ends: one figure
+        ((1510.0, 1720.0), {}, "1,510–1,720 h (≈ 63–72 days)"),
+        ((12.345,), {"prefix": "CPU-"}, "12.3 CPU-h"),
+        ((0.2,), {"prefix": "CPU-"}, "12 CPU-min"),
+        ((0.0667 / 60,), {}, "4 s"),
+        ((0.99999,), {}, "1 h"),  # 59.9994 min prints as an hour, not "60 min"
+        ((47.9,), {}, "47.9 h"),  # under 48 h: no days
+        ((123456.0,), {}, "123,000 h (≈ 5,100 days)"),
+        ((0.0,), {"prefix": "CPU-"}, "0 CPU-h"),
+    ],
+)
+def test_duration_text_is_human_readable(args, kwargs, text):
+    assert duration_text(*args, **kwargs) == text
+
+
+def test_plan_prints_long_durations_without_exponents(tmp_path, capsys):
+    """1,510 wall-clock hours of trials: no ``1.51e+03–1.51e+03 h`` anywhere."""
+    per_trial = 1510 * 3600 / 20  # 20 trials of nn-lap (4 sweeps × 5)
+    history = [{**t, "fit_time_s": per_trial - 2.0} if t["fit_time_s"] else t for t in HISTORY]
+    folder = _records(tmp_path / "tune", None)
+    path = folder / "nn-lap" / f"{COND}.json"
+    rec = json.loads(path.read_text())
+    rec["history"] = history
+    path.write_text(json.dumps(rec))
+    args = ["plan", "--datasets", "airfoil", "--families", "gp", "--noise", "homoscedastic,step"]
+    args += ["--coverage", "all", "--seeds", "0-1", "--fidelity", "smoke", "-m", "nn-lap"]
+    args += ["--trials", "5", "--no-calibration", "--workers", "1", "--measured", str(folder)]
+    assert main(args) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "e+" not in text
+    assert "tune: 1,510 h (≈ 63 days) wall-clock (measured elapsed time, not CPU)" in text
+    assert "75.5 h" in text  # per trial

@@ -217,7 +217,12 @@ def register(app: typer.Typer) -> None:
 
     @app.command("leaderboard")
     def leaderboard_cmd(
-        results: Path = typer.Argument(..., help="Results directory (or Parquet file)."),
+        results: list[Path] = typer.Argument(
+            ...,
+            help="Results directories (or Parquet files); several are merged into one board "
+            "(a cell in two of them counts once when its results agree, and is refused "
+            "when they differ).",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON (a list of objects)."),
         as_csv: bool = typer.Option(False, "--csv", help="Print CSV (every column)."),
         rank_by: str = typer.Option(
@@ -271,8 +276,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Per method: mean ρ of EU/AU with the oracle targets, Δ_ent, RMSE, intervals, rank.
 
-        Filters repeat (--noise homoscedastic --noise linear) and combine (AND). The rank and
-        what it is computed on are printed under the table.
+        Several results folders are merged (udbench leaderboard baselines/ mine/): your
+        method's rows ranked among others' without re-running them. Filters repeat (--noise
+        homoscedastic --noise linear) and combine (AND). The rank and what it is computed on
+        are printed under the table.
         """
         check_resamples("udbench leaderboard", n_resamples)
         from udbench._validation import param_error
@@ -288,7 +295,7 @@ def register(app: typer.Typer) -> None:
             leaderboard_records,
         )
         from udbench.evaluation.proxies import PROXY_KEYS
-        from udbench.evaluation.store import read_results
+        from udbench.evaluation.store import read_results_merged
 
         if as_json and as_csv:
             raise param_error("udbench leaderboard", "--json/--csv", "be given alone", "both")
@@ -303,7 +310,7 @@ def register(app: typer.Typer) -> None:
         from udbench.evaluation.board_loss import leaderboard_under_loss
 
         rows = filter_results(
-            read_results(results),
+            read_results_merged(results),
             dataset=dataset,
             family=family,
             noise=noise,

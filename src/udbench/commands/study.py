@@ -129,11 +129,11 @@ def print_projection(
         totals[what] = (split_hours(rows), unknown, counts, rows)
     (cpu, wall), _, counts, rows = totals["this run"]
     table = Table(
-        title="projected hours of this run: CPU-h, or wall-clock hours where the basis says "
+        title="projected time of this run: CPU time, or wall-clock time where the basis says "
         "wall (count × median measured seconds)"
         + ("; finished instances and cells not counted" if done else "")
     )
-    for head in ("stage", "method / family", "count", "basis", "median s", "hours"):
+    for head in ("stage", "method / family", "count", "basis", "median", "time"):
         table.add_column(
             head, justify="left" if head.startswith(("stage", "method", "basis")) else "right"
         )
@@ -143,7 +143,7 @@ def print_projection(
             r.key,
             str(r.count),
             row_basis_text(r),
-            "unknown" if r.median_s is None else f"{r.median_s:.3g}",
+            _fmt(r.median_s),
             row_hours_text(r),
         )
     console.print(table)
@@ -184,22 +184,23 @@ def gate_message(cpu_hours: float, wall_hours: float, unknown: list[str]) -> str
     Returns
     -------
     str or None
-        E.g. ``"the projected cost of this run is 0.5 CPU-h + 1.5 h wall-clock (measured
+        E.g. ``"the projected cost of this run is 30 CPU-min + 1.5 h wall-clock (measured
         elapsed time, not CPU), 2 h counted against the limit of 1 h (wall-clock hours
         counted as CPU-hours, an upper bracket)"``.
     """
-    from udbench.tuning.clocks import gate_hours, hours_text
+    from udbench.tuning.clocks import duration_text, gate_hours, hours_text
 
     total = gate_hours(cpu_hours, wall_hours)
     if total > CONFIRM_CPU_HOURS:
         why = f"the projected cost of this run is {hours_text(cpu_hours, wall_hours)}"
         if wall_hours:
             why += (
-                f", {total:.3g} h counted against the limit of {CONFIRM_CPU_HOURS:g} h "
+                f", {duration_text(total)} counted against the limit of "
+                f"{duration_text(CONFIRM_CPU_HOURS)} "
                 "(wall-clock hours counted as CPU-hours, an upper bracket)"
             )
         else:
-            why += f" (> {CONFIRM_CPU_HOURS:g} h)"
+            why += f" (> {duration_text(CONFIRM_CPU_HOURS)})"
         return why
     if unknown:
         return (
@@ -372,8 +373,10 @@ def wine_ood_cmd(
             raise typer.Exit(3)
 
 
-def _fmt(v: float | None) -> str:
-    return "unknown" if v is None else f"{v:.3g}"
+def _fmt(seconds: float | None) -> str:
+    from udbench.tuning.clocks import duration_text
+
+    return "unknown" if seconds is None else duration_text(seconds / 3600)
 
 
 def _print_study_plan(
@@ -393,10 +396,10 @@ def _print_study_plan(
     from udbench.tuning.clocks import hours_text, row_basis_text, row_hours_text
 
     table = Table(
-        title="projected hours: CPU-h, or wall-clock hours where the basis says wall "
+        title="projected time: CPU time, or wall-clock time where the basis says wall "
         "(udbench plan: count × median measured seconds)"
     )
-    for col in ("stage", "method / family", "count", "basis", "median s", "hours"):
+    for col in ("stage", "method / family", "count", "basis", "median", "time"):
         table.add_column(
             col, justify="left" if col in ("stage", "method / family", "basis") else "right"
         )

@@ -358,7 +358,7 @@ def _calibrate(names: list[str], specs: list[Any], budget_min: float) -> Any:
 
 
 def _print_plan(proj: Any, trials: int, unregistered: list[str], table: Any) -> None:
-    from udbench.tuning.clocks import hours_text, row_basis_text, row_hours_text
+    from udbench.tuning.clocks import duration_text, hours_text, row_basis_text, row_hours_text
 
     counts = proj.counts
     console = make_console(width=200 if not sys.stdout.isatty() else None)
@@ -373,19 +373,24 @@ def _print_plan(proj: Any, trials: int, unregistered: list[str], table: Any) -> 
         highlight=False,
     )
     title = (
-        "projected hours: CPU-h, or wall-clock hours where the basis says wall "
+        "projected time: CPU time, or wall-clock time where the basis says wall "
         "(measured: count × median; calibrated: power law at each n, CPU)"
     )
     tab = Table(title=title)
-    for head in ("stage", "method / family / dataset", "count", "basis", "s / unit", "hours"):
-        tab.add_column(head, justify="left" if head[0] in "smb" and head != "s / unit" else "right")
+    for head in ("stage", "method / family / dataset", "count", "basis", "per unit", "time"):
+        tab.add_column(head, justify="left" if head[0] in "smb" else "right")
     totals: dict[str, list[float]] = {}
     for r in proj.rows:
         note = " (not registered)" if r.key in unregistered else ""
         per = r.seconds_per_unit
         basis, hours = row_basis_text(r), row_hours_text(r)
         tab.add_row(
-            r.stage, r.key + note, str(r.count), basis, "–" if per is None else f"{per:.3g}", hours
+            r.stage,
+            r.key + note,
+            str(r.count),
+            basis,
+            "–" if per is None else duration_text(per / 3600),
+            hours,
         )
         tot = totals.setdefault(r.stage, [0.0, 0.0, 0.0])  # CPU-h, wall-clock h, unknown rows
         if r.cpu_hours is None:
@@ -396,13 +401,13 @@ def _print_plan(proj: Any, trials: int, unregistered: list[str], table: Any) -> 
     for stage, (cpu, wall, n_unknown) in totals.items():
         console.print(f"{stage}: {hours_text(cpu, wall, int(n_unknown))}", highlight=False)
     unknown = f" + {len(proj.unknown)} unknown rows" if proj.unknown else ""
-    total = hours_text(proj.cpu_hours, proj.wall_clock_hours, fmt=".4g")
+    total = hours_text(proj.cpu_hours, proj.wall_clock_hours)
     console.print(f"total: {total}{unknown}", highlight=False)
     if proj.wall_hours_low is not None:
         console.print(
-            f"wall time on {proj.workers} worker(s): {proj.wall_hours_low:.3g}–"
-            f"{proj.wall_hours_high:.3g} h (longest chain {proj.chain_hours:.3g} h: "
-            f"{proj.chain})",
+            f"wall time on {proj.workers} worker(s): "
+            f"{duration_text(proj.wall_hours_low, proj.wall_hours_high)} "
+            f"(longest chain {duration_text(proj.chain_hours)}: {proj.chain})",
             highlight=False,
         )
     for r in proj.rows:

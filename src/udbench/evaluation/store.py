@@ -33,10 +33,11 @@ import os
 import re
 import tempfile
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -52,8 +53,10 @@ __all__ = [
     "canonical_config",
     "cell_key",
     "config_hash",
+    "merge_results",
     "prediction_from_frame",
     "read_results",
+    "read_results_merged",
     "resolve_task_paths",
 ]
 
@@ -474,6 +477,128 @@ def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     if df.empty:
         raise UdbenchError(f"read_results: no results stored under {str(p)!r}")
     return df
+
+
+#: Columns of a row that say where and when a cell ran, not what it measured: two folders
+#: may hold the same cell with other values here and still count as one result.
+_PROVENANCE = frozenset(
+    {"task_path", "host", "started_at", "finished_at", "udbench_version", "traceback", "error"}
+)
+#: Relative tolerance under which two numbers of the same cell count as the same.
+MERGE_RTOL = 1e-9
+
+
+def _result_columns(df: pd.DataFrame) -> list[str]:
+    """The columns that hold what a cell measured: ``status`` and every numeric column
+    but timings (``*_time_s``, ``*_seconds``) and :data:`_PROVENANCE`."""
+    return [
+        c
+        for c in df.columns
+        if c == "status"
+        or (
+            c not in _PROVENANCE
+            and not str(c).endswith(("_time_s", "_seconds"))
+            and pd.api.types.is_numeric_dtype(df[c])
+            and not pd.api.types.is_bool_dtype(df[c])
+        )
+    ]
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return bool(a == b)
+    a_missing, b_missing = pd.isna(a), pd.isna(b)
+    if a_missing or b_missing:
+        return bool(a_missing and b_missing)
+    return bool(np.isclose(float(a), float(b), rtol=MERGE_RTOL, atol=0.0))
+
+
+def _differing_text(a: Any, b: Any) -> str:
+    """``"0.6 vs 0.61"``: six significant figures where they tell the two apart."""
+    if isinstance(a, float) and isinstance(b, float):
+        short = f"{a:.6g} vs {b:.6g}"
+        if f"{a:.6g}" != f"{b:.6g}":
+            return short
+    return f"{a!r} vs {b!r}"
+
+
+def merge_results(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Merge the rows of several results folders into one frame, one row per cell.
+
+    Parameters
+    ----------
+    frames : mapping of str to DataFrame
+        Where each frame was read from (used in the error message) → its rows
+        (:func:`read_results`).
+
+    Returns
+    -------
+    DataFrame
+        The rows of every frame; a cell (``cell_key``) held by several frames with the same
+        results (``status`` and every numeric column but timings equal to a relative
+        :data:`MERGE_RTOL`, missing values equal to missing values) is kept once, from the
+        first frame that holds it. Where and when a cell ran (host, times, task path) may
+        differ.
+
+    Raises
+    ------
+    UdbenchError
+        If two frames hold the same cell with other results (the message names the cell,
+        both sources and the first column that differs), or no frame is given.
+    """
+    if not frames:
+        raise param_error("merge_results", "frames", "name at least one results folder", {})
+    sources = list(frames)
+    if len(sources) == 1:
+        return frames[sources[0]]
+    compared = {src: set(_result_columns(df)) for src, df in frames.items()}
+    tagged = [df.assign(_merge_source=i) for i, df in enumerate(frames.values())]
+    merged = pd.concat(tagged, ignore_index=True)
+    twice = merged[merged["cell_key"].astype(str).duplicated(keep=False)]
+    for key, group in twice.groupby(twice["cell_key"].astype(str), sort=False):
+        rows = group.to_dict(orient="records")
+        first, first_source = rows[0], sources[rows[0]["_merge_source"]]
+        for row in rows[1:]:
+            source = sources[row["_merge_source"]]
+            # a column one folder lacks (e.g. another --loss) is not compared
+            both = compared[first_source] & compared[source]
+            for column in (c for c in merged.columns if c in both):  # status, then metrics
+                a, b = first[column], row[column]
+                if not _same_value(a, b):
+                    shown = _differing_text(a, b)
+                    raise UdbenchError(
+                        f"merge_results: cell {key!r} is in {first_source!r} and {source!r} "
+                        f"with other results ({column}: {shown}); give only one of the two "
+                        "folders"
+                    )
+    merged = merged.drop_duplicates("cell_key", keep="first").drop(columns="_merge_source")
+    return merged.reset_index(drop=True)
+
+
+def read_results_merged(paths: Sequence[str | os.PathLike[str]]) -> pd.DataFrame:
+    """Read several results folders (or Parquet files) and merge their rows.
+
+    Parameters
+    ----------
+    paths : sequence of str or Path
+        Results folders written by ``udbench run`` (or ``.parquet`` files); one path reads
+        as :func:`read_results`.
+
+    Returns
+    -------
+    DataFrame
+        :func:`merge_results` of the folders' rows, in the order given.
+
+    Raises
+    ------
+    UdbenchError
+        A path :func:`read_results` refuses, or a cell held by two folders with other
+        results (:func:`merge_results`).
+    """
+    names = [os.fspath(p) for p in paths]
+    if len(names) == 1:
+        return read_results(names[0])
+    return merge_results({name: read_results(name) for name in dict.fromkeys(names)})
 
 
 def prediction_from_frame(frame: pd.DataFrame, eval_idx: Any) -> Any:

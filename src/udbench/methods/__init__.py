@@ -41,6 +41,7 @@ __getattr__, __dir__, _names = _lazy.attach(
             "parse_method_spec",
             "registered_methods",
         ],
+        "sklearn_adapter": ["SklearnMethod"],
     },
 )
 
@@ -70,6 +71,7 @@ if TYPE_CHECKING:  # the same names, for type checkers
         parse_method_spec,
         registered_methods,
     )
+    from udbench.methods.sklearn_adapter import SklearnMethod
 
 __all__ = [
     "CHECKS",
@@ -82,6 +84,7 @@ __all__ = [
     "MethodOutputError",
     "NotFittedError",
     "Prediction",
+    "SklearnMethod",
     "check_hyperparameter",
     "check_method",
     "get_method_class",

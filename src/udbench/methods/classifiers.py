@@ -17,7 +17,7 @@ import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from udbench._validation import UdbenchError, check_choice, param_error
+from udbench._validation import UdbenchError, check_choice, param_error, unknown_name_error
 
 if TYPE_CHECKING:
     from udbench.methods.classification import BaseClassifier
@@ -255,8 +255,8 @@ def resolve_classifier(spec: str | BaseClassifier, label: str | None = None) -> 
         valid = cls().get_params(deep=False)
         unknown = sorted(set(raw) - set(valid))
         if unknown:
-            rule = f"be a hyperparameter of {name!r}: {sorted(valid)}"
-            raise param_error(cls.__name__, unknown[0], rule, raw[unknown[0]])
+            kind = f"hyperparameter of {name!r}"
+            raise unknown_name_error(cls.__name__, kind, unknown[0], valid)
         # the registry's string conversion reads only the class's declarations
         typed = {k: _coerce(cast(Any, cls), k, v, valid[k]) for k, v in raw.items()}
         est = cls(**typed)

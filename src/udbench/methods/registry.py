@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from udbench._validation import UdbenchError, param_error
+from udbench._validation import UdbenchError, param_error, unknown_name_error
 
 if TYPE_CHECKING:  # imported where used: listing methods must not import scikit-learn
     from udbench.methods.base import BaseMethod
@@ -549,12 +549,7 @@ def make_method(
     valid = cls().get_params(deep=False)
     unknown = sorted(set(params) - set(valid))
     if unknown:
-        raise param_error(
-            cls.__name__,
-            unknown[0],
-            f"be a hyperparameter of {cls.name!r}: {sorted(valid)}",
-            params[unknown[0]],
-        )
+        raise unknown_name_error(cls.__name__, f"hyperparameter of {cls.name!r}", unknown[0], valid)
     typed = {k: _coerce(cls, k, v, valid[k]) for k, v in params.items()}
     method = cls(**typed)
     method.validate_hyperparameters()

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 __all__ = [
+    "duration_text",
     "gate_hours",
     "hours_text",
     "row_basis_text",
@@ -73,7 +74,74 @@ def gate_hours(cpu_hours: float, wall_hours: float) -> float:
     return float(cpu_hours) + float(wall_hours)
 
 
-def hours_text(cpu: float, wall: float, n_unknown: int = 0, fmt: str = ".3g") -> str:
+#: From this many hours on, a duration is also said in days.
+DAYS_FROM_HOURS = 48.0
+
+
+def _figures(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant figures, without exponent, with thousands
+    separators."""
+    rounded = float(f"{value:.{digits}g}")
+    if rounded >= 100 or rounded.is_integer():
+        return f"{rounded:,.0f}"
+    return f"{rounded:g}"
+
+
+def duration_text(hours: float, high: float | None = None, *, prefix: str = "") -> str:
+    """A duration (or a range of them) for people: ``"1,510 h (≈ 63 days)"``, ``"12 min"``.
+
+    Every duration ``udbench plan`` and the studies' projections print goes through this
+    function.
+
+    Parameters
+    ----------
+    hours : float
+        The duration in hours (the low end of a range).
+    high : float, optional
+        The high end of a range; a range is shown only when its two ends, as printed,
+        differ.
+    prefix : str, default ""
+        Put before the unit, e.g. ``"CPU-"`` for ``"CPU-h"``, ``"CPU-min"``.
+
+    Returns
+    -------
+    str
+        Three significant figures, never an exponent, in the unit of the larger end:
+        seconds under a minute, minutes under an hour, hours otherwise, with the days (two
+        figures) added in parentheses from :data:`DAYS_FROM_HOURS` hours on; ``"0 h"`` for
+        zero.
+
+    Examples
+    --------
+    >>> duration_text(1510.0, 1510.0)
+    '1,510 h (≈ 63 days)'
+    >>> duration_text(0.2, prefix="CPU-")
+    '12 CPU-min'
+    >>> duration_text(1.5, 3.25)
+    '1.5–3.25 h'
+    """
+    low = float(hours)
+    top = low if high is None else float(high)
+    largest = max(abs(low), abs(top))
+    # the unit of the larger end as printed (59.99 min is "1 h", not "60 min")
+    if largest == 0 or float(f"{largest * 60:.3g}") >= 60:
+        scale, unit = 1.0, "h"
+    elif float(f"{largest * 3600:.3g}") >= 60:
+        scale, unit = 60.0, "min"
+    else:
+        scale, unit = 3600.0, "s"
+
+    def span(a: float, b: float, digits: int = 3) -> str:
+        left, right = _figures(a, digits), _figures(b, digits)
+        return left if left == right else f"{left}–{right}"
+
+    text = f"{span(low * scale, top * scale)} {prefix}{unit}"
+    if largest >= DAYS_FROM_HOURS:
+        text += f" (≈ {span(low / 24, top / 24, 2)} {prefix}days)"
+    return text
+
+
+def hours_text(cpu: float, wall: float, n_unknown: int = 0) -> str:
     """``"1.2 CPU-h"``, with the hours measured as wall-clock time said apart (never CPU).
 
     Parameters
@@ -82,23 +150,21 @@ def hours_text(cpu: float, wall: float, n_unknown: int = 0, fmt: str = ".3g") ->
         CPU-hours and wall-clock hours (:func:`split_hours`).
     n_unknown : int, default 0
         Rows with no figure, said as ``" + n unknown"``.
-    fmt : str, default ".3g"
-        Format of the numbers.
 
     Returns
     -------
     str
-        E.g. ``"0.5 CPU-h + 1.5 h wall-clock (measured elapsed time, not CPU) + 2 unknown"``;
-        ``"0 CPU-h"`` when both are zero.
+        E.g. ``"30 CPU-min + 1.5 h wall-clock (measured elapsed time, not CPU) + 2 unknown"``
+        (each figure by :func:`duration_text`); ``"0 CPU-h"`` when both are zero.
     """
-    parts = [f"{cpu:{fmt}} CPU-h"] if cpu or not wall else []
+    parts = [duration_text(cpu, prefix="CPU-")] if cpu or not wall else []
     if wall:
-        parts.append(f"{wall:{fmt}} h wall-clock (measured elapsed time, not CPU)")
+        parts.append(f"{duration_text(wall)} wall-clock (measured elapsed time, not CPU)")
     return " + ".join(parts) + (f" + {n_unknown} unknown" if n_unknown else "")
 
 
 def row_hours_text(row: Any) -> str:
-    """A row's hours in its clock: ``"0.3 CPU-h"``, ``"0.3 h wall"`` or ``"unknown"``.
+    """A row's hours in its clock: ``"18 CPU-min"``, ``"1.5 h wall"`` or ``"unknown"``.
 
     Parameters
     ----------
@@ -110,7 +176,9 @@ def row_hours_text(row: Any) -> str:
     """
     if row.cpu_hours is None:
         return "unknown"
-    return f"{row.cpu_hours:.3g} " + ("h wall" if row.clock == "wall" else "CPU-h")
+    if row.clock == "wall":
+        return f"{duration_text(row.cpu_hours)} wall"
+    return duration_text(row.cpu_hours, prefix="CPU-")
 
 
 def row_basis_text(row: Any) -> str:
