@@ -74,3 +74,34 @@ def test_download_all_offline_ends_by_blaming_the_network(tmp_path, monkeypatch,
         f"downloaded ({', '.join(keys)}): no network (or the sources are down): their fetches "
         "failed; the reasons are above."
     ), last
+
+
+def test_status_names_the_setting_that_makes_records_stale(monkeypatch, capsys) -> None:
+    """issue 68, item 4c: gp-small's shipped blr sweeps ran 30 trials; a status with
+    --trials 50 calls them stale and says why, with the option that counts them."""
+    from udbench.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["campaign", "status", "tuning", "-m", "blr", "--trials", "50"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "│ blr │ 0 │ 24 │ 0 │ 0 │" in out
+    assert (
+        "note: 24 stale record(s) were made with trials = 30, where this status has 50 "
+        "(give --trials 30 to count them)"
+    ) in out
+
+
+def test_settings_difference_names_settings_and_numerics() -> None:
+    from udbench.campaigns.engine import Unit, settings_difference
+
+    unit = Unit("u", "k", {"trials": 50, "seed": 0}, {"gp": 2}, work=dict)
+    record = {"settings": {"trials": 30, "seed": 0, "old": 1}, "numerics": {"gp": 1}}
+    assert settings_difference(unit, record) == [
+        ("old", 1, None),
+        ("trials", 30, 50),
+        ("numerics.gp", 1, 2),
+    ]
+    assert (
+        settings_difference(unit, {"settings": {"trials": 50, "seed": 0}, "numerics": {"gp": 2}})
+        == []
+    )

@@ -80,6 +80,7 @@ __all__ = [
     "read_record",
     "record_file",
     "run_campaign",
+    "settings_difference",
     "stale_reason",
     "unit_status",
 ]
@@ -211,6 +212,32 @@ def unit_status(unit: Unit, records: str | Path) -> tuple[str, dict[str, Any] | 
     if stale_reason(unit, record) is not None:
         return "stale", record
     return "done", record
+
+
+def settings_difference(unit: Unit, record: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """What makes ``record`` stale by its settings or numerics: ``(key, recorded, current)``
+    for every setting (``"numerics.<component>"`` for a numerics version) whose recorded value
+    is not the unit's, sorted by key; empty when both agree.
+
+    A status that calls records stale names the setting that differs with it (e.g. the tuning
+    campaign's ``trials`` when ``--trials`` was not the run's).
+    """
+    recorded = record.get("settings")
+    recorded = recorded if isinstance(recorded, dict) else {}
+    current = _canonical(unit.settings)
+    out = [
+        (k, recorded.get(k), current.get(k))
+        for k in sorted(set(recorded) | set(current))
+        if recorded.get(k) != current.get(k)
+    ]
+    numerics = record.get("numerics")
+    numerics = numerics if isinstance(numerics, dict) else {}
+    out += [
+        (f"numerics.{k}", numerics.get(k), unit.numerics.get(k))
+        for k in sorted(set(numerics) | set(unit.numerics))
+        if numerics.get(k) != unit.numerics.get(k)
+    ]
+    return out
 
 
 def stale_reason(unit: Unit, record: dict[str, Any]) -> str | None:

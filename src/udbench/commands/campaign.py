@@ -364,6 +364,18 @@ def run_command(
         raise typer.Exit(1)
 
 
+#: Campaign settings that a command-line option sets: named in the note on stale records.
+_SETTING_OPTIONS = {"trials": "--trials", "pruner": "--pruner"}
+#: At most this many (setting, values) notes on stale records; the commonest first.
+_SAID_DIFFS = 5
+
+
+def _shown_value(value: Any) -> str:
+    """A setting's value as a note shows it (one line, at most 60 characters)."""
+    text = " ".join(str(value).split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def status_command(
     campaign: str = typer.Argument(
         ..., help="Campaign name: mcmc, tuning, classification or runs."
@@ -388,7 +400,7 @@ def status_command(
     left (projected: one thread's CPU time of finished units of the same shape, else each
     unit's estimate)."""
     from udbench.campaigns import unit_status
-    from udbench.campaigns.engine import claimed_units, load_done_records
+    from udbench.campaigns.engine import claimed_units, load_done_records, settings_difference
 
     _check_campaign(campaign)
     pruner, trials = _tuning_only(campaign, pruner, trials)
@@ -412,6 +424,7 @@ def status_command(
     rows: dict[str, dict[str, Any]] = {}
     pairs: list[tuple[str, float, float]] = []  # (kind, measured, estimated) of finished units
     from_estimates: set[str] = set()  # kinds with units projected from their own estimates
+    diffs: dict[tuple[str, str, str], int] = {}  # (setting, recorded, this status's): records
     for unit in units:
         status, rec = unit_status(unit, folder)
         part = unit.unit_id.split("/")[0]
@@ -433,6 +446,10 @@ def status_command(
             },
         )
         row["corrupt" if status == "corrupt" else status] = row.get(status, 0) + 1
+        if status == "stale" and rec is not None:
+            for key, was, now in settings_difference(unit, rec):
+                diff = (key, _shown_value(was), _shown_value(now))
+                diffs[diff] = diffs.get(diff, 0) + 1
         if status == "done" and rec is not None:
             cpu = record_cpu_seconds(rec)
             row["cpu"] += (cpu or 0.0) / 3600
@@ -468,6 +485,14 @@ def status_command(
         )
     console = make_console(highlight=False, width=120)
     console.print(table)
+    for (key, was, now), n in sorted(diffs.items(), key=lambda kv: -kv[1])[:_SAID_DIFFS]:
+        option = _SETTING_OPTIONS.get(key)
+        hint = f" (give {option} {was} to count them)" if option else ""
+        console.print(
+            f"note: {n} stale record(s) were made with {key} = {was}, where this status has "
+            f"{now}{hint}",
+            markup=False,
+        )
     for line in folder_notes + [n for n in load_notes if "unreadable record" in n]:
         console.print(f"note: {line}", markup=False)  # corrupt records count as missing
     ratios = estimate_ratios(pairs)
