@@ -7,12 +7,19 @@ a constant, on the training-standardised inputs.
 
 AU and EU: for every binary sub-problem c (one for K = 2, one per class for K > 2), the
 library's Laplace posterior of the latent at x is N(μ_c(x), v_c(x))
-(``latent_mean_and_variance``, R&W Algorithm 3.2 lines 4 and 6). S joint samples f_c ~
-N(μ_c, v_c), independent over c, give class-probability samples: K = 2, π = (1 − σ(f), σ(f));
-K > 2, π_k = σ(f_k) / Σ_j σ(f_j) (the library's one-vs-rest normalisation). They are
-decomposed by :func:`udbench.methods.classification.sample_decomposition`; π̂ is their mean
-(within 0.02 of the library's ``predict_proba``, which uses the probit approximation of each
-E σ(f_c) and normalises afterwards; tested).
+(``latent_mean_and_variance``, R&W Algorithm 3.2 lines 4 and 6). S joint samples
+f_c = μ_c + √v_c z_c, independent over c, with z_s the randomised quasi-Monte Carlo normal
+draws of :func:`udbench.methods.classification.qmc_standard_normal` (scrambled Sobol' in C
+dimensions, the same at every point and call), give class-probability samples:
+K = 2, π = (1 − σ(f), σ(f)); K > 2, π_k = σ(f_k) / Σ_j σ(f_j) (the library's one-vs-rest
+normalisation). They are decomposed by
+:func:`udbench.methods.classification.sample_decomposition`; π̂ is their mean (within 0.02
+of the library's ``predict_proba``, which uses the probit approximation of each E σ(f_c)
+and normalises afterwards; tested). Integration error (measured, docs/classification.md
+"Monte Carlo error of the Laplace predictives"): at the default S = 4096 every class
+probability above 0.05 is within 5 % (relative) of a 2·10⁵-draw reference on the d = 2,
+K = 3 toy of the test, against 34 % of them off by more than 5 % with the former 200 plain
+Monte Carlo draws.
 
 Cost: the Laplace fit is O(n³) per optimiser step and sub-problem; at most ``max_train``
 training rows are used (a uniform subsample without replacement, stream ``"rows"``), stated
@@ -31,7 +38,13 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import expit
 
-from udbench.methods.classification import BaseClassifier, embed_present_classes
+from udbench.methods.classification import (
+    BaseClassifier,
+    ClassPrediction,
+    embed_present_classes,
+    qmc_standard_normal,
+    row_chunked_decomposition,
+)
 
 __all__ = ["GPCLaplace"]
 
@@ -45,8 +58,9 @@ class GPCLaplace(BaseClassifier):
         Largest number of training rows used (a uniform subsample above it).
     n_restarts_optimizer : int, default 0
         Restarts of the library's marginal-likelihood optimiser.
-    n_samples : int, default 200
-        S, latent samples per point for AU/EU.
+    n_samples : int, default 4096
+        S, randomised quasi-Monte Carlo latent draws per point (module docstring: the
+        integration error at the default).
     random_state : int or None, default 0
     """
 
@@ -74,7 +88,7 @@ class GPCLaplace(BaseClassifier):
         self,
         max_train: int = 500,
         n_restarts_optimizer: int = 0,
-        n_samples: int = 200,
+        n_samples: int = 4096,
         random_state: int | None = 0,
     ) -> None:
         self.max_train = max_train
@@ -139,11 +153,16 @@ class GPCLaplace(BaseClassifier):
             probs = np.ones((S, X.shape[0], 1))
         else:
             mean, var = self.latent_moments(X)  # (C, m)
-            z = self._rng("latent").standard_normal((S, *mean.shape))
-            f = mean[None] + np.sqrt(np.maximum(var, 0.0))[None] * z  # (S, C, m)
+            z = qmc_standard_normal(S, mean.shape[0], self._rng("latent"))  # (S, C)
+            f = mean[None] + np.sqrt(np.maximum(var, 0.0))[None] * z[:, :, None]  # (S, C, m)
             s = expit(f)
             if present.size == 2:
                 probs = np.stack([1.0 - s[:, 0], s[:, 0]], axis=-1)
             else:
                 probs = (s / s.sum(axis=1, keepdims=True)).transpose(0, 2, 1)
         return embed_present_classes(probs, present, self.n_classes_, self.n_train_)
+
+    def _predict(self, X: np.ndarray, loss: str) -> ClassPrediction:
+        return row_chunked_decomposition(
+            self._predict_samples, X, int(self.n_samples), self.n_classes_, loss
+        )

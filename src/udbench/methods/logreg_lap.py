@@ -9,10 +9,20 @@ is tested equal). The Laplace posterior is N(Ŵ, H⁻¹) with the Hessian of tha
     H = Σ_i (diag p_i − p_i p_iᵀ) ⊗ φ_i φ_iᵀ + λI      (p_i = softmax(Ŵφ_i)),
 
 (MacKay 1992, "The evidence framework applied to classification networks"; Bishop 2006,
-PRML §4.4–4.5; the Laplace approximation of Daxberger et al. 2021 on a linear model). S weight
-samples give S probability vectors per point, decomposed by
+PRML §4.4–4.5; the Laplace approximation of Daxberger et al. 2021 on a linear model).
+
+Predictive: at each point the logits are Gaussian, η(x) ~ N(Ŵφ(x), Σ(x)) with
+Σ(x)_kl = φ(x)ᵀ (H⁻¹)_[k, l] φ(x) (the p × p blocks of H⁻¹). S = ``n_samples`` draws
+π_s = softmax(Ŵφ + L(x) z_s), Σ(x) = L Lᵀ, with z_s the randomised quasi-Monte Carlo normal
+draws of :func:`udbench.methods.classification.qmc_standard_normal` (scrambled Sobol' in K
+dimensions, the same at every point and call), are decomposed by
 :func:`udbench.methods.classification.sample_decomposition` (AU = expected entropy, EU =
-mutual information; Brier analogues). π̂ is their mean, the Monte Carlo Bayesian model average.
+mutual information; Brier analogues); π̂ is their mean, the Bayesian model average.
+
+Integration error (measured, docs/classification.md "Monte Carlo error of the Laplace
+predictives"): at the default S = 4096, every class probability above 0.05 is within 5 %
+(relative) of a 2·10⁵-draw reference on the d = 2, K = 3 toy of the test, against 2 % of
+them off by more than 5 % with the former 200 plain Monte Carlo weight draws.
 """
 
 from __future__ import annotations
@@ -24,7 +34,13 @@ import scipy.linalg
 import scipy.optimize
 from scipy.special import log_softmax, softmax
 
-from udbench.methods.classification import BaseClassifier
+from udbench.methods.classification import (
+    BaseClassifier,
+    ClassPrediction,
+    gaussian_softmax_samples,
+    qmc_standard_normal,
+    row_chunked_decomposition,
+)
 
 __all__ = ["LogRegLaplace"]
 
@@ -36,8 +52,9 @@ class LogRegLaplace(BaseClassifier):
     ----------
     prior_precision : float, default 1.0
         λ > 0 of the prior N(0, λ⁻¹I) on every weight and intercept (scikit-learn's C = 1/λ).
-    n_samples : int, default 200
-        S, weight samples from the Laplace posterior at prediction.
+    n_samples : int, default 4096
+        S, randomised quasi-Monte Carlo draws of the logits per point at prediction (module
+        docstring: the integration error at the default).
     max_iter : int, default 500
         L-BFGS iterations of the MAP fit.
     random_state : int or None, default 0
@@ -69,7 +86,7 @@ class LogRegLaplace(BaseClassifier):
     def __init__(
         self,
         prior_precision: float = 1.0,
-        n_samples: int = 200,
+        n_samples: int = 4096,
         max_iter: int = 500,
         random_state: int | None = 0,
     ) -> None:
@@ -121,13 +138,18 @@ class LogRegLaplace(BaseClassifier):
         self.hessian_ = H
         self.converged_ = bool(res.success)
         self._chol_ = scipy.linalg.cholesky(0.5 * (H + H.T), lower=True)
+        # H⁻¹ as (K, p, K, p) blocks, W flattened class-major
+        cov_w = scipy.linalg.cho_solve((self._chol_, True), np.eye(K * p))
+        self._cov_w_ = cov_w.reshape(K, p, K, p)
 
     def _predict_samples(self, X: np.ndarray) -> np.ndarray:
         Phi = self._features(X)
-        K, p = self.coef_.shape
-        z = self._rng("laplace").standard_normal((int(self.n_samples), K * p))
-        # w = ŵ + L⁻ᵀ z has covariance (L Lᵀ)⁻¹ = H⁻¹
-        delta = scipy.linalg.solve_triangular(self._chol_, z.T, lower=True, trans=1).T
-        W = self.coef_[None] + delta.reshape(-1, K, p)
-        eta = np.einsum("np,skp->snk", Phi, W)
-        return np.asarray(softmax(eta, axis=2), dtype=np.float64)
+        K = self.coef_.shape[0]
+        cov = np.einsum("mi,kilj,mj->mkl", Phi, self._cov_w_, Phi)  # Σ(x)_kl = φᵀ(H⁻¹)_kl φ
+        z = qmc_standard_normal(int(self.n_samples), K, self._rng("laplace"))
+        return gaussian_softmax_samples(Phi @ self.coef_.T, cov, z)
+
+    def _predict(self, X: np.ndarray, loss: str) -> ClassPrediction:
+        return row_chunked_decomposition(
+            self._predict_samples, X, int(self.n_samples), self.n_classes_, loss
+        )

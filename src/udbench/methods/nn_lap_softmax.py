@@ -11,10 +11,19 @@ layer),
 
 (MacKay 1992; Daxberger et al., NeurIPS 2021, "Laplace Redux — Effortless Bayesian Deep
 Learning", §2 and the last-layer variant of §3; the Kronecker form of the softmax GGN:
-Ritter, Botev & Barber 2018). The predictive is approximated by Monte Carlo: S =
-``n_members`` weight draws, π_s(x) = softmax(W_sᵀφ(x)) (laplace-torch's ``link_approx="mc"``),
-decomposed by :func:`udbench.methods.classification.sample_decomposition` (AU = expected
-entropy, EU = mutual information; Brier analogues); π̂ is their mean.
+Ritter, Botev & Barber 2018). The predictive is integrated over the logits, which are
+Gaussian at each point, f(x) ~ N(W_MAPᵀφ, Σ(x)), Σ(x)_kl = Σ_ij φ_i φ_j (Λ⁻¹)_[(i,k),(j,l)]
+(laplace-torch's ``link_approx="mc"`` draws the same logits): S = ``n_members`` draws
+π_s(x) = softmax(W_MAPᵀφ + L(x) z_s), Σ(x) = L Lᵀ, with z_s the randomised quasi-Monte Carlo
+normal draws of :func:`udbench.methods.classification.qmc_standard_normal` (scrambled Sobol'
+in K dimensions, the same at every point and call), decomposed by
+:func:`udbench.methods.classification.sample_decomposition` (AU = expected entropy, EU =
+mutual information; Brier analogues); π̂ is their mean.
+
+Integration error (measured, docs/classification.md "Monte Carlo error of the Laplace
+predictives"): at the default S = 4096 every class probability above 0.05 is within 5 %
+(relative) of a 2·10⁵-draw reference on the d = 2, K = 3 toy of the test, against 38 % of
+them off by more than 5 % with the former 256 plain Monte Carlo weight draws.
 
 τ (``prior_precision``) is a tuned hyperparameter (held-out NLL, SPEC §9), as for the
 regression NN-Lap (:mod:`udbench.methods.nn_lap`), not fitted by the marginal likelihood.
@@ -27,13 +36,20 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.linalg
 from scipy.special import softmax
 
 from udbench.methods._softmax_nn import SOFTMAX_NN_CONSTRAINTS, SoftmaxNNClassifier
+from udbench.methods.classification import (
+    ClassPrediction,
+    gaussian_softmax_samples,
+    qmc_standard_normal,
+    row_chunked_decomposition,
+)
 from udbench.methods.nn.backbone import NN_DEFAULTS
 from udbench.methods.nn.distance import member_features
 from udbench.methods.nn.ensemble import NN_SEARCH_SPACE
-from udbench.methods.nn.laplace import add_bias_column, sample_weights
+from udbench.methods.nn.laplace import add_bias_column
 
 __all__ = ["NNLaplaceSoftmax", "softmax_last_layer_precision"]
 
@@ -83,8 +99,9 @@ class NNLaplaceSoftmax(SoftmaxNNClassifier):
     prior_precision : float, default 1.0
         τ of the N(0, τ⁻¹I) prior on the head's weights and biases. Search space [1e-4, 1e2]
         log-uniform (the regression NN-Lap's).
-    n_members : int, default 256
-        Number S of weight draws (the regression NN-Lap's, fixed in the search space).
+    n_members : int, default 4096
+        S, the randomised quasi-Monte Carlo draws of the logits per point (fixed in the
+        search space; module docstring: the integration error at the default).
     hidden_dim, n_blocks, activation, dropout, lr, momentum, weight_decay, n_epochs,
     batch_size, dtype
         The shared network's settings, as for
@@ -107,7 +124,7 @@ class NNLaplaceSoftmax(SoftmaxNNClassifier):
     search_space: ClassVar[dict[str, dict[str, Any]]] = {
         **NN_SEARCH_SPACE,
         "prior_precision": {"type": "float", "low": 1e-4, "high": 1e2, "log": True},
-        "n_members": {"type": "categorical", "choices": [256]},
+        "n_members": {"type": "categorical", "choices": [4096]},
     }
     param_constraints: ClassVar[dict[str, dict[str, Any]]] = {
         **SOFTMAX_NN_CONSTRAINTS,
@@ -125,7 +142,7 @@ class NNLaplaceSoftmax(SoftmaxNNClassifier):
     def __init__(
         self,
         prior_precision: float = 1.0,
-        n_members: int = 256,
+        n_members: int = 4096,
         hidden_dim: int = NN_DEFAULTS.hidden_dim,
         n_blocks: int = NN_DEFAULTS.n_blocks,
         activation: str = NN_DEFAULTS.activation,
@@ -169,11 +186,18 @@ class NNLaplaceSoftmax(SoftmaxNNClassifier):
         Phi = self._phi(X)
         probs = softmax(Phi @ self.head_map_, axis=1)
         self.precision_ = softmax_last_layer_precision(Phi, probs, float(self.prior_precision))
+        p, K = self.head_map_.shape
+        self._cov_w_ = scipy.linalg.cho_solve(
+            scipy.linalg.cho_factor(self.precision_, lower=True), np.eye(p * K)
+        ).reshape(p, K, p, K)
 
     def _predict_samples(self, X: np.ndarray) -> np.ndarray:
-        p, K = self.head_map_.shape
-        draws = sample_weights(
-            self.head_map_.reshape(-1), self.precision_, int(self.n_members), self._rng("laplace")
-        ).reshape(-1, p, K)
-        logits = np.einsum("mj,sjk->smk", self._phi(X), draws)
-        return softmax(logits, axis=2)
+        Phi = self._phi(X)
+        cov = np.einsum("mi,ikjl,mj->mkl", Phi, self._cov_w_, Phi)  # Σ(x), (m, K, K)
+        z = qmc_standard_normal(int(self.n_members), self.n_classes_, self._rng("laplace"))
+        return gaussian_softmax_samples(Phi @ self.head_map_, cov, z)
+
+    def _predict(self, X: np.ndarray, loss: str) -> ClassPrediction:
+        return row_chunked_decomposition(
+            self._predict_samples, X, int(self.n_members), self.n_classes_, loss
+        )

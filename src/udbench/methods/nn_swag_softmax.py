@@ -19,11 +19,12 @@ Uncertainty in Deep Learning", §3 (SWAG with the low-rank plus diagonal covaria
 
        θ = θ_SWA + (1/√2) Σ_diag^{1/2} z₁ + (1/√(2(R − 1))) D̂ z₂,   z₁ ~ N(0, I_p), z₂ ~ N(0, I_R),
 
-   i.e. from N(θ_SWA, ½(Σ_diag + D̂D̂ᵀ/(R − 1))); with R < 2 the low-rank term is dropped
-   (diagonal SWAG). Each draw is a network of the backbone; π_s(x) = softmax(logits_s(x)),
-   decomposed by :func:`udbench.methods.classification.sample_decomposition` (AU = expected
-   entropy, EU = mutual information; Brier analogues); π̂ is their mean (the paper's Bayesian
-   model average).
+   i.e. from N(θ_SWA, ½(Σ_diag + D̂D̂ᵀ/(R − 1))); with R < 2 the sample is the paper's
+   SWAG-Diagonal, θ = θ_SWA + Σ_diag^{1/2} z₁ ~ N(θ_SWA, Σ_diag) (full diagonal variance: the
+   ½ belongs to the diagonal + low-rank form only). Each draw is a network of the backbone;
+   π_s(x) = softmax(logits_s(x)), decomposed by
+   :func:`udbench.methods.classification.sample_decomposition` (AU = expected entropy, EU =
+   mutual information; Brier analogues); π̂ is their mean (the paper's Bayesian model average).
 
 The network has no batch normalisation, so the paper's BN-statistics update after sampling
 does not apply.
@@ -67,7 +68,7 @@ class NNSwagSoftmax(SoftmaxNNClassifier):
         Epochs of the SWA phase, one collected iterate per epoch (>= 2; space 10–50).
     max_rank : int, default 20
         Largest rank R of the low-rank part (the paper's K = 20); R = min(max_rank,
-        swa_epochs); below 2 the covariance is diagonal only.
+        swa_epochs); below 2 the draws are SWAG-Diagonal's, N(θ_SWA, Σ_diag).
     hidden_dim, n_blocks, activation, dropout, lr, momentum, weight_decay, n_epochs,
     batch_size, dtype
         The shared network's settings, as for

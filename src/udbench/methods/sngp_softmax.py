@@ -24,12 +24,19 @@ classification sibling of :mod:`udbench.methods.sngp_het`:
   class; the paper's eq. 9 with the class's own π_ik(1 − π_ik) — the reference
   implementation shares one precision across classes; ours is the per-class reading).
 
-**Predictive: Monte Carlo** over the output-layer posterior, not the mean-field
-(probit-style) approximation of Liu et al.'s eq. 10 (which gives π̂ but no AU/EU split):
-S = ``n_members`` draws β_s ~ ∏_k N(β̂_k, Λ_k⁻¹) (the same draws at every ``predict``,
-stream ``"sngp-laplace"``), π_s(x) = softmax(β_sᵀφ(x)), decomposed by
+**Predictive: quasi-Monte Carlo** over the output-layer posterior, not the mean-field
+(probit-style) approximation of Liu et al.'s eq. 10 (which gives π̂ but no AU/EU split).
+Under ∏_k N(β̂_k, Λ_k⁻¹) the logits at x are independent Gaussians,
+f_k(x) ~ N(β̂_kᵀφ(x), φ(x)ᵀΛ_k⁻¹φ(x)); S = ``n_members`` draws π_s(x) = softmax(f̂ + σ(x) ⊙ z_s)
+with z_s the randomised quasi-Monte Carlo normal draws of
+:func:`udbench.methods.classification.qmc_standard_normal` (scrambled Sobol' in K
+dimensions, the same at every point and call, stream ``"sngp-laplace"``) are decomposed by
 :func:`udbench.methods.classification.sample_decomposition` (AU = expected entropy, EU =
-mutual information; Brier analogues); π̂ is their mean. Far from the data φ(x) is nearly
+mutual information; Brier analogues); π̂ is their mean. Integration error (measured,
+docs/classification.md "Monte Carlo error of the Laplace predictives"): at the default
+S = 4096 every class probability above 0.05 is within 5 % (relative) of a 2·10⁵-draw
+reference on the d = 2, K = 3 toy of the test, against 20 % of them off by more than 5 %
+with the former 256 plain Monte Carlo weight draws. Far from the data φ(x) is nearly
 orthogonal to the training features, φᵀΛ_k⁻¹φ → ‖φ‖²/λ, and the draws spread the logits:
 EU grows with the distance (tested on a toy).
 """
@@ -43,12 +50,18 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.linalg
 from scipy.special import softmax
 
 from udbench.methods._softmax_nn import _DTYPES, SOFTMAX_NN_CONSTRAINTS, SoftmaxNNClassifier
+from udbench.methods.classification import (
+    ClassPrediction,
+    gaussian_softmax_samples,
+    qmc_standard_normal,
+    row_chunked_decomposition,
+)
 from udbench.methods.nn.backbone import NN_DEFAULTS, BackboneConfig, features, init_members
 from udbench.methods.nn.ensemble import NN_SEARCH_SPACE, SN_PARAM_CONSTRAINTS, SN_SEARCH_SPACE
-from udbench.methods.nn.laplace import sample_weights
 from udbench.methods.nn.training import TrainConfig, train_members
 
 __all__ = ["SNGPSoftmax", "class_precisions", "sngp_softmax_loss", "sngp_softmax_outputs"]
@@ -132,9 +145,9 @@ class SNGPSoftmax(SoftmaxNNClassifier):
         al.'s reference value 1; search space [1e-3, 10] log, SNGP-Het's).
     rff_lengthscale : float, default 1.0
         ℓ of the RBF kernel the random features approximate (fixed, not tuned; as SNGP-Het).
-    n_members : int, default 256
-        S, the Monte Carlo draws of the output weights (as NN-Lap-Softmax; fixed in the
-        search space).
+    n_members : int, default 4096
+        S, the randomised quasi-Monte Carlo draws of the logits per point (as
+        NN-Lap-Softmax; fixed in the search space).
     spectral_norm : bool, default True
         Spectral normalisation of the backbone (False only for ablations).
     sn_coeff : float, default 1.0
@@ -165,7 +178,7 @@ class SNGPSoftmax(SoftmaxNNClassifier):
         **SN_SEARCH_SPACE,
         "rff_dim": {"type": "categorical", "choices": [256, 512, 1024]},
         "ridge": {"type": "float", "low": 1e-3, "high": 10.0, "log": True},
-        "n_members": {"type": "categorical", "choices": [256]},
+        "n_members": {"type": "categorical", "choices": [4096]},
     }
     param_constraints: ClassVar[dict[str, dict[str, Any]]] = {
         **SOFTMAX_NN_CONSTRAINTS,
@@ -189,7 +202,7 @@ class SNGPSoftmax(SoftmaxNNClassifier):
         rff_dim: int = 512,
         ridge: float = 1.0,
         rff_lengthscale: float = 1.0,
-        n_members: int = 256,
+        n_members: int = 4096,
         spectral_norm: bool = True,
         sn_coeff: float = NN_DEFAULTS.sn_coeff,
         hidden_dim: int = NN_DEFAULTS.hidden_dim,
@@ -270,6 +283,13 @@ class SNGPSoftmax(SoftmaxNNClassifier):
         self.beta_ = np.asarray(params["beta"][0], dtype=np.float64)
         phi, logits = self._outputs(X)
         self.precision_ = class_precisions(phi, softmax(logits, axis=1), float(self.ridge))
+        eye = np.eye(self.precision_.shape[1])
+        self._cov_beta_ = np.stack(
+            [
+                scipy.linalg.cho_solve(scipy.linalg.cho_factor(lam, lower=True), eye)
+                for lam in self.precision_
+            ]
+        )
 
     def _outputs(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """φ (m, D_L) and MAP logits (m, K) at raw inputs, float64."""
@@ -280,17 +300,16 @@ class SNGPSoftmax(SoftmaxNNClassifier):
             phi, logits = _outputs_jit(one, self.rff_, Xs, model=self.model_config_)
         return np.asarray(phi, np.float64), np.asarray(logits, np.float64)
 
-    def _draws(self) -> np.ndarray:
-        """S draws of β (S, D_L, K) from the per-class Laplace posteriors (same every call)."""
-        rng = self._rng("sngp-laplace")
-        S = int(self.n_members)
-        cols = [
-            sample_weights(self.beta_[:, k], self.precision_[k], S, rng)
-            for k in range(self.n_classes_)
-        ]
-        return np.stack(cols, axis=2)
-
     def _predict_samples(self, X: np.ndarray) -> np.ndarray:
         phi, _ = self._outputs(X)
-        logits = np.einsum("md,sdk->smk", phi, self._draws())
-        return softmax(logits, axis=2)
+        var = np.stack([np.sum((phi @ c) * phi, axis=1) for c in self._cov_beta_], axis=1)
+        cov = np.zeros((*var.shape, var.shape[1]))
+        idx = np.arange(var.shape[1])
+        cov[:, idx, idx] = var  # independent classes: Σ(x) = diag φᵀΛ_k⁻¹φ
+        z = qmc_standard_normal(int(self.n_members), self.n_classes_, self._rng("sngp-laplace"))
+        return gaussian_softmax_samples(phi @ self.beta_, cov, z)
+
+    def _predict(self, X: np.ndarray, loss: str) -> ClassPrediction:
+        return row_chunked_decomposition(
+            self._predict_samples, X, int(self.n_members), self.n_classes_, loss
+        )
