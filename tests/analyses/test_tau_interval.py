@@ -93,7 +93,7 @@ def test_tau_interval_covers_true_tau_one_fast() -> None:
         # measured here 0.913 (300 simulations; Monte Carlo SE 0.016): asserted within
         # nominal − 0.07 (the percentile interval: 0.283)
         (1.0, 0.6, 0.88, 1.0),
-        # measured here 0.867: the basic interval runs short at τ ≈ 0.5 (docs/analyses.md);
+        # measured here 0.870: the basic interval runs short at τ ≈ 0.5 (docs/analyses.md);
         # asserted within [nominal − 0.12, nominal + 0.02] (the percentile interval: 1.000)
         (0.485, 0.6, 0.83, 0.97),
     ],

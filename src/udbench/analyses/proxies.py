@@ -127,7 +127,8 @@ def scope_taus(
     means, on the original sample and on every replicate of ``boot``. The interval is the
     basic bootstrap interval of τ over those replicates, clipped to [−1, 1]
     (:meth:`udbench.analyses._common.Resampling.basic_interval`; Davison & Hinkley 1997,
-    §5.2.1; module notes: why not the percentile interval), rounded to 12 decimals. The
+    §5.2.1; module notes: why not the percentile interval); an end point within 1e-12 of
+    ±1 or τ̂ is set to it (floating-point residue of 2τ̂ − q on τ-b's lattice). The
     replicate means of all pairs come from one matrix product over the scope's instances
     (the numbers of :meth:`Resampling.mean`, without the zero-weight rows).
 
@@ -206,9 +207,12 @@ def scope_taus(
         # basic interval 2τ̂ − q: the replicates repeat the estimate's downward bias (module
         # notes; docs/analyses.md, "Kendall's τ intervals")
         low, high = boot.basic_interval(np.array([out["tau"]]), reps[:, None], (-1.0, 1.0))
-        # τ-b takes lattice values, and 2τ̂ − q often lands on one (e.g. exactly 1): rounding
-        # drops the floating-point residue that would put it a hair inside
-        low, high = np.round(low, 12), np.round(high, 12)
+        # τ-b takes lattice values, and 2τ̂ − q often lands on one of ±1 or τ̂ itself: an end
+        # point within 1e-12 of one is set to it (the floating-point residue would put it a
+        # hair inside, e.g. an upper end of 1 − 1e-16 that misses a true τ of 1)
+        for snap in (-1.0, 1.0, out["tau"]):
+            low = np.where(np.abs(low - snap) < 1e-12, snap, low)
+            high = np.where(np.abs(high - snap) < 1e-12, snap, high)
         out["tau_low"], out["tau_high"] = float(low[0]), float(high[0])
         if not np.isfinite(out["tau"]):
             out["note"] = "one ranking has every method tied"
