@@ -22,7 +22,9 @@ schemes:
   indices, for statistics that need the pooled values rather than weights.
 
 Intervals are percentile intervals of the replicates (:func:`percentile_interval`; Efron &
-Tibshirani 1993, §13.3); :func:`scipy_percentile_bootstrap` is the ordinary instance
+Tibshirani 1993, §13.3), or basic (reverse-percentile) intervals where the replicates share
+a bias of the estimate (:func:`basic_interval`; Davison & Hinkley 1997, §5.2.1);
+:func:`scipy_percentile_bootstrap` is the ordinary instance
 bootstrap of an arbitrary statistic through :func:`scipy.stats.bootstrap`.
 
 Every draw function takes the :class:`numpy.random.Generator` to draw from (made by the
@@ -54,6 +56,7 @@ __all__ = [
     "DEFAULT_CONFIDENCE",
     "DEFAULT_N_RESAMPLES",
     "BootstrapSettings",
+    "basic_interval",
     "check_confidence",
     "check_n_resamples",
     "cluster_counts",
@@ -315,6 +318,49 @@ def percentile_interval(
         warnings.simplefilter("ignore", RuntimeWarning)
         q = np.nanquantile(reps, [a, 1.0 - a], axis=axis)
     return q[0], q[1]
+
+
+def basic_interval(
+    estimate: Any,
+    replicates: Any,
+    confidence: float,
+    bounds: tuple[float, float] = (-np.inf, np.inf),
+    axis: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Basic (reverse-percentile) bootstrap interval, NaN replicates left out.
+
+    With t̂ the estimate and t*_q the q quantile of the replicates (linear interpolation,
+    :func:`numpy.nanquantile`), the end points are 2t̂ − t*_{(1+c)/2} and 2t̂ − t*_{(1−c)/2}
+    (Davison & Hinkley 1997, §5.2.1, eq. 5.6: the quantiles of t* − t̂ stand in for those of
+    t̂ − θ), then clipped to ``bounds`` (the range of the statistic, e.g. [−1, 1] for a
+    correlation). Unlike the percentile interval (:func:`percentile_interval`), it corrects a
+    bias of the estimate that the replicates repeat: if t* − t̂ is shifted down by the same
+    amount as t̂ − θ, the interval is shifted up by it. Where all replicates or the estimate
+    are NaN the end points are NaN (no warning).
+
+    Parameters
+    ----------
+    estimate : array_like
+        t̂, shape of ``replicates`` without ``axis`` (broadcast).
+    replicates : array_like
+        Replicates along ``axis`` (B of them).
+    confidence : float
+        Nominal coverage c, in (0, 1) (checked by the caller or :class:`BootstrapSettings`).
+    bounds : tuple of float, default (−inf, inf)
+        The range the end points are clipped to.
+    axis : int, default 0
+        The replicate axis.
+
+    Returns
+    -------
+    low, high : ndarray
+        The end points, shape of ``replicates`` without ``axis`` (0-d for 1-D input).
+    """
+    q_low, q_high = percentile_interval(replicates, confidence, axis=axis)
+    est = np.asarray(estimate, dtype=float)
+    low = np.clip(2.0 * est - q_high, bounds[0], bounds[1])
+    high = np.clip(2.0 * est - q_low, bounds[0], bounds[1])
+    return low, high
 
 
 def scipy_percentile_bootstrap(

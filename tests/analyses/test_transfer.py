@@ -400,10 +400,14 @@ def test_bootstrap_interval_of_tau_with_known_replicate_distribution() -> None:
     kw = dict(metrics=("rho_eu_risk",), factors=(), n_resamples=4000)
     tau, _ = transfer_tables(correct, alternative, confidence=0.9, **kw)
     assert tau["tau"].iloc[0] == pytest.approx(-1.0)
-    # 5 % and 95 % quantiles of a two-point law with mass 3/4 at −1 and 1/4 at 1
-    assert (tau["tau_low"].iloc[0], tau["tau_high"].iloc[0]) == pytest.approx((-1.0, 1.0))
-    tau, _ = transfer_tables(correct, alternative, confidence=0.2, **kw)  # 40 %, 60 %
+    # basic interval [2τ̂ − q_95, 2τ̂ − q_5] of a two-point law with mass 3/4 at −1 and 1/4
+    # at 1: q_5 = −1, q_95 = 1, so [−3, −1], clipped to [−1, −1]
     assert (tau["tau_low"].iloc[0], tau["tau_high"].iloc[0]) == pytest.approx((-1.0, -1.0))
+    tau, _ = transfer_tables(correct, alternative, confidence=0.2, **kw)  # 40 %, 60 %: −1, −1
+    assert (tau["tau_low"].iloc[0], tau["tau_high"].iloc[0]) == pytest.approx((-1.0, -1.0))
+    # the same law reflected (estimate +1, mass 3/4 at +1): [2 − 1, 2 − (−1)] -> [1, 1]
+    tau, _ = transfer_tables(alternative, alternative, confidence=0.9, **kw)
+    assert tau["tau"].iloc[0] == pytest.approx(1.0)
 
 
 def test_fabricated_failed_alternative_cells_are_left_out_of_both() -> None:

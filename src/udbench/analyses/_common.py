@@ -18,8 +18,11 @@ one matrix product for all replicates and methods. Two resampling units (Davison
   (a cluster bootstrap; with one dataset every replicate equals the data, a zero-width
   interval).
 
-Intervals are percentile intervals of the replicates; a replicate in which a statistic is
-undefined (e.g. a level with no drawn instance) is left out of its percentiles.
+Intervals are percentile intervals of the replicates (:meth:`Resampling.interval`), except
+Kendall's τ between two orderings that are both re-ranked on every replicate, whose
+interval is the basic one (:meth:`Resampling.basic_interval`; docs/analyses.md, "Kendall's
+τ intervals"); a replicate in which a statistic is undefined (e.g. a level with no drawn
+instance) is left out of its quantiles.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from udbench._resampling import (
     DEFAULT_CONFIDENCE,
     DEFAULT_N_RESAMPLES,
     BootstrapSettings,
+    basic_interval,
     check_confidence,
     check_n_resamples,
     cluster_counts,
@@ -240,6 +244,17 @@ class Resampling:
     def interval(self, reps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Percentile interval along axis 0 of ``reps`` (NaN replicates left out)."""
         return percentile_interval(reps, self.confidence)
+
+    def basic_interval(
+        self,
+        estimate: np.ndarray,
+        reps: np.ndarray,
+        bounds: tuple[float, float] = (-np.inf, np.inf),
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Basic (reverse-percentile) interval of ``estimate`` from the replicates along axis
+        0 of ``reps``, clipped to ``bounds`` (:func:`udbench._resampling.basic_interval`;
+        Davison & Hinkley 1997, §5.2.1)."""
+        return basic_interval(estimate, reps, self.confidence, bounds)
 
     def mean(self, values: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Replicate means of the columns of ``values`` (n × k, NaN = not observed): (B, k).

@@ -9,10 +9,11 @@ noise mode, coverage, dataset):
 - the mean metric of every method under each oracle, its rank under each (1 = best, ties
   averaged) and its **rank shift** = rank(alternative) − rank(correct) (positive: the method
   looks worse under the alternative oracle);
-- **Kendall's τ-b** between the two orderings of the methods, with a percentile bootstrap
-  interval that resamples instances (within datasets, or whole datasets), recomputing both
-  orderings on every replicate (:func:`udbench.analyses.proxies.scope_taus`, the code of
-  the proxy-agreement table).
+- **Kendall's τ-b** between the two orderings of the methods, with a basic bootstrap
+  interval (2τ̂ − the replicate quantiles, clipped to [−1, 1]; Davison & Hinkley 1997, §5.2.1;
+  docs/analyses.md, "Kendall's τ intervals") that resamples instances (within datasets, or
+  whole datasets), recomputing both orderings on every replicate
+  (:func:`udbench.analyses.proxies.scope_taus`, the code of the proxy-agreement table).
 
 Both oracles are compared on the same cells: those rescored under the alternative
 (``oracle_status == "ok"``). :func:`run_transfer` is the whole of ``udbench transfer``:
