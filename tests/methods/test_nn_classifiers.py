@@ -378,3 +378,23 @@ def test_laplace_softmax_prior_precision_is_the_marglik_argmax() -> None:
     map_acc = np.mean(_softmax(m._phi(Xt) @ W).argmax(axis=1) == yt)
     acc = np.mean(m.predict(Xt).probs.argmax(axis=1) == yt)
     assert map_acc == 1.0 and acc == map_acc, (acc, map_acc)
+
+
+def test_evidential_loss_and_annealing_by_hand() -> None:
+    """Sensoy et al.'s loss at α = (3, 1, 2), y = class 0: S = 6, π̂ = (1/2, 1/6, 1/3), the
+    expected squared error 7/18 + (22/36)/7 = 10/21; α̃ = (1, 1, 2), KL(Dir(α̃) ‖ Dir(1)) =
+    ln Γ(4) − ln Γ(3) − ln Γ(2) + ψ(2) − ψ(4) = ln 3 − 5/6; λ_t = kl_weight · min(1, t/10)
+    (the reference implementation's annealing) at the epoch ⌊step / batches per epoch⌋ that
+    ``edl_classification_loss`` computes (3 batches per epoch here)."""
+    import jax.numpy as jnp
+
+    from udbench.methods.nn_edl_dirichlet import edl_per_example_loss
+
+    alpha = jnp.array([[3.0, 1.0, 2.0]], jnp.float32)
+    onehot = jnp.array([[1.0, 0.0, 0.0]], jnp.float32)
+    kl = np.log(3.0) - 5.0 / 6.0
+    for step, lam in [(0, 0.0), (2, 0.0), (3, 0.1), (15, 0.5), (29, 0.9), (30, 1.0), (90, 1.0)]:
+        epoch = jnp.floor(jnp.float32(step) / 3.0)
+        for w in (1.0, 0.1):
+            got = float(edl_per_example_loss(alpha, onehot, epoch, jnp.float32(w))[0])
+            assert abs(got - (10.0 / 21.0 + w * lam * kl)) < 1e-6, (step, w, got)
