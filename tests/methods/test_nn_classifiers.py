@@ -9,7 +9,7 @@ AU near / h(ρ) at ρ = 0.05 and 0.2; EU far / EU near):
 
 - nn-drop-softmax: 0.97, 0.92; 15–18;
 - nn-bag-softmax: 0.79, 0.82; 17–18;
-- nn-lap-softmax: 1.13, 0.92; 19–20;
+- nn-lap-softmax: 1.12, 0.92; 20 (τ by marglik; 1.13, 0.92, 19–20 at τ = 1);
 - sngp-softmax: 1.12, 0.96; 8.7–18;
 - nn-swag-softmax: 1.05, 0.92; 6.7–9.3 (3.5–10.6 over random_state 0–2, asserted > 2.5);
 - nn-edl-dirichlet: see its test.
