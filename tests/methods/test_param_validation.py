@@ -77,6 +77,7 @@ def test_fit_refuses_a_bad_hyperparameter_before_training(name: str) -> None:
         {"type": "str"},
         {"type": "categorical", "choices": ["a", "b"]},
         {"type": "float", "low": 0.0, "none_ok": True},
+        {"type": "float", "low": 0.0, "low_open": True, "also": ["marglik"]},
     ],
 )
 def test_probe_values_break_their_declaration(spec: dict[str, Any]) -> None:
@@ -88,3 +89,5 @@ def test_probe_values_break_their_declaration(spec: dict[str, Any]) -> None:
     if spec.get("none_ok"):
         assert None not in probes
         check_hyperparameter("M", "p", None, spec)
+    for value in spec.get("also", ()):
+        check_hyperparameter("M", "p", value, spec)

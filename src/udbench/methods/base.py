@@ -33,6 +33,7 @@ method accepts at all) use the same small dict format, one entry per constructor
     {"type": "bool"}
     {"type": "categorical", "choices": ["a", "b"]}
     {"type": "float", "low": 0.0, "none_ok": True}               # None also allowed
+    {"type": "float", "low": 0.0, "low_open": True, "also": ["marglik"]}  # or these values
     {"type": "float", "low": 0.0, "high": 1.0, "when": {"kind": "b"}}  # tuned only if kind == "b"
 
 ``validate_hyperparameters`` checks the current values against ``param_constraints``; a
@@ -152,6 +153,8 @@ def _describe(spec: dict[str, Any]) -> str:
         rule = "be True or False"
     else:
         rule = "be a string"
+    if spec.get("also"):
+        rule += f" or one of {list(spec['also'])}"
     if spec.get("none_ok"):
         rule += " (or None)"
     return rule
@@ -170,7 +173,9 @@ def check_hyperparameter(component: str, name: str, value: Any, spec: dict[str, 
         The value to check.
     spec : dict
         ``{"type": ..., "low": ..., "high": ..., "low_open": ..., "high_open": ...,
-        "choices": ..., "none_ok": ...}``; missing keys mean "no restriction".
+        "choices": ..., "none_ok": ..., "also": ...}``; missing keys mean "no
+        restriction"; ``also`` lists exact values accepted besides the rule (e.g. the
+        string ``"marglik"`` beside a positive float).
 
     Raises
     ------
@@ -181,6 +186,8 @@ def check_hyperparameter(component: str, name: str, value: Any, spec: dict[str, 
     if kind not in _TYPES:
         raise param_error(component, f"{name} (declaration)", f"have type in {_TYPES}", kind)
     if value is None and spec.get("none_ok"):
+        return
+    if any(value == c and type(value) is type(c) for c in spec.get("also", ())):
         return
     rule = _describe(spec)
     if kind == "categorical":

@@ -467,6 +467,9 @@ def _coerce(cls: type[BaseMethod], key: str, raw: Any, default: Any) -> Any:
     low = raw.strip().lower()
     if low in ("none", "null") and (default is None or spec.get("none_ok")):
         return None
+    for extra in spec.get("also", ()):
+        if str(extra).lower() == low:
+            return extra
     if kind is None:
         if isinstance(default, bool):
             kind = "bool"
