@@ -26,8 +26,9 @@ predictives"): at the default S = 4096 every class probability above 0.05 is wit
 them off by more than 5 % with the former 256 plain Monte Carlo weight draws.
 
 τ (``prior_precision``) is 100 by default, inside the range validated below; with
-``"marglik"`` it is chosen as the Laplace literature does: the grid point of :data:`udbench.methods.nn.laplace.MARGLIK_GRID` (10⁻⁴ … 10⁴) that
-maximises the Laplace approximation to the log marginal likelihood of the head,
+``"marglik"`` it is chosen as the Laplace literature does: the grid point of
+:data:`udbench.methods.nn.laplace.MARGLIK_GRID` (10⁻⁴ … 10⁴) that maximises the Laplace
+approximation to the log marginal likelihood of the head,
 
     log Z(τ) ≈ Σᵢ log πᵢ[yᵢ] − (τ/2)‖W_MAP‖² + (pK/2) log τ − ½ log det(G + τI),
 
