@@ -160,7 +160,10 @@ def test_a_spec_override_may_name_a_declared_extra_value() -> None:
     """nn-lap-softmax's ``prior_precision`` is a float or ``"marglik"`` (its ``also``)."""
     by_name = resolve_classifier("nn-lap-softmax:prior_precision=MargLik")
     assert by_name.params["prior_precision"] == "marglik"
-    assert by_name.config_hash == resolve_classifier("nn-lap-softmax").config_hash
+    # the default is τ = 100, so "marglik" is another configuration, and 100 the default's
+    assert by_name.config_hash != resolve_classifier("nn-lap-softmax").config_hash
+    default = resolve_classifier("nn-lap-softmax:prior_precision=100")
+    assert default.config_hash == resolve_classifier("nn-lap-softmax").config_hash
     assert resolve_classifier("nn-lap-softmax:prior_precision=30").params["prior_precision"] == 30.0
     with pytest.raises(UdbenchError, match="'prior_precision' must be a real number"):
         resolve_classifier("nn-lap-softmax:prior_precision=ml")
