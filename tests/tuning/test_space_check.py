@@ -102,3 +102,15 @@ def test_a_knob_within_the_seed_spread_does_not_matter(task_path) -> None:
         search_space_check(est, task_path, seeds=(0,))
     with pytest.raises(UdbenchError, match=r"parameter 'params' must name entries"):
         search_space_check(est, task_path, params=["alphaa"])
+
+
+def test_blrs_gamma_hyperprior_knobs_are_inert(task_path) -> None:
+    """blr's search space (the Gamma hyperpriors of BayesianRidge over [1e-8, 1e-4]) moves its
+    held-out NLL by far less than MIN_EFFECT: the check says so (a finding of issue 61)."""
+    from udbench.methods import get_method_class
+    from udbench.tuning.space_check import MIN_EFFECT
+
+    table = search_space_check(get_method_class("blr")(), task_path, seeds=(0, 1))
+    assert list(table["param"]) == ["alpha_1", "alpha_2", "lambda_1", "lambda_2"]
+    assert (table["spread"] == 0.0).all()  # deterministic
+    assert (table["effect"] < MIN_EFFECT / 100).all() and not table["matters"].any()
