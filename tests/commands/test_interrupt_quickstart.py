@@ -7,6 +7,8 @@ the cells' child processes).
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import signal
 import subprocess
@@ -71,6 +73,7 @@ def test_ctrl_c_quickstart_mid_run_one_line(tmp_path):
     _one_line(stderr, out, str(kept))
 
 
+@pytest.mark.slow  # about 25 s; the mid-run and the suite's planning cases stay in the default
 def test_ctrl_c_quickstart_while_planning_one_line(tmp_path):
     rc, stderr = _interrupt_quickstart(tmp_path, lambda _, text: "generating task" in text)
     assert rc == 130, stderr
