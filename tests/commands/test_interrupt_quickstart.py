@@ -7,8 +7,6 @@ the cells' child processes).
 
 from __future__ import annotations
 
-import pytest
-
 import os
 import signal
 import subprocess
@@ -16,6 +14,8 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 BIN = Path(sys.executable).parent
 
