@@ -34,7 +34,7 @@ QUIET_ENV = "UDBENCH_INTERRUPT_REPORTED_BY_PARENT"
 
 
 class Interrupted(Exception):
-    """A Ctrl-C, with what is kept and how to resume (the text after ``interrupted; ``).
+    """A Ctrl-C, with what is kept and how to resume (the text after ``interrupted;`` and a space).
 
     An :class:`Exception`, not a ``KeyboardInterrupt``: the CLI framework turns the latter
     into a bare exit status 130 and the text would be lost.
