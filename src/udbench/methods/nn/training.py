@@ -252,6 +252,27 @@ def _masked_epoch(
     return epoch
 
 
+def _epoch_of(
+    params: Any,
+    rows: jax.Array,
+    X: jax.Array,
+    y: jax.Array,
+    valid: jax.Array | None,
+    loss_fn: LossFn,
+    model: BackboneConfig,
+    train: TrainConfig,
+) -> tuple[Any, Callable[[Any, jax.Array], tuple[Any, jax.Array]]]:
+    """A member's fresh optimiser state and its epoch function: :func:`_plain_epoch`, or
+    :func:`_masked_epoch` where ``valid`` marks padded rows."""
+    opt = make_optimizer(train)
+    opt_state = opt.init(params)  # traced first, as before the epoch's own arrays
+    if valid is None:
+        one_epoch = _plain_epoch(rows, X, y, opt, loss_fn=loss_fn, model=model, train=train)
+    else:
+        one_epoch = _masked_epoch(rows, valid, X, y, opt, loss_fn=loss_fn, model=model, train=train)
+    return opt_state, one_epoch
+
+
 def _train_one(
     params: Any,
     state: Any,
@@ -272,12 +293,7 @@ def _train_one(
     original code path). With ``collect_iterates`` a fourth output holds the parameters at
     the end of every epoch (leading axis n_epochs).
     """
-    opt = make_optimizer(train)
-    opt_state = opt.init(params)
-    if valid is None:
-        one_epoch = _plain_epoch(rows, X, y, opt, loss_fn=loss_fn, model=model, train=train)
-    else:
-        one_epoch = _masked_epoch(rows, valid, X, y, opt, loss_fn=loss_fn, model=model, train=train)
+    opt_state, one_epoch = _epoch_of(params, rows, X, y, valid, loss_fn, model, train)
 
     def epoch(carry, ekey):
         carry, mean_loss = one_epoch(carry, ekey)
@@ -334,12 +350,7 @@ def _train_one_early(
     """
     assert train.patience is not None  # checked by the caller
     patience = train.patience
-    opt = make_optimizer(train)
-    opt_state = opt.init(params)
-    if valid is None:
-        one_epoch = _plain_epoch(rows, X, y, opt, loss_fn=loss_fn, model=model, train=train)
-    else:
-        one_epoch = _masked_epoch(rows, valid, X, y, opt, loss_fn=loss_fn, model=model, train=train)
+    opt_state, one_epoch = _epoch_of(params, rows, X, y, valid, loss_fn, model, train)
     ekeys = jax.random.split(key, train.n_epochs)  # as _train_one: epoch e gets ekeys[e]
     val_key = jax.random.fold_in(key, _VAL_KEY_TAG)
     val_model = replace(model, dropout=0.0)
@@ -482,15 +493,8 @@ def train_members(
     UdbenchError
         ``rows`` or ``row_mask`` of the wrong shape, or a member without a real row.
     """
-    leaves = jax.tree_util.tree_leaves(params)
-    dtype = leaves[0].dtype
-    rows = jnp.asarray(rows)
-    n_members = leaves[0].shape[0]
-    if rows.ndim != 2 or rows.shape[0] != n_members:
-        raise param_error("train_members", "rows", f"have shape ({n_members}, n_m)", rows.shape)
+    dtype, rows, state = _members("train_members", params, rows, state)
     _check_fixed_epochs("train_members", train)
-    if state is None:
-        state = jnp.zeros((n_members,), dtype)
     if model.spectral_norm:  # additive option; with it off the calls below are unchanged
         trainer: Callable[..., Any] = _train_vmapped
         if row_mask is not None:
@@ -523,6 +527,17 @@ def train_members(
         model=model,
         train=train,
     )
+
+
+def _members(component: str, params: Any, rows: Any, state: Any) -> tuple[Any, jax.Array, Any]:
+    """The member-stacked trainers' shared checks: the parameters' dtype, ``rows`` as an
+    (M, n_m) array (refused in one line otherwise) and ``state`` (zeros (M,) when None)."""
+    leaves = jax.tree_util.tree_leaves(params)
+    dtype, n_members = leaves[0].dtype, leaves[0].shape[0]
+    rows = jnp.asarray(rows)
+    if rows.ndim != 2 or rows.shape[0] != n_members:
+        raise param_error(component, "rows", f"have shape ({n_members}, n_m)", rows.shape)
+    return dtype, rows, jnp.zeros((n_members,), dtype) if state is None else state
 
 
 def _check_row_mask(
@@ -573,17 +588,8 @@ def train_members_with_iterates(
     last equals the returned ``params``). Used by SWAG (Maddox et al., 2019), which takes the
     moments of the iterates collected once per epoch.
     """
-    leaves = jax.tree_util.tree_leaves(params)
-    dtype = leaves[0].dtype
-    rows = jnp.asarray(rows)
-    n_members = leaves[0].shape[0]
-    if rows.ndim != 2 or rows.shape[0] != n_members:
-        raise param_error(
-            "train_members_with_iterates", "rows", f"have shape ({n_members}, n_m)", rows.shape
-        )
+    dtype, rows, state = _members("train_members_with_iterates", params, rows, state)
     _check_fixed_epochs("train_members_with_iterates", train)
-    if state is None:
-        state = jnp.zeros((n_members,), dtype)
     valid = None if row_mask is None else _check_row_mask(row_mask, rows.shape)
     if model.spectral_norm:  # iterates baked like the final parameters (module docstring)
         return _train_spectral(  # type: ignore[return-value]
@@ -708,12 +714,8 @@ def train_members_early_stopping(
         member without a real row.
     """
     name = "train_members_early_stopping"
-    leaves = jax.tree_util.tree_leaves(params)
-    dtype = leaves[0].dtype
-    rows = jnp.asarray(rows)
-    n_members = leaves[0].shape[0]
-    if rows.ndim != 2 or rows.shape[0] != n_members:
-        raise param_error(name, "rows", f"have shape ({n_members}, n_m)", rows.shape)
+    dtype, rows, state = _members(name, params, rows, state)
+    n_members = rows.shape[0]
     if train.patience is None:
         raise param_error(name, "train.patience", "be an int >= 1", train.patience)
     n = np.shape(X)[0]
@@ -728,8 +730,6 @@ def train_members_early_stopping(
         else _check_row_mask(val_mask, vrows.shape, name, "val_mask")
     )
     valid = None if row_mask is None else _check_row_mask(row_mask, rows.shape, name)
-    if state is None:
-        state = jnp.zeros((n_members,), dtype)
     wrapped, objective = state, loss_fn
     if model.spectral_norm:  # as _train_spectral, baking each member's best epoch
         wrapped = {"sn": _sn_init_vmapped(params, keys), "inner": state}
