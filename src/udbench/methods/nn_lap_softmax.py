@@ -158,8 +158,9 @@ class NNLaplaceSoftmax(SoftmaxNNClassifier):
     Notes
     -----
     Fitted attributes beyond the base's: ``precision_`` (p·K, p·K), ``head_map_`` (p, K),
-    ``prior_precision_`` (the τ used), ``log_marglik_`` ((G,), log Z over ``MARGLIK_GRID``,
-    computed whichever τ is used).
+    ``prior_precision_`` (the τ used) and, with ``prior_precision="marglik"``,
+    ``log_marglik_`` ((G,), log Z over ``MARGLIK_GRID``: an eigendecomposition of the
+    (p·K)² GGN, so not computed for a given τ).
     """
 
     name: ClassVar[str] = "nn-lap-softmax"
@@ -238,11 +239,11 @@ class NNLaplaceSoftmax(SoftmaxNNClassifier):
         Phi = self._phi(X)
         logits = Phi @ self.head_map_
         ggn = softmax_last_layer_precision(Phi, softmax(logits, axis=1), 0.0)
-        log_lik = float(np.sum(log_softmax(logits, axis=1)[np.arange(len(y)), y]))
-        self.log_marglik_ = laplace_log_marginal_likelihood(
-            log_lik, self.head_map_.ravel(), ggn, MARGLIK_GRID
-        )
-        if self.prior_precision == "marglik":
+        if self.prior_precision == "marglik":  # the evidence only where it chooses τ
+            log_lik = float(np.sum(log_softmax(logits, axis=1)[np.arange(len(y)), y]))
+            self.log_marglik_ = laplace_log_marginal_likelihood(
+                log_lik, self.head_map_.ravel(), ggn, MARGLIK_GRID
+            )
             self.prior_precision_ = float(MARGLIK_GRID[int(np.argmax(self.log_marglik_))])
         else:
             self.prior_precision_ = float(self.prior_precision)
