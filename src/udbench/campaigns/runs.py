@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from udbench._validation import check_choice, param_error
+from udbench.campaigns._mcmc_costs import MULTI_SECONDS
 from udbench.campaigns._runs_fits import ORACLE_FIT_KIND, fit_check, fit_units, fits_kernel
 from udbench.campaigns._runs_transfer import (
     TRANSFER_LOSSES,
@@ -172,22 +173,24 @@ def _generate_work(
     return {**generation_record(Task.load(path)), "task_arrays_sha256": arrays}
 
 
-#: CPU seconds of one ``standard`` task on concrete (n = 348 training points) per family,
-#: from the MCMC campaign's multi-family records (:mod:`udbench.campaigns._mcmc_costs`);
-#: other datasets scale with their training size (HBART and BNN sweeps are linear in n:
-#: kin8nm/concrete is 9.3 and 7.6 in those records for a 9.0 ratio of n).
-_GENERATE_CONCRETE_SECONDS = {"gp": 40.0, "hbart": 76.0, "bnn": 49.0}
+#: The dataset whose measured generation seconds (the MCMC campaign's multi-family records,
+#: :data:`udbench.campaigns._mcmc_costs.MULTI_SECONDS`) a generate unit's estimate scales.
+_MEASURED_ON = "concrete"
 
 
 def _generate_seconds(spec: Any) -> float | None:
+    """Projected CPU seconds of a generate unit: the family's measured seconds on concrete
+    times the ratio of training sizes (HBART and BNN sweeps are linear in n: kin8nm/concrete
+    is 9.3 and 7.6 in those records for a 9.0 ratio of n); None when unmeasured."""
     from udbench.data import get_dataset_spec
 
-    base = _GENERATE_CONCRETE_SECONDS.get(spec.family)
+    base = MULTI_SECONDS.get(spec.family, {}).get(_MEASURED_ON)
     try:
         n = int(get_dataset_spec(spec.dataset).n_train or 0)
+        n_ref = int(get_dataset_spec(_MEASURED_ON).n_train or 0)
     except Exception:
         return None
-    return None if base is None or n <= 0 else base * n / 348.0
+    return None if base is None or n <= 0 or n_ref <= 0 else base * n / n_ref
 
 
 def generate_units(
