@@ -213,13 +213,13 @@ class SklearnMethod(BaseMethod):
                 self.noise,
             )
         if noise is None:
-            self._noise_std = self._residual_noise(X, y)
+            self._noise_var = self._residual_noise(X, y)
             self.noise_source_ = "residuals"
         else:
-            self._noise_std = float(noise)
+            self._noise_var = float(noise)
             self.noise_source_ = "fitted"
         self.estimator_ = est
-        self.noise_variance_ = self._noise_std * self.y_scale_**2
+        self.noise_variance_ = self._noise_var * self.y_scale_**2
 
     def _residual_noise(self, X: np.ndarray, y: np.ndarray) -> float:
         """Mean held-out squared residual minus the mean EU there, at least 0."""
@@ -234,8 +234,8 @@ class SklearnMethod(BaseMethod):
     def _predict(self, X: np.ndarray) -> Prediction:
         mean, var = self._mean_var(self.estimator_, X)
         if self.noise_source_ == "fitted":
-            epistemic = np.maximum(var - self._noise_std, 0.0)
+            epistemic = np.maximum(var - self._noise_var, 0.0)
         else:
             epistemic = var
-        aleatoric = np.full(mean.shape, self._noise_std)
+        aleatoric = np.full(mean.shape, self._noise_var)
         return Prediction(mean=mean, aleatoric=aleatoric, epistemic=epistemic)
