@@ -219,7 +219,7 @@ def register(app: typer.Typer) -> None:
         from udbench.data import cache_dir, download_dataset
         from udbench.data.sources import (
             CACHE_DIR_ENV,
-            FETCH_FAILED,
+            DatasetFetchError,
             check_key,
             downloadable_keys,
         )
@@ -238,7 +238,7 @@ def register(app: typer.Typer) -> None:
             except UdbenchError as err:
                 typer.echo(f"{k}: failed: {err}", err=True)
                 failed.append(k)
-                unfetched += str(err).startswith(FETCH_FAILED)
+                unfetched += isinstance(err, DatasetFetchError)
         if failed:  # the summary blames what each line above blamed, not the key
             why = (
                 "no network (or the sources are down): their fetches failed"

@@ -26,7 +26,7 @@ from udbench.data.registry import (
 )
 
 __all__ = [
-    "FETCH_FAILED",
+    "DatasetFetchError",
     "RawTable",
     "availability",
     "cache_dir",
@@ -178,8 +178,10 @@ def _same_name(a: object, b: str) -> bool:
     return normalise_name(str(a)) == normalise_name(b)
 
 
-#: How the message of a fetch that failed (network, source) begins.
-FETCH_FAILED = "download_dataset: fetching"
+class DatasetFetchError(UdbenchError):
+    """A dataset's fetch failed (network, source or its parser), as opposed to a fetched
+    table that does not clean to SPEC's shape: ``udbench datasets download all`` counts the
+    two apart in its summary line."""
 
 
 def download_dataset(key: str, *, force: bool = False) -> Path:
@@ -202,9 +204,10 @@ def download_dataset(key: str, *, force: bool = False) -> Path:
 
     Raises
     ------
+    DatasetFetchError
+        A fetch that fails (no network, a source down, its parser).
     UdbenchError
-        Unknown key, a fetch that fails (no network), or a table that does not clean to
-        SPEC's shape.
+        Unknown key, or a table that does not clean to SPEC's shape.
     """
     spec = get_dataset_spec(key)
     if spec.source == "user":
@@ -222,8 +225,8 @@ def download_dataset(key: str, *, force: bool = False) -> Path:
     except UdbenchError:
         raise
     except Exception as err:  # network and parser errors of the fetchers
-        raise UdbenchError(
-            f"{FETCH_FAILED} {key!r} from {spec.source} id {spec.source_id} "
+        raise DatasetFetchError(
+            f"download_dataset: fetching {key!r} from {spec.source} id {spec.source_id} "
             f"failed ({type(err).__name__}: {err}); check the internet connection or put the "
             f"table at <data folder>/{key}/{key}.csv.gz and set ${DATA_DIR_ENV}."
         ) from None
