@@ -17,7 +17,13 @@ import optax
 
 from udbench._validation import param_error
 from udbench.methods.nn.backbone import BackboneConfig
-from udbench.methods.nn.training import LossFn, TrainConfig, gaussian_loss, make_optimizer
+from udbench.methods.nn.training import (
+    LossFn,
+    TrainConfig,
+    check_fixed_epochs,
+    gaussian_loss,
+    make_optimizer,
+)
 
 __all__ = ["train_members_reporting"]
 
@@ -121,13 +127,7 @@ def train_members_reporting(
     """
     if model.spectral_norm:
         raise param_error("train_members_reporting", "model", "not use spectral_norm", model)
-    if train.patience is not None:
-        raise param_error(
-            "train_members_reporting",
-            "train.patience",
-            "be None (no early stopping here)",
-            train.patience,
-        )
+    check_fixed_epochs("train_members_reporting", train)
     leaves = jax.tree_util.tree_leaves(params)
     dtype = leaves[0].dtype
     rows = jnp.asarray(rows)

@@ -66,6 +66,7 @@ __all__ = [
     "EarlyStoppingResult",
     "LossFn",
     "TrainConfig",
+    "check_fixed_epochs",
     "gaussian_loss",
     "make_optimizer",
     "predict_members",
@@ -494,7 +495,7 @@ def train_members(
         ``rows`` or ``row_mask`` of the wrong shape, or a member without a real row.
     """
     dtype, rows, state = _members("train_members", params, rows, state)
-    _check_fixed_epochs("train_members", train)
+    check_fixed_epochs("train_members", train)
     if model.spectral_norm:  # additive option; with it off the calls below are unchanged
         trainer: Callable[..., Any] = _train_vmapped
         if row_mask is not None:
@@ -556,8 +557,15 @@ def _check_row_mask(
     return jnp.asarray(mask)
 
 
-def _check_fixed_epochs(component: str, train: TrainConfig) -> None:
-    """Refuse a ``TrainConfig`` asking for early stopping in a fixed-epoch trainer."""
+def check_fixed_epochs(component: str, train: TrainConfig) -> None:
+    """Refuse a ``TrainConfig`` asking for early stopping in a fixed-epoch trainer.
+
+    Raises
+    ------
+    UdbenchError
+        ``train.patience`` is set (one line naming ``component`` and the early-stopping
+        trainer, :func:`train_members_early_stopping`).
+    """
     if train.patience is not None:
         raise param_error(
             component,
@@ -589,7 +597,7 @@ def train_members_with_iterates(
     moments of the iterates collected once per epoch.
     """
     dtype, rows, state = _members("train_members_with_iterates", params, rows, state)
-    _check_fixed_epochs("train_members_with_iterates", train)
+    check_fixed_epochs("train_members_with_iterates", train)
     valid = None if row_mask is None else _check_row_mask(row_mask, rows.shape)
     if model.spectral_norm:  # iterates baked like the final parameters (module docstring)
         return _train_spectral(  # type: ignore[return-value]
@@ -773,7 +781,7 @@ def train_single(
     (``rows`` shape (n_m,), one ``key``); returns (params, state, history (n_epochs,)).
     """
     dtype = jax.tree_util.tree_leaves(params)[0].dtype
-    _check_fixed_epochs("train_single", train)
+    check_fixed_epochs("train_single", train)
     if state is None:
         state = jnp.zeros((), dtype)
     if model.spectral_norm:
